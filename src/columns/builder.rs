@@ -1,0 +1,411 @@
+//! Per-event classification: turns one streamed event ([`RawEvent`]) into
+//! rows of the column sets it belongs to, with the reference's tests for
+//! "complete", "kernel-like", "launch", "annotation" and friends. Builders
+//! made on separate chunks of one file merge in file order.
+
+use indexmap::IndexMap;
+use rustc_hash::FxHashMap;
+
+use super::*;
+use crate::pyfmt::{normalize_text, Scalar};
+
+/// The fields of `args` that the analyses read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ArgsFields<'a> {
+    /// `args` is a JSON object (anything else is treated as `{}`).
+    pub is_object: bool,
+    pub external_id: Scalar<'a>,
+    pub correlation: Scalar<'a>,
+    pub python_id: Scalar<'a>,
+    pub python_parent_id: Scalar<'a>,
+    pub stream: Scalar<'a>,
+    pub cuda_stream: Scalar<'a>,
+    /// `args.name` (thread_name / process_name metadata).
+    pub name: Scalar<'a>,
+}
+
+/// One event of `traceEvents`, as far as the analyses care.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RawEvent<'a> {
+    pub ph: Scalar<'a>,
+    pub cat: Scalar<'a>,
+    pub name: Scalar<'a>,
+    pub pid: Scalar<'a>,
+    pub tid: Scalar<'a>,
+    pub ts: Scalar<'a>,
+    pub dur: Scalar<'a>,
+    pub args: ArgsFields<'a>,
+    /// Only while [`ColumnsBuilder::wants_sample`]: the first eight `args`
+    /// keys, each followed by its value when that is a string, joined by
+    /// single spaces (empty when there are none).
+    pub args_head: &'a str,
+}
+
+/// How many leading events feed the framework-detection sample.
+pub const SAMPLE_EVENTS: usize = 256;
+
+// Category classes, cached per interned category string.
+const CAT_KNOWN: u8 = 1;
+const CAT_NON_KERNEL: u8 = 2; // python_function / cpu_op / trace substring
+const CAT_ANNOTATION: u8 = 4; // "annotation" substring
+const CAT_KERNELISH: u8 = 8; // "kernel" substring or gpu_ prefix
+const CAT_RUNTIME: u8 = 16; // cuda_runtime / cuda_driver
+const CAT_STAGE_ANN: u8 = 32; // user_annotation / gpu_user_annotation
+const CAT_GPU_ANN: u8 = 64; // gpu_user_annotation
+
+// Name classes, cached per interned name string.
+const NAME_KNOWN: u8 = 1;
+const NAME_METADATA: u8 = 2;
+const NAME_CALL_ANN: u8 = 4; // starts with "## call "
+const NAME_LAUNCH: u8 = 8; // "launch" in lowercased name
+
+/// Accumulates columns for one trace, or for one chunk of one.
+#[derive(Default)]
+pub struct ColumnsBuilder {
+    t: Trace,
+    cat_class: Vec<u8>,
+    name_class: Vec<u8>,
+    sample: Vec<String>,
+    thread_cache: FxHashMap<(Sym, Sym), ThreadIdx>,
+    scratch: String,
+}
+
+fn classify_cat(cat: &str) -> u8 {
+    let l = normalize_text(cat).to_lowercase();
+    let mut c = CAT_KNOWN;
+    if ["python_function", "cpu_op", "trace"].iter().any(|t| l.contains(t)) {
+        c |= CAT_NON_KERNEL;
+    }
+    if l.contains("annotation") {
+        c |= CAT_ANNOTATION;
+    }
+    if l.contains("kernel") || l.starts_with("gpu_") {
+        c |= CAT_KERNELISH;
+    }
+    if l == "cuda_runtime" || l == "cuda_driver" {
+        c |= CAT_RUNTIME;
+    }
+    if l == "user_annotation" || l == "gpu_user_annotation" {
+        c |= CAT_STAGE_ANN;
+    }
+    if l == "gpu_user_annotation" {
+        c |= CAT_GPU_ANN;
+    }
+    c
+}
+
+fn classify_name(name: &str) -> u8 {
+    let n = normalize_text(name);
+    let l = n.to_lowercase();
+    let mut c = NAME_KNOWN;
+    if matches!(
+        &*n,
+        "process_name" | "thread_name" | "process_sort_index" | "thread_sort_index"
+    ) {
+        c |= NAME_METADATA;
+    }
+    if l.starts_with("## call ") {
+        c |= NAME_CALL_ANN;
+    }
+    if l.contains("launch") {
+        c |= NAME_LAUNCH;
+    }
+    c
+}
+
+fn class_of(cache: &mut Vec<u8>, sym: Sym, s: &str, f: fn(&str) -> u8) -> u8 {
+    let i = sym as usize;
+    if cache.len() <= i {
+        cache.resize(i + 1, 0);
+    }
+    if cache[i] == 0 {
+        cache[i] = f(s);
+    }
+    cache[i]
+}
+
+impl ColumnsBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True while the framework-detection sample still takes events.
+    pub fn wants_sample(&self) -> bool {
+        self.sample.len() < SAMPLE_EVENTS
+    }
+
+    /// Number of events pushed so far.
+    pub fn events(&self) -> u64 {
+        self.t.counts.events
+    }
+
+    /// Mutable access to the metadata (filled by the tokenizer's top level).
+    pub fn meta_mut(&mut self) -> &mut TraceMeta {
+        &mut self.t.meta
+    }
+
+    fn intern_py(&mut self, v: Scalar<'_>, default: &str) -> Sym {
+        if let Scalar::Str(s) = v {
+            return self.t.strings.intern(s);
+        }
+        let mut tmp = std::mem::take(&mut self.scratch);
+        v.py_str_into(default, &mut tmp);
+        let id = self.t.strings.intern(&tmp);
+        self.scratch = tmp;
+        id
+    }
+
+    fn count_key(&mut self, v: Scalar<'_>) -> Sym {
+        if v.is_missing() {
+            return self.t.strings.intern("<none>");
+        }
+        self.intern_py(v, "")
+    }
+
+    fn thread_of(&mut self, pid: Scalar<'_>, tid: Scalar<'_>) -> ThreadIdx {
+        let p = self.intern_py(pid, "None");
+        let t = self.intern_py(tid, "None");
+        if let Some(&i) = self.thread_cache.get(&(p, t)) {
+            return i;
+        }
+        let key = ThreadKey { pid: p, tid: t };
+        let (i, _) = self.t.threads.insert_full(key);
+        self.thread_cache.insert((p, t), i as ThreadIdx);
+        i as ThreadIdx
+    }
+
+    /// Classifies one event and keeps what the analyses need of it.
+    pub fn push(&mut self, ev: &RawEvent<'_>) {
+        let counts_ph = self.count_key(ev.ph);
+        let counts_cat = self.count_key(ev.cat);
+        self.t.counts.events += 1;
+        *self.t.counts.by_ph.entry(counts_ph).or_insert(0) += 1;
+        *self.t.counts.by_cat.entry(counts_cat).or_insert(0) += 1;
+        let thread = self.thread_of(ev.pid, ev.tid);
+
+        if self.wants_sample() {
+            let mut s = String::new();
+            s.push_str(&ev.name.py_str(""));
+            s.push(' ');
+            s.push_str(&ev.cat.py_str(""));
+            s.push(' ');
+            s.push_str(&ev.pid.py_str(""));
+            if !ev.args_head.is_empty() {
+                s.push(' ');
+                s.push_str(ev.args_head);
+            }
+            self.sample.push(s);
+        }
+
+        let args = ev.args;
+        let correlation = args.correlation.coerce_int();
+        let external_id = args.external_id.coerce_int();
+        if let (Some(c), Some(e)) = (correlation, external_id) {
+            self.t.corr_to_ext.insert(c, e);
+        }
+
+        match ev.ph {
+            Scalar::Str("X") => self.push_complete(ev, thread, correlation, external_id),
+            Scalar::Str("M") => self.push_metadata(ev, thread),
+            _ => {}
+        }
+    }
+
+    fn push_metadata(&mut self, ev: &RawEvent<'_>, thread: ThreadIdx) {
+        let which = match ev.name {
+            Scalar::Str("thread_name") => 0,
+            Scalar::Str("process_name") => 1,
+            _ => return,
+        };
+        let value = ev.args.name;
+        let sym = self.intern_py(value, "");
+        if self.t.strings.resolve(sym).is_empty() {
+            return;
+        }
+        let key = self.t.threads[thread as usize];
+        if which == 0 {
+            self.t.thread_names.insert(key, sym);
+        } else {
+            self.t.process_names.insert(key.pid, sym);
+        }
+    }
+
+    fn push_complete(
+        &mut self,
+        ev: &RawEvent<'_>,
+        thread: ThreadIdx,
+        correlation: Option<i64>,
+        external_id: Option<i64>,
+    ) {
+        // float(event.get("ts", 0.0)) / float(event.get("dur", 0.0)).
+        let (ts, dur) = match (ev.ts.py_float_or(0.0), ev.dur.py_float_or(0.0)) {
+            (Some(ts), Some(dur)) => (ts, dur),
+            _ => {
+                self.t.counts.skipped += 1;
+                return;
+            }
+        };
+        let complete = !ev.ts.is_none() && !ev.dur.is_none() && dur > 0.0;
+        if !ev.ts.is_none() {
+            let c = &mut self.t.counts;
+            c.min_ts = Some(c.min_ts.map_or(ts, |m| m.min(ts)));
+            let end = ts + dur;
+            c.max_end = Some(c.max_end.map_or(end, |m| m.max(end)));
+        }
+        let cat_exact = ev.cat.as_str();
+        if cat_exact == Some("python_function") {
+            let name = self.intern_py(ev.name, "");
+            self.t.frames.push(FrameRow {
+                name,
+                thread,
+                ts,
+                dur,
+                complete,
+                python_id: ev.args.python_id.coerce_int(),
+                parent_id: ev.args.python_parent_id.coerce_int(),
+            });
+            return;
+        }
+        if cat_exact == Some("cpu_op") {
+            if external_id.is_some() || correlation.is_some() {
+                let name = self.intern_py(ev.name, "");
+                self.t.cpu_ops.push(CpuOpRow {
+                    name,
+                    thread,
+                    ts,
+                    dur,
+                    complete,
+                    external_id,
+                    correlation,
+                });
+            }
+            return;
+        }
+        let cat = self.intern_py(ev.cat, "");
+        let cat_s = self.t.strings.resolve(cat);
+        let cc = class_of(&mut self.cat_class, cat, cat_s, classify_cat);
+        let has_stream_marker = ev.args.is_object
+            && (!ev.args.stream.is_missing() || !ev.args.cuda_stream.is_missing());
+        if cc & (CAT_RUNTIME | CAT_STAGE_ANN | CAT_KERNELISH) == 0 && !has_stream_marker {
+            // Neither a launch, a stage annotation nor kernel-like.
+            return;
+        }
+        let name = self.intern_py(ev.name, "");
+        let name_s = self.t.strings.resolve(name);
+        let nc = class_of(&mut self.name_class, name, name_s, classify_name);
+
+        if cc & CAT_RUNTIME != 0 && nc & NAME_LAUNCH != 0 {
+            if let Some(correlation) = correlation {
+                self.t.launches.push(LaunchRow { name, thread, ts, dur, complete, correlation });
+            }
+        }
+        if !complete {
+            return;
+        }
+        if cc & CAT_STAGE_ANN != 0 {
+            self.t.annotations.push(AnnotationRow {
+                name,
+                thread,
+                ts,
+                dur,
+                is_gpu: cc & CAT_GPU_ANN != 0,
+                external_id,
+            });
+        }
+        let kernel_like = nc & NAME_METADATA == 0
+            && cc & CAT_NON_KERNEL == 0
+            && cc & CAT_ANNOTATION == 0
+            && nc & NAME_CALL_ANN == 0
+            && (cc & CAT_KERNELISH != 0 || has_stream_marker);
+        if kernel_like {
+            let stream = if ev.args.stream.truthy() {
+                Some(self.intern_py(ev.args.stream, ""))
+            } else {
+                None
+            };
+            let cuda_stream = if ev.args.cuda_stream.truthy() {
+                Some(self.intern_py(ev.args.cuda_stream, ""))
+            } else {
+                None
+            };
+            self.t.kernels.push(KernelRow {
+                name,
+                cat,
+                thread,
+                ts,
+                dur,
+                stream,
+                cuda_stream,
+                has_stream_marker,
+                external_id,
+                correlation,
+            });
+        }
+    }
+
+    /// Appends a builder that saw the events right after this one's.
+    pub fn merge(&mut self, other: ColumnsBuilder) {
+        let o = other.t;
+        let sym = self.t.strings.absorb(&o.strings);
+        let thread: Vec<ThreadIdx> = o
+            .threads
+            .iter()
+            .map(|k| {
+                let key = ThreadKey { pid: sym[k.pid as usize], tid: sym[k.tid as usize] };
+                self.t.threads.insert_full(key).0 as ThreadIdx
+            })
+            .collect();
+        for (pid_tid, i) in self.t.threads.iter().zip(0..) {
+            self.thread_cache.insert((pid_tid.pid, pid_tid.tid), i);
+        }
+        self.t.kernels.append_mapped(&o.kernels, &sym, &thread);
+        self.t.cpu_ops.append_mapped(&o.cpu_ops, &sym, &thread);
+        self.t.launches.append_mapped(&o.launches, &sym, &thread);
+        self.t.frames.append_mapped(&o.frames, &sym, &thread);
+        self.t.annotations.append_mapped(&o.annotations, &sym, &thread);
+        for (k, v) in &o.thread_names {
+            let key = ThreadKey { pid: sym[k.pid as usize], tid: sym[k.tid as usize] };
+            self.t.thread_names.insert(key, sym[*v as usize]);
+        }
+        for (k, v) in &o.process_names {
+            self.t.process_names.insert(sym[*k as usize], sym[*v as usize]);
+        }
+        self.t.corr_to_ext.extend(o.corr_to_ext.iter().map(|(a, b)| (*a, *b)));
+        let c = &mut self.t.counts;
+        c.events += o.counts.events;
+        c.skipped += o.counts.skipped;
+        merge_counts(&mut c.by_cat, &o.counts.by_cat, &sym);
+        merge_counts(&mut c.by_ph, &o.counts.by_ph, &sym);
+        c.min_ts = min_opt(c.min_ts, o.counts.min_ts, f64::min);
+        c.max_end = min_opt(c.max_end, o.counts.max_end, f64::max);
+        let room = SAMPLE_EVENTS.saturating_sub(self.sample.len());
+        self.sample.extend(other.sample.into_iter().take(room));
+        self.cat_class.clear();
+        self.name_class.clear();
+    }
+
+    /// The finished trace.
+    pub fn finish(mut self) -> Trace {
+        self.t.framework_sample = self.sample.join(" ");
+        self.t.kernels.shrink_to_fit();
+        self.t.cpu_ops.shrink_to_fit();
+        self.t.launches.shrink_to_fit();
+        self.t.frames.shrink_to_fit();
+        self.t.annotations.shrink_to_fit();
+        self.t
+    }
+}
+
+fn merge_counts(into: &mut IndexMap<Sym, u64>, from: &IndexMap<Sym, u64>, sym: &[Sym]) {
+    for (k, v) in from {
+        *into.entry(sym[*k as usize]).or_insert(0) += v;
+    }
+}
+
+fn min_opt(a: Option<f64>, b: Option<f64>, f: fn(f64, f64) -> f64) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(f(x, y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}

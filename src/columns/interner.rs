@@ -1,0 +1,92 @@
+//! String interner: every name, category, pid and tid string seen by ingest is
+//! stored once and referred to by a 32-bit [`Sym`].
+
+use rustc_hash::FxHashMap as HashMap;
+
+/// An interned string id. Only meaningful with the [`Interner`] that made it.
+pub type Sym = u32;
+
+/// Append-only string table. Lookups by string are hashed; lookups by id are
+/// a slice index.
+#[derive(Default, Debug, Clone)]
+pub struct Interner {
+    map: HashMap<Box<str>, Sym>,
+    strings: Vec<Box<str>>,
+    bytes: usize,
+}
+
+impl Interner {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Returns the id of `s`, adding it if it is new.
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if let Some(&id) = self.map.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as Sym;
+        let boxed: Box<str> = s.into();
+        self.bytes += boxed.len();
+        self.strings.push(boxed.clone());
+        self.map.insert(boxed, id);
+        id
+    }
+
+    /// The id of `s` if it has been interned.
+    pub fn get(&self, s: &str) -> Option<Sym> {
+        self.map.get(s).copied()
+    }
+
+    /// The string behind `id`. Panics only on an id from another interner.
+    pub fn resolve(&self, id: Sym) -> &str {
+        &self.strings[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.strings.is_empty()
+    }
+
+    /// Approximate heap bytes held (string bytes plus table overhead).
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes * 2 + self.strings.len() * (16 + 16 + 8)
+    }
+
+    /// Interns every string of `other` here and returns the id translation
+    /// table (`other` id → id in `self`).
+    pub fn absorb(&mut self, other: &Interner) -> Vec<Sym> {
+        other.strings.iter().map(|s| self.intern(s)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interns_once_and_resolves() {
+        let mut i = Interner::new();
+        let a = i.intern("aten::mm");
+        let b = i.intern("kernel");
+        assert_eq!(i.intern("aten::mm"), a);
+        assert_ne!(a, b);
+        assert_eq!(i.resolve(b), "kernel");
+        assert_eq!(i.get("nope"), None);
+    }
+
+    #[test]
+    fn absorb_translates_ids() {
+        let mut a = Interner::new();
+        a.intern("x");
+        let mut b = Interner::new();
+        let y = b.intern("y");
+        let x = b.intern("x");
+        let map = a.absorb(&b);
+        assert_eq!(a.resolve(map[y as usize]), "y");
+        assert_eq!(map[x as usize], 0);
+    }
+}

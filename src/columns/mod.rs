@@ -1,0 +1,261 @@
+//! Columns: the compact, per-category record of a trace that ingest keeps and
+//! every analysis reads. Owns the data model (`Trace`), the string interner
+//! and the per-event classification (`builder`). The raw event list is never
+//! held: each event is classified as it streams past and only the fields the
+//! analyses use are kept, in struct-of-arrays columns, in trace order.
+//!
+//! All string fields are interned [`Sym`]s holding the Python `str()` form of
+//! the JSON value (so pid `0` is `"0"`, a missing pid is `"None"`), because the
+//! reference keys threads and processes by those strings.
+
+pub mod builder;
+pub mod interner;
+pub mod value;
+
+use std::collections::HashMap;
+
+use indexmap::{IndexMap, IndexSet};
+
+pub use builder::{ArgsFields, ColumnsBuilder, RawEvent};
+pub use interner::{Interner, Sym};
+
+/// A `(pid, tid)` pair as Python strings.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct ThreadKey {
+    pub pid: Sym,
+    pub tid: Sym,
+}
+
+/// Index into [`Trace::threads`].
+pub type ThreadIdx = u32;
+
+/// Defines a struct-of-arrays column set with a row type, `push`, `get`
+/// and a byte count, so each category is declared once.
+macro_rules! columns {
+    ($(#[$m:meta])* $cols:ident, $row:ident { $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? }) => {
+        /// One row of the matching column set.
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $row { $($(#[$fm])* pub $f: $t),* }
+
+        $(#[$m])*
+        #[derive(Clone, Debug, Default)]
+        pub struct $cols { $(pub $f: Vec<$t>),* }
+
+        impl $cols {
+            pub fn push(&mut self, row: $row) { $(self.$f.push(row.$f);)* }
+            pub fn get(&self, i: usize) -> $row { $row { $($f: self.$f[i]),* } }
+            pub fn len(&self) -> usize { self.ts.len() }
+            pub fn is_empty(&self) -> bool { self.ts.is_empty() }
+            pub fn iter(&self) -> impl Iterator<Item = $row> + '_ { (0..self.len()).map(move |i| self.get(i)) }
+            /// Heap bytes held by the columns (capacity, not length).
+            pub fn heap_bytes(&self) -> usize { 0 $(+ self.$f.capacity() * std::mem::size_of::<$t>())* }
+            pub fn shrink_to_fit(&mut self) { $(self.$f.shrink_to_fit();)* }
+            /// Appends `other`, translating its symbols and thread indexes.
+            pub fn append_mapped(&mut self, other: &$cols, sym: &[Sym], thread: &[ThreadIdx]) {
+                for i in 0..other.len() {
+                    let mut r = other.get(i);
+                    r.remap(sym, thread);
+                    self.push(r);
+                }
+            }
+        }
+    };
+}
+
+columns!(
+    /// Kernel-like `ph: "X"` events: complete (ts and dur present, dur > 0),
+    /// not metadata, not a python_function / cpu_op / trace category, not an
+    /// annotation, and either a kernel / `gpu_*` category or an `args.stream`
+    /// / `args.cuda_stream` key. Both of the reference's kernel detectors
+    /// accept a subset of these rows.
+    KernelColumns, KernelRow {
+        name: Sym,
+        cat: Sym,
+        thread: ThreadIdx,
+        ts: f64,
+        dur: f64,
+        /// `str(args["stream"])` when that value is truthy.
+        stream: Option<Sym>,
+        /// `str(args["cuda_stream"])` when that value is truthy.
+        cuda_stream: Option<Sym>,
+        /// `"stream" in args or "cuda_stream" in args`.
+        has_stream_marker: bool,
+        /// `coerce_optional_int(args["External id"])` (no correlation fallback).
+        external_id: Option<i64>,
+        /// `coerce_optional_int(args["correlation"])`.
+        correlation: Option<i64>,
+    }
+);
+
+columns!(
+    /// `ph: "X"`, `cat == "cpu_op"` events that carry an External id or a
+    /// correlation.
+    CpuOpColumns, CpuOpRow {
+        name: Sym,
+        thread: ThreadIdx,
+        /// `float(ts)`, 0.0 when missing.
+        ts: f64,
+        /// `float(dur)`, 0.0 when missing.
+        dur: f64,
+        /// ts and dur present and dur > 0 (`is_complete_duration_event`).
+        complete: bool,
+        external_id: Option<i64>,
+        correlation: Option<i64>,
+    }
+);
+
+columns!(
+    /// `ph: "X"` events whose normalized, lowercased category is
+    /// `cuda_runtime` or `cuda_driver`, whose lowercased name contains
+    /// `launch`, and which carry a correlation.
+    LaunchColumns, LaunchRow {
+        name: Sym,
+        thread: ThreadIdx,
+        ts: f64,
+        dur: f64,
+        complete: bool,
+        correlation: i64,
+    }
+);
+
+columns!(
+    /// `ph: "X"`, `cat == "python_function"` frames, all threads.
+    FrameColumns, FrameRow {
+        name: Sym,
+        thread: ThreadIdx,
+        ts: f64,
+        dur: f64,
+        complete: bool,
+        python_id: Option<i64>,
+        parent_id: Option<i64>,
+    }
+);
+
+columns!(
+    /// Complete `ph: "X"` events whose normalized, lowercased category is
+    /// `user_annotation` or `gpu_user_annotation`.
+    AnnotationColumns, AnnotationRow {
+        name: Sym,
+        thread: ThreadIdx,
+        ts: f64,
+        dur: f64,
+        is_gpu: bool,
+        external_id: Option<i64>,
+    }
+);
+
+fn map_opt(s: Option<Sym>, sym: &[Sym]) -> Option<Sym> {
+    s.map(|s| sym[s as usize])
+}
+
+impl KernelRow {
+    fn remap(&mut self, sym: &[Sym], thread: &[ThreadIdx]) {
+        self.name = sym[self.name as usize];
+        self.cat = sym[self.cat as usize];
+        self.thread = thread[self.thread as usize];
+        self.stream = map_opt(self.stream, sym);
+        self.cuda_stream = map_opt(self.cuda_stream, sym);
+    }
+}
+
+macro_rules! remap_name_thread {
+    ($($row:ident),*) => {$(
+        impl $row {
+            fn remap(&mut self, sym: &[Sym], thread: &[ThreadIdx]) {
+                self.name = sym[self.name as usize];
+                self.thread = thread[self.thread as usize];
+            }
+        }
+    )*};
+}
+remap_name_thread!(CpuOpRow, LaunchRow, FrameRow, AnnotationRow);
+
+/// Small top-level metadata, parsed with serde_json as it streams past.
+#[derive(Clone, Debug, Default)]
+pub struct TraceMeta {
+    /// Top-level keys in file order (`traceEvents` included). Empty for a
+    /// top-level array.
+    pub top_level_keys: Vec<String>,
+    pub schema_version: Option<serde_json::Value>,
+    pub device_properties: Option<serde_json::Value>,
+    pub distributed_info: Option<serde_json::Value>,
+    pub with_stack: Option<serde_json::Value>,
+    pub base_time_nanoseconds: Option<serde_json::Value>,
+    pub trace_name: Option<serde_json::Value>,
+    /// True when the file's top level is an array of events.
+    pub top_level_array: bool,
+}
+
+/// Event counts for `stats`: per `cat` and per `ph` in first-seen order
+/// (`<none>` for a missing key), plus totals.
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    pub events: u64,
+    pub by_cat: IndexMap<Sym, u64>,
+    pub by_ph: IndexMap<Sym, u64>,
+    /// Events the builder could not use although the reference would have
+    /// tried (e.g. a `ph: "X"` event whose ts is not a number).
+    pub skipped: u64,
+    /// Smallest `ts` and largest `ts + dur` over X events with numeric ts.
+    pub min_ts: Option<f64>,
+    pub max_end: Option<f64>,
+}
+
+/// Everything ingest keeps of one trace.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub strings: Interner,
+    pub meta: TraceMeta,
+    /// Every `(pid, tid)` seen on any event, first-seen order.
+    pub threads: IndexSet<ThreadKey>,
+    pub kernels: KernelColumns,
+    pub cpu_ops: CpuOpColumns,
+    pub launches: LaunchColumns,
+    pub frames: FrameColumns,
+    pub annotations: AnnotationColumns,
+    /// `ph: "M"`, `name == "thread_name"`: `str(args.name)` when non-empty.
+    /// Last assignment wins; order is first insertion (a Python dict).
+    pub thread_names: IndexMap<ThreadKey, Sym>,
+    /// `ph: "M"`, `name == "process_name"`, keyed by pid string.
+    pub process_names: IndexMap<Sym, Sym>,
+    /// correlation → External id from any event carrying both (last wins).
+    pub corr_to_ext: HashMap<i64, i64>,
+    /// The text the reference's framework detection reads: for the first
+    /// 256 events, `str(name)`, `str(cat)`, `str(pid)` and the first eight
+    /// `args` keys with their string values, joined by single spaces.
+    pub framework_sample: String,
+    pub counts: Counts,
+}
+
+impl Trace {
+    /// The string behind a symbol.
+    pub fn s(&self, sym: Sym) -> &str {
+        self.strings.resolve(sym)
+    }
+
+    /// The `(pid, tid)` strings of a thread index.
+    pub fn thread(&self, idx: ThreadIdx) -> ThreadKey {
+        self.threads[idx as usize]
+    }
+
+    pub fn pid_str(&self, idx: ThreadIdx) -> &str {
+        self.s(self.thread(idx).pid)
+    }
+
+    pub fn tid_str(&self, idx: ThreadIdx) -> &str {
+        self.s(self.thread(idx).tid)
+    }
+
+    /// Bytes held per column set, for `stats`.
+    pub fn column_bytes(&self) -> Vec<(&'static str, usize, usize)> {
+        vec![
+            ("kernels", self.kernels.len(), self.kernels.heap_bytes()),
+            ("cpu_ops", self.cpu_ops.len(), self.cpu_ops.heap_bytes()),
+            ("launches", self.launches.len(), self.launches.heap_bytes()),
+            ("python_frames", self.frames.len(), self.frames.heap_bytes()),
+            ("annotations", self.annotations.len(), self.annotations.heap_bytes()),
+            ("strings", self.strings.len(), self.strings.heap_bytes()),
+            ("correlation_map", self.corr_to_ext.len(), self.corr_to_ext.capacity() * 24),
+        ]
+    }
+}

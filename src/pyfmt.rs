@@ -1,0 +1,352 @@
+//! Python value semantics the reference relies on: `str()` of JSON scalars,
+//! `float()`, `coerce_optional_int`, `normalize_text`, truthiness and
+//! `round()`. Kept in one place so every analysis agrees on them.
+
+/// One JSON value as ingest hands it to the column builder. Numbers keep
+/// their raw text so `str()`, `float()` and `int()` can each be applied the
+/// way Python would apply them to what `json.load` produced.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum Scalar<'a> {
+    /// The key is absent.
+    #[default]
+    Missing,
+    Null,
+    Bool(bool),
+    /// Raw number text as written (`12`, `-3.5e2`, `NaN`, `Infinity`).
+    Num(&'a str),
+    /// Decoded string contents.
+    Str(&'a str),
+    /// An object or array; its contents were skipped.
+    Compound,
+}
+
+impl<'a> Scalar<'a> {
+    pub fn is_missing(&self) -> bool {
+        matches!(self, Scalar::Missing)
+    }
+
+    /// `value is None` after `dict.get(key)`: absent or JSON null.
+    pub fn is_none(&self) -> bool {
+        matches!(self, Scalar::Missing | Scalar::Null)
+    }
+
+    /// Python truthiness of the value (`Missing` counts as `None`).
+    pub fn truthy(&self) -> bool {
+        match *self {
+            Scalar::Missing | Scalar::Null => false,
+            Scalar::Bool(b) => b,
+            Scalar::Num(raw) => match py_float_of_num(raw) {
+                Some(f) => f != 0.0,
+                None => true,
+            },
+            Scalar::Str(s) => !s.is_empty(),
+            // An empty object or array is falsy, but the builder never needs
+            // truthiness of containers for the fields it keeps.
+            Scalar::Compound => true,
+        }
+    }
+
+    /// The string value if this is a JSON string.
+    pub fn as_str(&self) -> Option<&'a str> {
+        match *self {
+            Scalar::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// `str(event.get(key, default))`. Writes into `out` (cleared first).
+    pub fn py_str_into(&self, default: &str, out: &mut String) {
+        out.clear();
+        match *self {
+            Scalar::Missing => out.push_str(default),
+            Scalar::Null => out.push_str("None"),
+            Scalar::Bool(true) => out.push_str("True"),
+            Scalar::Bool(false) => out.push_str("False"),
+            Scalar::Num(raw) => push_py_num_str(raw, out),
+            Scalar::Str(s) => out.push_str(s),
+            Scalar::Compound => out.push_str("<compound>"),
+        }
+    }
+
+    /// `str(...)` as an owned string.
+    pub fn py_str(&self, default: &str) -> String {
+        let mut s = String::new();
+        self.py_str_into(default, &mut s);
+        s
+    }
+
+    /// `float(value)`; `None` where Python would raise.
+    pub fn py_float(&self) -> Option<f64> {
+        match *self {
+            Scalar::Missing | Scalar::Null | Scalar::Compound => None,
+            Scalar::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
+            Scalar::Num(raw) => py_float_of_num(raw),
+            Scalar::Str(s) => py_float_of_str(s),
+        }
+    }
+
+    /// `float(event.get(key, default))`.
+    pub fn py_float_or(&self, default: f64) -> Option<f64> {
+        if self.is_missing() {
+            Some(default)
+        } else {
+            self.py_float()
+        }
+    }
+
+    /// The reference's `coerce_optional_int`. Integers outside i64 are
+    /// treated as missing (documented deviation: Python keeps big ints).
+    pub fn coerce_int(&self) -> Option<i64> {
+        match *self {
+            Scalar::Missing | Scalar::Null | Scalar::Compound => None,
+            Scalar::Bool(b) => Some(b as i64),
+            Scalar::Num(raw) => {
+                if is_int_literal(raw) {
+                    raw.parse::<i64>().ok()
+                } else {
+                    let f = py_float_of_num(raw)?;
+                    if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18 {
+                        Some(f as i64)
+                    } else {
+                        None
+                    }
+                }
+            }
+            Scalar::Str(s) => {
+                if s.is_empty() || s == "None" {
+                    None
+                } else {
+                    py_int_of_str(s)
+                }
+            }
+        }
+    }
+}
+
+/// True when a JSON number literal has no fraction or exponent (Python's
+/// `json` turns it into an `int`).
+pub fn is_int_literal(raw: &str) -> bool {
+    !raw.bytes().any(|b| matches!(b, b'.' | b'e' | b'E' | b'N' | b'I'))
+}
+
+/// `float()` of what `json.load` made of a number literal.
+pub fn py_float_of_num(raw: &str) -> Option<f64> {
+    match raw {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => raw.parse::<f64>().ok(),
+    }
+}
+
+/// `float(s)` for a Python string: surrounding whitespace allowed,
+/// `inf` / `nan` / `infinity` in any case, underscores between digits.
+pub fn py_float_of_str(s: &str) -> Option<f64> {
+    let t = s.trim_matches(|c: char| c.is_whitespace());
+    if t.is_empty() {
+        return None;
+    }
+    if t.contains('_') {
+        if !underscores_ok(t) {
+            return None;
+        }
+        return t.replace('_', "").parse::<f64>().ok();
+    }
+    t.parse::<f64>().ok()
+}
+
+/// `int(s)` for a Python string: whitespace, sign, underscores between digits.
+pub fn py_int_of_str(s: &str) -> Option<i64> {
+    let t = s.trim_matches(|c: char| c.is_whitespace());
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        return None;
+    }
+    if !underscores_ok(digits) {
+        return None;
+    }
+    t.replace('_', "").parse::<i64>().ok()
+}
+
+fn underscores_ok(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.iter().enumerate().all(|(i, &c)| {
+        c != b'_'
+            || (i > 0
+                && i + 1 < b.len()
+                && b[i - 1].is_ascii_digit()
+                && b[i + 1].is_ascii_digit())
+    })
+}
+
+/// `str()` of the value `json.load` made of a number literal.
+pub fn push_py_num_str(raw: &str, out: &mut String) {
+    if is_int_literal(raw) {
+        // Python ints print canonically: no leading '+', "-0" is "0".
+        let neg = raw.starts_with('-');
+        let digits = raw.trim_start_matches('-');
+        let digits = digits.trim_start_matches('0');
+        if digits.is_empty() {
+            out.push('0');
+        } else {
+            if neg {
+                out.push('-');
+            }
+            out.push_str(digits);
+        }
+        return;
+    }
+    match py_float_of_num(raw) {
+        Some(f) => out.push_str(&py_float_repr(f)),
+        None => out.push_str(raw),
+    }
+}
+
+/// Python's `repr(float)`: shortest round-trip digits, scientific notation
+/// when the decimal exponent is below -4 or at least 16.
+pub fn py_float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+    }
+    // Rust's `{:e}` prints the shortest round-trip digits as d.ddddde±x.
+    let sci = format!("{:e}", f);
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    if (-4..16).contains(&exp) {
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                out.extend(std::iter::repeat('0').take(int_len - digits.len()));
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        } else {
+            out.push_str("0.");
+            out.extend(std::iter::repeat('0').take((-exp - 1) as usize));
+            out.push_str(&digits);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", exp.abs()));
+    }
+    out
+}
+
+/// Python's `str.isspace` set used by `str.split()` (Unicode whitespace plus
+/// the separators U+001C..U+001F).
+pub fn is_py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// The reference's `normalize_text`: strip, and collapse runs of whitespace
+/// to one space when the text contains an ASCII whitespace character.
+pub fn normalize_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let t = text.trim_matches(is_py_space);
+    if t.is_empty() {
+        return std::borrow::Cow::Borrowed("");
+    }
+    if t.bytes().any(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)) {
+        let parts: Vec<&str> = t.split(is_py_space).filter(|p| !p.is_empty()).collect();
+        return std::borrow::Cow::Owned(parts.join(" "));
+    }
+    std::borrow::Cow::Borrowed(t)
+}
+
+/// Python's `round(x)` for floats: half to even.
+pub fn py_round(x: f64) -> f64 {
+    x.round_ties_even()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn str_of_scalars_matches_python() {
+        assert_eq!(Scalar::Num("0").py_str(""), "0");
+        assert_eq!(Scalar::Num("-0").py_str(""), "0");
+        assert_eq!(Scalar::Num("1.0").py_str(""), "1.0");
+        assert_eq!(Scalar::Num("1e16").py_str(""), "1e+16");
+        assert_eq!(Scalar::Num("123456789012345678901").py_str(""), "123456789012345678901");
+        assert_eq!(Scalar::Null.py_str(""), "None");
+        assert_eq!(Scalar::Missing.py_str("dflt"), "dflt");
+        assert_eq!(Scalar::Bool(true).py_str(""), "True");
+    }
+
+    #[test]
+    fn float_repr_matches_python() {
+        for (f, s) in [
+            (0.1, "0.1"),
+            (1.5, "1.5"),
+            (100.0, "100.0"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (1234567.125, "1234567.125"),
+            (1e22, "1e+22"),
+            (-2.5e-7, "-2.5e-07"),
+            (123456789012345.6, "123456789012345.6"),
+        ] {
+            assert_eq!(py_float_repr(f), s, "{f}");
+        }
+    }
+
+    #[test]
+    fn coerce_optional_int_cases() {
+        assert_eq!(Scalar::Str("12").coerce_int(), Some(12));
+        assert_eq!(Scalar::Str(" 12 ").coerce_int(), Some(12));
+        assert_eq!(Scalar::Str("12.0").coerce_int(), None);
+        assert_eq!(Scalar::Str("None").coerce_int(), None);
+        assert_eq!(Scalar::Str("").coerce_int(), None);
+        assert_eq!(Scalar::Num("12.0").coerce_int(), Some(12));
+        assert_eq!(Scalar::Num("12.5").coerce_int(), None);
+        assert_eq!(Scalar::Num("1e3").coerce_int(), Some(1000));
+        assert_eq!(Scalar::Num("18446744073709551615").coerce_int(), None);
+        assert_eq!(Scalar::Bool(true).coerce_int(), Some(1));
+        assert_eq!(Scalar::Null.coerce_int(), None);
+    }
+
+    #[test]
+    fn float_and_truthiness() {
+        assert_eq!(Scalar::Str(" 7 ").py_float(), Some(7.0));
+        assert!(Scalar::Str("nan").py_float().unwrap().is_nan());
+        assert_eq!(Scalar::Str("1_000").py_float(), Some(1000.0));
+        assert_eq!(Scalar::Str("x").py_float(), None);
+        assert!(!Scalar::Num("0").truthy());
+        assert!(!Scalar::Num("0.0").truthy());
+        assert!(Scalar::Num("7").truthy());
+        assert!(!Scalar::Str("").truthy());
+        assert_eq!(Scalar::Missing.py_float_or(0.0), Some(0.0));
+    }
+
+    #[test]
+    fn normalize_text_collapses_whitespace() {
+        assert_eq!(normalize_text("  a \t b\n"), "a b");
+        assert_eq!(normalize_text("abc"), "abc");
+        assert_eq!(normalize_text("a\u{1c}b"), "a\u{1c}b");
+        assert_eq!(normalize_text("a \u{1c}b"), "a b");
+        assert_eq!(py_round(2.5), 2.0);
+        assert_eq!(py_round(3.5), 4.0);
+    }
+}
