@@ -7,3 +7,4 @@
 
 pub mod columns;
 pub mod pyfmt;
+pub mod analysis;

@@ -1,0 +1,237 @@
+//! Stage resolution: which serving stage (`extend` = prefill, `decode`, or
+//! `all`) a GPU kernel belongs to, from user / gpu_user annotations. An
+//! annotation sharing the kernel's External id wins; otherwise a merged
+//! annotation window containing the kernel start; otherwise the nearest
+//! window within 20 ms.
+
+use std::collections::HashMap;
+
+use crate::columns::Trace;
+use crate::pyfmt::normalize_text;
+
+/// A stage name as the reference spells it: "extend", "decode" or "all".
+pub type Stage = &'static str;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Annotation {
+    stage: Stage,
+    ts: f64,
+    end_ts: f64,
+    is_gpu: bool,
+}
+
+/// A run of same-stage annotations merged into one time window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StageWindow {
+    pub stage: Stage,
+    pub ts: f64,
+    pub end_ts: f64,
+}
+
+/// Everything needed to resolve kernel stages for one trace.
+#[derive(Clone, Debug, Default)]
+pub struct StageIndex {
+    by_external_id: HashMap<i64, Annotation>,
+    gpu_windows: Vec<StageWindow>,
+    cpu_windows: Vec<StageWindow>,
+}
+
+/// `decode` for names with `generation_1` or `decode`, `extend` for
+/// `generation_0` or `prefill`, else none.
+pub fn infer_stage_from_annotation_name(name: &str) -> Option<Stage> {
+    let lowered = normalize_text(name).to_lowercase();
+    if lowered.is_empty() {
+        return None;
+    }
+    if lowered.contains("generation_1") || lowered.contains("decode") {
+        return Some("decode");
+    }
+    if lowered.contains("generation_0") || lowered.contains("prefill") {
+        return Some("extend");
+    }
+    None
+}
+
+fn merge_windows(mut anns: Vec<Annotation>) -> Vec<StageWindow> {
+    // Stable sort by (ts, end_ts), as Python's list.sort.
+    anns.sort_by(|a, b| {
+        a.ts.partial_cmp(&b.ts)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.end_ts.partial_cmp(&b.end_ts).unwrap_or(std::cmp::Ordering::Equal))
+    });
+    let mut merged: Vec<StageWindow> = Vec::new();
+    for a in anns {
+        if let Some(last) = merged.last_mut() {
+            if last.stage == a.stage && a.ts <= last.end_ts + 1e-3 {
+                last.end_ts = last.end_ts.max(a.end_ts);
+                continue;
+            }
+        }
+        merged.push(StageWindow { stage: a.stage, ts: a.ts, end_ts: a.end_ts });
+    }
+    merged
+}
+
+/// Returns (stage, gap) of the first window containing `probe`, else the
+/// nearest window (first on ties).
+fn resolve_from_windows(probe: f64, windows: &[StageWindow]) -> (Option<Stage>, Option<f64>) {
+    let mut nearest: (Option<Stage>, Option<f64>) = (None, None);
+    for w in windows {
+        if w.ts <= probe && probe <= w.end_ts + 1e-3 {
+            return (Some(w.stage), Some(0.0));
+        }
+        let gap = (probe - w.ts).abs().min((probe - w.end_ts).abs());
+        if nearest.1.map_or(true, |g| gap < g) {
+            nearest = (Some(w.stage), Some(gap));
+        }
+    }
+    nearest
+}
+
+impl StageIndex {
+    /// Builds the index from the trace's annotation columns.
+    pub fn build(trace: &Trace) -> Self {
+        let mut idx = StageIndex::default();
+        let mut gpu = Vec::new();
+        let mut cpu = Vec::new();
+        for row in trace.annotations.iter() {
+            let Some(stage) = infer_stage_from_annotation_name(trace.s(row.name)) else {
+                continue;
+            };
+            let ann = Annotation { stage, ts: row.ts, end_ts: row.ts + row.dur, is_gpu: row.is_gpu };
+            if let Some(ext) = row.external_id {
+                let replace = match idx.by_external_id.get(&ext) {
+                    None => true,
+                    Some(cur) if ann.is_gpu != cur.is_gpu => ann.is_gpu,
+                    Some(cur) => (ann.end_ts - ann.ts) > (cur.end_ts - cur.ts),
+                };
+                if replace {
+                    idx.by_external_id.insert(ext, ann);
+                }
+            }
+            if ann.is_gpu {
+                gpu.push(ann);
+            } else {
+                cpu.push(ann);
+            }
+        }
+        idx.gpu_windows = merge_windows(gpu);
+        idx.cpu_windows = merge_windows(cpu);
+        idx
+    }
+
+    /// True when the trace has no stage annotations at all.
+    pub fn is_empty(&self) -> bool {
+        self.by_external_id.is_empty() && self.gpu_windows.is_empty() && self.cpu_windows.is_empty()
+    }
+
+    /// The reference's `resolve_kernel_stage`.
+    pub fn resolve(&self, kernel_ts: f64, external_id: Option<i64>) -> Stage {
+        if let Some(ext) = external_id {
+            if let Some(a) = self.by_external_id.get(&ext) {
+                return a.stage;
+            }
+        }
+        if self.gpu_windows.is_empty() && self.cpu_windows.is_empty() {
+            return "all";
+        }
+        let probe = kernel_ts + 1e-3;
+        let mut nearest: (Option<Stage>, Option<f64>) = (None, None);
+        for windows in [&self.gpu_windows, &self.cpu_windows] {
+            let (stage, gap) = resolve_from_windows(probe, windows);
+            if gap == Some(0.0) && stage.is_some() {
+                return stage.unwrap_or("all");
+            }
+            if let (Some(s), Some(g)) = (stage, gap) {
+                if nearest.1.map_or(true, |n| g < n) {
+                    nearest = (Some(s), Some(g));
+                }
+            }
+        }
+        match nearest {
+            (Some(stage), Some(gap)) if gap <= 20_000.0 => stage,
+            _ => "all",
+        }
+    }
+}
+
+/// The reference's `select_heaviest_pid`: sums `dur` per pid string over the
+/// given (pid, dur) pairs (in trace order), optionally filtered by a pid
+/// substring, and returns the heaviest; when a preferred substring matches
+/// any pid, the heaviest of those. Ties go to the first pid seen.
+pub fn select_heaviest_pid<'a>(
+    rows: impl IntoIterator<Item = (&'a str, f64)>,
+    pid_substring: Option<&str>,
+    preferred_substrings: &[&str],
+) -> Option<String> {
+    let mut order: Vec<&'a str> = Vec::new();
+    let mut totals: HashMap<&'a str, f64> = HashMap::new();
+    for (pid, dur) in rows {
+        if let Some(sub) = pid_substring.filter(|s| !s.is_empty()) {
+            if !pid.contains(sub) {
+                continue;
+            }
+        }
+        match totals.get_mut(pid) {
+            Some(t) => *t += dur,
+            None => {
+                order.push(pid);
+                totals.insert(pid, dur);
+            }
+        }
+    }
+    if order.is_empty() {
+        return None;
+    }
+    let first_max = |cands: &[&'a str]| -> Option<String> {
+        let mut best: Option<(&str, f64)> = None;
+        for &p in cands {
+            let d = totals[p];
+            if best.map_or(true, |(_, b)| d > b) {
+                best = Some((p, d));
+            }
+        }
+        best.map(|(p, _)| p.to_string())
+    };
+    for sub in preferred_substrings {
+        let preferred: Vec<&str> = order.iter().copied().filter(|p| p.contains(sub)).collect();
+        if !preferred.is_empty() {
+            return first_max(&preferred);
+        }
+    }
+    first_max(&order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotation_names() {
+        assert_eq!(infer_stage_from_annotation_name("execute_model_generation_1"), Some("decode"));
+        assert_eq!(infer_stage_from_annotation_name("Prefill batch"), Some("extend"));
+        assert_eq!(infer_stage_from_annotation_name("step"), None);
+    }
+
+    #[test]
+    fn heaviest_pid_first_max_and_preference() {
+        let rows = [("a", 5.0), ("b", 5.0), ("TP00 x", 1.0)];
+        assert_eq!(select_heaviest_pid(rows, None, &[]).as_deref(), Some("a"));
+        assert_eq!(select_heaviest_pid(rows, None, &["TP00"]).as_deref(), Some("TP00 x"));
+        assert_eq!(select_heaviest_pid(rows, Some("b"), &[]).as_deref(), Some("b"));
+        assert_eq!(select_heaviest_pid([], None, &[]), None);
+    }
+
+    #[test]
+    fn windows_merge_and_nearest() {
+        let w = merge_windows(vec![
+            Annotation { stage: "decode", ts: 10.0, end_ts: 20.0, is_gpu: true },
+            Annotation { stage: "decode", ts: 20.0005, end_ts: 30.0, is_gpu: true },
+            Annotation { stage: "extend", ts: 40.0, end_ts: 50.0, is_gpu: true },
+        ]);
+        assert_eq!(w.len(), 2);
+        assert_eq!(w[0].end_ts, 30.0);
+        assert_eq!(resolve_from_windows(33.0, &w), (Some("decode"), Some(3.0)));
+        assert_eq!(resolve_from_windows(36.0, &w), (Some("extend"), Some(4.0)));
+    }
+}
