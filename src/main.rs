@@ -1,1 +1,44 @@
-fn main(){}
+//! The `torchtriage` binary: parse the command line, dispatch to
+//! [`torchtriage::commands`], print one-line errors, set the exit code.
+
+use clap::{Parser, Subcommand};
+use torchtriage::commands::{self, Global};
+
+#[derive(Parser)]
+#[command(name = "torchtriage", version, about = "Where GPU time goes in a PyTorch-profiler (Kineto) trace, and what to try next")]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Event counts, metadata and column sizes of one trace.
+    Stats(commands::stats::StatsArgs),
+    /// Kernel, overlap and fuse tables for a trace or profile directory.
+    Triage(commands::triage::TriageArgs),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let result = match &cli.command {
+        Command::Stats(a) => commands::stats::run(a, &cli.global),
+        Command::Triage(a) => commands::triage::run(a, &cli.global),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("torchtriage: {e}");
+            std::process::exit(e.exit_code());
+        }
+    }
+}

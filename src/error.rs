@@ -1,0 +1,83 @@
+//! Errors: one type for every failure, rendered as a single line that names
+//! the file and, where it applies, the byte offset. Bad input and bad usage
+//! map to exit code 2.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What went wrong, coarsely, for exit codes and batch summaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The file could not be opened or read.
+    Io,
+    /// The bytes are not a usable trace (truncated, corrupt, not JSON, ...).
+    BadInput,
+    /// The command line or a user-supplied option file is wrong.
+    Usage,
+}
+
+/// A failure with enough context for a one-line message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub path: Option<PathBuf>,
+    /// Byte offset in the (decompressed) JSON text, where known.
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Error { kind: ErrorKind::BadInput, path: None, offset: None, message: message.into() }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Error { kind: ErrorKind::Usage, path: None, offset: None, message: message.into() }
+    }
+
+    pub fn io(err: std::io::Error) -> Self {
+        Error { kind: ErrorKind::Io, path: None, offset: None, message: err.to_string() }
+    }
+
+    pub fn at(mut self, offset: u64) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+
+    /// Attaches the file name unless one is already set.
+    pub fn in_file(mut self, path: &Path) -> Self {
+        if self.path.is_none() {
+            self.path = Some(path.to_path_buf());
+        }
+        self
+    }
+
+    /// Process exit code for this error when it ends a single-file command.
+    pub fn exit_code(&self) -> i32 {
+        2
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.path {
+            write!(f, "{}: ", p.display())?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, "byte {}: ", o)?;
+        }
+        // Keep it one line whatever the message holds.
+        let msg: String = self.message.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+        f.write_str(&msg)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::io(e)
+    }
+}

@@ -1,0 +1,125 @@
+//! Input: opens a trace by content, not by name. Plain JSON is memory-mapped;
+//! gzip and zstd are decoded as a stream; `-` reads stdin. Owns the notion of
+//! "the bytes of the JSON text" and nothing about JSON itself.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// How the bytes on disk are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Plain,
+    Gzip,
+    Zstd,
+}
+
+impl Encoding {
+    /// Detects the encoding from the first bytes of the file.
+    pub fn sniff(head: &[u8]) -> Encoding {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Encoding::Gzip
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Encoding::Zstd
+        } else {
+            Encoding::Plain
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Plain => "json",
+            Encoding::Gzip => "gzip",
+            Encoding::Zstd => "zstd",
+        }
+    }
+}
+
+/// An opened input: either a whole mapped file or a byte stream.
+pub enum Source {
+    /// A plain JSON file mapped into memory.
+    Mapped { map: memmap2::Mmap, path: PathBuf },
+    /// A decoded stream (gzip, zstd, stdin or an unmappable file).
+    Stream { reader: Box<dyn Read + Send>, path: PathBuf, encoding: Encoding },
+}
+
+/// What the user asked to read, and how big it is on disk.
+pub struct Opened {
+    pub source: Source,
+    /// Bytes on disk (compressed size for gz / zst); `None` for stdin.
+    pub disk_len: Option<u64>,
+    pub encoding: Encoding,
+}
+
+/// Display name for stdin.
+pub const STDIN_NAME: &str = "<stdin>";
+
+fn decoder(reader: Box<dyn Read + Send>, enc: Encoding) -> Result<Box<dyn Read + Send>> {
+    Ok(match enc {
+        Encoding::Plain => reader,
+        Encoding::Gzip => Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 20, reader))),
+        Encoding::Zstd => Box::new(zstd::stream::read::Decoder::new(reader).map_err(Error::io)?),
+    })
+}
+
+/// Opens `path` (or stdin for `-`), sniffing gzip / zstd by magic bytes.
+pub fn open(path: &Path) -> Result<Opened> {
+    if path.as_os_str() == "-" {
+        let mut stdin = io::stdin().lock();
+        let mut head = Vec::with_capacity(4);
+        (&mut stdin).take(4).read_to_end(&mut head).map_err(|e| Error::io(e).in_file(path))?;
+        let enc = Encoding::sniff(&head);
+        let rest: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(io::stdin()));
+        let reader = decoder(rest, enc).map_err(|e| e.in_file(Path::new(STDIN_NAME)))?;
+        return Ok(Opened {
+            source: Source::Stream { reader, path: PathBuf::from(STDIN_NAME), encoding: enc },
+            disk_len: None,
+            encoding: enc,
+        });
+    }
+    let file = File::open(path).map_err(|e| Error::io(e).in_file(path))?;
+    let meta = file.metadata().map_err(|e| Error::io(e).in_file(path))?;
+    if meta.is_dir() {
+        return Err(Error::usage("is a directory (use `batch` for a directory of traces)").in_file(path));
+    }
+    let mut head = [0u8; 4];
+    let n = {
+        let mut f = &file;
+        read_up_to(&mut f, &mut head).map_err(|e| Error::io(e).in_file(path))?
+    };
+    let enc = Encoding::sniff(&head[..n]);
+    let disk_len = Some(meta.len());
+    if enc == Encoding::Plain && meta.is_file() && meta.len() > 0 {
+        // SAFETY: the map is read-only; a file truncated by another process
+        // while we read it can fault, which is the documented risk of mmap.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return Ok(Opened { source: Source::Mapped { map, path: path.to_path_buf() }, disk_len, encoding: enc });
+        }
+    }
+    let file = File::open(path).map_err(|e| Error::io(e).in_file(path))?;
+    let reader = decoder(Box::new(file), enc).map_err(|e| e.in_file(path))?;
+    Ok(Opened { source: Source::Stream { reader, path: path.to_path_buf(), encoding: enc }, disk_len, encoding: enc })
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+impl Source {
+    pub fn path(&self) -> &Path {
+        match self {
+            Source::Mapped { path, .. } | Source::Stream { path, .. } => path,
+        }
+    }
+}
