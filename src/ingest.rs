@@ -1,34 +1,248 @@
-//! Ingest: file → [`Trace`]. Chooses the reading strategy for an opened
-//! input and reports progress. (Temporary: reads through serde_json until the
-//! streaming tokenizer lands; the signature stays.)
+//! Ingest: file → [`Trace`]. Picks the reading strategy for an opened input:
+//! a mapped plain file is split at event boundaries and parsed on all cores
+//! (pages released behind the cursor); a compressed or piped stream is
+//! decoded on its own thread into 4 MiB buffers that the tokenizer scans in
+//! place. Errors carry the file name and byte offset.
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
-use crate::columns::{value::trace_from_value, Trace};
+use rayon::prelude::*;
+
+use crate::columns::Trace;
 use crate::error::{Error, Result};
 use crate::input::{self, Source};
+use crate::progress::Progress;
+use crate::tokenizer::{find_event_boundary, parse_chunk, Chunk, DocError, DocParser, Step};
 
 /// Knobs for one ingest.
 #[derive(Clone, Debug, Default)]
 pub struct IngestOptions {
     /// Suppress progress output.
     pub quiet: bool,
+    /// Split a mapped file into this many parallel chunks (default: the
+    /// rayon pool size).
+    pub chunks: Option<usize>,
+    /// Smallest event array (bytes) worth splitting; default 4 MiB.
+    pub parallel_min: Option<usize>,
+}
+
+/// Decoded-stream buffer size.
+const STREAM_CHUNK: usize = 4 << 20;
+/// Largest single event or metadata value accepted from a stream.
+pub const MAX_UNIT_BYTES: usize = 1 << 30;
+/// Below this many bytes of events a mapped file is parsed on one thread.
+const PARALLEL_MIN: usize = 4 << 20;
+
+fn doc_err(e: DocError, base: u64) -> Error {
+    Error::bad_input(e.msg).at(base + e.pos as u64)
 }
 
 /// Reads a whole trace file (plain, gzip, zstd or `-`) into columns.
 pub fn load_path(path: &Path, opts: &IngestOptions) -> Result<Trace> {
-    let _ = opts;
     let opened = input::open(path)?;
-    let bytes: Vec<u8> = match opened.source {
-        Source::Mapped { map, .. } => map.to_vec(),
-        Source::Stream { mut reader, .. } => {
-            let mut v = Vec::new();
-            reader.read_to_end(&mut v).map_err(|e| Error::bad_input(e.to_string()).in_file(path))?;
-            v
-        }
+    let label = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let _progress = Progress::start(label, opened.disk_len, opened.consumed.clone(), opts.quiet);
+    let consumed = opened.consumed.clone();
+    let trace = match opened.source {
+        Source::Mapped { map, .. } => load_mapped(&map, opts, &consumed),
+        Source::Stream { reader, .. } => load_stream(reader),
     };
-    let value: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::bad_input(format!("not valid JSON: {e}")).in_file(path))?;
-    Ok(trace_from_value(&value))
+    trace.map_err(|e| e.in_file(path))
+}
+
+/// Parses a complete in-memory JSON text on the calling thread.
+pub fn load_bytes(buf: &[u8]) -> Result<Trace> {
+    let mut doc = DocParser::new();
+    match doc.advance(buf, 0, true, false).map_err(|e| doc_err(e, 0))? {
+        Step::Done(_) => finish(doc),
+        Step::NeedMore(p) | Step::AtEvents(p) => Err(Error::bad_input("internal: parser stopped early").at(p as u64)),
+    }
+}
+
+fn finish(doc: DocParser) -> Result<Trace> {
+    if !doc.saw_events() {
+        return Err(Error::bad_input("no traceEvents array in this JSON document"));
+    }
+    Ok(doc.builder.finish())
+}
+
+/// Releases mapped pages in `[from, to)` (rounded inward to pages) so the
+/// resident set does not grow with the file.
+fn release(map: &memmap2::Mmap, from: usize, to: usize) {
+    const PAGE: usize = 4096;
+    let a = from.div_ceil(PAGE) * PAGE;
+    let b = to / PAGE * PAGE;
+    if b > a {
+        // SAFETY: DontNeed on a read-only file mapping only drops resident
+        // pages; later reads fault them back in from the file.
+        unsafe {
+            let _ = map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a);
+        }
+    }
+}
+
+fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) -> Result<Trace> {
+    let buf: &[u8] = map;
+    let _ = map.advise(memmap2::Advice::Sequential);
+    let mut doc = DocParser::new();
+    let p = match doc.advance(buf, 0, true, true).map_err(|e| doc_err(e, 0))? {
+        Step::AtEvents(p) => p,
+        Step::Done(_) => return finish(doc),
+        Step::NeedMore(p) => return Err(Error::bad_input("unexpected end of input").at(p as u64)),
+    };
+    let top_array = doc.builder.meta_mut().top_level_array;
+    let n = opts.chunks.unwrap_or_else(rayon::current_num_threads).max(1);
+    let span = buf.len() - p;
+    let mut starts = vec![p];
+    if n > 1 && span >= opts.parallel_min.unwrap_or(PARALLEL_MIN) {
+        for k in 1..n {
+            let mid = p + span / n * k;
+            if let Some(b) = find_event_boundary(buf, mid, 64 << 20) {
+                if b > *starts.last().unwrap_or(&p) {
+                    starts.push(b);
+                }
+            }
+        }
+    }
+    let run = |i: usize, from: usize, first: bool, stop: usize| -> std::result::Result<Chunk, DocError> {
+        let mut last = from;
+        let _ = i;
+        parse_chunk(buf, from, first, stop, |pos| {
+            consumed.fetch_add((pos - last) as u64, Ordering::Relaxed);
+            release(map, last, pos);
+            last = pos;
+        })
+    };
+    let results: Vec<std::result::Result<Chunk, DocError>> = starts
+        .par_iter()
+        .enumerate()
+        .map(|(i, &from)| run(i, from, i == 0, starts.get(i + 1).copied().unwrap_or(usize::MAX)))
+        .collect();
+    // Chain the chunks: chunk k is valid only if chunk k-1 stopped exactly
+    // where chunk k started (its boundary guess was a real event start).
+    let mut pos = p;
+    let mut ended = false;
+    for (i, r) in results.into_iter().enumerate() {
+        if ended || (i > 0 && pos != starts[i]) {
+            break;
+        }
+        let c = r.map_err(|e| doc_err(e, 0))?;
+        pos = c.next;
+        ended = c.ended;
+        doc.builder.merge(c.builder);
+    }
+    if !ended {
+        // A boundary guess fell inside a string: finish sequentially.
+        let c = run(usize::MAX, pos, false, usize::MAX).map_err(|e| doc_err(e, 0))?;
+        pos = c.next;
+        doc.builder.merge(c.builder);
+    }
+    doc.resume_after_events(top_array);
+    match doc.advance(buf, pos, true, false).map_err(|e| doc_err(e, 0))? {
+        Step::Done(_) => {}
+        Step::NeedMore(q) | Step::AtEvents(q) => return Err(Error::bad_input("unexpected end of input").at(q as u64)),
+    }
+    consumed.store(buf.len() as u64, Ordering::Relaxed);
+    release(map, 0, buf.len());
+    finish(doc)
+}
+
+/// Reads the decoder on a separate thread into recycled buffers.
+fn spawn_reader(mut reader: Box<dyn Read + Send>) -> (mpsc::Receiver<std::io::Result<Vec<u8>>>, mpsc::Sender<Vec<u8>>) {
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
+    let (ret_tx, ret_rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || loop {
+        let mut b = ret_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(STREAM_CHUNK));
+        b.clear();
+        b.resize(STREAM_CHUNK, 0);
+        let mut n = 0;
+        while n < STREAM_CHUNK {
+            match reader.read(&mut b[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        if n == 0 {
+            return;
+        }
+        b.truncate(n);
+        if tx.send(Ok(b)).is_err() {
+            return;
+        }
+    });
+    (rx, ret_tx)
+}
+
+fn load_stream(reader: Box<dyn Read + Send>) -> Result<Trace> {
+    let (rx, recycle) = spawn_reader(reader);
+    let mut window: Vec<u8> = Vec::with_capacity(2 * STREAM_CHUNK);
+    let mut pos = 0usize;
+    let mut base = 0u64;
+    let mut eof = false;
+    let mut doc = DocParser::new();
+    loop {
+        let step = doc.advance(&window, pos, eof, false).map_err(|e| doc_err(e, base))?;
+        let keep_from = match step {
+            Step::Done(_) if eof => break,
+            Step::Done(p) => p,
+            Step::NeedMore(p) => p,
+            Step::AtEvents(p) => p,
+        };
+        // Drop what was parsed, then append the next decoded buffer.
+        window.drain(..keep_from);
+        base += keep_from as u64;
+        pos = 0;
+        if window.len() > MAX_UNIT_BYTES {
+            return Err(Error::bad_input(format!("a single value is larger than {} MiB", MAX_UNIT_BYTES >> 20)).at(base));
+        }
+        match rx.recv() {
+            Ok(Ok(chunk)) => {
+                window.extend_from_slice(&chunk);
+                let _ = recycle.send(chunk);
+            }
+            Ok(Err(e)) => {
+                return Err(Error::bad_input(format!("cannot decompress: {e}")).at(base + window.len() as u64));
+            }
+            Err(_) => eof = true,
+        }
+    }
+    finish(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_parse_object_and_array_forms() {
+        let t = load_bytes(br#"{"a": {"x": [1, 2]}, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 2, "ts": 1, "dur": 2, "args": {"stream": 7}}], "schemaVersion": 1}"#).unwrap();
+        assert_eq!(t.kernels.len(), 1);
+        assert_eq!(t.meta.top_level_keys, vec!["a", "traceEvents", "schemaVersion"]);
+        let t = load_bytes(br#"[{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}}]"#).unwrap();
+        assert_eq!(t.thread_names.len(), 1);
+    }
+
+    #[test]
+    fn bad_documents_name_the_offset() {
+        let e = load_bytes(b"{\"traceEvents\": [{\"ph\": \"X\"}").unwrap_err();
+        assert!(e.message.contains("truncated"), "{e}");
+        let e = load_bytes(b"{\"other\": 1}").unwrap_err();
+        assert!(e.message.contains("no traceEvents"), "{e}");
+        let e = load_bytes(b"{\"traceEvents\": [1]}").unwrap_err();
+        assert_eq!(e.offset, Some(17));
+        let e = load_bytes(b"{\"traceEvents\": {}}").unwrap_err();
+        assert!(e.message.contains("not an array"));
+        let e = load_bytes(b"nope").unwrap_err();
+        assert_eq!(e.offset, Some(0));
+        let e = load_bytes(b"{\"traceEvents\": []} x").unwrap_err();
+        assert!(e.message.contains("after the end"));
+    }
 }

@@ -5,6 +5,8 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -51,6 +53,23 @@ pub struct Opened {
     /// Bytes on disk (compressed size for gz / zst); `None` for stdin.
     pub disk_len: Option<u64>,
     pub encoding: Encoding,
+    /// Bytes consumed from disk so far (updated by the stream reader; the
+    /// mapped-file path updates it as it parses).
+    pub consumed: Arc<AtomicU64>,
+}
+
+/// Counts bytes read through it into a shared counter (for progress).
+struct Counting<R> {
+    inner: R,
+    counter: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// Display name for stdin.
@@ -71,12 +90,17 @@ pub fn open(path: &Path) -> Result<Opened> {
         let mut head = Vec::with_capacity(4);
         (&mut stdin).take(4).read_to_end(&mut head).map_err(|e| Error::io(e).in_file(path))?;
         let enc = Encoding::sniff(&head);
-        let rest: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(io::stdin()));
+        let consumed = Arc::new(AtomicU64::new(0));
+        let rest: Box<dyn Read + Send> = Box::new(Counting {
+            inner: io::Cursor::new(head).chain(io::stdin()),
+            counter: consumed.clone(),
+        });
         let reader = decoder(rest, enc).map_err(|e| e.in_file(Path::new(STDIN_NAME)))?;
         return Ok(Opened {
             source: Source::Stream { reader, path: PathBuf::from(STDIN_NAME), encoding: enc },
             disk_len: None,
             encoding: enc,
+            consumed,
         });
     }
     let file = File::open(path).map_err(|e| Error::io(e).in_file(path))?;
@@ -91,16 +115,18 @@ pub fn open(path: &Path) -> Result<Opened> {
     };
     let enc = Encoding::sniff(&head[..n]);
     let disk_len = Some(meta.len());
+    let consumed = Arc::new(AtomicU64::new(0));
     if enc == Encoding::Plain && meta.is_file() && meta.len() > 0 {
         // SAFETY: the map is read-only; a file truncated by another process
         // while we read it can fault, which is the documented risk of mmap.
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return Ok(Opened { source: Source::Mapped { map, path: path.to_path_buf() }, disk_len, encoding: enc });
+            return Ok(Opened { source: Source::Mapped { map, path: path.to_path_buf() }, disk_len, encoding: enc, consumed });
         }
     }
     let file = File::open(path).map_err(|e| Error::io(e).in_file(path))?;
-    let reader = decoder(Box::new(file), enc).map_err(|e| e.in_file(path))?;
-    Ok(Opened { source: Source::Stream { reader, path: path.to_path_buf(), encoding: enc }, disk_len, encoding: enc })
+    let counted = Counting { inner: file, counter: consumed.clone() };
+    let reader = decoder(Box::new(counted), enc).map_err(|e| e.in_file(path))?;
+    Ok(Opened { source: Source::Stream { reader, path: path.to_path_buf(), encoding: enc }, disk_len, encoding: enc, consumed })
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

@@ -11,6 +11,8 @@ pub mod commands;
 pub mod error;
 pub mod ingest;
 pub mod input;
+pub mod progress;
 pub mod pyfmt;
+pub mod tokenizer;
 
 pub use error::{Error, ErrorKind, Result};

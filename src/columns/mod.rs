@@ -52,6 +52,7 @@ macro_rules! columns {
             pub fn shrink_to_fit(&mut self) { $(self.$f.shrink_to_fit();)* }
             /// Appends `other`, translating its symbols and thread indexes.
             pub fn append_mapped(&mut self, other: &$cols, sym: &[Sym], thread: &[ThreadIdx]) {
+                $(self.$f.reserve_exact(other.len());)*
                 for i in 0..other.len() {
                     let mut r = other.get(i);
                     r.remap(sym, thread);

@@ -1,14 +1,21 @@
-//! `torchtriage stats`: event counts and column sizes of one trace.
+//! `torchtriage stats`: what ingest saw in one trace — event counts per
+//! `cat` and `ph`, processes, threads, kernel streams, time span, top-level
+//! metadata, and the rows and bytes held in each column. It builds the same
+//! columns the triage uses.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
-use super::Global;
+use serde_json::{json, Map, Value};
+
+use super::{print_report, Global};
+use crate::columns::Trace;
 use crate::error::Result;
 use crate::ingest::{load_path, IngestOptions};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct StatsArgs {
-    /// Trace file (`.json`, `.json.gz`, `.json.zst`) or `-` for stdin.
+    /// Trace file (`.json`, `.json.gz`, `.json.zst`, detected by content) or `-` for stdin.
     pub input: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -16,16 +23,94 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
-    let trace = load_path(&args.input, &IngestOptions { quiet: global.quiet })?;
-    let mut cat = serde_json::Map::new();
-    for (k, v) in &trace.counts.by_cat {
-        cat.insert(trace.s(*k).to_string(), (*v).into());
+    let trace = load_path(&args.input, &IngestOptions { quiet: global.quiet, ..Default::default() })?;
+    if !global.quiet && trace.counts.skipped > 0 {
+        eprintln!(
+            "torchtriage: warning: {}: {} complete events skipped (non-numeric ts or dur)",
+            args.input.display(),
+            trace.counts.skipped
+        );
     }
-    let mut ph = serde_json::Map::new();
-    for (k, v) in &trace.counts.by_ph {
-        ph.insert(trace.s(*k).to_string(), (*v).into());
-    }
-    let out = serde_json::json!({"events": trace.counts.events, "cat": cat, "ph": ph});
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    let v = stats_json(&trace, &args.input.display().to_string());
+    let text = if args.json { serde_json::to_string_pretty(&v).unwrap_or_default() } else { stats_text(&v) };
+    print_report(&text)?;
     Ok(0)
+}
+
+fn count_map(trace: &Trace, m: &indexmap::IndexMap<u32, u64>) -> Map<String, Value> {
+    m.iter().map(|(k, v)| (trace.s(*k).to_string(), json!(v))).collect()
+}
+
+/// The `stats --json` document (schema in docs/json-schema.md).
+pub fn stats_json(trace: &Trace, file: &str) -> Value {
+    let pids: HashSet<u32> = trace.threads.iter().map(|t| t.pid).collect();
+    let streams: HashSet<u32> = trace.kernels.iter().filter_map(|k| k.stream.or(k.cuda_stream)).collect();
+    let c = &trace.counts;
+    let span = match (c.min_ts, c.max_end) {
+        (Some(a), Some(b)) => json!({"min_ts_us": a, "max_end_us": b, "span_us": b - a}),
+        _ => Value::Null,
+    };
+    let m = &trace.meta;
+    let columns: Vec<Value> = trace
+        .column_bytes()
+        .into_iter()
+        .map(|(name, rows, bytes)| json!({"name": name, "rows": rows, "bytes": bytes}))
+        .collect();
+    json!({
+        "file": file,
+        "events": c.events,
+        "cat": count_map(trace, &c.by_cat),
+        "ph": count_map(trace, &c.by_ph),
+        "pids": pids.len(),
+        "threads": trace.threads.len(),
+        "kernel_streams": streams.len(),
+        "time_span": span,
+        "skipped_events": c.skipped,
+        "metadata": {
+            "top_level_keys": m.top_level_keys,
+            "top_level_array": m.top_level_array,
+            "schemaVersion": m.schema_version,
+            "deviceProperties": m.device_properties,
+            "distributedInfo": m.distributed_info,
+            "with_stack": m.with_stack,
+            "baseTimeNanoseconds": m.base_time_nanoseconds,
+        },
+        "columns": columns,
+    })
+}
+
+fn stats_text(v: &Value) -> String {
+    let mut out = String::new();
+    let line = |out: &mut String, k: &str, val: &Value| out.push_str(&format!("{k:<16}{val}\n"));
+    for k in ["file", "events", "pids", "threads", "kernel_streams", "skipped_events"] {
+        line(&mut out, k, &v[k]);
+    }
+    if let Some(s) = v["time_span"].as_object() {
+        out.push_str(&format!("{:<16}{:.3} ms\n", "time_span", s["span_us"].as_f64().unwrap_or(0.0) / 1000.0));
+    }
+    for (title, key) in [("events by cat", "cat"), ("events by ph", "ph")] {
+        out.push_str(&format!("\n{title}\n"));
+        if let Some(m) = v[key].as_object() {
+            for (k, n) in m {
+                out.push_str(&format!("  {:>12}  {k}\n", n.as_u64().unwrap_or(0)));
+            }
+        }
+    }
+    out.push_str("\ncolumns\n");
+    if let Some(cols) = v["columns"].as_array() {
+        for c in cols {
+            out.push_str(&format!(
+                "  {:<16}{:>12} rows {:>14} bytes\n",
+                c["name"].as_str().unwrap_or(""),
+                c["rows"].as_u64().unwrap_or(0),
+                c["bytes"].as_u64().unwrap_or(0)
+            ));
+        }
+    }
+    let meta = &v["metadata"];
+    out.push_str(&format!("\ntop-level keys  {}\n", meta["top_level_keys"]));
+    if let Some(d) = meta["distributedInfo"].as_object() {
+        out.push_str(&format!("distributedInfo {}\n", Value::Object(d.clone())));
+    }
+    out
 }

@@ -1,0 +1,55 @@
+//! Progress on stderr: an indicatif bar (bytes, rate, ETA) driven by a shared
+//! byte counter, shown only when stderr is a terminal and not `--quiet`.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A running progress display; stops when dropped.
+pub struct Progress {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Starts a bar for `total` bytes (unknown for stdin) labelled `label`,
+    /// polling `counter`. Returns an inert value when output is not wanted.
+    pub fn start(label: String, total: Option<u64>, counter: Arc<AtomicU64>, quiet: bool) -> Progress {
+        let stop = Arc::new(AtomicBool::new(false));
+        if quiet || !std::io::stderr().is_terminal() {
+            return Progress { stop, handle: None };
+        }
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let bar = match total {
+                Some(t) => indicatif::ProgressBar::new(t),
+                None => indicatif::ProgressBar::new_spinner(),
+            };
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            let style = indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> ");
+            bar.set_style(style);
+            bar.set_message(label);
+            while !flag.load(Ordering::Relaxed) {
+                bar.set_position(counter.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            bar.finish_and_clear();
+        });
+        Progress { stop, handle: Some(handle) }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

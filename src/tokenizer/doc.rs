@@ -1,0 +1,313 @@
+//! Document structure: the top-level object (keys in any order, metadata
+//! values parsed with serde_json) or top-level array, and the loop over the
+//! `traceEvents` array. Runs as a resumable state machine over a window of
+//! bytes, so the same code serves a whole mapped file and a refilled stream
+//! buffer; a mapped file can also hand the event array to parallel chunks.
+
+use super::event::{parse_event, EventScratch};
+use super::scan::{show, syntax, ScanError, ScanResult, Scanner};
+use crate::columns::{ColumnsBuilder, TraceMeta};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Start,
+    /// Inside the top-level object, before a key (or the closing brace).
+    ObjKey { first: bool },
+    /// Inside the event array, before an event (or the closing bracket).
+    Events { first: bool, top_array: bool },
+    /// After the whole document; only whitespace may follow.
+    End,
+}
+
+/// What one call to [`DocParser::advance`] achieved.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    /// The window ended inside the unit starting here; refill and call again
+    /// from this position.
+    NeedMore(usize),
+    /// The parser entered the event array; the next event (or `]`) is here.
+    /// Only returned when the caller asked to stop there.
+    AtEvents(usize),
+    /// The document is complete (trailing whitespace consumed).
+    Done(usize),
+}
+
+/// A malformed document: window position and message.
+#[derive(Debug, PartialEq)]
+pub struct DocError {
+    pub pos: usize,
+    pub msg: String,
+}
+
+/// Metadata keys kept (parsed with serde_json).
+const META_KEYS: [&str; 6] =
+    ["schemaVersion", "deviceProperties", "distributedInfo", "with_stack", "baseTimeNanoseconds", "traceName"];
+
+pub struct DocParser {
+    state: State,
+    pub builder: ColumnsBuilder,
+    scratch: EventScratch,
+    saw_events: bool,
+}
+
+impl Default for DocParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DocParser {
+    pub fn new() -> Self {
+        DocParser { state: State::Start, builder: ColumnsBuilder::new(), scratch: EventScratch::default(), saw_events: false }
+    }
+
+    /// True once the traceEvents array (or a top-level array) was found.
+    pub fn saw_events(&self) -> bool {
+        self.saw_events
+    }
+
+    /// Continues after the caller parsed the event array itself; `pos` is
+    /// just past its closing bracket.
+    pub fn resume_after_events(&mut self, top_array: bool) {
+        self.state = if top_array { State::End } else { State::ObjKey { first: false } };
+    }
+
+    /// Parses as far as `buf` allows from `pos`. With `eof`, running out of
+    /// bytes is an error (truncated input). With `stop_at_events`, returns
+    /// [`Step::AtEvents`] on entering the event array.
+    pub fn advance(&mut self, buf: &[u8], pos: usize, eof: bool, stop_at_events: bool) -> Result<Step, DocError> {
+        let mut s = Scanner::new(buf, pos);
+        loop {
+            let unit_start = s.pos;
+            match self.unit(&mut s, stop_at_events) {
+                Ok(Some(step)) => return Ok(step),
+                Ok(None) => {}
+                Err(ScanError::Incomplete) if eof => {
+                    return Err(DocError { pos: buf.len(), msg: self.truncated_msg() });
+                }
+                Err(ScanError::Incomplete) => return Ok(Step::NeedMore(unit_start)),
+                Err(ScanError::Syntax { pos, msg }) => return Err(DocError { pos, msg }),
+            }
+            let _ = unit_start;
+        }
+    }
+
+    fn truncated_msg(&self) -> String {
+        match self.state {
+            State::Events { .. } => "unexpected end of input inside traceEvents (truncated file?)".into(),
+            State::Start => "empty input: expected a JSON object or array".into(),
+            _ => "unexpected end of input (truncated file?)".into(),
+        }
+    }
+
+    /// Parses one unit (a key and its value, an event, a bracket).
+    fn unit(&mut self, s: &mut Scanner<'_>, stop_at_events: bool) -> ScanResult<Option<Step>> {
+        match self.state {
+            State::Start => {
+                if s.buf[s.pos..].starts_with(b"\xEF\xBB\xBF") {
+                    s.pos += 3;
+                }
+                let b = s.peek()?;
+                s.pos += 1;
+                match b {
+                    b'{' => self.state = State::ObjKey { first: true },
+                    b'[' => {
+                        self.saw_events = true;
+                        self.builder.meta_mut().top_level_array = true;
+                        self.state = State::Events { first: true, top_array: true };
+                        if stop_at_events {
+                            return Ok(Some(Step::AtEvents(s.pos)));
+                        }
+                    }
+                    _ => return syntax(s.pos - 1, format!("not a JSON trace: expected '{{' or '[', found {}", show(b))),
+                }
+            }
+            State::ObjKey { first } => {
+                let mut b = s.peek()?;
+                if !first {
+                    match b {
+                        b',' => {
+                            s.pos += 1;
+                            b = s.peek()?;
+                        }
+                        b'}' => {
+                            s.pos += 1;
+                            self.state = State::End;
+                            return Ok(None);
+                        }
+                        _ => return syntax(s.pos, format!("expected ',' or '}}' at top level, found {}", show(b))),
+                    }
+                } else if b == b'}' {
+                    s.pos += 1;
+                    self.state = State::End;
+                    return Ok(None);
+                }
+                if b != b'"' {
+                    return syntax(s.pos, format!("expected a key at top level, found {}", show(b)));
+                }
+                let mut kbuf = Vec::new();
+                let key_loc = s.string(&mut kbuf)?;
+                let key = match key_loc {
+                    super::scan::Loc::Str(a, e) => String::from_utf8_lossy(&s.buf[a..e]).into_owned(),
+                    _ => String::from_utf8_lossy(&kbuf).into_owned(),
+                };
+                s.expect(b':', "':'")?;
+                let vstart = {
+                    s.peek()?;
+                    s.pos
+                };
+                if key == "traceEvents" {
+                    if self.saw_events {
+                        return syntax(vstart, "duplicate traceEvents key");
+                    }
+                    let b = s.peek()?;
+                    if b != b'[' {
+                        return syntax(vstart, "traceEvents is not an array");
+                    }
+                    s.pos += 1;
+                    self.saw_events = true;
+                    self.builder.meta_mut().top_level_keys.push(key);
+                    self.state = State::Events { first: true, top_array: false };
+                    if stop_at_events {
+                        return Ok(Some(Step::AtEvents(s.pos)));
+                    }
+                    return Ok(None);
+                }
+                s.skip_value()?;
+                let raw = &s.buf[vstart..s.pos];
+                let meta = self.builder.meta_mut();
+                if META_KEYS.contains(&key.as_str()) {
+                    let v = serde_json::from_slice::<serde_json::Value>(raw).ok();
+                    set_meta(meta, &key, v);
+                }
+                meta.top_level_keys.push(key);
+                self.state = State::ObjKey { first: false };
+            }
+            State::Events { first, top_array } => {
+                let b = s.peek()?;
+                if b == b']' {
+                    s.pos += 1;
+                    self.resume_after_events(top_array);
+                    return Ok(None);
+                }
+                if !first {
+                    if b != b',' {
+                        return syntax(s.pos, format!("expected ',' or ']' in traceEvents, found {}", show(b)));
+                    }
+                    s.pos += 1;
+                }
+                parse_event(s, &mut self.builder, &mut self.scratch)?;
+                self.state = State::Events { first: false, top_array };
+            }
+            State::End => {
+                s.skip_ws();
+                if s.pos < s.buf.len() {
+                    return syntax(s.pos, "unexpected data after the end of the JSON document");
+                }
+                // Whitespace only so far; more may follow in a stream.
+                return Ok(Some(Step::Done(s.pos)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn set_meta(meta: &mut TraceMeta, key: &str, v: Option<serde_json::Value>) {
+    match key {
+        "schemaVersion" => meta.schema_version = v,
+        "deviceProperties" => meta.device_properties = v,
+        "distributedInfo" => meta.distributed_info = v,
+        "with_stack" => meta.with_stack = v,
+        "baseTimeNanoseconds" => meta.base_time_nanoseconds = v,
+        "traceName" => meta.trace_name = v,
+        _ => {}
+    }
+}
+
+/// Result of parsing one slice of a mapped event array.
+pub struct Chunk {
+    pub builder: ColumnsBuilder,
+    /// Start of the first event this chunk did not parse, or just past `]`.
+    pub next: usize,
+    /// The closing `]` was reached.
+    pub ended: bool,
+}
+
+/// Parses events of a whole mapped array from `start` (just after `[` when
+/// `first`, else at an event's `{`), stopping before the first event that
+/// starts at or after `stop`. `tick(pos)` is called every few MB.
+pub fn parse_chunk(
+    buf: &[u8],
+    start: usize,
+    first: bool,
+    stop: usize,
+    mut tick: impl FnMut(usize),
+) -> Result<Chunk, DocError> {
+    let mut b = ColumnsBuilder::new();
+    let mut scratch = EventScratch::default();
+    let mut s = Scanner::new(buf, start);
+    let err = |e: ScanError, s: &Scanner<'_>| match e {
+        ScanError::Incomplete => DocError { pos: buf.len(), msg: "unexpected end of input inside traceEvents (truncated file?)".into() },
+        ScanError::Syntax { pos, msg } => DocError { pos: pos.min(s.buf.len()), msg },
+    };
+    let mut next_tick = start + (8 << 20);
+    if first {
+        match s.peek() {
+            Ok(b']') => {
+                s.pos += 1;
+                return Ok(Chunk { builder: b, next: s.pos, ended: true });
+            }
+            Ok(_) => {}
+            Err(e) => return Err(err(e, &s)),
+        }
+    }
+    loop {
+        if s.pos >= stop {
+            return Ok(Chunk { builder: b, next: s.pos, ended: false });
+        }
+        if let Err(e) = parse_event(&mut s, &mut b, &mut scratch) {
+            return Err(err(e, &s));
+        }
+        if s.pos >= next_tick {
+            tick(s.pos);
+            next_tick = s.pos + (8 << 20);
+        }
+        match s.peek() {
+            Ok(b',') => {
+                s.pos += 1;
+                s.skip_ws();
+            }
+            Ok(b']') => {
+                s.pos += 1;
+                tick(s.pos);
+                return Ok(Chunk { builder: b, next: s.pos, ended: true });
+            }
+            Ok(c) => return Err(DocError { pos: s.pos, msg: format!("expected ',' or ']' in traceEvents, found {}", show(c)) }),
+            Err(e) => return Err(err(e, &s)),
+        }
+    }
+}
+
+/// A likely event start at or after `from`: the `{` of `}` `,` `{` (with
+/// optional whitespace). May be wrong inside a string; callers validate.
+pub fn find_event_boundary(buf: &[u8], from: usize, limit: usize) -> Option<usize> {
+    let end = buf.len().min(from.saturating_add(limit));
+    let mut i = from;
+    while i < end {
+        let k = memchr::memchr(b',', &buf[i..end])?;
+        let comma = i + k;
+        let mut before = comma;
+        while before > 0 && super::scan::is_ws(buf[before - 1]) {
+            before -= 1;
+        }
+        let mut after = comma + 1;
+        while after < buf.len() && super::scan::is_ws(buf[after]) {
+            after += 1;
+        }
+        if before > 0 && buf[before - 1] == b'}' && buf.get(after) == Some(&b'{') {
+            return Some(after);
+        }
+        i = comma + 1;
+    }
+    None
+}

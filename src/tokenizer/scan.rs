@@ -1,0 +1,377 @@
+//! Byte-level JSON scanning primitives over an in-memory window: whitespace,
+//! strings (borrowed when escape-free, decoded otherwise), numbers, literals
+//! and skipping whole values. Running off the end of the window is reported
+//! as [`ScanError::Incomplete`] so a streaming caller can refill and retry.
+
+use memchr::memchr2;
+
+/// Deepest nesting accepted inside one event (hostile-input bound).
+pub const MAX_DEPTH: usize = 512;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScanError {
+    /// The window ended before the value did; more input may complete it.
+    Incomplete,
+    /// Malformed JSON at this position of the window.
+    Syntax { pos: usize, msg: String },
+}
+
+pub type ScanResult<T> = Result<T, ScanError>;
+
+pub fn syntax<T>(pos: usize, msg: impl Into<String>) -> ScanResult<T> {
+    Err(ScanError::Syntax { pos, msg: msg.into() })
+}
+
+/// Where a scanned scalar's text lives.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub enum Loc {
+    #[default]
+    Missing,
+    Null,
+    True,
+    False,
+    /// Raw number text `buf[start..end]`.
+    Num(usize, usize),
+    /// String contents `buf[start..end]`, no escapes.
+    Str(usize, usize),
+    /// Decoded string contents in the scratch buffer.
+    Scratch(usize, usize),
+    /// Object or array, skipped.
+    Compound,
+}
+
+#[inline]
+pub fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+/// A cursor over one window of JSON text.
+pub struct Scanner<'a> {
+    pub buf: &'a [u8],
+    pub pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new(buf: &'a [u8], pos: usize) -> Self {
+        Scanner { buf, pos }
+    }
+
+    #[inline]
+    pub fn skip_ws(&mut self) {
+        while let Some(&b) = self.buf.get(self.pos) {
+            if !is_ws(b) {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// Next non-whitespace byte, not consumed.
+    #[inline]
+    pub fn peek(&mut self) -> ScanResult<u8> {
+        self.skip_ws();
+        self.buf.get(self.pos).copied().ok_or(ScanError::Incomplete)
+    }
+
+    /// Consumes `want` (after whitespace) or fails with `what`.
+    #[inline]
+    pub fn expect(&mut self, want: u8, what: &str) -> ScanResult<()> {
+        let b = self.peek()?;
+        if b != want {
+            return syntax(self.pos, format!("expected {what}, found {}", show(b)));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// Scans a string whose opening quote is at `pos`. Returns the raw
+    /// contents range and whether it contains escapes. Leaves `pos` after
+    /// the closing quote.
+    #[inline]
+    pub fn string_raw(&mut self) -> ScanResult<(usize, usize, bool)> {
+        let start = self.pos + 1;
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            match memchr2(b'"', b'\\', &self.buf[i.min(self.buf.len())..]) {
+                None => return Err(ScanError::Incomplete),
+                Some(k) => {
+                    let at = i + k;
+                    if self.buf[at] == b'"' {
+                        self.pos = at + 1;
+                        return Ok((start, at, escaped));
+                    }
+                    escaped = true;
+                    if at + 1 >= self.buf.len() {
+                        return Err(ScanError::Incomplete);
+                    }
+                    i = at + 2;
+                }
+            }
+        }
+    }
+
+    /// Scans a string and returns where its decoded contents live.
+    pub fn string(&mut self, scratch: &mut Vec<u8>) -> ScanResult<Loc> {
+        let (s, e, escaped) = self.string_raw()?;
+        if !escaped {
+            return Ok(Loc::Str(s, e));
+        }
+        let from = scratch.len();
+        decode_escapes(self.buf, s, e, scratch)?;
+        Ok(Loc::Scratch(from, scratch.len()))
+    }
+
+    /// Scans any value at `pos` into a [`Loc`] (containers are skipped).
+    pub fn value(&mut self, scratch: &mut Vec<u8>) -> ScanResult<Loc> {
+        let b = self.peek()?;
+        match b {
+            b'"' => self.string(scratch),
+            b'{' | b'[' => {
+                self.skip_container()?;
+                Ok(Loc::Compound)
+            }
+            b't' => self.literal(b"true", Loc::True),
+            b'f' => self.literal(b"false", Loc::False),
+            b'n' => self.literal(b"null", Loc::Null),
+            b'N' => self.literal(b"NaN", Loc::Num(self.pos, self.pos + 3)),
+            b'I' => self.literal(b"Infinity", Loc::Num(self.pos, self.pos + 8)),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => syntax(self.pos, format!("expected a JSON value, found {}", show(b))),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], loc: Loc) -> ScanResult<Loc> {
+        let end = self.pos + word.len();
+        let have = &self.buf[self.pos..end.min(self.buf.len())];
+        if have != &word[..have.len()] {
+            return syntax(self.pos, "invalid literal");
+        }
+        if have.len() < word.len() {
+            return Err(ScanError::Incomplete);
+        }
+        self.pos = end;
+        Ok(loc)
+    }
+
+    fn number(&mut self) -> ScanResult<Loc> {
+        let start = self.pos;
+        if self.buf[start..].starts_with(b"-Infinity") {
+            self.pos += 9;
+            return Ok(Loc::Num(start, self.pos));
+        }
+        let mut i = start;
+        while let Some(&b) = self.buf.get(i) {
+            if !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                break;
+            }
+            i += 1;
+        }
+        if i == self.buf.len() {
+            // The number may continue in the next window.
+            if b"-Infinity".starts_with(&self.buf[start..i]) && i - start < 9 {
+                return Err(ScanError::Incomplete);
+            }
+            return Err(ScanError::Incomplete);
+        }
+        if !valid_number(&self.buf[start..i]) {
+            return syntax(start, "invalid number");
+        }
+        self.pos = i;
+        Ok(Loc::Num(start, i))
+    }
+
+    /// Skips an object or array whose opening bracket is at `pos`.
+    pub fn skip_container(&mut self) -> ScanResult<()> {
+        let mut depth = 0usize;
+        let buf = self.buf;
+        let mut i = self.pos;
+        while i < buf.len() {
+            match buf[i] {
+                b'"' => {
+                    self.pos = i;
+                    self.string_raw()?;
+                    i = self.pos;
+                    continue;
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return syntax(i, format!("nesting deeper than {MAX_DEPTH} levels"));
+                    }
+                }
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.pos = i + 1;
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Err(ScanError::Incomplete)
+    }
+
+    /// Skips any value.
+    pub fn skip_value(&mut self) -> ScanResult<()> {
+        let b = self.peek()?;
+        match b {
+            b'"' => self.string_raw().map(|_| ()),
+            b'{' | b'[' => self.skip_container(),
+            _ => {
+                let mut none = Vec::new();
+                self.value(&mut none).map(|_| ())
+            }
+        }
+    }
+}
+
+fn valid_number(t: &[u8]) -> bool {
+    // JSON grammar: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
+    let mut i = 0;
+    if t.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    let d0 = i;
+    while t.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    if i == d0 || (t[d0] == b'0' && i - d0 > 1) {
+        return false;
+    }
+    if t.get(i) == Some(&b'.') {
+        i += 1;
+        let f0 = i;
+        while t.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == f0 {
+            return false;
+        }
+    }
+    if matches!(t.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(t.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let e0 = i;
+        while t.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == e0 {
+            return false;
+        }
+    }
+    i == t.len()
+}
+
+/// Decodes JSON escapes of `buf[s..e]` onto `out`. Lone surrogates become
+/// U+FFFD, as a lossy decoder would.
+pub fn decode_escapes(buf: &[u8], s: usize, e: usize, out: &mut Vec<u8>) -> ScanResult<()> {
+    let mut i = s;
+    while i < e {
+        let b = buf[i];
+        if b != b'\\' {
+            let next = memchr::memchr(b'\\', &buf[i..e]).map_or(e, |k| i + k);
+            out.extend_from_slice(&buf[i..next]);
+            i = next;
+            continue;
+        }
+        let esc = *buf.get(i + 1).ok_or(ScanError::Incomplete)?;
+        i += 2;
+        let ch = match esc {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hi = hex4(buf, i, e)?;
+                i += 4;
+                if (0xD800..0xDC00).contains(&hi) && buf.get(i) == Some(&b'\\') && buf.get(i + 1) == Some(&b'u') {
+                    let lo = hex4(buf, i + 2, e)?;
+                    if (0xDC00..0xE000).contains(&lo) {
+                        i += 6;
+                        let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                        char::from_u32(c).unwrap_or('\u{FFFD}')
+                    } else {
+                        '\u{FFFD}'
+                    }
+                } else {
+                    char::from_u32(hi).unwrap_or('\u{FFFD}')
+                }
+            }
+            _ => return syntax(i - 1, format!("invalid escape \\{}", esc as char)),
+        };
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+    }
+    Ok(())
+}
+
+fn hex4(buf: &[u8], i: usize, e: usize) -> ScanResult<u32> {
+    if i + 4 > e {
+        return syntax(i, "truncated \\u escape");
+    }
+    let mut v = 0u32;
+    for &b in &buf[i..i + 4] {
+        let d = (b as char).to_digit(16).ok_or(ScanError::Syntax { pos: i, msg: "invalid \\u escape".into() })?;
+        v = v * 16 + d;
+    }
+    Ok(v)
+}
+
+/// A byte for an error message.
+pub fn show(b: u8) -> String {
+    if b.is_ascii_graphic() {
+        format!("'{}'", b as char)
+    } else {
+        format!("byte 0x{b:02x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc_of(text: &str) -> (ScanResult<Loc>, Vec<u8>) {
+        let mut scratch = Vec::new();
+        let mut s = Scanner::new(text.as_bytes(), 0);
+        (s.value(&mut scratch), scratch)
+    }
+
+    #[test]
+    fn strings_borrow_or_decode() {
+        assert_eq!(loc_of("\"abc\" ").0, Ok(Loc::Str(1, 4)));
+        let (l, scratch) = loc_of(r#""a\"b\u00e9\ud83d\ude00" "#);
+        assert_eq!(l, Ok(Loc::Scratch(0, scratch.len())));
+        assert_eq!(std::str::from_utf8(&scratch).unwrap(), "a\"bé😀");
+        assert_eq!(loc_of("\"abc").0, Err(ScanError::Incomplete));
+    }
+
+    #[test]
+    fn numbers_and_literals() {
+        assert_eq!(loc_of("12.5e3,").0, Ok(Loc::Num(0, 6)));
+        assert_eq!(loc_of("-Infinity,").0, Ok(Loc::Num(0, 9)));
+        assert_eq!(loc_of("NaN,").0, Ok(Loc::Num(0, 3)));
+        assert_eq!(loc_of("12").0, Err(ScanError::Incomplete));
+        assert!(matches!(loc_of("01,").0, Err(ScanError::Syntax { .. })));
+        assert!(matches!(loc_of("1.e5,").0, Err(ScanError::Syntax { .. })));
+        assert_eq!(loc_of("null,").0, Ok(Loc::Null));
+        assert_eq!(loc_of("tru").0, Err(ScanError::Incomplete));
+        assert!(matches!(loc_of("trux").0, Err(ScanError::Syntax { .. })));
+    }
+
+    #[test]
+    fn containers_skip_with_strings_and_depth() {
+        assert_eq!(loc_of(r#"{"a":[1,"]}",{"b":{}}]} "#).0, Ok(Loc::Compound));
+        assert_eq!(loc_of("[[[1]]").0, Err(ScanError::Incomplete));
+        let deep = "[".repeat(MAX_DEPTH + 1);
+        assert!(matches!(loc_of(&deep).0, Err(ScanError::Syntax { .. })));
+    }
+}
