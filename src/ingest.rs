@@ -116,11 +116,13 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
             last = pos;
         })
     };
+    let t0 = std::time::Instant::now();
     let results: Vec<std::result::Result<Chunk, DocError>> = starts
         .par_iter()
         .enumerate()
         .map(|(i, &from)| run(i, from, i == 0, starts.get(i + 1).copied().unwrap_or(usize::MAX)))
         .collect();
+    if std::env::var_os("TT_TIMING").is_some() { eprintln!("chunks {:?} parsed in {:?}", starts, t0.elapsed()); }
     // Chain the chunks: chunk k is valid only if chunk k-1 stopped exactly
     // where chunk k started (its boundary guess was a real event start).
     let mut pos = p;
@@ -145,6 +147,7 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
         Step::Done(_) => {}
         Step::NeedMore(q) | Step::AtEvents(q) => return Err(Error::bad_input("unexpected end of input").at(q as u64)),
     }
+    if std::env::var_os("TT_TIMING").is_some() { eprintln!("merged at {:?}", t0.elapsed()); }
     consumed.store(buf.len() as u64, Ordering::Relaxed);
     release(map, 0, buf.len());
     finish(doc)

@@ -57,7 +57,7 @@ fn fingerprint(t: &Trace) -> Vec<String> {
         v.push(format!("L {} {} {} {} {} {}", t.s(l.name), th(l.thread), l.ts, l.dur, l.complete, l.correlation));
     }
     for f in t.frames.iter() {
-        v.push(format!("F {} {} {} {} {} {:?} {:?}", t.s(f.name), th(f.thread), f.ts, f.dur, f.complete, f.python_id, f.parent_id));
+        v.push(format!("F {} {} {} {} {}", t.s(f.name), th(f.thread), f.ts, f.dur, f.complete));
     }
     for a in t.annotations.iter() {
         v.push(format!("A {} {} {} {} {} {:?}", t.s(a.name), th(a.thread), a.ts, a.dur, a.is_gpu, a.external_id));

@@ -68,6 +68,9 @@ pub struct ColumnsBuilder {
     sample: Vec<String>,
     thread_cache: FxHashMap<(Sym, Sym), ThreadIdx>,
     scratch: String,
+    /// Last string and symbol per field slot (ph, cat, pid, tid): most
+    /// events repeat their neighbour's, and a compare beats a hash.
+    last: [(String, Sym); 4],
 }
 
 fn classify_cat(cat: &str) -> u8 {
@@ -126,7 +129,12 @@ fn class_of(cache: &mut Vec<u8>, sym: Sym, s: &str, f: fn(&str) -> u8) -> u8 {
 
 impl ColumnsBuilder {
     pub fn new() -> Self {
-        Self::default()
+        let mut b = Self::default();
+        // An empty string with an impossible symbol: never a cache hit.
+        for e in &mut b.last {
+            e.1 = Sym::MAX;
+        }
+        b
     }
 
     /// True while the framework-detection sample still takes events.
@@ -155,16 +163,33 @@ impl ColumnsBuilder {
         id
     }
 
-    fn count_key(&mut self, v: Scalar<'_>) -> Sym {
+    /// `intern_py` through the one-entry cache of `slot`.
+    fn intern_slot(&mut self, slot: usize, v: Scalar<'_>, default: &str) -> Sym {
+        if let Scalar::Str(s) = v {
+            let (ls, lsym) = &self.last[slot];
+            if ls == s && !(ls.is_empty() && *lsym == Sym::MAX) {
+                return *lsym;
+            }
+            let id = self.t.strings.intern(s);
+            let e = &mut self.last[slot];
+            e.0.clear();
+            e.0.push_str(s);
+            e.1 = id;
+            return id;
+        }
+        self.intern_py(v, default)
+    }
+
+    fn count_key(&mut self, slot: usize, v: Scalar<'_>) -> Sym {
         if v.is_missing() {
             return self.t.strings.intern("<none>");
         }
-        self.intern_py(v, "")
+        self.intern_slot(slot, v, "")
     }
 
     fn thread_of(&mut self, pid: Scalar<'_>, tid: Scalar<'_>) -> ThreadIdx {
-        let p = self.intern_py(pid, "None");
-        let t = self.intern_py(tid, "None");
+        let p = self.intern_slot(2, pid, "None");
+        let t = self.intern_slot(3, tid, "None");
         if let Some(&i) = self.thread_cache.get(&(p, t)) {
             return i;
         }
@@ -176,8 +201,8 @@ impl ColumnsBuilder {
 
     /// Classifies one event and keeps what the analyses need of it.
     pub fn push(&mut self, ev: &RawEvent<'_>) {
-        let counts_ph = self.count_key(ev.ph);
-        let counts_cat = self.count_key(ev.cat);
+        let counts_ph = self.count_key(0, ev.ph);
+        let counts_cat = self.count_key(1, ev.cat);
         self.t.counts.events += 1;
         *self.t.counts.by_ph.entry(counts_ph).or_insert(0) += 1;
         *self.t.counts.by_cat.entry(counts_cat).or_insert(0) += 1;
@@ -261,8 +286,6 @@ impl ColumnsBuilder {
                 ts,
                 dur,
                 complete,
-                python_id: ev.args.python_id.coerce_int(),
-                parent_id: ev.args.python_parent_id.coerce_int(),
             });
             return;
         }
@@ -281,7 +304,7 @@ impl ColumnsBuilder {
             }
             return;
         }
-        let cat = self.intern_py(ev.cat, "");
+        let cat = self.intern_slot(1, ev.cat, "");
         let cat_s = self.t.strings.resolve(cat);
         let cc = class_of(&mut self.cat_class, cat, cat_s, classify_cat);
         let has_stream_marker = ev.args.is_object
@@ -346,6 +369,7 @@ impl ColumnsBuilder {
     /// Appends a builder that saw the events right after this one's.
     pub fn merge(&mut self, other: ColumnsBuilder) {
         let o = other.t;
+        let other_sample = other.sample;
         let sym = self.t.strings.absorb(&o.strings);
         let thread: Vec<ThreadIdx> = o
             .threads
@@ -358,11 +382,11 @@ impl ColumnsBuilder {
         for (pid_tid, i) in self.t.threads.iter().zip(0..) {
             self.thread_cache.insert((pid_tid.pid, pid_tid.tid), i);
         }
-        self.t.kernels.append_mapped(&o.kernels, &sym, &thread);
-        self.t.cpu_ops.append_mapped(&o.cpu_ops, &sym, &thread);
-        self.t.launches.append_mapped(&o.launches, &sym, &thread);
-        self.t.frames.append_mapped(&o.frames, &sym, &thread);
-        self.t.annotations.append_mapped(&o.annotations, &sym, &thread);
+        self.t.kernels.append_mapped(o.kernels, &sym, &thread);
+        self.t.cpu_ops.append_mapped(o.cpu_ops, &sym, &thread);
+        self.t.launches.append_mapped(o.launches, &sym, &thread);
+        self.t.frames.append_mapped(o.frames, &sym, &thread);
+        self.t.annotations.append_mapped(o.annotations, &sym, &thread);
         for (k, v) in &o.thread_names {
             let key = ThreadKey { pid: sym[k.pid as usize], tid: sym[k.tid as usize] };
             self.t.thread_names.insert(key, sym[*v as usize]);
@@ -379,9 +403,13 @@ impl ColumnsBuilder {
         c.min_ts = min_opt(c.min_ts, o.counts.min_ts, f64::min);
         c.max_end = min_opt(c.max_end, o.counts.max_end, f64::max);
         let room = SAMPLE_EVENTS.saturating_sub(self.sample.len());
-        self.sample.extend(other.sample.into_iter().take(room));
+        self.sample.extend(other_sample.into_iter().take(room));
         self.cat_class.clear();
         self.name_class.clear();
+        for e in &mut self.last {
+            e.0.clear();
+            e.1 = Sym::MAX;
+        }
     }
 
     /// The finished trace.

@@ -29,6 +29,50 @@ pub struct ThreadKey {
 /// Index into [`Trace::threads`].
 pub type ThreadIdx = u32;
 
+/// How a row field is stored in its column: optional ids and symbols use a
+/// sentinel instead of an `Option` tag, halving their size.
+pub trait Pack: Copy {
+    type Store: Copy;
+    fn pack(self) -> Self::Store;
+    fn unpack(s: Self::Store) -> Self;
+}
+
+macro_rules! pack_plain {
+    ($($t:ty),*) => {$(
+        impl Pack for $t {
+            type Store = $t;
+            #[inline] fn pack(self) -> $t { self }
+            #[inline] fn unpack(s: $t) -> $t { s }
+        }
+    )*};
+}
+pack_plain!(u32, i64, f64, bool);
+
+impl Pack for Option<i64> {
+    type Store = i64;
+    #[inline]
+    fn pack(self) -> i64 {
+        // i64::MIN is not a value a trace id takes; it marks "missing".
+        self.unwrap_or(i64::MIN)
+    }
+    #[inline]
+    fn unpack(s: i64) -> Self {
+        (s != i64::MIN).then_some(s)
+    }
+}
+
+impl Pack for Option<u32> {
+    type Store = u32;
+    #[inline]
+    fn pack(self) -> u32 {
+        self.unwrap_or(u32::MAX)
+    }
+    #[inline]
+    fn unpack(s: u32) -> Self {
+        (s != u32::MAX).then_some(s)
+    }
+}
+
 /// Defines a struct-of-arrays column set with a row type, `push`, `get`
 /// and a byte count, so each category is declared once.
 macro_rules! columns {
@@ -38,29 +82,59 @@ macro_rules! columns {
         pub struct $row { $($(#[$fm])* pub $f: $t),* }
 
         $(#[$m])*
+        /// Columns are private; read rows with `get` / `iter`.
         #[derive(Clone, Debug, Default)]
-        pub struct $cols { $(pub $f: Vec<$t>),* }
+        pub struct $cols { $($f: Vec<<$t as Pack>::Store>),* }
 
         impl $cols {
-            pub fn push(&mut self, row: $row) { $(self.$f.push(row.$f);)* }
-            pub fn get(&self, i: usize) -> $row { $row { $($f: self.$f[i]),* } }
+            pub fn push(&mut self, row: $row) { $(self.$f.push(Pack::pack(row.$f));)* }
+            #[inline]
+            pub fn get(&self, i: usize) -> $row { $row { $($f: <$t as Pack>::unpack(self.$f[i])),* } }
             pub fn len(&self) -> usize { self.ts.len() }
             pub fn is_empty(&self) -> bool { self.ts.is_empty() }
-            pub fn iter(&self) -> impl Iterator<Item = $row> + '_ { (0..self.len()).map(move |i| self.get(i)) }
+            pub fn iter(&self) -> impl ExactSizeIterator<Item = $row> + '_ { (0..self.len()).map(move |i| self.get(i)) }
             /// Heap bytes held by the columns (capacity, not length).
-            pub fn heap_bytes(&self) -> usize { 0 $(+ self.$f.capacity() * std::mem::size_of::<$t>())* }
+            pub fn heap_bytes(&self) -> usize { 0 $(+ self.$f.capacity() * std::mem::size_of::<<$t as Pack>::Store>())* }
             pub fn shrink_to_fit(&mut self) { $(self.$f.shrink_to_fit();)* }
-            /// Appends `other`, translating its symbols and thread indexes.
-            pub fn append_mapped(&mut self, other: &$cols, sym: &[Sym], thread: &[ThreadIdx]) {
-                $(self.$f.reserve_exact(other.len());)*
-                for i in 0..other.len() {
-                    let mut r = other.get(i);
-                    r.remap(sym, thread);
-                    self.push(r);
-                }
+            /// Appends `other` (consumed column by column to bound the peak),
+            /// translating its symbols and thread indexes.
+            pub fn append_mapped(&mut self, other: $cols, sym: &[Sym], thread: &[ThreadIdx]) {
+                $(
+                    let col = other.$f;
+                    self.$f.reserve_exact(col.len());
+                    self.$f.extend(col.into_iter().map(|v| {
+                        <$t as Pack>::pack(<$t as Remap>::remap(<$t as Pack>::unpack(v), stringify!($f), sym, thread))
+                    }));
+                )*
             }
         }
     };
+}
+
+/// Translation of one field value when columns from another builder are
+/// appended: symbols and thread indexes change, everything else stays.
+pub trait Remap: Sized {
+    fn remap(self, _field: &str, _sym: &[Sym], _thread: &[ThreadIdx]) -> Self {
+        self
+    }
+}
+impl Remap for i64 {}
+impl Remap for f64 {}
+impl Remap for bool {}
+impl Remap for Option<i64> {}
+impl Remap for u32 {
+    fn remap(self, field: &str, sym: &[Sym], thread: &[ThreadIdx]) -> Self {
+        if field == "thread" {
+            thread[self as usize]
+        } else {
+            sym[self as usize]
+        }
+    }
+}
+impl Remap for Option<u32> {
+    fn remap(self, _field: &str, sym: &[Sym], _thread: &[ThreadIdx]) -> Self {
+        self.map(|s| sym[s as usize])
+    }
 }
 
 columns!(
@@ -120,15 +194,15 @@ columns!(
 );
 
 columns!(
-    /// `ph: "X"`, `cat == "python_function"` frames, all threads.
+    /// `ph: "X"`, `cat == "python_function"` frames, all threads. (The
+    /// frames' `Python id` / `Python parent id` are not kept: no analysis
+    /// reads them, and frames are most of a trace's events.)
     FrameColumns, FrameRow {
         name: Sym,
         thread: ThreadIdx,
         ts: f64,
         dur: f64,
         complete: bool,
-        python_id: Option<i64>,
-        parent_id: Option<i64>,
     }
 );
 
@@ -144,32 +218,6 @@ columns!(
         external_id: Option<i64>,
     }
 );
-
-fn map_opt(s: Option<Sym>, sym: &[Sym]) -> Option<Sym> {
-    s.map(|s| sym[s as usize])
-}
-
-impl KernelRow {
-    fn remap(&mut self, sym: &[Sym], thread: &[ThreadIdx]) {
-        self.name = sym[self.name as usize];
-        self.cat = sym[self.cat as usize];
-        self.thread = thread[self.thread as usize];
-        self.stream = map_opt(self.stream, sym);
-        self.cuda_stream = map_opt(self.cuda_stream, sym);
-    }
-}
-
-macro_rules! remap_name_thread {
-    ($($row:ident),*) => {$(
-        impl $row {
-            fn remap(&mut self, sym: &[Sym], thread: &[ThreadIdx]) {
-                self.name = sym[self.name as usize];
-                self.thread = thread[self.thread as usize];
-            }
-        }
-    )*};
-}
-remap_name_thread!(CpuOpRow, LaunchRow, FrameRow, AnnotationRow);
 
 /// Small top-level metadata, parsed with serde_json as it streams past.
 #[derive(Clone, Debug, Default)]

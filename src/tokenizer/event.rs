@@ -2,8 +2,6 @@
 //! need are, skips everything else without allocating, and lends the result
 //! to the column builder as a [`RawEvent`].
 
-use std::borrow::Cow;
-
 use super::scan::{show, syntax, Loc, ScanResult, Scanner};
 use crate::columns::{ArgsFields, ColumnsBuilder, RawEvent};
 use crate::pyfmt::Scalar;
@@ -236,12 +234,20 @@ fn loc_bytes<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> &'a [u8] {
     }
 }
 
-fn text(bytes: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(bytes)
+/// Text of a scanned string: borrowed when valid UTF-8 (checked with an
+/// ASCII fast path), else a fixed replacement marker.
+#[inline]
+fn text(bytes: &[u8]) -> &str {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8.
+        return unsafe { std::str::from_utf8_unchecked(bytes) };
+    }
+    // Invalid UTF-8 (the reference would crash on it): substitute a marker
+    // rather than allocate per event.
+    std::str::from_utf8(bytes).unwrap_or("\u{FFFD}")
 }
 
-/// Leaks nothing: lossy conversion only allocates for invalid UTF-8, which
-/// is then interned by the builder; the borrowed form is the common case.
+#[inline]
 fn scalar<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> Scalar<'a> {
     match loc {
         Loc::Missing => Scalar::Missing,
@@ -249,12 +255,8 @@ fn scalar<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> Scalar<'a> {
         Loc::True => Scalar::Bool(true),
         Loc::False => Scalar::Bool(false),
         Loc::Compound => Scalar::Compound,
-        Loc::Num(a, b) => Scalar::Num(std::str::from_utf8(&buf[a..b]).unwrap_or("0")),
-        Loc::Str(..) | Loc::Scratch(..) => match text(loc_bytes(buf, scratch, loc)) {
-            Cow::Borrowed(s) => Scalar::Str(s),
-            // Invalid UTF-8: substitute a fixed marker rather than allocate
-            // per event; the count of such strings is not tracked.
-            Cow::Owned(_) => Scalar::Str("\u{FFFD}"),
-        },
+        // Number text was checked by the scanner: ASCII digits and signs.
+        Loc::Num(a, b) => Scalar::Num(text(&buf[a..b])),
+        Loc::Str(..) | Loc::Scratch(..) => Scalar::Str(text(loc_bytes(buf, scratch, loc))),
     }
 }

@@ -92,6 +92,18 @@ impl<'a> Scanner<'a> {
         let start = self.pos + 1;
         let mut i = start;
         let mut escaped = false;
+        // Most keys and values are short: a plain loop beats memchr's setup.
+        let quick_end = (start + 24).min(self.buf.len());
+        while i < quick_end {
+            match self.buf[i] {
+                b'"' => {
+                    self.pos = i + 1;
+                    return Ok((start, i, false));
+                }
+                b'\\' => break,
+                _ => i += 1,
+            }
+        }
         loop {
             match memchr2(b'"', b'\\', &self.buf[i.min(self.buf.len())..]) {
                 None => return Err(ScanError::Incomplete),

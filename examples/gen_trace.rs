@@ -1,0 +1,194 @@
+//! Synthetic Kineto trace generator for benchmarks and fixtures.
+//!
+//! Writes a vLLM-eager-like trace of roughly the requested size: about 70%
+//! python_function frames (with Python id / parent id), 10% cpu_op, 8% CUDA
+//! runtime launches, 10% kernels on several streams plus memcpy / memset,
+//! user and GPU annotations for prefill and decode steps, flow events, long
+//! C++ template kernel names and escaped strings.
+//!
+//! Usage: gen_trace --size-mb N [--format json|gz|zst] [--seed S] OUT
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const PY_FRAMES: &[&str] = &[
+    "vllm/v1/engine/core.py(245): step",
+    "vllm/v1/worker/gpu_model_runner.py(1402): execute_model",
+    "vllm/model_executor/models/llama.py(343): forward",
+    "vllm/model_executor/models/llama.py(229): forward",
+    "vllm/model_executor/layers/linear.py(510): forward",
+    "vllm/model_executor/layers/layernorm.py(118): forward_cuda",
+    "vllm/attention/layer.py(266): forward",
+    "torch/nn/modules/module.py(1750): _call_impl",
+    "torch/nn/modules/module.py(1739): _wrapped_call_impl",
+    "<built-in method linear of type object at 0x7f3a2c>",
+    "vllm/model_executor/layers/activation.py(84): forward_cuda",
+    "threading.py(1012): run",
+];
+
+const KERNELS: &[(&str, &str)] = &[
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "aten::mm"),
+    ("void vllm::rms_norm_kernel<c10::BFloat16, 8, 4>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, float, int, int)", "_C::rms_norm"),
+    ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false, false>(flash::Flash_fwd_params)", "_vllm_fa2_C::varlen_fwd"),
+    ("void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>(c10::BFloat16*, c10::BFloat16 const*, int)", "_C::silu_and_mul"),
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "vllm::all_reduce"),
+    ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1})", "aten::add"),
+    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2"),
+];
+
+fn main() -> std::io::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut size_mb = 16u64;
+    let mut format = "json".to_string();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut out = None;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--size-mb" => {
+                size_mb = args[i + 1].parse().expect("--size-mb N");
+                i += 1;
+            }
+            "--format" => {
+                format = args[i + 1].clone();
+                i += 1;
+            }
+            "--seed" => {
+                seed = args[i + 1].parse().expect("--seed S");
+                i += 1;
+            }
+            p => out = Some(p.to_string()),
+        }
+        i += 1;
+    }
+    let out = out.expect("usage: gen_trace --size-mb N [--format json|gz|zst] [--seed S] OUT");
+    let file = BufWriter::with_capacity(1 << 20, File::create(&out)?);
+    let mut w: Box<dyn Write> = match format.as_str() {
+        "gz" => Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::fast())),
+        "zst" => Box::new(zstd::stream::write::Encoder::new(file, 3)?.auto_finish()),
+        _ => Box::new(file),
+    };
+    let written = generate(&mut w, size_mb << 20, seed)?;
+    w.flush()?;
+    drop(w);
+    eprintln!("wrote {out}: {:.1} MB of JSON", written as f64 / 1e6);
+    Ok(())
+}
+
+struct Counter<'a> {
+    w: &'a mut dyn Write,
+    n: u64,
+}
+impl Write for Counter<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let k = self.w.write(b)?;
+        self.n += k as u64;
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+fn generate(w: &mut dyn Write, target: u64, seed: u64) -> std::io::Result<u64> {
+    let mut c = Counter { w, n: 0 };
+    let mut rng = Rng(seed | 1);
+    write!(
+        c,
+        "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85045673984, \"computeMajor\": 9}}],\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 2}},\n  \"with_stack\": true,\n  \"traceEvents\": [\n"
+    )?;
+    let pid_cpu = 4242;
+    let tid_main = 4242;
+    let mut ts: u64 = 1_700_000_000_000;
+    let mut gpu_ts: u64 = ts + 500;
+    let mut corr: u64 = 1;
+    let mut ext: u64 = 1;
+    let mut pyid: u64 = 1;
+    let mut first = false;
+    let mut step = 0u64;
+    let mut sep = |c: &mut Counter| -> std::io::Result<()> {
+        if first {
+            first = false;
+            Ok(())
+        } else {
+            c.write_all(b",\n")
+        }
+    };
+    write!(c, "  {{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": {ts}, \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"args\": {{\"name\": \"python3 \\\"main\\\"\"}}}}")?;
+    while c.n < target {
+        step += 1;
+        let stage = if step % 8 == 1 { "prefill" } else { "decode" };
+        let step_start = ts;
+        let layers = 6;
+        // Each step: annotation, then layers of python frames + ops + kernels.
+        let mut step_events = Vec::new();
+        for layer in 0..layers {
+            let _ = layer;
+            for k in 0..KERNELS.len() {
+                // A small python stack per op: 8 frames, nested.
+                let depth = 10;
+                let base = ts;
+                let mut parent = 0u64;
+                for d in 0..depth {
+                    let name = PY_FRAMES[(d + k + rng.below(3) as usize) % PY_FRAMES.len()];
+                    let f_ts = base + d as u64;
+                    let f_dur = 44 - 4 * d as u64;
+                    sep(&mut c)?;
+                    write!(c, "  {{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"{name}\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {f_ts}, \"dur\": {f_dur}, \"args\": {{\"Python parent id\": {parent}, \"Python id\": {pyid}, \"Python thread\": 0}}}}")?;
+                    parent = pyid;
+                    pyid += 1;
+                }
+                let (kname, op) = KERNELS[k];
+                let op_ts = base + depth as u64 + 1;
+                sep(&mut c)?;
+                write!(c, "  {{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{op}\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {op_ts}, \"dur\": 12, \"args\": {{\"External id\": {ext}, \"Record function id\": 0, \"Sequence number\": {}, \"Fwd thread id\": 0, \"Ev Idx\": {}, \"Input Dims\": [[4096, 4096], [4096, 4096]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"], \"Input Strides\": [[4096, 1], [1, 4096]], \"Concrete Inputs\": [\"\", \"\"]}}}}", ext, ext)?;
+                sep(&mut c)?;
+                write!(c, "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"dur\": 4, \"args\": {{\"External id\": {ext}, \"cbid\": 211, \"correlation\": {corr}}}}}", op_ts + 2)?;
+                let stream = if k == 4 { 13 } else { 7 };
+                let kdur = 5 + rng.below(60);
+                let kts = gpu_ts.max(op_ts + 6);
+                let escaped = kname.replace('"', "\\\"");
+                step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{escaped}\", \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}.{:03}, \"dur\": {kdur}.{:03}, \"args\": {{\"External id\": {ext}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 128, \"shared memory\": 0, \"blocks per SM\": 1.5, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 0}}}}", rng.below(1000), rng.below(1000)));
+                if k % 2 == 0 {
+                step_events.push(format!("  {{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", op_ts + 2));
+                step_events.push(format!("  {{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}"));
+                }
+                if k == 0 && rng.below(4) == 0 {
+                    step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD (Pinned -> Device)\", \"pid\": 0, \"tid\": 13, \"ts\": {}, \"dur\": 3.2, \"args\": {{\"External id\": {ext}, \"stream\": 13, \"correlation\": {}, \"bytes\": 4096, \"memory bandwidth (GB/s)\": 1.28}}}}", kts + 1, corr + 1_000_000_000));
+                }
+                if k == 1 && rng.below(8) == 0 {
+                    step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset (Device)\", \"pid\": 0, \"tid\": 7, \"ts\": {}, \"dur\": 1.1, \"args\": {{\"stream\": 7, \"correlation\": {}, \"bytes\": 512}}}}", kts + kdur + 1, corr + 2_000_000_000));
+                }
+                gpu_ts = kts + kdur + 1;
+                ts = base + 48;
+                corr += 1;
+                ext += 1;
+            }
+        }
+        for e in step_events {
+            sep(&mut c)?;
+            c.write_all(e.as_bytes())?;
+        }
+        sep(&mut c)?;
+        write!(c, "  {{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"execute_model_{stage}\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {step_start}, \"dur\": {}, \"args\": {{\"External id\": {ext}}}}}", ts - step_start)?;
+        sep(&mut c)?;
+        write!(c, "  {{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"execute_model_{stage}\", \"pid\": 0, \"tid\": 7, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}}}}}", step_start + 400, gpu_ts.saturating_sub(step_start + 400))?;
+        ext += 1;
+        ts += 20;
+    }
+    write!(c, "\n  ],\n  \"traceName\": \"synthetic \\u00e9 trace\"\n}}\n")?;
+    Ok(c.n)
+}
