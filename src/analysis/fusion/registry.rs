@@ -245,11 +245,30 @@ impl PatternDef {
     }
 }
 
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes().iter().take(offset).filter(|&&b| b == b'\n').count() + 1
+}
+
+/// The whole file in one typed pass, only to learn where a field error is
+/// (deserializing from a parsed table loses positions).
+#[derive(Deserialize)]
+struct FileDef {
+    #[serde(default, rename = "pattern")]
+    _pattern: Vec<PatternDef>,
+}
+
+fn serde_error_line(text: &str) -> Option<usize> {
+    let err = toml::from_str::<FileDef>(text).err()?;
+    err.span().map(|r| line_of(text, r.start))
+}
+
 /// Parses and validates one pattern file. `file` names it in errors.
 fn parse_patterns(text: &str, file: &str, source: &Source) -> Result<Vec<PatternSpec>> {
-    let doc: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| Error::usage(format!("{file}: {}", e.message().trim())))?;
+    let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let at = e.span().map(|r| format!("line {}: ", line_of(text, r.start))).unwrap_or_default();
+        Error::usage(format!("{file}: {at}{}", e.message().trim()))
+    })?;
     if let Some(key) = doc.keys().find(|k| k.as_str() != "pattern") {
         return Err(Error::usage(format!("{file}: unknown top-level key {key:?} (expected [[pattern]] tables)")));
     }
@@ -265,8 +284,10 @@ fn parse_patterns(text: &str, file: &str, source: &Source) -> Result<Vec<Pattern
             Some(name) => format!("{name:?} (#{})", i + 1),
             None => format!("#{}", i + 1),
         };
-        let def = PatternDef::deserialize(item.clone())
-            .map_err(|e| invalid(file, &label, e.message().trim()))?;
+        let def = PatternDef::deserialize(item.clone()).map_err(|e| {
+            let at = serde_error_line(text).map(|l| format!("line {l}: ")).unwrap_or_default();
+            invalid(file, &label, format!("{at}{}", e.message().trim()))
+        })?;
         let spec = def.validate(file, &label, source.clone())?;
         if !seen.insert(spec.name.clone()) {
             return Err(invalid(file, &label, "duplicate name (already defined earlier in this file)"));
