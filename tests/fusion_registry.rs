@@ -135,7 +135,7 @@ fn empty_keyword_group_is_rejected() {
 
 #[test]
 fn other_validation_errors() {
-    assert!(check_error(&format!("{HEAD}")).contains("needs keywords or split_groups"));
+    assert!(check_error(HEAD).contains("needs keywords or split_groups"));
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\norigin = \"someday\"\n")).contains("origin"));
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\nframeworks = [\"jax\"]\n")).contains("unknown framework"));
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\nsubsumes = [\"Nope\"]\n")).contains("subsumes unknown pattern"));

@@ -21,6 +21,22 @@ pub fn compact_match_text(text: &str) -> String {
         .collect()
 }
 
+/// A keyword prepared for matching: lower-cased and compacted forms.
+pub struct Needle {
+    lower: String,
+    compact: String,
+}
+
+impl Needle {
+    pub fn new(keyword: &str) -> Needle {
+        Needle { lower: keyword.to_lowercase(), compact: compact_match_text(keyword) }
+    }
+
+    pub fn all<S: AsRef<str>>(keywords: &[S]) -> Vec<Needle> {
+        keywords.iter().map(|k| Needle::new(k.as_ref())).collect()
+    }
+}
+
 /// A row's searchable text, prepared once per stage.
 pub struct RowText {
     lowered: String,
@@ -36,14 +52,9 @@ impl RowText {
 
     /// True when any keyword occurs in the row, either verbatim (case
     /// insensitive) or after compaction of both sides.
-    pub fn matches_any<S: AsRef<str>>(&self, keywords: &[S]) -> bool {
-        keywords.iter().any(|k| {
-            let k = k.as_ref();
-            if self.lowered.contains(&k.to_lowercase()) {
-                return true;
-            }
-            let compact = compact_match_text(k);
-            !compact.is_empty() && self.compact.contains(&compact)
+    pub fn matches_any(&self, needles: &[Needle]) -> bool {
+        needles.iter().any(|n| {
+            self.lowered.contains(n.lower.as_str()) || (!n.compact.is_empty() && self.compact.contains(n.compact.as_str()))
         })
     }
 }
@@ -82,14 +93,16 @@ pub fn gates_pass(spec: &PatternSpec, ctx: &MatchContext) -> bool {
     !spec.exclude_models.iter().any(|m| ctx.model_path.contains(m.as_str()))
 }
 
-fn rows_matching<'r, S: AsRef<str>>(rows: &'r [KernelRow], texts: &[RowText], keywords: &[S]) -> Vec<usize> {
+fn rows_matching(texts: &[RowText], keywords: &[String]) -> Vec<usize> {
     if keywords.is_empty() {
         return Vec::new();
     }
-    (0..rows.len()).filter(|&i| texts.get(i).is_some_and(|t| t.matches_any(keywords))).collect()
+    let needles = Needle::all(keywords);
+    texts.iter().enumerate().filter(|(_, t)| t.matches_any(&needles)).map(|(i, _)| i).collect()
 }
 
-/// Matches `spec` against the rows (`texts[i]` belongs to `rows[i]`).
+/// Matches `spec` against the rows (`texts[i]` belongs to `rows[i]`; the
+/// two slices have the same length).
 /// A direct keyword hit always reports; a split match needs every group to
 /// hit and at least `min_share` percent of `total_us`.
 pub fn match_pattern<'r>(
@@ -102,8 +115,8 @@ pub fn match_pattern<'r>(
     if total_us <= 0.0 || !gates_pass(spec, ctx) {
         return None;
     }
-    let direct = rows_matching(rows, texts, &spec.keywords);
-    let groups: Vec<Vec<usize>> = spec.split_groups.iter().map(|g| rows_matching(rows, texts, g)).collect();
+    let direct = rows_matching(texts, &spec.keywords);
+    let groups: Vec<Vec<usize>> = spec.split_groups.iter().map(|g| rows_matching(texts, g)).collect();
     let has_direct_match = !direct.is_empty();
     let has_split_match = !groups.is_empty() && groups.iter().all(|g| !g.is_empty());
     if !has_direct_match && !has_split_match {
@@ -153,14 +166,14 @@ mod tests {
     #[test]
     fn keywords_match_plain_and_compacted() {
         let t = RowText::new(&row("void vllm::FusedAddRMSNormKernel<8>", "unresolved", "", 1.0));
-        assert!(t.matches_any(&["fused_add_rmsnorm"]));
-        assert!(t.matches_any(&["FUSEDADDRMS"]));
-        assert!(!t.matches_any(&["silu"]));
+        assert!(t.matches_any(&Needle::all(&["fused_add_rmsnorm"])));
+        assert!(t.matches_any(&Needle::all(&["FUSEDADDRMS"])));
+        assert!(!t.matches_any(&Needle::all(&["silu"])));
         let t = RowText::new(&row("k", "vllm/a.py:3 forward", "aten::Softmax", 1.0));
-        assert!(t.matches_any(&["softmax"]));
-        assert!(t.matches_any(&["a.py:3"]));
+        assert!(t.matches_any(&Needle::all(&["softmax"])));
+        assert!(t.matches_any(&Needle::all(&["a.py:3"])));
         // A keyword that compacts to nothing only matches verbatim.
-        assert!(!t.matches_any(&["__"]));
+        assert!(!t.matches_any(&Needle::all(&["__"])));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::analysis::types::KernelRow;
 use crate::pyfmt::{py_float_repr, py_int_of_str};
 
-pub use matcher::{compact_match_text, MatchContext, RowText};
+pub use matcher::{compact_match_text, MatchContext, Needle, RowText};
 pub use registry::{framework_hints, Origin, PatternSpec, Registry, Source, FRAMEWORKS};
 pub use summary::{fusion_display_location, kernel_row_locations, ordered_unique, pct};
 
