@@ -19,6 +19,8 @@ enum Command {
     Stats(commands::stats::StatsArgs),
     /// Kernel, overlap and fuse tables for a trace or profile directory.
     Triage(commands::triage::TriageArgs),
+    /// List the fuse patterns, or validate a user pattern file (--check).
+    Patterns(commands::patterns::PatternsArgs),
 }
 
 fn main() {
@@ -33,6 +35,7 @@ fn main() {
     let result = match &cli.command {
         Command::Stats(a) => commands::stats::run(a, &cli.global),
         Command::Triage(a) => commands::triage::run(a, &cli.global),
+        Command::Patterns(a) => commands::patterns::run(a, &cli.global),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,212 @@
+//! Matching one pattern against a stage's kernel rows: keyword tests on
+//! each row's name, location and CPU op (plain lower-case and
+//! alphanumeric-compacted), the framework / model / TP gates, and the
+//! direct-or-split decision with its share thresholds.
+
+use std::collections::HashSet;
+
+use crate::analysis::types::KernelRow;
+use crate::pyfmt::normalize_text;
+
+use super::registry::PatternSpec;
+use super::summary::pct;
+
+/// Lower-cases and keeps only ASCII letters and digits, so that
+/// `fused_add_rms_norm`, `FusedAddRMSNorm` and `fused add rms-norm` agree.
+pub fn compact_match_text(text: &str) -> String {
+    normalize_text(text)
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// A keyword prepared for matching: lower-cased and compacted forms.
+pub struct Needle {
+    lower: String,
+    compact: String,
+}
+
+impl Needle {
+    pub fn new(keyword: &str) -> Needle {
+        Needle { lower: keyword.to_lowercase(), compact: compact_match_text(keyword) }
+    }
+
+    pub fn all<S: AsRef<str>>(keywords: &[S]) -> Vec<Needle> {
+        keywords.iter().map(|k| Needle::new(k.as_ref())).collect()
+    }
+}
+
+/// A row's searchable text, prepared once per stage.
+pub struct RowText {
+    lowered: String,
+    compact: String,
+}
+
+impl RowText {
+    pub fn new(row: &KernelRow) -> RowText {
+        let lowered = [row.name.as_str(), row.location.as_str(), row.cpu_op.as_str()].join(" ").to_lowercase();
+        let compact = compact_match_text(&lowered);
+        RowText { lowered, compact }
+    }
+
+    /// True when any keyword occurs in the row, either verbatim (case
+    /// insensitive) or after compaction of both sides.
+    pub fn matches_any(&self, needles: &[Needle]) -> bool {
+        needles.iter().any(|n| {
+            self.lowered.contains(n.lower.as_str()) || (!n.compact.is_empty() && self.compact.contains(n.compact.as_str()))
+        })
+    }
+}
+
+/// Serving context the gates look at.
+pub struct MatchContext<'a> {
+    /// Lower-cased model path from server_args.json ("" when unknown).
+    pub model_path: &'a str,
+    pub tp_size: i64,
+    /// Canonical framework name; "" or "auto" accepts every pattern.
+    pub framework: &'a str,
+}
+
+/// One pattern's raw match before ranking and de-duplication.
+pub struct PatternMatch<'r> {
+    pub has_direct_match: bool,
+    /// Direct rows first, then each split group's rows, without repeats.
+    pub related: Vec<&'r KernelRow>,
+    pub related_us: f64,
+}
+
+/// Whether the pattern applies to this framework / model / TP setup.
+pub fn gates_pass(spec: &PatternSpec, ctx: &MatchContext) -> bool {
+    let framework = normalize_text(ctx.framework).to_lowercase();
+    if !(framework.is_empty() || framework == "auto" || spec.frameworks.is_empty() || spec.frameworks.contains(&framework)) {
+        return false;
+    }
+    if let Some(min_tp) = spec.min_tp_size {
+        if ctx.tp_size < min_tp {
+            return false;
+        }
+    }
+    if !spec.models.is_empty() && !spec.models.iter().any(|m| ctx.model_path.contains(m.as_str())) {
+        return false;
+    }
+    !spec.exclude_models.iter().any(|m| ctx.model_path.contains(m.as_str()))
+}
+
+fn rows_matching(texts: &[RowText], keywords: &[String]) -> Vec<usize> {
+    if keywords.is_empty() {
+        return Vec::new();
+    }
+    let needles = Needle::all(keywords);
+    texts.iter().enumerate().filter(|(_, t)| t.matches_any(&needles)).map(|(i, _)| i).collect()
+}
+
+/// Matches `spec` against the rows (`texts[i]` belongs to `rows[i]`; the
+/// two slices have the same length).
+/// A direct keyword hit always reports; a split match needs every group to
+/// hit and at least `min_share` percent of `total_us`.
+pub fn match_pattern<'r>(
+    spec: &PatternSpec,
+    rows: &'r [KernelRow],
+    texts: &[RowText],
+    total_us: f64,
+    ctx: &MatchContext,
+) -> Option<PatternMatch<'r>> {
+    if total_us <= 0.0 || !gates_pass(spec, ctx) {
+        return None;
+    }
+    let direct = rows_matching(texts, &spec.keywords);
+    let groups: Vec<Vec<usize>> = spec.split_groups.iter().map(|g| rows_matching(texts, g)).collect();
+    let has_direct_match = !direct.is_empty();
+    let has_split_match = !groups.is_empty() && groups.iter().all(|g| !g.is_empty());
+    if !has_direct_match && !has_split_match {
+        return None;
+    }
+    let mut seen: HashSet<RowKey<'r>> = HashSet::new();
+    let mut related: Vec<&KernelRow> = Vec::new();
+    for i in direct.iter().chain(groups.iter().flatten()) {
+        let Some(row) = rows.get(*i) else { continue };
+        if seen.insert(row_key(row)) {
+            related.push(row);
+        }
+    }
+    let related_us: f64 = related.iter().map(|r| r.total_us()).sum();
+    if related_us <= 0.0 {
+        return None;
+    }
+    if !has_direct_match && pct(related_us, total_us) < spec.min_share {
+        return None;
+    }
+    Some(PatternMatch { has_direct_match, related, related_us })
+}
+
+/// Identity of a kernel-table row: name, location and CPU op.
+pub type RowKey<'r> = (&'r str, &'r str, &'r str);
+
+pub fn row_key(row: &KernelRow) -> RowKey<'_> {
+    (row.name.as_str(), row.location.as_str(), row.cpu_op.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fusion::registry::Registry;
+    use crate::analysis::types::Aggregate;
+
+    fn row(name: &str, location: &str, cpu_op: &str, us: f64) -> KernelRow {
+        KernelRow {
+            name: name.into(),
+            location: location.into(),
+            cpu_op: cpu_op.into(),
+            aggregate: Aggregate { total_us: us, count: 1, max_us: us },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn keywords_match_plain_and_compacted() {
+        let t = RowText::new(&row("void vllm::FusedAddRMSNormKernel<8>", "unresolved", "", 1.0));
+        assert!(t.matches_any(&Needle::all(&["fused_add_rmsnorm"])));
+        assert!(t.matches_any(&Needle::all(&["FUSEDADDRMS"])));
+        assert!(!t.matches_any(&Needle::all(&["silu"])));
+        let t = RowText::new(&row("k", "vllm/a.py:3 forward", "aten::Softmax", 1.0));
+        assert!(t.matches_any(&Needle::all(&["softmax"])));
+        assert!(t.matches_any(&Needle::all(&["a.py:3"])));
+        // A keyword that compacts to nothing only matches verbatim.
+        assert!(!t.matches_any(&Needle::all(&["__"])));
+    }
+
+    #[test]
+    fn gates_check_framework_model_and_tp() {
+        let reg = Registry::builtin();
+        let ar = reg.get("FlashInfer unified allreduce_fusion").unwrap();
+        let mut ctx = MatchContext { model_path: "", tp_size: 1, framework: "auto" };
+        assert!(!gates_pass(ar, &ctx));
+        ctx.tp_size = 2;
+        assert!(gates_pass(ar, &ctx));
+        ctx.framework = "vllm";
+        assert!(!gates_pass(ar, &ctx));
+        let q3 = reg.get("Qwen3 decode fused QK norm + 3D mRoPE + KV cache write").unwrap();
+        let ctx = MatchContext { model_path: "qwen/qwen3-8b", tp_size: 1, framework: "sglang" };
+        assert!(gates_pass(q3, &ctx));
+        let ctx = MatchContext { model_path: "qwen/qwen3.5-8b", tp_size: 1, framework: "sglang" };
+        assert!(!gates_pass(q3, &ctx));
+    }
+
+    #[test]
+    fn split_match_needs_every_group_and_min_share() {
+        let reg = Registry::builtin();
+        let spec = reg.get("Fused sampling temperature + softmax").unwrap();
+        let ctx = MatchContext { model_path: "", tp_size: 1, framework: "" };
+        let rows = vec![row("temperature_scale", "", "", 5.0), row("softmax_kernel", "", "", 5.0), row("gemm", "", "", 90.0)];
+        let texts: Vec<RowText> = rows.iter().map(RowText::new).collect();
+        let m = match_pattern(spec, &rows, &texts, 100.0, &ctx).unwrap();
+        assert!(!m.has_direct_match);
+        assert_eq!(m.related.len(), 2);
+        assert_eq!(m.related_us, 10.0);
+        // One group missing: no match.
+        assert!(match_pattern(spec, &rows[1..], &texts[1..], 100.0, &ctx).is_none());
+        // Below min_share: no match.
+        assert!(match_pattern(spec, &rows, &texts, 1_000_000.0, &ctx).is_none());
+    }
+}

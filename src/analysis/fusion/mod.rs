@@ -1,0 +1,204 @@
+//! The Fuse Opportunity Table: which known fusion patterns show up in a
+//! stage's kernel rows. Patterns come from a [`Registry`] (built-ins plus
+//! user files); [`detect_fusion_opportunities`] matches each one, ranks the
+//! matches and drops those whose rows an earlier (higher-ranked) match
+//! already explains. The driver applies the 1% display bar.
+
+mod location;
+mod matcher;
+mod registry;
+mod summary;
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use crate::analysis::types::KernelRow;
+use crate::pyfmt::{py_float_repr, py_int_of_str};
+
+pub use matcher::{compact_match_text, MatchContext, Needle, RowText};
+pub use registry::{framework_hints, Origin, PatternSpec, Registry, Source, FRAMEWORKS};
+pub use summary::{fusion_display_location, kernel_row_locations, ordered_unique, pct};
+
+/// One row of the fuse table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FusionOpportunity {
+    pub pattern: String,
+    /// `mainline|upstream|pending` + ` direct|split`.
+    pub status: String,
+    /// `Confirmed` or `Candidate`.
+    pub confidence: String,
+    pub related_us: f64,
+    pub evidence: String,
+    pub current_locations: String,
+    pub candidate_path: String,
+    pub rationale: String,
+    /// (name, location, cpu_op) of every related row.
+    covered: Vec<(String, String, String)>,
+    span: usize,
+    priority: i64,
+    has_direct_match: bool,
+    subsumes: Vec<String>,
+}
+
+impl FusionOpportunity {
+    /// Whether a kernel of the fused family itself was seen (vs. only the
+    /// split pieces).
+    pub fn has_direct_match(&self) -> bool {
+        self.has_direct_match
+    }
+
+    /// Identities (name, location, cpu_op) of the rows this match explains.
+    pub fn covered_rows(&self) -> &[(String, String, String)] {
+        &self.covered
+    }
+
+    pub fn pattern_span(&self) -> usize {
+        self.span
+    }
+
+    pub fn priority(&self) -> i64 {
+        self.priority
+    }
+}
+
+/// Python truthiness of a JSON value.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// `str()` of a JSON scalar the way Python prints what `json.load` made.
+fn py_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Null => "None".into(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (None, Some(u), _) => u.to_string(),
+            (_, _, Some(f)) => py_float_repr(f),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// The `model_path` (else `model`) entry of server_args.json, lower-cased.
+pub fn model_path_from_server_args(server_args: Option<&Value>) -> String {
+    let Some(Value::Object(map)) = server_args else { return String::new() };
+    [map.get("model_path"), map.get("model")]
+        .into_iter()
+        .flatten()
+        .find(|v| truthy(v))
+        .map(|v| py_str(v).to_lowercase())
+        .unwrap_or_default()
+}
+
+/// `tp_size` from server_args.json; 1 when absent, zero or unreadable.
+pub fn tp_size_from_server_args(server_args: Option<&Value>) -> i64 {
+    let Some(Value::Object(map)) = server_args else { return 1 };
+    let Some(v) = map.get("tp_size").filter(|v| truthy(v)) else { return 1 };
+    match v {
+        Value::Bool(_) => 1,
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i,
+            (None, Some(_), _) => i64::MAX,
+            (_, _, Some(f)) if f.is_finite() => f.trunc() as i64,
+            _ => 1,
+        },
+        Value::String(s) => py_int_of_str(s).unwrap_or(1),
+        _ => 1,
+    }
+}
+
+/// Our one-sentence explanation of a match (free wording; not part of
+/// the parity contract).
+fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
+    let lead = match (spec.origin, direct) {
+        (Origin::Mainline, true) => format!("The fused kernel already runs here ({share:.1}% of stage GPU time)."),
+        (Origin::Mainline, false) => {
+            format!("Unfused pieces of this family take {share:.1}% of stage GPU time; the framework has a fused path.")
+        }
+        (Origin::Upstream, _) => format!("A fused path exists upstream ({share:.1}% of stage GPU time is related)."),
+        (Origin::Inflight, _) => format!("An open upstream change targets this ({share:.1}% of stage GPU time is related)."),
+    };
+    if spec.rationale.is_empty() {
+        lead
+    } else {
+        format!("{lead} {}", spec.rationale)
+    }
+}
+
+/// Matches every registry pattern against one stage's rows and returns the
+/// kept opportunities, highest ranked first. `total_us` is the stage's
+/// GPU time; `framework` is the resolved framework ("auto" for any).
+pub fn detect_fusion_opportunities(
+    registry: &Registry,
+    rows: &[KernelRow],
+    total_us: f64,
+    server_args: Option<&Value>,
+    framework: &str,
+) -> Vec<FusionOpportunity> {
+    if total_us <= 0.0 {
+        return Vec::new();
+    }
+    let model_path = model_path_from_server_args(server_args);
+    let ctx = MatchContext { model_path: &model_path, tp_size: tp_size_from_server_args(server_args), framework };
+    let texts: Vec<RowText> = rows.iter().map(RowText::new).collect();
+
+    let mut raw: Vec<FusionOpportunity> = Vec::new();
+    for spec in registry.patterns() {
+        let Some(m) = matcher::match_pattern(spec, rows, &texts, total_us, &ctx) else { continue };
+        let share = pct(m.related_us, total_us);
+        let kind = if m.has_direct_match { "direct" } else { "split" };
+        let confirmed = m.has_direct_match || share >= spec.likely_share;
+        let locations = m.related.iter().flat_map(|r| kernel_row_locations(r));
+        raw.push(FusionOpportunity {
+            pattern: spec.name.clone(),
+            status: format!("{} {kind}", spec.origin.status_word()),
+            confidence: if confirmed { "Confirmed" } else { "Candidate" }.to_string(),
+            related_us: m.related_us,
+            evidence: summary::summarize_evidence(&m.related, total_us),
+            current_locations: summary::summarize_locations(locations),
+            candidate_path: spec.candidate_path(),
+            rationale: rationale(spec, m.has_direct_match, share),
+            covered: m.related.iter().map(|r| (r.name.clone(), r.location.clone(), r.cpu_op.clone())).collect(),
+            span: spec.span(),
+            priority: spec.priority,
+            has_direct_match: m.has_direct_match,
+            subsumes: spec.subsumes.clone(),
+        });
+    }
+
+    // Stable, descending on (priority, span, covered rows, related time).
+    raw.sort_by(|a, b| {
+        (b.priority, b.span, b.covered.len())
+            .cmp(&(a.priority, a.span, a.covered.len()))
+            .then_with(|| b.related_us.partial_cmp(&a.related_us).unwrap_or(Ordering::Equal))
+    });
+
+    let mut consumed: HashSet<(String, String, String)> = HashSet::new();
+    let mut blocked: HashSet<String> = HashSet::new();
+    let mut kept = Vec::new();
+    for opp in raw {
+        if blocked.contains(&opp.pattern) || opp.covered.iter().any(|k| consumed.contains(k)) {
+            continue;
+        }
+        consumed.extend(opp.covered.iter().cloned());
+        blocked.extend(opp.subsumes.iter().cloned());
+        kept.push(opp);
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests;
