@@ -6,7 +6,7 @@
 //! user and GPU annotations for prefill and decode steps, flow events, long
 //! C++ template kernel names and escaped strings.
 //!
-//! Usage: gen_trace --size-mb N [--format json|gz|zst] [--seed S] OUT
+//! Usage: gen_trace (--size-mb N | --size-kb N) [--format json|gz|zst] [--seed S] OUT
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -51,7 +51,7 @@ const KERNELS: &[(&str, &str)] = &[
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut size_mb = 16u64;
+    let mut size_kb = 16u64 << 10;
     let mut format = "json".to_string();
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut out = None;
@@ -59,7 +59,11 @@ fn main() -> std::io::Result<()> {
     while i < args.len() {
         match args[i].as_str() {
             "--size-mb" => {
-                size_mb = args[i + 1].parse().expect("--size-mb N");
+                size_kb = args[i + 1].parse::<u64>().expect("--size-mb N") << 10;
+                i += 1;
+            }
+            "--size-kb" => {
+                size_kb = args[i + 1].parse().expect("--size-kb N");
                 i += 1;
             }
             "--format" => {
@@ -81,7 +85,7 @@ fn main() -> std::io::Result<()> {
         "zst" => Box::new(zstd::stream::write::Encoder::new(file, 3)?.auto_finish()),
         _ => Box::new(file),
     };
-    let written = generate(&mut w, size_mb << 20, seed)?;
+    let written = generate(&mut w, size_kb << 10, seed)?;
     w.flush()?;
     drop(w);
     eprintln!("wrote {out}: {:.1} MB of JSON", written as f64 / 1e6);

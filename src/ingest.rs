@@ -46,11 +46,18 @@ pub fn load_path(path: &Path, opts: &IngestOptions) -> Result<Trace> {
     let label = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let _progress = Progress::start(label, opened.disk_len, opened.consumed.clone(), opts.quiet);
     let consumed = opened.consumed.clone();
+    let compressed = opened.encoding != input::Encoding::Plain;
     let trace = match opened.source {
         Source::Mapped { map, .. } => load_mapped(&map, opts, &consumed),
         Source::Stream { reader, .. } => load_stream(reader),
     };
-    trace.map_err(|e| e.in_file(path))
+    let shown = if path.as_os_str() == "-" { Path::new(input::STDIN_NAME) } else { path };
+    trace.map_err(|mut e| {
+        if compressed && e.offset.is_some() {
+            e.message.push_str(&format!(" [offset in the decompressed {} data]", opened.encoding.name()));
+        }
+        e.in_file(shown)
+    })
 }
 
 /// Parses a complete in-memory JSON text on the calling thread.
@@ -168,6 +175,12 @@ fn spawn_reader(mut reader: Box<dyn Read + Send>) -> (mpsc::Receiver<std::io::Re
                 Ok(k) => n += k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
+                    // Hand over what was decoded before the failure first,
+                    // so the error's offset is where the data really ends.
+                    if n > 0 {
+                        b.truncate(n);
+                        let _ = tx.send(Ok(b));
+                    }
                     let _ = tx.send(Err(e));
                     return;
                 }
@@ -212,7 +225,8 @@ fn load_stream(reader: Box<dyn Read + Send>) -> Result<Trace> {
                 let _ = recycle.send(chunk);
             }
             Ok(Err(e)) => {
-                return Err(Error::bad_input(format!("cannot decompress: {e}")).at(base + window.len() as u64));
+                return Err(Error::bad_input(format!("corrupt or truncated compressed stream ({e})"))
+                    .at(base + window.len() as u64));
             }
             Err(_) => eof = true,
         }

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Generates a synthetic vLLM-eager-like Kineto trace.
+#   scripts/gen-trace.sh SIZE_MB OUT [json|gz|zst] [SEED]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size=${1:?size in MB}
+out=${2:?output path}
+fmt=${3:-json}
+seed=${4:-11400714819323198485}
+cargo build --quiet --release --example gen_trace
+./target/release/examples/gen_trace --size-mb "$size" --format "$fmt" --seed "$seed" "$out"

@@ -1,0 +1,138 @@
+//! Bad input to `stats`: each case exits 2 with one line on stderr naming
+//! the file and the byte offset, and prints nothing on stdout.
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+fn write_temp(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// Runs `stats` on `path` and checks the failure contract.
+fn assert_bad(path: &std::path::Path, offset: Option<u64>, needle: &str) {
+    let out = common::run(&["stats", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit code for {}: {stderr}", path.display());
+    assert!(out.stdout.is_empty(), "no partial result on stdout");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr: {stderr}");
+    assert!(lines[0].contains(&path.display().to_string()), "names the file: {stderr}");
+    if let Some(o) = offset {
+        assert!(lines[0].contains(&format!("byte {o}:")), "names byte {o}: {stderr}");
+    }
+    assert!(lines[0].contains(needle), "mentions {needle:?}: {stderr}");
+}
+
+const GOOD: &[u8] = br#"{"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 8, "dur": 1, "args": {"correlation": 1, "External id": 3}}
+]}"#;
+
+#[test]
+fn good_input_parses() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, "good.json", GOOD);
+    let out = common::run(&["stats", "--json", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["events"], 2);
+    let gz = write_temp(&dir, "good.json.gz", &gzip(GOOD));
+    let out = common::run(&["stats", "--json", gz.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = common::run_stdin(&["stats", "--json", "-"], GOOD);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn truncated_plain_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = &GOOD[..GOOD.len() - 40];
+    let p = write_temp(&dir, "cut.json", cut);
+    assert_bad(&p, Some(cut.len() as u64), "truncated");
+}
+
+#[test]
+fn truncated_gzip_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = gzip(GOOD);
+    let p = write_temp(&dir, "cut.json.gz", &gz[..gz.len() / 2]);
+    assert_bad(&p, None, "truncated");
+}
+
+#[test]
+fn not_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, "notes.json", b"hello world\n");
+    assert_bad(&p, Some(0), "not a JSON trace");
+}
+
+#[test]
+fn empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, "empty.json", b"");
+    assert_bad(&p, Some(0), "empty input");
+}
+
+#[test]
+fn no_trace_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, "meta.json", br#"{"schemaVersion": 1, "deviceProperties": []}"#);
+    assert_bad(&p, None, "no traceEvents");
+}
+
+#[test]
+fn trace_events_not_an_array() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, "obj.json", br#"{"traceEvents": {"ph": "X"}}"#);
+    assert_bad(&p, Some(16), "not an array");
+}
+
+#[test]
+fn event_not_an_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, "num.json", br#"{"traceEvents": [{"ph": "M"}, 42]}"#);
+    assert_bad(&p, Some(30), "not an object");
+}
+
+#[test]
+fn trailing_garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, "tail.json", br#"{"traceEvents": []} {"#);
+    assert_bad(&p, Some(20), "after the end");
+}
+
+#[test]
+fn missing_file_and_directory() {
+    let out = common::run(&["stats", "/nonexistent/trace.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/trace.json"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::run(&["stats", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = common::run(&["stats"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = common::run(&["no-such-command"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bad_input_on_stdin_names_stdin() {
+    let out = common::run_stdin(&["stats", "-"], b"{\"traceEvents\": [");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("<stdin>: byte 17:"), "{stderr}");
+}
