@@ -226,7 +226,7 @@ impl ColumnsBuilder {
         let correlation = args.correlation.coerce_int();
         let external_id = args.external_id.coerce_int();
         if let (Some(c), Some(e)) = (correlation, external_id) {
-            self.t.corr_to_ext.insert(c, e);
+            self.t.corr_to_ext.push(c, e);
         }
 
         match ev.ph {
@@ -394,7 +394,7 @@ impl ColumnsBuilder {
         for (k, v) in &o.process_names {
             self.t.process_names.insert(sym[*k as usize], sym[*v as usize]);
         }
-        self.t.corr_to_ext.extend(o.corr_to_ext.iter().map(|(a, b)| (*a, *b)));
+        self.t.corr_to_ext.append(o.corr_to_ext);
         let c = &mut self.t.counts;
         c.events += o.counts.events;
         c.skipped += o.counts.skipped;
@@ -415,6 +415,8 @@ impl ColumnsBuilder {
     /// The finished trace.
     pub fn finish(mut self) -> Trace {
         self.t.framework_sample = self.sample.join(" ");
+        self.t.corr_to_ext.compact();
+        self.t.corr_to_ext.shrink_to_fit();
         self.t.kernels.shrink_to_fit();
         self.t.cpu_ops.shrink_to_fit();
         self.t.launches.shrink_to_fit();

@@ -9,14 +9,14 @@
 //! reference keys threads and processes by those strings.
 
 pub mod builder;
+pub mod corrmap;
 pub mod interner;
 pub mod value;
-
-use std::collections::HashMap;
 
 use indexmap::{IndexMap, IndexSet};
 
 pub use builder::{ArgsFields, ColumnsBuilder, RawEvent};
+pub use corrmap::CorrMap;
 pub use interner::{Interner, Sym};
 
 /// A `(pid, tid)` pair as Python strings.
@@ -268,7 +268,7 @@ pub struct Trace {
     /// `ph: "M"`, `name == "process_name"`, keyed by pid string.
     pub process_names: IndexMap<Sym, Sym>,
     /// correlation → External id from any event carrying both (last wins).
-    pub corr_to_ext: HashMap<i64, i64>,
+    pub corr_to_ext: CorrMap,
     /// The text the reference's framework detection reads: for the first
     /// 256 events, `str(name)`, `str(cat)`, `str(pid)` and the first eight
     /// `args` keys with their string values, joined by single spaces.
@@ -304,7 +304,7 @@ impl Trace {
             ("python_frames", self.frames.len(), self.frames.heap_bytes()),
             ("annotations", self.annotations.len(), self.annotations.heap_bytes()),
             ("strings", self.strings.len(), self.strings.heap_bytes()),
-            ("correlation_map", self.corr_to_ext.len(), self.corr_to_ext.capacity() * 24),
+            ("correlation_map", self.corr_to_ext.len(), self.corr_to_ext.heap_bytes()),
         ]
     }
 }
