@@ -12,5 +12,6 @@ pub mod error;
 pub mod ingest;
 pub mod input;
 pub mod pyfmt;
+pub mod report;
 
 pub use error::{Error, ErrorKind, Result};
