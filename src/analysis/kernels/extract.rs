@@ -70,6 +70,11 @@ pub struct TraceData {
     pub chosen_pid: Option<String>,
 }
 
+/// Float ordering as Python's sort sees it (-0.0 == 0.0; NaN never less).
+pub fn py_cmp(a: f64, b: f64) -> std::cmp::Ordering {
+    a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal)
+}
+
 /// `looks_like_python_scope_name`: frames and module scopes that carry a
 /// stream marker but are not kernels.
 pub fn looks_like_python_scope_name(name: &str) -> bool {
@@ -149,18 +154,17 @@ pub fn extract_trace_data(trace: &Trace, stages: &StageIndex) -> TraceData {
         });
     }
     for frames in out.frames.values_mut() {
-        frames.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.end_ts.total_cmp(&b.end_ts)));
+        frames.sort_by(|a, b| py_cmp(a.ts, b.ts).then(py_cmp(a.end_ts, b.end_ts)));
     }
 
     let Some(pid) = chosen_pid else {
         return out;
     };
     let mut name_cache: HashMap<Sym, (Arc<str>, &'static str)> = HashMap::new();
-    for i in 0..k.len() {
-        if !mask[i] || trace.pid_str(k.thread[i]) != pid {
+    for (row, &is_kernel) in k.iter().zip(&mask) {
+        if !is_kernel || trace.pid_str(row.thread) != pid {
             continue;
         }
-        let row = k.get(i);
         let (canonical, category) = name_cache
             .entry(row.name)
             .or_insert_with(|| {

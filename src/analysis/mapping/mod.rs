@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 pub use lookup::{best_site_summary, relaxed_lookup, KernelMap};
 pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
 
+use crate::analysis::kernels::extract::py_cmp;
 use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, KernelEvent, TraceData};
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
@@ -54,7 +55,7 @@ pub fn sample_kernels_for_mapping<'a>(trace: &Trace, kernels: &[&'a KernelEvent]
             }
         }
     }
-    sampled.sort_by(|a, b| a.ts.total_cmp(&b.ts).then_with(|| trace.s(a.name).cmp(trace.s(b.name))));
+    sampled.sort_by(|a, b| py_cmp(a.ts, b.ts).then_with(|| trace.s(a.name).cmp(trace.s(b.name))));
     sampled
 }
 

@@ -104,7 +104,8 @@ mod tests {
 
     #[test]
     fn rounding_matches_python() {
-        assert_eq!(py_round_digits(2.0005, 3), 2.0);
+        assert_eq!(py_round_digits(2.0005, 3), 2.001);
+        assert_eq!(py_round_digits(0.0625, 3), 0.062);
         assert_eq!(py_round_digits(1.23456, 3), 1.235);
         assert_eq!(py_round_digits(33.33333333, 3), 33.333);
     }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use crate::analysis::kernels::extract::py_cmp;
 use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent, PythonFrame, TraceData};
 use crate::columns::{ThreadIdx, Trace};
 
@@ -70,7 +71,7 @@ fn first_min_by<T: Copy>(items: impl IntoIterator<Item = T>, key: impl Fn(&T) ->
 
 impl<T: Timed + Copy> TimedIndex<T> {
     fn build(mut events: Vec<T>) -> Self {
-        events.sort_by(|a, b| a.ts().total_cmp(&b.ts()));
+        events.sort_by(|a, b| py_cmp(a.ts(), b.ts()));
         TimedIndex { events }
     }
 
@@ -170,8 +171,8 @@ fn resolve_thread_queries(frames: &[PythonFrame], mut queries: Vec<f64>) -> Hash
         return out;
     }
     let mut ordered: Vec<&PythonFrame> = frames.iter().collect();
-    ordered.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(b.end_ts.total_cmp(&a.end_ts)));
-    queries.sort_by(f64::total_cmp);
+    ordered.sort_by(|a, b| py_cmp(a.ts, b.ts).then(py_cmp(b.end_ts, a.end_ts)));
+    queries.sort_by(|a, b| py_cmp(*a, *b));
     queries.dedup_by(|a, b| a == b);
     let mut active: Vec<&PythonFrame> = Vec::new();
     let mut next = 0;
