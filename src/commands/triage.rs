@@ -2,6 +2,7 @@
 //! profile directory (which serves as its own mapping trace), or for a
 //! graph-off mapping + graph-on formal pair.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::Global;
@@ -67,6 +68,10 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         Format::Markdown => report::markdown::render(&rep),
         Format::Json => report::json::render(&rep, args.kernel_table_limit),
     };
-    println!("{text}");
-    Ok(0)
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io(e)),
+        _ => Ok(0),
+    }
 }
