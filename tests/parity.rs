@@ -122,7 +122,12 @@ fn triage(trace: &Path, json: bool) -> String {
         cmd.args(["--format", "json"]);
     }
     let out = cmd.output().expect("run torchtriage");
-    assert!(out.status.success(), "torchtriage failed on {}: {}", trace.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "torchtriage failed on {}: {}",
+        trace.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -191,7 +196,8 @@ fn parity_with_reference_goldens() {
                             let json_result = match std::fs::read_to_string(&gjson_path) {
                                 Ok(text) => {
                                     let gj: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-                                    let oj: serde_json::Value = serde_json::from_str(&triage(trace, true)).unwrap_or_default();
+                                    let oj: serde_json::Value =
+                                        serde_json::from_str(&triage(trace, true)).unwrap_or_default();
                                     json_rows_match(&oj, &gj)
                                 }
                                 Err(_) => Err("golden JSON missing".to_string()),

@@ -224,15 +224,13 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
     }
     let direct = discover_trace_files(path, false, None);
     let recursive = discover_trace_files(path, true, None);
-    let (traces, trace_dir) = if direct.is_empty()
-        && !recursive.is_empty()
-        && recursive.iter().any(|t| parse_stage(t) != "all")
-    {
-        (recursive, path.to_path_buf())
-    } else {
-        let dir = newest_trace_dir(path)?;
-        (discover_trace_files(&dir, false, None), dir)
-    };
+    let (traces, trace_dir) =
+        if direct.is_empty() && !recursive.is_empty() && recursive.iter().any(|t| parse_stage(t) != "all") {
+            (recursive, path.to_path_buf())
+        } else {
+            let dir = newest_trace_dir(path)?;
+            (discover_trace_files(&dir, false, None), dir)
+        };
     if traces.is_empty() {
         return Err(Error::usage(format!("No trace files found under {}", trace_dir.display())));
     }

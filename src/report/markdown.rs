@@ -93,7 +93,10 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
             "| --- | --- | ---: | ---: | ---: | --- | --- |".to_string(),
         ];
         if idx.is_empty() {
-            lines.push(format!("| No kernel rows at or above {}% share. | - | - | - | - | - | - |", fixed(r.min_share, 1)));
+            lines.push(format!(
+                "| No kernel rows at or above {}% share. | - | - | - | - | - | - |",
+                fixed(r.min_share, 1)
+            ));
             return lines;
         }
         for &i in idx {

@@ -190,7 +190,10 @@ pub fn extract_trace_data(trace: &Trace, stages: &StageIndex) -> TraceData {
 
 /// Kernels grouped by stage, stages in first-seen order. A trace whose path
 /// names a stage puts every kernel in that stage.
-pub fn group_kernels_by_stage<'a>(kernels: &'a [KernelEvent], default_stage: &str) -> Vec<(String, Vec<&'a KernelEvent>)> {
+pub fn group_kernels_by_stage<'a>(
+    kernels: &'a [KernelEvent],
+    default_stage: &str,
+) -> Vec<(String, Vec<&'a KernelEvent>)> {
     let mut groups: Vec<(String, Vec<&'a KernelEvent>)> = Vec::new();
     for kernel in kernels {
         let stage = if default_stage != "all" { default_stage } else { kernel.stage };

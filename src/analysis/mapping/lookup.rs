@@ -137,8 +137,8 @@ pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<
         if score <= 0 {
             continue;
         }
-        score += source_location_priority(&entry.best_location).max(source_location_priority(&best_site_summary(Some(entry)).0))
-            as i64;
+        score += source_location_priority(&entry.best_location)
+            .max(source_location_priority(&best_site_summary(Some(entry)).0)) as i64;
         score += (entry_total_us(entry) / 10.0).floor() as i64;
         if best.map_or(true, |(_, b)| score > b) {
             best = Some((key, score));
@@ -178,7 +178,8 @@ pub fn best_site_summary(entry: Option<&KernelEntry>) -> (String, String) {
     if entry.sites.is_empty() {
         return (entry.best_location.clone(), "-".into());
     }
-    let preferred: Vec<_> = entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
+    let preferred: Vec<_> =
+        entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
     let candidates: Vec<_> = if preferred.is_empty() { entry.sites.iter().collect() } else { preferred };
     let mut locations = Vec::new();
     let mut cpu_ops = Vec::new();
@@ -204,7 +205,9 @@ mod tests {
     fn payload(names: &[&str]) -> StagePayload {
         names
             .iter()
-            .map(|n| (n.to_string(), KernelEntry { category: "other".into(), sites: vec![], best_location: n.to_string() }))
+            .map(|n| {
+                (n.to_string(), KernelEntry { category: "other".into(), sites: vec![], best_location: n.to_string() })
+            })
             .collect()
     }
 

@@ -31,7 +31,11 @@ pub struct AttributedTrace<'t> {
 
 /// Up to `limit` launches per canonical name, evenly spread over each name's
 /// launches, then ordered by (start, raw name).
-pub fn sample_kernels_for_mapping<'a>(trace: &Trace, kernels: &[&'a KernelEvent], limit: usize) -> Vec<&'a KernelEvent> {
+pub fn sample_kernels_for_mapping<'a>(
+    trace: &Trace,
+    kernels: &[&'a KernelEvent],
+    limit: usize,
+) -> Vec<&'a KernelEvent> {
     if limit == 0 {
         return kernels.to_vec();
     }
@@ -71,8 +75,11 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
             continue;
         }
         for (stage, kernels) in group_kernels_by_stage(&t.data.kernels, &t.default_stage) {
-            let sampled =
-                if framework == "sglang" { kernels.clone() } else { sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME) };
+            let sampled = if framework == "sglang" {
+                kernels.clone()
+            } else {
+                sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME)
+            };
             let local = aggregate_kernel_sites(t.trace, t.data, t.index, &sampled);
             let categories = categories_by_name(kernels.iter().copied());
             merge_site_stats(stage_stats.entry(stage.clone()).or_default(), &local);
@@ -87,14 +94,21 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
     let empty = IndexMap::new();
     let stages = stage_stats
         .iter()
-        .map(|(stage, stats)| (stage.clone(), build_stage_payload(stats, stage_categories.get(stage).unwrap_or(&empty))))
+        .map(|(stage, stats)| {
+            (stage.clone(), build_stage_payload(stats, stage_categories.get(stage).unwrap_or(&empty)))
+        })
         .collect();
     KernelMap { stages, global: build_stage_payload(&global_stats, &global_categories) }
 }
 
 /// The mapping entry of a kernel, falling back to the formal trace's own
 /// payload for that stage.
-pub fn resolve_kernel_entry(stage: &str, name: &str, local: &StagePayload, map: Option<&KernelMap>) -> Option<KernelEntry> {
+pub fn resolve_kernel_entry(
+    stage: &str,
+    name: &str,
+    local: &StagePayload,
+    map: Option<&KernelMap>,
+) -> Option<KernelEntry> {
     if let Some(e) = map.and_then(|m| m.lookup(stage, name)) {
         return Some(e.clone());
     }

@@ -63,7 +63,8 @@ fn kernel_entry(locations: &IndexMap<String, MappingSiteAggregate>, category: &s
             let stack = most_common(&agg.stacks).map(str::to_string);
             SiteEntry {
                 location: location.clone(),
-                display_location: extract_preferred_stack_location(stack.as_deref()).unwrap_or_else(|| location.clone()),
+                display_location: extract_preferred_stack_location(stack.as_deref())
+                    .unwrap_or_else(|| location.clone()),
                 launches: agg.count,
                 total_us: py_round_digits(agg.total_us, 3),
                 share_pct_within_kernel: py_round_digits(pct(agg.total_us, total), 3),
@@ -113,8 +114,14 @@ mod tests {
     #[test]
     fn payload_ranks_framework_sites_first() {
         let mut locs = IndexMap::new();
-        locs.insert("torch/a.py:1 f".to_string(), MappingSiteAggregate { total_us: 90.0, count: 9, ..Default::default() });
-        locs.insert("vllm/b.py:2 g".to_string(), MappingSiteAggregate { total_us: 10.0, count: 1, ..Default::default() });
+        locs.insert(
+            "torch/a.py:1 f".to_string(),
+            MappingSiteAggregate { total_us: 90.0, count: 9, ..Default::default() },
+        );
+        locs.insert(
+            "vllm/b.py:2 g".to_string(),
+            MappingSiteAggregate { total_us: 10.0, count: 1, ..Default::default() },
+        );
         let mut stats = SiteStats::new();
         stats.insert("k".to_string(), locs);
         let payload = build_stage_payload(&stats, &IndexMap::new());

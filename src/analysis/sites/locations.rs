@@ -151,17 +151,9 @@ pub fn source_location_priority(location: &str) -> i32 {
 /// Locations inside a serving framework's own tree.
 pub fn is_preferred_source_location(location: &str) -> bool {
     let text = py_strip(location);
-    [
-        "python/sglang/",
-        "sglang/",
-        "vllm/",
-        "python/tokenspeed/",
-        "tokenspeed/",
-        "tensorrt_llm/",
-        "sgl_kernel/",
-    ]
-    .iter()
-    .any(|p| text.starts_with(p))
+    ["python/sglang/", "sglang/", "vllm/", "python/tokenspeed/", "tokenspeed/", "tensorrt_llm/", "sgl_kernel/"]
+        .iter()
+        .any(|p| text.starts_with(p))
 }
 
 /// The best-ranked location in a ` -> `-joined stack (latest frame on ties),
@@ -266,7 +258,10 @@ mod tests {
             normalize_source_location("/usr/lib/python3/site-packages/vllm/model.py(42): forward"),
             "vllm/model.py:42 forward"
         );
-        assert_eq!(normalize_source_location("torch/nn/modules/linear.py(114): forward"), "torch/nn/modules/linear.py:114 forward");
+        assert_eq!(
+            normalize_source_location("torch/nn/modules/linear.py(114): forward"),
+            "torch/nn/modules/linear.py:114 forward"
+        );
         assert_eq!(normalize_source_location("aten::mm"), "aten::mm");
         assert_eq!(normalize_source_location("(12): f"), "(12): f");
         assert_eq!(normalize_source_location("/x/sglang/srt/a.py(3): g"), "python/sglang/srt/a.py:3 g");

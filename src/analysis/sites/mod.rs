@@ -183,7 +183,10 @@ fn resolve_thread_queries(frames: &[PythonFrame], mut queries: Vec<f64>) -> Hash
         }
         active.retain(|f| f.end_ts >= ts - 1e-3);
         if let Some(chosen) = choose_mapping_frame(&active) {
-            out.insert(fkey(ts), FrameResolution { location: chosen.normalized.clone(), stack: build_stack_display(&active) });
+            out.insert(
+                fkey(ts),
+                FrameResolution { location: chosen.normalized.clone(), stack: build_stack_display(&active) },
+            );
         }
     }
     out
@@ -227,7 +230,12 @@ fn resolve_site_context(
 }
 
 /// The reference's `aggregate_kernel_sites` over `kernels`.
-pub fn aggregate_kernel_sites(trace: &Trace, data: &TraceData, index: &SiteIndex, kernels: &[&KernelEvent]) -> SiteStats {
+pub fn aggregate_kernel_sites(
+    trace: &Trace,
+    data: &TraceData,
+    index: &SiteIndex,
+    kernels: &[&KernelEvent],
+) -> SiteStats {
     let mut queries: IndexMap<ThreadIdx, Vec<f64>> = IndexMap::new();
     for k in kernels {
         if let Some(op) = index.cpu_op(k) {
@@ -301,7 +309,8 @@ mod tests {
 
     #[test]
     fn sweep_picks_best_frame_and_stack() {
-        let frames = vec![frame("outer", 0.0, 100.0, 35), frame("inner", 10.0, 5.0, 300), frame("noise", 10.0, 20.0, -20)];
+        let frames =
+            vec![frame("outer", 0.0, 100.0, 35), frame("inner", 10.0, 5.0, 300), frame("noise", 10.0, 20.0, -20)];
         let r = resolve_thread_queries(&frames, vec![12.0, 12.0, 50.0, 200.0]);
         assert_eq!(&*r[&fkey(12.0)].location, "inner");
         assert_eq!(r[&fkey(12.0)].stack, "outer -> inner");

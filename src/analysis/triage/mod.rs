@@ -7,119 +7,27 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 
-use super::discover::{discover_trace_targets, parse_stage, stage_index};
-use super::framework::resolve_framework;
-use super::fusion::{detect_fusion_opportunities, FusionOpportunity};
-use super::kernels::{aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData};
-use super::mapping::{build_kernel_rows, build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, AttributedTrace};
-use super::overlap::{self, ActionRow, StageBundle};
-use super::sites::SiteIndex;
-use super::stage::StageIndex;
-use super::types::{KernelRow, StagePayload};
+use crate::analysis::discover::{discover_trace_targets, parse_stage, stage_index};
+use crate::analysis::framework::resolve_framework;
+use crate::analysis::fusion::detect_fusion_opportunities;
+use crate::analysis::kernels::{
+    aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
+};
+use crate::analysis::mapping::{
+    build_kernel_rows, build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, AttributedTrace,
+    KernelMap,
+};
+use crate::analysis::overlap::{self, StageBundle};
+use crate::analysis::sites::SiteIndex;
+use crate::analysis::stage::StageIndex;
+use crate::analysis::types::StagePayload;
 use crate::columns::Trace;
 use crate::error::{Error, Result};
 use crate::ingest::{load_path, IngestOptions};
 
-/// What to triage.
-#[derive(Clone, Debug)]
-pub enum TriageInput {
-    /// One trace or profile directory that is its own mapping trace.
-    Single(PathBuf),
-    /// A graph-off mapping input and a graph-on formal input.
-    Pair { mapping: PathBuf, formal: PathBuf },
-}
+mod report;
 
-/// Knobs of a triage run.
-#[derive(Clone, Debug)]
-pub struct TriageOptions {
-    pub framework: String,
-    pub pid_substring: Option<String>,
-    /// Kernel rows per stage before the share filter (0 = all).
-    pub kernel_table_limit: usize,
-    /// Overlap rows per stage (0 = all).
-    pub overlap_table_limit: usize,
-    /// Rows under this share (percent) are not rendered.
-    pub min_share: f64,
-    pub quiet: bool,
-}
-
-impl Default for TriageOptions {
-    fn default() -> Self {
-        TriageOptions {
-            framework: "auto".into(),
-            pid_substring: None,
-            kernel_table_limit: 0,
-            overlap_table_limit: 0,
-            min_share: 1.0,
-            quiet: true,
-        }
-    }
-}
-
-/// All kernel rows of one (formal trace, stage), before the share filter.
-#[derive(Clone, Debug)]
-pub struct KernelTable {
-    pub trace: PathBuf,
-    pub stage: String,
-    /// GPU time of the stage's kernels.
-    pub total_us: f64,
-    /// GPU time of all ranked kernels of the trace.
-    pub trace_total_us: f64,
-    pub rows: Vec<KernelRow>,
-}
-
-/// A kernel row that cleared the share bar.
-#[derive(Clone, Debug)]
-pub struct RenderedKernelRow {
-    pub stage: String,
-    pub kernel: String,
-    pub category: String,
-    pub total_us: f64,
-    pub share_pct: f64,
-    pub launches: u64,
-    pub max_us: f64,
-    pub location: String,
-    pub cpu_op: String,
-}
-
-/// An overlap row that cleared the share bar.
-pub struct RenderedOverlapRow {
-    pub stage: String,
-    pub row: ActionRow,
-}
-
-/// Overlap statistics of one formal stage bundle.
-#[derive(Clone, Debug)]
-pub struct OverlapStageStats {
-    pub bundle: String,
-    pub stage: String,
-    pub total_busy_us: f64,
-    pub overlap_us: f64,
-    pub max_concurrent_streams: usize,
-}
-
-/// A fusion opportunity that cleared the share bar.
-pub struct RenderedFuseRow {
-    pub stage: String,
-    pub share_pct: f64,
-    pub item: FusionOpportunity,
-}
-
-/// Everything the report renders.
-pub struct TriageReport {
-    pub single: bool,
-    pub mapping_framework: String,
-    pub formal_framework: String,
-    pub mapping_traces: Vec<PathBuf>,
-    pub formal_traces: Vec<PathBuf>,
-    pub model: Option<String>,
-    pub min_share: f64,
-    pub kernel_tables: Vec<KernelTable>,
-    pub kernel_rows: Vec<RenderedKernelRow>,
-    pub overlap_rows: Vec<RenderedOverlapRow>,
-    pub overlap_stats: Vec<OverlapStageStats>,
-    pub fuse_rows: Vec<RenderedFuseRow>,
-}
+pub use report::*;
 
 /// One loaded trace and its attribution view.
 struct Loaded {
@@ -139,7 +47,12 @@ impl Loaded {
     }
 
     fn attributed(&self) -> AttributedTrace<'_> {
-        AttributedTrace { trace: &self.trace, data: &self.data, index: &self.index, default_stage: parse_stage(&self.path).to_string() }
+        AttributedTrace {
+            trace: &self.trace,
+            data: &self.data,
+            index: &self.index,
+            default_stage: parse_stage(&self.path).to_string(),
+        }
     }
 }
 
@@ -151,9 +64,7 @@ struct Target {
 }
 
 fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_json::Value>)> {
-    let resolved = path
-        .canonicalize()
-        .map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
+    let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
     let (traces, mut server_args) = discover_trace_targets(&resolved)?;
     if server_args.is_none() {
         server_args = super::discover::load_server_args(&resolved);
@@ -215,8 +126,11 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         TriageInput::Pair { mapping, formal } => (false, mapping.clone(), formal.clone()),
     };
     let (mapping_resolved, mapping_traces, mapping_args) = resolve_input(&mapping_path)?;
-    let (formal_resolved, formal_traces, formal_args) =
-        if single { (mapping_resolved.clone(), mapping_traces.clone(), mapping_args.clone()) } else { resolve_input(&formal_path)? };
+    let (formal_resolved, formal_traces, formal_args) = if single {
+        (mapping_resolved.clone(), mapping_traces.clone(), mapping_args.clone())
+    } else {
+        resolve_input(&formal_path)?
+    };
 
     // Load each distinct trace once.
     let mut loaded: Vec<Loaded> = Vec::new();
@@ -238,16 +152,22 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         server_args: mapping_args,
     };
     let formal = if single {
-        Target { traces: mapping.traces.clone(), server_args: mapping.server_args.clone(), framework: mapping.framework.clone() }
+        Target {
+            traces: mapping.traces.clone(),
+            server_args: mapping.server_args.clone(),
+            framework: mapping.framework.clone(),
+        }
     } else {
         Target {
-            framework: resolve_framework(&opts.framework, &formal_resolved, formal_args.as_ref(), &sample_of).to_string(),
+            framework: resolve_framework(&opts.framework, &formal_resolved, formal_args.as_ref(), &sample_of)
+                .to_string(),
             traces: formal_traces,
             server_args: formal_args,
         }
     };
 
-    let mapping_views: Vec<AttributedTrace<'_>> = mapping.traces.iter().filter_map(|p| find(p)).map(Loaded::attributed).collect();
+    let mapping_views: Vec<AttributedTrace<'_>> =
+        mapping.traces.iter().filter_map(|p| find(p)).map(Loaded::attributed).collect();
     let kernel_map = build_mapping_kernel_map(&mapping_views, &mapping.framework);
     // Python truthiness: an empty object counts as absent.
     let server_args = present(&formal.server_args).or_else(|| present(&mapping.server_args));
@@ -267,6 +187,21 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         fuse_rows: Vec::new(),
     };
 
+    let payloads = kernel_and_fuse_rows(&mut report, &formal, &find, &kernel_map, server_args, opts);
+    overlap_rows(&mut report, &mapping, &formal, &find, &kernel_map, &payloads, opts);
+    Ok(report)
+}
+
+/// Kernel table rows (and fuse rows) of every formal trace and stage.
+/// Returns the formal stage payloads (the last trace's payload per stage).
+fn kernel_and_fuse_rows<'a>(
+    report: &mut TriageReport,
+    formal: &Target,
+    find: &dyn Fn(&Path) -> Option<&'a Loaded>,
+    kernel_map: &KernelMap,
+    server_args: Option<&serde_json::Value>,
+    opts: &TriageOptions,
+) -> IndexMap<String, StagePayload> {
     let mut payloads: IndexMap<String, StagePayload> = IndexMap::new();
     for path in &formal.traces {
         let Some(l) = find(path) else { continue };
@@ -292,7 +227,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             let categories = categories_by_name(kernels.iter().copied());
             let empty = StagePayload::new();
             let local = payloads.get(&stage).unwrap_or(&empty);
-            let rows = build_kernel_rows(&stage, &stats, &categories, local, Some(&kernel_map));
+            let rows = build_kernel_rows(&stage, &stats, &categories, local, Some(kernel_map));
             for row in limit_kernel_rows(&rows, opts.kernel_table_limit) {
                 let share = pct(row.total_us(), total);
                 if share < opts.min_share {
@@ -317,20 +252,44 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
                 }
                 report.fuse_rows.push(RenderedFuseRow { stage: stage.clone(), share_pct: share, item });
             }
-            report.kernel_tables.push(KernelTable { trace: path.clone(), stage, total_us: total, trace_total_us: trace_total, rows });
+            report.kernel_tables.push(KernelTable {
+                trace: path.clone(),
+                stage,
+                total_us: total,
+                trace_total_us: trace_total,
+                rows,
+            });
         }
     }
 
+    payloads
+}
+
+/// Overlap rows: per rendered stage, the formal stage bundle analysed
+/// against the mapping bundle of the same (or the `all`) stage.
+fn overlap_rows<'a>(
+    report: &mut TriageReport,
+    mapping: &Target,
+    formal: &Target,
+    find: &dyn Fn(&Path) -> Option<&'a Loaded>,
+    kernel_map: &KernelMap,
+    payloads: &IndexMap<String, StagePayload>,
+    opts: &TriageOptions,
+) {
     // Overlap: stage bundles of the mapping and formal traces.
     let bundle_map = |paths: &[PathBuf], prefix: &str| -> IndexMap<String, StageBundle<'_>> {
         let mut ordered: Vec<&PathBuf> = paths.iter().collect();
         ordered.sort_by(|a, b| {
-            stage_index(parse_stage(a)).cmp(&stage_index(parse_stage(b))).then_with(|| a.file_name().cmp(&b.file_name()))
+            stage_index(parse_stage(a))
+                .cmp(&stage_index(parse_stage(b)))
+                .then_with(|| a.file_name().cmp(&b.file_name()))
         });
         let mut out: IndexMap<String, StageBundle<'_>> = IndexMap::new();
         for p in ordered {
             let Some(l) = find(p) else { continue };
-            for (stage, bundle) in overlap::stage_bundles(&l.trace, parse_stage(p), prefix, opts.pid_substring.as_deref()) {
+            for (stage, bundle) in
+                overlap::stage_bundles(&l.trace, parse_stage(p), prefix, opts.pid_substring.as_deref())
+            {
                 out.entry(stage).or_insert(bundle);
             }
         }
@@ -355,7 +314,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             overlap_us: stats.overlap_us,
             max_concurrent_streams: stats.max_concurrent_streams,
         });
-        let payload = pick_stage(&payloads, &stage).map(|(_, p)| p);
+        let payload = pick_stage(payloads, &stage).map(|(_, p)| p);
         let rows = overlap::build_action_rows(
             formal_bundle,
             mapping_bundle,
@@ -372,7 +331,6 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             report.overlap_rows.push(RenderedOverlapRow { stage: stage.clone(), row });
         }
     }
-    Ok(report)
 }
 
 #[cfg(test)]
