@@ -162,3 +162,77 @@ pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(String, StagePaylo
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::kernels::{aggregate_by_name, extract_trace_data};
+    use crate::analysis::stage::StageIndex;
+    use crate::columns::value::trace_from_value;
+
+    fn tiny_trace() -> Trace {
+        let v = serde_json::json!({"traceEvents": [
+            {"ph": "X", "cat": "python_function", "name": "/srv/vllm/model.py(10): forward", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1): _call_impl", "pid": 1, "tid": 1, "ts": 1, "dur": 90},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 10, "args": {"External id": 7}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 8, "dur": 2, "args": {"correlation": 70, "External id": 7}},
+            {"ph": "X", "cat": "kernel", "name": "void gemm_kernel<1>(int)", "pid": 0, "tid": 7, "ts": 20, "dur": 30, "args": {"correlation": 70, "stream": 7}},
+            {"ph": "X", "cat": "kernel", "name": "void gemm_kernel<1>(float)", "pid": 0, "tid": 7, "ts": 60, "dur": 10, "args": {"stream": 7}}
+        ]});
+        trace_from_value(&v)
+    }
+
+    #[test]
+    fn attributes_kernels_to_framework_frames() {
+        let trace = tiny_trace();
+        let data = extract_trace_data(&trace, &StageIndex::build(&trace));
+        assert_eq!(data.kernels.len(), 2);
+        assert_eq!(&*data.kernels[0].canonical, "void gemm_kernel<1>");
+        assert_eq!(data.kernels[0].external_id, Some(7));
+        let index = SiteIndex::build(&data);
+        let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: "all".into() };
+        let map = build_mapping_kernel_map(std::slice::from_ref(&view), "vllm");
+        let kernels: Vec<&KernelEvent> = data.kernels.iter().collect();
+        let rows = build_kernel_rows(
+            "all",
+            &aggregate_by_name(kernels.iter().copied()),
+            &categories_by_name(kernels.iter().copied()),
+            &StagePayload::new(),
+            Some(&map),
+        );
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
+        assert_eq!(row.aggregate.count, 2);
+        assert_eq!(row.total_us(), 40.0);
+        assert_eq!(row.category, "gemm");
+        // Only framework sites are listed when there are any.
+        assert_eq!(row.location, "vllm/model.py:10 forward");
+        let entry = row.entry.as_ref().map(|e| e.sites.len());
+        assert_eq!(entry, Some(2));
+        assert_eq!(row.cpu_op, "aten::mm");
+    }
+
+    #[test]
+    fn sampling_spreads_evenly_with_half_even_rounding() {
+        let mut trace = Trace::default();
+        let name = trace.strings.intern("k");
+        let kernels: Vec<KernelEvent> = (0..20)
+            .map(|i| KernelEvent {
+                name,
+                canonical: std::sync::Arc::from("k"),
+                category: "other",
+                stage: "all",
+                thread: 0,
+                ts: i as f64,
+                dur: 1.0,
+                external_id: None,
+                correlation: None,
+            })
+            .collect();
+        let refs: Vec<&KernelEvent> = kernels.iter().collect();
+        let picked: Vec<f64> = sample_kernels_for_mapping(&trace, &refs, 16).iter().map(|k| k.ts).collect();
+        // round(i * 19 / 15) for i in 0..16, as Python computes it.
+        let expected = [0, 1, 3, 4, 5, 6, 8, 9, 10, 11, 13, 14, 15, 16, 18, 19];
+        assert_eq!(picked, expected.iter().map(|&x| x as f64).collect::<Vec<_>>());
+    }
+}
