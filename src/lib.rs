@@ -13,6 +13,7 @@ pub mod ingest;
 pub mod input;
 pub mod progress;
 pub mod pyfmt;
+pub mod report;
 pub mod tokenizer;
 
 pub use error::{Error, ErrorKind, Result};

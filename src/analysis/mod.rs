@@ -3,6 +3,13 @@
 //! fuse-pattern matching. Each reads columns and returns plain row structs;
 //! rendering lives in [`crate::report`].
 
+pub mod discover;
+pub mod framework;
 pub mod fusion;
+pub mod kernels;
+pub mod mapping;
+pub mod overlap;
+pub mod sites;
 pub mod stage;
+pub mod triage;
 pub mod types;

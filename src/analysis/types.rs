@@ -58,3 +58,7 @@ impl KernelRow {
         self.aggregate.total_us
     }
 }
+
+/// A stage's kernel map (`{"kernels": {...}}` of the reference's
+/// `build_stage_payload`): canonical kernel name → entry, sorted by name.
+pub type StagePayload = indexmap::IndexMap<String, KernelEntry>;

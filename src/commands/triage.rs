@@ -1,19 +1,77 @@
-//! `torchtriage triage`: kernel, overlap and fuse tables for one trace (or a
-//! mapping + formal pair). Placeholder until the triage analyses land.
+//! `torchtriage triage`: kernel, overlap and fuse tables for one trace or
+//! profile directory (which serves as its own mapping trace), or for a
+//! graph-off mapping + graph-on formal pair.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::Global;
-use crate::error::Result;
+use crate::analysis::triage::{run_triage, TriageInput, TriageOptions};
+use crate::error::{Error, Result};
+use crate::report;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Markdown,
+    Json,
+}
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct TriageArgs {
-    /// Trace file or profile directory.
+    /// Trace file or profile directory (used as both mapping and formal input).
     pub input: Option<PathBuf>,
+    /// Graph-off mapping trace file or directory (with --formal).
+    #[arg(long, conflicts_with = "input", requires = "formal")]
+    pub mapping: Option<PathBuf>,
+    /// Graph-on formal trace file or directory (with --mapping).
+    #[arg(long, conflicts_with = "input", requires = "mapping")]
+    pub formal: Option<PathBuf>,
+    /// Serving framework (auto detects it from the trace, path and server args).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "sglang", "vllm", "trtllm", "tokenspeed"])]
+    pub framework: String,
+    /// Restrict the overlap analysis to process ids containing this text.
+    #[arg(long)]
+    pub pid_substring: Option<String>,
+    /// Kernel rows considered per stage (0 = all).
+    #[arg(long, default_value_t = 0)]
+    pub kernel_table_limit: usize,
+    /// Overlap rows per stage (0 = all).
+    #[arg(long, default_value_t = 0)]
+    pub overlap_table_limit: usize,
+    /// Hide rows below this share of the stage's GPU time, in percent.
+    #[arg(long, default_value_t = 1.0)]
+    pub min_share: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
 }
 
 pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
-    let _ = (args, global);
-    eprintln!("torchtriage: triage is not implemented yet");
-    Ok(2)
+    let input = match (&args.input, &args.mapping, &args.formal) {
+        (Some(p), None, None) => TriageInput::Single(p.clone()),
+        (None, Some(m), Some(f)) => TriageInput::Pair { mapping: m.clone(), formal: f.clone() },
+        _ => return Err(Error::usage("give either INPUT or both --mapping and --formal")),
+    };
+    if !args.min_share.is_finite() || args.min_share < 0.0 {
+        return Err(Error::usage("--min-share must be a non-negative number"));
+    }
+    let opts = TriageOptions {
+        framework: args.framework.clone(),
+        pid_substring: args.pid_substring.clone().filter(|s| !s.is_empty()),
+        kernel_table_limit: args.kernel_table_limit,
+        overlap_table_limit: args.overlap_table_limit,
+        min_share: args.min_share,
+        quiet: global.quiet,
+    };
+    let rep = run_triage(&input, &opts)?;
+    let text = match args.format {
+        Format::Markdown => report::markdown::render(&rep),
+        Format::Json => report::json::render(&rep, args.kernel_table_limit),
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io(e)),
+        _ => Ok(0),
+    }
 }

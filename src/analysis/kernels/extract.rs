@@ -1,0 +1,218 @@
+//! The attribution view of one trace: GPU kernels of the heaviest process
+//! (with canonical name, category and stage), CPU ops keyed by External id,
+//! CUDA launch calls keyed by correlation, and Python frames per thread.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::names::{canonicalize_name, classify_kernel};
+use crate::analysis::sites::locations::{frame_priority, normalize_source_location};
+use crate::analysis::stage::{select_heaviest_pid, Stage, StageIndex};
+use crate::columns::{Sym, ThreadIdx, Trace};
+use crate::pyfmt::normalize_text;
+
+/// Process ids preferred when choosing the process whose kernels are ranked.
+pub const PREFERRED_PIDS: &[&str] = &["TP00", "TP-0"];
+
+/// One GPU kernel execution.
+#[derive(Clone, Debug)]
+pub struct KernelEvent {
+    pub name: Sym,
+    pub canonical: Arc<str>,
+    pub category: &'static str,
+    pub stage: Stage,
+    pub thread: ThreadIdx,
+    pub ts: f64,
+    pub dur: f64,
+    /// `External id`, or the one its correlation maps to.
+    pub external_id: Option<i64>,
+    pub correlation: Option<i64>,
+}
+
+/// A CPU operator that carries (or maps to) an External id.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuOpEvent {
+    pub name: Sym,
+    pub thread: ThreadIdx,
+    pub ts: f64,
+    pub dur: f64,
+    pub external_id: i64,
+}
+
+/// A `cudaLaunchKernel`-like runtime call.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchEvent {
+    pub name: Sym,
+    pub thread: ThreadIdx,
+    pub ts: f64,
+    pub dur: f64,
+    pub correlation: i64,
+}
+
+/// A `python_function` frame with its display form and rank.
+#[derive(Clone, Debug)]
+pub struct PythonFrame {
+    pub normalized: Arc<str>,
+    pub ts: f64,
+    pub dur: f64,
+    pub end_ts: f64,
+    pub priority: i32,
+}
+
+/// Everything site attribution reads from one trace.
+#[derive(Clone, Debug, Default)]
+pub struct TraceData {
+    pub kernels: Vec<KernelEvent>,
+    pub cpu_ops: Vec<CpuOpEvent>,
+    pub launches: Vec<LaunchEvent>,
+    /// Frames per thread, sorted by (ts, end).
+    pub frames: HashMap<ThreadIdx, Vec<PythonFrame>>,
+    pub chosen_pid: Option<String>,
+}
+
+/// Float ordering as Python's sort sees it (-0.0 == 0.0; NaN never less).
+pub fn py_cmp(a: f64, b: f64) -> std::cmp::Ordering {
+    a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal)
+}
+
+/// `looks_like_python_scope_name`: frames and module scopes that carry a
+/// stream marker but are not kernels.
+pub fn looks_like_python_scope_name(name: &str) -> bool {
+    let lowered = normalize_text(name).to_lowercase();
+    lowered.contains(".py(") || lowered.starts_with("python/") || lowered.starts_with("nn.module:")
+}
+
+/// Which kernel-like rows the kernel table treats as GPU kernels: a kernel /
+/// `gpu_*` category, or a stream marker on a name that is not a Python scope.
+pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
+    let mut cat_ok: HashMap<Sym, bool> = HashMap::new();
+    let mut scope_name: HashMap<Sym, bool> = HashMap::new();
+    let k = &trace.kernels;
+    (0..k.len())
+        .map(|i| {
+            let cat = k.cat[i];
+            let kernelish = *cat_ok.entry(cat).or_insert_with(|| {
+                let l = normalize_text(trace.s(cat)).to_lowercase();
+                l.contains("kernel") || l.starts_with("gpu_")
+            });
+            if kernelish {
+                return true;
+            }
+            let name = k.name[i];
+            let scope = *scope_name.entry(name).or_insert_with(|| looks_like_python_scope_name(trace.s(name)));
+            !scope && k.has_stream_marker[i]
+        })
+        .collect()
+}
+
+fn resolve_external(trace: &Trace, external_id: Option<i64>, correlation: Option<i64>) -> Option<i64> {
+    external_id.or_else(|| correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()))
+}
+
+/// The reference's `extract_trace_data`.
+pub fn extract_trace_data(trace: &Trace, stages: &StageIndex) -> TraceData {
+    let mask = gpu_kernel_mask(trace);
+    let k = &trace.kernels;
+    let chosen_pid = select_heaviest_pid(
+        (0..k.len()).filter(|&i| mask[i]).map(|i| (trace.pid_str(k.thread[i]), k.dur[i])),
+        None,
+        PREFERRED_PIDS,
+    );
+
+    let mut out = TraceData { chosen_pid: chosen_pid.clone(), ..Default::default() };
+
+    for row in trace.cpu_ops.iter() {
+        if let Some(external_id) = resolve_external(trace, row.external_id, row.correlation) {
+            out.cpu_ops.push(CpuOpEvent { name: row.name, thread: row.thread, ts: row.ts, dur: row.dur, external_id });
+        }
+    }
+    for row in trace.launches.iter() {
+        out.launches.push(LaunchEvent {
+            name: row.name,
+            thread: row.thread,
+            ts: row.ts,
+            dur: row.dur,
+            correlation: row.correlation,
+        });
+    }
+
+    let mut frame_cache: HashMap<Sym, (Arc<str>, i32)> = HashMap::new();
+    for row in trace.frames.iter() {
+        let (normalized, priority) = frame_cache
+            .entry(row.name)
+            .or_insert_with(|| {
+                let name = trace.s(row.name);
+                (Arc::from(normalize_source_location(name)), frame_priority(name))
+            })
+            .clone();
+        out.frames.entry(row.thread).or_default().push(PythonFrame {
+            normalized,
+            ts: row.ts,
+            dur: row.dur,
+            end_ts: row.ts + row.dur,
+            priority,
+        });
+    }
+    for frames in out.frames.values_mut() {
+        frames.sort_by(|a, b| py_cmp(a.ts, b.ts).then(py_cmp(a.end_ts, b.end_ts)));
+    }
+
+    let Some(pid) = chosen_pid else {
+        return out;
+    };
+    let mut name_cache: HashMap<Sym, (Arc<str>, &'static str)> = HashMap::new();
+    for (row, &is_kernel) in k.iter().zip(&mask) {
+        if !is_kernel || trace.pid_str(row.thread) != pid {
+            continue;
+        }
+        let (canonical, category) = name_cache
+            .entry(row.name)
+            .or_insert_with(|| {
+                let name = trace.s(row.name);
+                (Arc::from(canonicalize_name(name)), classify_kernel(name))
+            })
+            .clone();
+        let external_id = resolve_external(trace, row.external_id, row.correlation);
+        out.kernels.push(KernelEvent {
+            name: row.name,
+            canonical,
+            category,
+            stage: stages.resolve(row.ts, external_id),
+            thread: row.thread,
+            ts: row.ts,
+            dur: row.dur,
+            external_id,
+            correlation: row.correlation,
+        });
+    }
+    out
+}
+
+/// Kernels grouped by stage, stages in first-seen order. A trace whose path
+/// names a stage puts every kernel in that stage.
+pub fn group_kernels_by_stage<'a>(
+    kernels: &'a [KernelEvent],
+    default_stage: &str,
+) -> Vec<(String, Vec<&'a KernelEvent>)> {
+    let mut groups: Vec<(String, Vec<&'a KernelEvent>)> = Vec::new();
+    for kernel in kernels {
+        let stage = if default_stage != "all" { default_stage } else { kernel.stage };
+        match groups.iter_mut().find(|(s, _)| s == stage) {
+            Some((_, v)) => v.push(kernel),
+            None => groups.push((stage.to_string(), vec![kernel])),
+        }
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_scope_names() {
+        assert!(looks_like_python_scope_name("foo.py(12): bar"));
+        assert!(looks_like_python_scope_name("nn.Module: Linear"));
+        assert!(!looks_like_python_scope_name("void gemm"));
+    }
+}

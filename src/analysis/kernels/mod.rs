@@ -1,0 +1,41 @@
+//! Kernel attribution inputs: which events are GPU kernels, their canonical
+//! names and categories, and per-name totals.
+
+pub mod extract;
+pub mod names;
+
+use indexmap::IndexMap;
+
+pub use extract::{
+    extract_trace_data, group_kernels_by_stage, CpuOpEvent, KernelEvent, LaunchEvent, PythonFrame, TraceData,
+};
+pub use names::{canonicalize_name, classify_kernel, short_name};
+
+use crate::analysis::types::Aggregate;
+
+/// Totals per canonical name, in first-seen order.
+pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<String, Aggregate> {
+    let mut out: IndexMap<String, Aggregate> = IndexMap::new();
+    for k in kernels {
+        let item = out.entry(k.canonical.to_string()).or_default();
+        item.total_us += k.dur;
+        item.count += 1;
+        item.max_us = item.max_us.max(k.dur);
+    }
+    out
+}
+
+/// Canonical name → category, last kernel with that name winning, in
+/// first-seen order (a Python dict comprehension).
+pub fn categories_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<String, String> {
+    let mut out: IndexMap<String, String> = IndexMap::new();
+    for k in kernels {
+        out.insert(k.canonical.to_string(), k.category.to_string());
+    }
+    out
+}
+
+/// Left-to-right float sum, as Python's `sum()`.
+pub fn total_dur<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> f64 {
+    kernels.into_iter().fold(0.0, |acc, k| acc + k.dur)
+}

@@ -1,0 +1,206 @@
+//! Kernel names: the canonical grouping key (addresses masked, the argument
+//! list of `void f(...)` signatures dropped), the coarse category from name
+//! keywords, and display truncation.
+
+use crate::pyfmt::normalize_text;
+
+/// Ordered (category, keywords) list; the first category whose keyword occurs
+/// in the lowercased name wins.
+const CATEGORY_PATTERNS: &[(&str, &[&str])] = &[
+    ("hybrid_linear", &["gdn", "gated_delta", "mamba", "selective_scan", "ssd", "causal_conv", "ssm"]),
+    (
+        "attention",
+        &[
+            "flash_attn",
+            "flashattention",
+            "flash_attention",
+            "fmha",
+            "attention",
+            "mla",
+            "paged_attention",
+            "decode_attention",
+        ],
+    ),
+    ("moe", &["fused_moe", "grouped_mm", "groupgemm", "group_gemm", "moe", "expert", "groupproblemshape"]),
+    ("gemm", &["gemm", "gemv", "matmul", "cublas", "cutlass", "wgmma", "mma", "bmm", "nvjet"]),
+    ("norm", &["rmsnorm", "layernorm", "_norm_", " norm", "normkernel"]),
+    ("rope", &["rotary", "rope", "mrope"]),
+    ("softmax", &["softmax"]),
+    ("activation", &["silu", "gelu", "relu", "act_and_mul", "sigmoid"]),
+    ("quantize", &["quant", "fp8", "mxfp", "nvfp4", "dequant", "cvt"]),
+    ("reduce_topk", &["topk", "reduce", "argmax", "argtopk", "sampling", "multinomial"]),
+    ("sampling_io", &["prepare_inputs", "write_req_to", "catarraybatched", "prepare_next", "copy_next"]),
+    (
+        "elementwise",
+        &[
+            "elementwise",
+            "vectorized_elementwise_kernel",
+            "unrolled_elementwise_kernel",
+            "gpu_kernel_impl",
+            "binary_internal",
+            "unaryfunctor",
+            "add_kernel",
+            "sub_kernel",
+            "mul_kernel",
+            "div_",
+            "floor_kernel",
+            "log_kernel",
+            "neg_kernel",
+        ],
+    ),
+];
+
+const COMMUNICATION_STRONG: &[&str] = &[
+    "nccl",
+    "allreduce",
+    "all_reduce",
+    "reduce_scatter",
+    "allgather",
+    "all_gather",
+    "alltoall",
+    "all_to_all",
+    "cross_device_reduce",
+    "deepep",
+    "mooncake",
+];
+const COMMUNICATION_WEAK: &[&str] = &["broadcast", "dispatch", "combine"];
+const MEMORY_STRONG: &[&str] = &["memcpy", "memset", "dma", "prefetch"];
+const MEMORY_WEAK: &[&str] = &["copy", "fill"];
+const COMPUTE_HINTS: &[&str] = &[
+    "gemm",
+    "gemv",
+    "matmul",
+    "cublas",
+    "cutlass",
+    "wgmma",
+    "mma",
+    "bmm",
+    "nvjet",
+    "fmha",
+    "attention",
+    "flash_attn",
+    "flashattention",
+    "flash_attention",
+    "grouped_mm",
+    "groupgemm",
+    "moe",
+    "expert",
+];
+
+/// True when any keyword occurs in `text`.
+pub fn contains_any(text: &str, keywords: &[&str]) -> bool {
+    keywords.iter().any(|k| text.contains(k))
+}
+
+/// The kernel table's category for a raw kernel name.
+pub fn classify_kernel(name: &str) -> &'static str {
+    let lowered = name.to_lowercase();
+    if contains_any(&lowered, COMMUNICATION_STRONG) {
+        return "communication";
+    }
+    if contains_any(&lowered, MEMORY_STRONG) {
+        return "memory";
+    }
+    let compute_like = contains_any(&lowered, COMPUTE_HINTS);
+    if contains_any(&lowered, MEMORY_WEAK) && !compute_like {
+        return "memory";
+    }
+    for (category, keywords) in CATEGORY_PATTERNS {
+        if contains_any(&lowered, keywords) {
+            return category;
+        }
+    }
+    if contains_any(&lowered, COMMUNICATION_WEAK) && !compute_like {
+        return "communication";
+    }
+    "other"
+}
+
+/// Replaces every `0x` followed by hex digits with `0xADDR`.
+fn mask_addresses(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'0' && b[i + 1] == b'x' && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit) {
+            let mut j = i + 2;
+            while j < b.len() && b[j].is_ascii_hexdigit() {
+                j += 1;
+            }
+            out.push_str(&text[copied..i]);
+            out.push_str("0xADDR");
+            copied = j;
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// The grouping key of a kernel name: whitespace normalized, hex addresses
+/// masked, and for `void name(...)` signatures the trailing balanced argument
+/// list removed.
+pub fn canonicalize_name(name: &str) -> String {
+    let normalized = normalize_text(name);
+    let text = if normalized.contains("0x") { mask_addresses(&normalized) } else { normalized.into_owned() };
+    if text.starts_with("void ") && text.ends_with(')') {
+        let mut depth: i64 = 0;
+        for (idx, ch) in text.char_indices().rev() {
+            if ch == ')' {
+                depth += 1;
+            } else if ch == '(' {
+                depth -= 1;
+                if depth == 0 {
+                    return text[..idx].to_string();
+                }
+            }
+        }
+    }
+    text
+}
+
+/// Whitespace-normalized name cut to `max_len` characters (with `...`).
+pub fn short_name(name: &str, max_len: usize) -> String {
+    let text = normalize_text(name);
+    if text.chars().count() <= max_len {
+        return text.into_owned();
+    }
+    let keep = max_len.saturating_sub(3);
+    let mut out: String = text.chars().take(keep).collect();
+    out.push_str("...");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_names() {
+        assert_eq!(canonicalize_name("void foo<int>(int*, float)"), "void foo<int>");
+        assert_eq!(canonicalize_name("void f(a(b)) "), "void f");
+        assert_eq!(canonicalize_name("kernel 0x1aF2 at 0x"), "kernel 0xADDR at 0x");
+        assert_eq!(canonicalize_name("ncclKernel_X(ncclWorkElem)"), "ncclKernel_X(ncclWorkElem)");
+        assert_eq!(canonicalize_name("void g)"), "void g)");
+    }
+
+    #[test]
+    fn categories() {
+        assert_eq!(classify_kernel("ncclKernel_AllReduce"), "communication");
+        assert_eq!(classify_kernel("Memcpy HtoD"), "memory");
+        assert_eq!(classify_kernel("copy_gemm"), "gemm");
+        assert_eq!(classify_kernel("void at::native::vectorized_elementwise_kernel"), "elementwise");
+        assert_eq!(classify_kernel("dispatch_thing"), "communication");
+        assert_eq!(classify_kernel("xyz"), "other");
+    }
+
+    #[test]
+    fn short_names() {
+        assert_eq!(short_name("abcdef", 5), "ab...");
+        assert_eq!(short_name("abc", 5), "abc");
+        assert_eq!(short_name("ééééééé", 6), "ééé...");
+    }
+}

@@ -1,0 +1,233 @@
+//! Finding a kernel's entry in a kernel map when the mapping trace's names
+//! differ from the formal trace's: exact name, then prefix / substring,
+//! then a long common prefix for templated kernels, then hand-written alias
+//! families. Also the row summary (location and CPU op cells) of an entry.
+
+use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
+use crate::analysis::types::{KernelEntry, StagePayload};
+use crate::pyfmt::normalize_text;
+
+use super::payload::site_display_location;
+
+/// Lowercased ASCII letters and digits only.
+pub fn normalize_match_text(text: &str) -> String {
+    normalize_text(text).chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// Stage names tried, in order, when looking a stage up.
+pub fn stage_aliases(stage: &str) -> Vec<&str> {
+    match stage {
+        "extend" => vec!["extend", "prefill", "all"],
+        "prefill" => vec!["prefill", "extend", "all"],
+        "decode" => vec!["decode", "all"],
+        other => vec![other, "all"],
+    }
+}
+
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// The reference's `relaxed_kernel_entry_lookup`.
+pub fn relaxed_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<&'a KernelEntry> {
+    if let Some(e) = kernels.get(kernel_name) {
+        return Some(e);
+    }
+    let lowered = kernel_name.to_lowercase();
+    let lowered_len = lowered.chars().count();
+    let mut best: Option<(&str, usize)> = None;
+    for key in kernels.keys() {
+        let cand = key.to_lowercase();
+        let shorter = cand.chars().count().min(lowered_len);
+        let score = if cand.starts_with(&lowered) || lowered.starts_with(&cand) {
+            shorter
+        } else if cand.contains(&lowered) || lowered.contains(&cand) {
+            shorter / 2
+        } else {
+            continue;
+        };
+        if best.map_or(true, |(_, b)| score > b) {
+            best = Some((key, score));
+        }
+    }
+    if let Some((key, _)) = best.filter(|(k, _)| !k.is_empty()) {
+        return kernels.get(key);
+    }
+
+    let compact = normalize_match_text(kernel_name);
+    if compact.len() < 96 {
+        return alias_lookup(kernels, kernel_name);
+    }
+    let mut best: Option<(&str, usize)> = None;
+    for key in kernels.keys() {
+        let cand = normalize_match_text(key);
+        if cand.len() < 96 {
+            continue;
+        }
+        let prefix = common_prefix_len(&compact, &cand);
+        let shorter = compact.len().min(cand.len());
+        if prefix < 64 || prefix < (shorter as f64 * 0.4) as usize {
+            continue;
+        }
+        let mut score = prefix;
+        const FLASH: &str = "voidcutlassdevicekernelflash";
+        if compact.starts_with(FLASH) && cand.starts_with(FLASH) {
+            score += 32;
+        }
+        if best.map_or(true, |(_, b)| score > b) {
+            best = Some((key, score));
+        }
+    }
+    if let Some((key, _)) = best.filter(|(k, _)| !k.is_empty()) {
+        return kernels.get(key);
+    }
+    alias_lookup(kernels, kernel_name)
+}
+
+/// Token groups that identify a kernel family across backends.
+fn alias_token_groups(kernel_name: &str) -> Vec<&'static [&'static str]> {
+    let lowered = normalize_match_text(kernel_name);
+    let mut groups: Vec<&'static [&'static str]> = Vec::new();
+    if lowered.contains("flashattnfwdcombine") {
+        groups.push(&["flashattnfwdsm90", "flashattnvarlenfunc", "vllmflashattnflashattninterface", "vllmfa3cfwd"]);
+    }
+    if lowered.contains("kernelmha") {
+        groups.push(&["maskedmultiheadattentionkernel", "attentioninplace", "attentionbackendtrtllm"]);
+    }
+    if lowered.contains("applybiasropeupdatekvcachev2") {
+        groups.push(&["fusedqknormropekernel", "applyqknormrope", "modelingqwen3py98applyqknormrope"]);
+    }
+    if lowered.starts_with("memset") {
+        groups.push(&["memset"]);
+    }
+    groups
+}
+
+fn entry_lookup_text(kernel_name: &str, entry: &KernelEntry) -> String {
+    let mut parts: Vec<&str> = vec![kernel_name, &entry.best_location];
+    for site in entry.sites.iter().take(4) {
+        parts.push(&site.location);
+        parts.push(&site.display_location);
+        parts.push(site.top_cpu_op.as_deref().unwrap_or(""));
+        parts.push(site.stack.as_deref().unwrap_or(""));
+    }
+    normalize_match_text(&parts.join(" "))
+}
+
+fn entry_total_us(entry: &KernelEntry) -> f64 {
+    entry.sites.iter().fold(0.0, |acc, s| acc + s.total_us)
+}
+
+/// The reference's `alias_kernel_entry_lookup`.
+pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<&'a KernelEntry> {
+    let groups = alias_token_groups(kernel_name);
+    if groups.is_empty() {
+        return None;
+    }
+    let mut best: Option<(&str, i64)> = None;
+    for (key, entry) in kernels {
+        let text = entry_lookup_text(key, entry);
+        let mut score: i64 = 0;
+        for (i, group) in groups.iter().enumerate() {
+            let group_score = group.iter().filter(|t| text.contains(*t)).map(|t| t.len()).max().unwrap_or(0);
+            if group_score > 0 {
+                score += 1000 * (i as i64 + 1) + group_score as i64;
+            }
+        }
+        if score <= 0 {
+            continue;
+        }
+        score += source_location_priority(&entry.best_location)
+            .max(source_location_priority(&best_site_summary(Some(entry)).0)) as i64;
+        score += (entry_total_us(entry) / 10.0).floor() as i64;
+        if best.map_or(true, |(_, b)| score > b) {
+            best = Some((key, score));
+        }
+    }
+    best.filter(|(k, _)| !k.is_empty()).and_then(|(k, _)| kernels.get(k))
+}
+
+/// A kernel map: per-stage payloads plus one over all stages.
+#[derive(Clone, Debug, Default)]
+pub struct KernelMap {
+    pub stages: indexmap::IndexMap<String, StagePayload>,
+    pub global: StagePayload,
+}
+
+impl KernelMap {
+    /// The reference's `lookup_kernel_map_entry`: the stage and its aliases,
+    /// then the global payload.
+    pub fn lookup(&self, stage: &str, kernel_name: &str) -> Option<&KernelEntry> {
+        for s in stage_aliases(stage) {
+            if let Some(payload) = self.stages.get(s) {
+                if let Some(e) = relaxed_lookup(payload, kernel_name) {
+                    return Some(e);
+                }
+            }
+        }
+        relaxed_lookup(&self.global, kernel_name)
+    }
+}
+
+/// The (location, CPU op) cells of a kernel row: up to two sites, framework
+/// sites preferred, with their share of the kernel when there are several.
+pub fn best_site_summary(entry: Option<&KernelEntry>) -> (String, String) {
+    let Some(entry) = entry else {
+        return ("unresolved".into(), "-".into());
+    };
+    if entry.sites.is_empty() {
+        return (entry.best_location.clone(), "-".into());
+    }
+    let preferred: Vec<_> =
+        entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
+    let candidates: Vec<_> = if preferred.is_empty() { entry.sites.iter().collect() } else { preferred };
+    let mut locations = Vec::new();
+    let mut cpu_ops = Vec::new();
+    for site in candidates.iter().take(2) {
+        let location = site_display_location(site);
+        if candidates.len() > 1 {
+            locations.push(format!("{} (site share {:.0}%)", location, site.share_pct_within_kernel));
+        } else {
+            locations.push(location);
+        }
+        if let Some(op) = site.top_cpu_op.as_deref().filter(|o| !o.is_empty()) {
+            cpu_ops.push(op.to_string());
+        }
+    }
+    let cpu = if cpu_ops.is_empty() { "-".to_string() } else { cpu_ops.join("<br>") };
+    (locations.join("<br>"), cpu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(names: &[&str]) -> StagePayload {
+        names
+            .iter()
+            .map(|n| {
+                (n.to_string(), KernelEntry { category: "other".into(), sites: vec![], best_location: n.to_string() })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn relaxed_prefers_longest_prefix() {
+        let p = payload(&["gemm_a", "gemm_abc", "xgemm_abcdx"]);
+        assert_eq!(relaxed_lookup(&p, "gemm_abcd").map(|e| e.best_location.as_str()), Some("gemm_abc"));
+        assert_eq!(relaxed_lookup(&p, "zzz").map(|e| e.best_location.as_str()), None);
+        assert_eq!(relaxed_lookup(&p, "GEMM_A").map(|e| e.best_location.as_str()), Some("gemm_a"));
+    }
+
+    #[test]
+    fn memset_alias() {
+        let p = payload(&["Memset (Device)"]);
+        assert_eq!(relaxed_lookup(&p, "Memset").map(|e| e.best_location.as_str()), Some("Memset (Device)"));
+        assert!(alias_lookup(&p, "memsetx").is_some());
+    }
+
+    #[test]
+    fn summary_without_entry() {
+        assert_eq!(best_site_summary(None), ("unresolved".to_string(), "-".to_string()));
+    }
+}

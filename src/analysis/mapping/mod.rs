@@ -1,0 +1,238 @@
+//! The mapping kernel map (which Python site launches each kernel, per stage
+//! and overall, from the mapping traces) and the kernel table rows built from
+//! it for a formal trace.
+
+pub mod lookup;
+pub mod payload;
+
+use indexmap::IndexMap;
+
+pub use lookup::{best_site_summary, relaxed_lookup, KernelMap};
+pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
+
+use crate::analysis::kernels::extract::py_cmp;
+use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, KernelEvent, TraceData};
+use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
+use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
+use crate::columns::Trace;
+use crate::pyfmt::py_round;
+
+/// Launches kept per kernel name when sampling a mapping trace.
+pub const SAMPLE_LIMIT_PER_NAME: usize = 16;
+
+/// One loaded trace with its attribution view.
+pub struct AttributedTrace<'t> {
+    pub trace: &'t Trace,
+    pub data: &'t TraceData,
+    pub index: &'t SiteIndex,
+    /// Stage named by the file path (`all` when none).
+    pub default_stage: String,
+}
+
+/// Up to `limit` launches per canonical name, evenly spread over each name's
+/// launches, then ordered by (start, raw name).
+pub fn sample_kernels_for_mapping<'a>(
+    trace: &Trace,
+    kernels: &[&'a KernelEvent],
+    limit: usize,
+) -> Vec<&'a KernelEvent> {
+    if limit == 0 {
+        return kernels.to_vec();
+    }
+    let mut grouped: IndexMap<&str, Vec<&'a KernelEvent>> = IndexMap::new();
+    for &k in kernels {
+        grouped.entry(&k.canonical).or_default().push(k);
+    }
+    let mut names: Vec<&str> = grouped.keys().copied().collect();
+    names.sort();
+    let mut sampled: Vec<&'a KernelEvent> = Vec::new();
+    for name in names {
+        let items = &grouped[name];
+        if items.len() <= limit {
+            sampled.extend(items.iter().copied());
+            continue;
+        }
+        for i in 0..limit {
+            let pos = py_round(i as f64 * (items.len() - 1) as f64 / (limit - 1) as f64) as usize;
+            if let Some(k) = items.get(pos) {
+                sampled.push(k);
+            }
+        }
+    }
+    sampled.sort_by(|a, b| py_cmp(a.ts, b.ts).then_with(|| trace.s(a.name).cmp(trace.s(b.name))));
+    sampled
+}
+
+/// The reference's `build_mapping_kernel_map`. SGLang traces are attributed
+/// from every launch; other frameworks from a per-name sample.
+pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str) -> KernelMap {
+    let mut stage_stats: IndexMap<String, SiteStats> = IndexMap::new();
+    let mut stage_categories: IndexMap<String, IndexMap<String, String>> = IndexMap::new();
+    let mut global_stats = SiteStats::new();
+    let mut global_categories: IndexMap<String, String> = IndexMap::new();
+    for t in traces {
+        if t.data.kernels.is_empty() {
+            continue;
+        }
+        for (stage, kernels) in group_kernels_by_stage(&t.data.kernels, &t.default_stage) {
+            let sampled = if framework == "sglang" {
+                kernels.clone()
+            } else {
+                sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME)
+            };
+            let local = aggregate_kernel_sites(t.trace, t.data, t.index, &sampled);
+            let categories = categories_by_name(kernels.iter().copied());
+            merge_site_stats(stage_stats.entry(stage.clone()).or_default(), &local);
+            merge_site_stats(&mut global_stats, &local);
+            let sc = stage_categories.entry(stage).or_default();
+            for (k, v) in &categories {
+                sc.insert(k.clone(), v.clone());
+                global_categories.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let empty = IndexMap::new();
+    let stages = stage_stats
+        .iter()
+        .map(|(stage, stats)| {
+            (stage.clone(), build_stage_payload(stats, stage_categories.get(stage).unwrap_or(&empty)))
+        })
+        .collect();
+    KernelMap { stages, global: build_stage_payload(&global_stats, &global_categories) }
+}
+
+/// The mapping entry of a kernel, falling back to the formal trace's own
+/// payload for that stage.
+pub fn resolve_kernel_entry(
+    stage: &str,
+    name: &str,
+    local: &StagePayload,
+    map: Option<&KernelMap>,
+) -> Option<KernelEntry> {
+    if let Some(e) = map.and_then(|m| m.lookup(stage, name)) {
+        return Some(e.clone());
+    }
+    relaxed_lookup(local, name).cloned()
+}
+
+/// Kernel table rows of one stage, by GPU time descending (stable).
+pub fn build_kernel_rows(
+    stage: &str,
+    stats: &IndexMap<String, Aggregate>,
+    categories: &IndexMap<String, String>,
+    local: &StagePayload,
+    map: Option<&KernelMap>,
+) -> Vec<KernelRow> {
+    let mut ordered: Vec<(&String, &Aggregate)> = stats.iter().collect();
+    ordered.sort_by(|a, b| b.1.total_us.partial_cmp(&a.1.total_us).unwrap_or(std::cmp::Ordering::Equal));
+    ordered
+        .into_iter()
+        .map(|(name, agg)| {
+            let entry = resolve_kernel_entry(stage, name, local, map);
+            let (location, cpu_op) = best_site_summary(entry.as_ref());
+            KernelRow {
+                name: name.clone(),
+                category: categories.get(name).cloned().unwrap_or_else(|| "other".into()),
+                aggregate: *agg,
+                location,
+                cpu_op,
+                entry,
+            }
+        })
+        .collect()
+}
+
+/// The first `limit` rows (all when 0).
+pub fn limit_kernel_rows(rows: &[KernelRow], limit: usize) -> &[KernelRow] {
+    if limit == 0 {
+        rows
+    } else {
+        &rows[..limit.min(rows.len())]
+    }
+}
+
+/// Formal stage payload of every stage of one trace (stage order as seen).
+pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(String, StagePayload)> {
+    group_kernels_by_stage(&t.data.kernels, &t.default_stage)
+        .into_iter()
+        .map(|(stage, kernels)| {
+            let local = aggregate_kernel_sites(t.trace, t.data, t.index, &kernels);
+            let payload = build_stage_payload(&local, &categories_by_name(kernels.iter().copied()));
+            (stage, payload)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::kernels::{aggregate_by_name, extract_trace_data};
+    use crate::analysis::stage::StageIndex;
+    use crate::columns::value::trace_from_value;
+
+    fn tiny_trace() -> Trace {
+        let v = serde_json::json!({"traceEvents": [
+            {"ph": "X", "cat": "python_function", "name": "/srv/vllm/model.py(10): forward", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1): _call_impl", "pid": 1, "tid": 1, "ts": 1, "dur": 90},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 10, "args": {"External id": 7}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 8, "dur": 2, "args": {"correlation": 70, "External id": 7}},
+            {"ph": "X", "cat": "kernel", "name": "void gemm_kernel<1>(int)", "pid": 0, "tid": 7, "ts": 20, "dur": 30, "args": {"correlation": 70, "stream": 7}},
+            {"ph": "X", "cat": "kernel", "name": "void gemm_kernel<1>(float)", "pid": 0, "tid": 7, "ts": 60, "dur": 10, "args": {"stream": 7}}
+        ]});
+        trace_from_value(&v)
+    }
+
+    #[test]
+    fn attributes_kernels_to_framework_frames() {
+        let trace = tiny_trace();
+        let data = extract_trace_data(&trace, &StageIndex::build(&trace));
+        assert_eq!(data.kernels.len(), 2);
+        assert_eq!(&*data.kernels[0].canonical, "void gemm_kernel<1>");
+        assert_eq!(data.kernels[0].external_id, Some(7));
+        let index = SiteIndex::build(&data);
+        let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: "all".into() };
+        let map = build_mapping_kernel_map(std::slice::from_ref(&view), "vllm");
+        let kernels: Vec<&KernelEvent> = data.kernels.iter().collect();
+        let rows = build_kernel_rows(
+            "all",
+            &aggregate_by_name(kernels.iter().copied()),
+            &categories_by_name(kernels.iter().copied()),
+            &StagePayload::new(),
+            Some(&map),
+        );
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
+        assert_eq!(row.aggregate.count, 2);
+        assert_eq!(row.total_us(), 40.0);
+        assert_eq!(row.category, "gemm");
+        // Only framework sites are listed when there are any.
+        assert_eq!(row.location, "vllm/model.py:10 forward");
+        let entry = row.entry.as_ref().map(|e| e.sites.len());
+        assert_eq!(entry, Some(2));
+        assert_eq!(row.cpu_op, "aten::mm");
+    }
+
+    #[test]
+    fn sampling_spreads_evenly_with_half_even_rounding() {
+        let mut trace = Trace::default();
+        let name = trace.strings.intern("k");
+        let kernels: Vec<KernelEvent> = (0..20)
+            .map(|i| KernelEvent {
+                name,
+                canonical: std::sync::Arc::from("k"),
+                category: "other",
+                stage: "all",
+                thread: 0,
+                ts: i as f64,
+                dur: 1.0,
+                external_id: None,
+                correlation: None,
+            })
+            .collect();
+        let refs: Vec<&KernelEvent> = kernels.iter().collect();
+        let picked: Vec<f64> = sample_kernels_for_mapping(&trace, &refs, 16).iter().map(|k| k.ts).collect();
+        // round(i * 19 / 15) for i in 0..16, as Python computes it.
+        let expected = [0, 1, 3, 4, 5, 6, 8, 9, 10, 11, 13, 14, 15, 16, 18, 19];
+        assert_eq!(picked, expected.iter().map(|&x| x as f64).collect::<Vec<_>>());
+    }
+}

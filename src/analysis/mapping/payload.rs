@@ -1,0 +1,133 @@
+//! Stage payloads: per canonical kernel name, its launch sites ranked by
+//! source quality then GPU time, each with its share of the kernel's time,
+//! top CPU op and most common stack.
+
+use indexmap::IndexMap;
+
+use crate::analysis::sites::locations::{
+    extract_preferred_stack_location, is_low_signal_source_location, is_preferred_source_location, py_strip,
+    source_location_priority,
+};
+use crate::analysis::sites::{most_common, MappingSiteAggregate, SiteStats};
+use crate::analysis::types::{KernelEntry, SiteEntry, StagePayload};
+
+/// `100 * part / whole`, 0 when `whole` is 0.
+pub fn pct(part: f64, whole: f64) -> f64 {
+    if whole != 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
+}
+
+/// Python's `round(x, ndigits)` (correctly rounded, ties to even on the
+/// exact binary value).
+pub fn py_round_digits(x: f64, digits: usize) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    format!("{:.*}", digits, x).parse().unwrap_or(x)
+}
+
+/// Where a site is shown: its own location when that is framework code and
+/// informative, else the best frame of its stack, else its location.
+pub fn site_display_location(site: &SiteEntry) -> String {
+    let location = if site.location.is_empty() { "unresolved" } else { site.location.as_str() };
+    let location = py_strip(location);
+    if is_preferred_source_location(location) && !is_low_signal_source_location(location) {
+        return location.to_string();
+    }
+    extract_preferred_stack_location(site.stack.as_deref()).unwrap_or_else(|| location.to_string())
+}
+
+/// Best location by (priority, GPU time, launches), first on ties.
+fn choose_best_location(locations: &IndexMap<String, MappingSiteAggregate>) -> String {
+    let mut best: Option<(&String, (i32, f64, u64))> = None;
+    for (loc, agg) in locations {
+        let key = (source_location_priority(loc), agg.total_us, agg.count);
+        if best.as_ref().map_or(true, |(_, b)| key.partial_cmp(b) == Some(std::cmp::Ordering::Greater)) {
+            best = Some((loc, key));
+        }
+    }
+    best.map_or_else(|| "unresolved".to_string(), |(l, _)| l.clone())
+}
+
+/// One kernel's entry from its per-location totals.
+fn kernel_entry(locations: &IndexMap<String, MappingSiteAggregate>, category: &str) -> KernelEntry {
+    let total: f64 = locations.values().fold(0.0, |acc, a| acc + a.total_us);
+    let mut ordered: Vec<(&String, &MappingSiteAggregate)> = locations.iter().collect();
+    ordered.sort_by(|a, b| b.1.total_us.partial_cmp(&a.1.total_us).unwrap_or(std::cmp::Ordering::Equal));
+    let mut sites: Vec<SiteEntry> = ordered
+        .into_iter()
+        .map(|(location, agg)| {
+            let stack = most_common(&agg.stacks).map(str::to_string);
+            SiteEntry {
+                location: location.clone(),
+                display_location: extract_preferred_stack_location(stack.as_deref())
+                    .unwrap_or_else(|| location.clone()),
+                launches: agg.count,
+                total_us: py_round_digits(agg.total_us, 3),
+                share_pct_within_kernel: py_round_digits(pct(agg.total_us, total), 3),
+                top_cpu_op: most_common(&agg.cpu_ops).map(str::to_string),
+                stack,
+            }
+        })
+        .collect();
+    let mut keyed: Vec<((i32, f64, u64), SiteEntry)> = sites
+        .drain(..)
+        .map(|s| ((source_location_priority(&site_display_location(&s)), s.total_us, s.launches), s))
+        .collect();
+    keyed.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+    let sites: Vec<SiteEntry> = keyed.into_iter().map(|(_, s)| s).collect();
+    let best_location = match sites.first() {
+        Some(s) => site_display_location(s),
+        None => choose_best_location(locations),
+    };
+    KernelEntry { category: category.to_string(), sites, best_location }
+}
+
+/// The reference's `build_stage_payload`: kernels sorted by name.
+pub fn build_stage_payload(site_stats: &SiteStats, categories: &IndexMap<String, String>) -> StagePayload {
+    let mut names: Vec<&String> = site_stats.keys().collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let category = categories.get(name).map_or("other", String::as_str);
+            (name.clone(), kernel_entry(&site_stats[name], category))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_matches_python() {
+        assert_eq!(py_round_digits(2.0005, 3), 2.001);
+        assert_eq!(py_round_digits(0.0625, 3), 0.062);
+        assert_eq!(py_round_digits(1.23456, 3), 1.235);
+        assert_eq!(py_round_digits(33.33333333, 3), 33.333);
+    }
+
+    #[test]
+    fn payload_ranks_framework_sites_first() {
+        let mut locs = IndexMap::new();
+        locs.insert(
+            "torch/a.py:1 f".to_string(),
+            MappingSiteAggregate { total_us: 90.0, count: 9, ..Default::default() },
+        );
+        locs.insert(
+            "vllm/b.py:2 g".to_string(),
+            MappingSiteAggregate { total_us: 10.0, count: 1, ..Default::default() },
+        );
+        let mut stats = SiteStats::new();
+        stats.insert("k".to_string(), locs);
+        let payload = build_stage_payload(&stats, &IndexMap::new());
+        let e = &payload["k"];
+        assert_eq!(e.category, "other");
+        assert_eq!(e.best_location, "vllm/b.py:2 g");
+        assert_eq!(e.sites[1].share_pct_within_kernel, 90.0);
+    }
+}

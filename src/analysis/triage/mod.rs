@@ -1,0 +1,356 @@
+//! The triage driver: resolves the mapping and formal inputs, builds the
+//! mapping kernel map, then per formal trace and stage the kernel table rows,
+//! the fuse opportunities and (per stage bundle) the overlap rows. Returns a
+//! [`TriageReport`] that [`crate::report`] renders.
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+
+use crate::analysis::discover::{discover_trace_targets, parse_stage, stage_index};
+use crate::analysis::framework::resolve_framework;
+use crate::analysis::fusion::detect_fusion_opportunities;
+use crate::analysis::kernels::{
+    aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
+};
+use crate::analysis::mapping::{
+    build_kernel_rows, build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, AttributedTrace,
+    KernelMap,
+};
+use crate::analysis::overlap::{self, StageBundle};
+use crate::analysis::sites::SiteIndex;
+use crate::analysis::stage::StageIndex;
+use crate::analysis::types::StagePayload;
+use crate::columns::Trace;
+use crate::error::{Error, Result};
+use crate::ingest::{load_path, IngestOptions};
+
+mod report;
+
+pub use report::*;
+
+/// One loaded trace and its attribution view.
+struct Loaded {
+    path: PathBuf,
+    trace: Trace,
+    data: TraceData,
+    index: SiteIndex,
+}
+
+impl Loaded {
+    fn load(path: &Path, quiet: bool) -> Result<Self> {
+        let trace = load_path(path, &IngestOptions { quiet })?;
+        let stages = StageIndex::build(&trace);
+        let data = extract_trace_data(&trace, &stages);
+        let index = SiteIndex::build(&data);
+        Ok(Loaded { path: path.to_path_buf(), trace, data, index })
+    }
+
+    fn attributed(&self) -> AttributedTrace<'_> {
+        AttributedTrace {
+            trace: &self.trace,
+            data: &self.data,
+            index: &self.index,
+            default_stage: parse_stage(&self.path).to_string(),
+        }
+    }
+}
+
+/// Traces, server args and framework of one input.
+struct Target {
+    traces: Vec<PathBuf>,
+    server_args: Option<serde_json::Value>,
+    framework: String,
+}
+
+fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_json::Value>)> {
+    let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
+    let (traces, mut server_args) = discover_trace_targets(&resolved)?;
+    if server_args.is_none() {
+        server_args = super::discover::load_server_args(&resolved);
+    }
+    Ok((resolved, traces, server_args))
+}
+
+/// `stage` if present, else `all`, else the only entry.
+fn pick_stage<'a, V>(map: &'a IndexMap<String, V>, stage: &str) -> Option<(&'a String, &'a V)> {
+    if let Some(kv) = map.get_key_value(stage) {
+        return Some(kv);
+    }
+    if let Some(kv) = map.get_key_value("all") {
+        return Some(kv);
+    }
+    if map.len() == 1 {
+        return map.iter().next();
+    }
+    None
+}
+
+/// Stages to render: all present ones, without `all` when any other exists.
+fn render_stages<V>(map: &IndexMap<String, V>) -> Vec<String> {
+    let mut stages: Vec<String> = map.keys().cloned().collect();
+    if stages.iter().any(|s| s != "all") {
+        stages.retain(|s| s != "all");
+    }
+    stages.sort_by_key(|s| stage_index(s));
+    stages
+}
+
+/// Python truthiness of server args: an empty object counts as absent.
+fn present(v: &Option<serde_json::Value>) -> Option<&serde_json::Value> {
+    v.as_ref().filter(|v| v.as_object().map_or(true, |o| !o.is_empty()))
+}
+
+/// The model named in the server arguments, if any.
+fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
+    let args = server_args?.as_object()?;
+    let truthy = |v: &&serde_json::Value| match v {
+        serde_json::Value::Null => false,
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::String(s) => !s.is_empty(),
+        serde_json::Value::Array(a) => !a.is_empty(),
+        serde_json::Value::Object(o) => !o.is_empty(),
+        serde_json::Value::Number(n) => n.as_f64() != Some(0.0),
+    };
+    let v = args.get("model_path").filter(truthy).or_else(|| args.get("model").filter(truthy))?;
+    Some(match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// Runs the triage.
+pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageReport> {
+    let (single, mapping_path, formal_path) = match input {
+        TriageInput::Single(p) => (true, p.clone(), p.clone()),
+        TriageInput::Pair { mapping, formal } => (false, mapping.clone(), formal.clone()),
+    };
+    let (mapping_resolved, mapping_traces, mapping_args) = resolve_input(&mapping_path)?;
+    let (formal_resolved, formal_traces, formal_args) = if single {
+        (mapping_resolved.clone(), mapping_traces.clone(), mapping_args.clone())
+    } else {
+        resolve_input(&formal_path)?
+    };
+
+    // Load each distinct trace once.
+    let mut loaded: Vec<Loaded> = Vec::new();
+    for p in mapping_traces.iter().chain(formal_traces.iter()) {
+        if !loaded.iter().any(|l| &l.path == p) {
+            loaded.push(Loaded::load(p, opts.quiet)?);
+        }
+    }
+    let find = |p: &Path| loaded.iter().find(|l| l.path == p);
+    let sample_of = |p: &Path| -> Option<String> {
+        match find(p) {
+            Some(l) => Some(l.trace.framework_sample.clone()),
+            None => load_path(p, &IngestOptions { quiet: true }).ok().map(|t| t.framework_sample),
+        }
+    };
+    let mapping = Target {
+        framework: resolve_framework(&opts.framework, &mapping_resolved, mapping_args.as_ref(), &sample_of).to_string(),
+        traces: mapping_traces,
+        server_args: mapping_args,
+    };
+    let formal = if single {
+        Target {
+            traces: mapping.traces.clone(),
+            server_args: mapping.server_args.clone(),
+            framework: mapping.framework.clone(),
+        }
+    } else {
+        Target {
+            framework: resolve_framework(&opts.framework, &formal_resolved, formal_args.as_ref(), &sample_of)
+                .to_string(),
+            traces: formal_traces,
+            server_args: formal_args,
+        }
+    };
+
+    let mapping_views: Vec<AttributedTrace<'_>> =
+        mapping.traces.iter().filter_map(|p| find(p)).map(Loaded::attributed).collect();
+    let kernel_map = build_mapping_kernel_map(&mapping_views, &mapping.framework);
+    // Python truthiness: an empty object counts as absent.
+    let server_args = present(&formal.server_args).or_else(|| present(&mapping.server_args));
+
+    let mut report = TriageReport {
+        single,
+        mapping_framework: mapping.framework.clone(),
+        formal_framework: formal.framework.clone(),
+        mapping_traces: mapping.traces.clone(),
+        formal_traces: formal.traces.clone(),
+        model: model_name(server_args),
+        min_share: opts.min_share,
+        kernel_tables: Vec::new(),
+        kernel_rows: Vec::new(),
+        overlap_rows: Vec::new(),
+        overlap_stats: Vec::new(),
+        fuse_rows: Vec::new(),
+    };
+
+    let payloads = kernel_and_fuse_rows(&mut report, &formal, &find, &kernel_map, server_args, opts);
+    overlap_rows(&mut report, &mapping, &formal, &find, &kernel_map, &payloads, opts);
+    Ok(report)
+}
+
+/// Kernel table rows (and fuse rows) of every formal trace and stage.
+/// Returns the formal stage payloads (the last trace's payload per stage).
+fn kernel_and_fuse_rows<'a>(
+    report: &mut TriageReport,
+    formal: &Target,
+    find: &dyn Fn(&Path) -> Option<&'a Loaded>,
+    kernel_map: &KernelMap,
+    server_args: Option<&serde_json::Value>,
+    opts: &TriageOptions,
+) -> IndexMap<String, StagePayload> {
+    let mut payloads: IndexMap<String, StagePayload> = IndexMap::new();
+    for path in &formal.traces {
+        let Some(l) = find(path) else { continue };
+        let view = l.attributed();
+        if view.data.kernels.is_empty() {
+            continue;
+        }
+        for (stage, payload) in formal_stage_payloads(&view) {
+            payloads.insert(stage, payload);
+        }
+        let trace_total = total_dur(&view.data.kernels);
+        let mut groups = group_kernels_by_stage(&view.data.kernels, &view.default_stage);
+        groups.sort_by_key(|(s, _)| stage_index(s));
+        for (stage, kernels) in groups {
+            if kernels.is_empty() {
+                continue;
+            }
+            let total = total_dur(kernels.iter().copied());
+            if stage == "all" && view.default_stage == "all" && pct(total, trace_total) < opts.min_share {
+                continue;
+            }
+            let stats = aggregate_by_name(kernels.iter().copied());
+            let categories = categories_by_name(kernels.iter().copied());
+            let empty = StagePayload::new();
+            let local = payloads.get(&stage).unwrap_or(&empty);
+            let rows = build_kernel_rows(&stage, &stats, &categories, local, Some(kernel_map));
+            for row in limit_kernel_rows(&rows, opts.kernel_table_limit) {
+                let share = pct(row.total_us(), total);
+                if share < opts.min_share {
+                    continue;
+                }
+                report.kernel_rows.push(RenderedKernelRow {
+                    stage: stage.clone(),
+                    kernel: row.name.clone(),
+                    category: row.category.clone(),
+                    total_us: row.total_us(),
+                    share_pct: share,
+                    launches: row.aggregate.count,
+                    max_us: row.aggregate.max_us,
+                    location: row.location.clone(),
+                    cpu_op: row.cpu_op.clone(),
+                });
+            }
+            for item in detect_fusion_opportunities(&rows, total, server_args, &formal.framework) {
+                let share = pct(item.related_us, total);
+                if share < opts.min_share {
+                    continue;
+                }
+                report.fuse_rows.push(RenderedFuseRow { stage: stage.clone(), share_pct: share, item });
+            }
+            report.kernel_tables.push(KernelTable {
+                trace: path.clone(),
+                stage,
+                total_us: total,
+                trace_total_us: trace_total,
+                rows,
+            });
+        }
+    }
+
+    payloads
+}
+
+/// Overlap rows: per rendered stage, the formal stage bundle analysed
+/// against the mapping bundle of the same (or the `all`) stage.
+fn overlap_rows<'a>(
+    report: &mut TriageReport,
+    mapping: &Target,
+    formal: &Target,
+    find: &dyn Fn(&Path) -> Option<&'a Loaded>,
+    kernel_map: &KernelMap,
+    payloads: &IndexMap<String, StagePayload>,
+    opts: &TriageOptions,
+) {
+    // Overlap: stage bundles of the mapping and formal traces.
+    let bundle_map = |paths: &[PathBuf], prefix: &str| -> IndexMap<String, StageBundle<'_>> {
+        let mut ordered: Vec<&PathBuf> = paths.iter().collect();
+        ordered.sort_by(|a, b| {
+            stage_index(parse_stage(a))
+                .cmp(&stage_index(parse_stage(b)))
+                .then_with(|| a.file_name().cmp(&b.file_name()))
+        });
+        let mut out: IndexMap<String, StageBundle<'_>> = IndexMap::new();
+        for p in ordered {
+            let Some(l) = find(p) else { continue };
+            for (stage, bundle) in
+                overlap::stage_bundles(&l.trace, parse_stage(p), prefix, opts.pid_substring.as_deref())
+            {
+                out.entry(stage).or_insert(bundle);
+            }
+        }
+        out
+    };
+    let mapping_bundles = bundle_map(&mapping.traces, "mapping");
+    let mut formal_bundles = bundle_map(&formal.traces, "formal");
+    let lookup = |stage: &str, name: &str| kernel_map.lookup(stage, name).cloned();
+    for stage in render_stages(&formal_bundles) {
+        let Some((formal_key, _)) = pick_stage(&formal_bundles, &stage) else { continue };
+        let formal_key = formal_key.clone();
+        let Some((_, mapping_bundle)) = pick_stage(&mapping_bundles, &stage) else { continue };
+        let stats = match formal_bundles.get_mut(&formal_key) {
+            Some(b) => overlap::analyze_overlap(&mut b.events),
+            None => continue,
+        };
+        let Some(formal_bundle) = formal_bundles.get(&formal_key) else { continue };
+        report.overlap_stats.push(OverlapStageStats {
+            bundle: formal_bundle.label.clone(),
+            stage: stage.clone(),
+            total_busy_us: stats.total_busy_us,
+            overlap_us: stats.overlap_us,
+            max_concurrent_streams: stats.max_concurrent_streams,
+        });
+        let payload = pick_stage(payloads, &stage).map(|(_, p)| p);
+        let rows = overlap::build_action_rows(
+            formal_bundle,
+            mapping_bundle,
+            &stage,
+            &stats,
+            &lookup,
+            payload,
+            opts.overlap_table_limit,
+        );
+        for row in rows {
+            if row.share_pct < opts.min_share {
+                continue;
+            }
+            report.overlap_rows.push(RenderedOverlapRow { stage: stage.clone(), row });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_picking() {
+        let mut m: IndexMap<String, u8> = IndexMap::new();
+        m.insert("decode".into(), 1);
+        assert_eq!(pick_stage(&m, "extend").map(|(k, _)| k.as_str()), Some("decode"));
+        m.insert("all".into(), 2);
+        assert_eq!(pick_stage(&m, "extend").map(|(k, _)| k.as_str()), Some("all"));
+        assert_eq!(render_stages(&m), vec!["decode".to_string()]);
+    }
+
+    #[test]
+    fn model_from_args() {
+        let v = serde_json::json!({"model_path": "", "model": "m"});
+        assert_eq!(model_name(Some(&v)).as_deref(), Some("m"));
+        assert_eq!(model_name(None), None);
+    }
+}

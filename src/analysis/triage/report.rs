@@ -1,0 +1,109 @@
+//! What a triage run takes (inputs, options) and produces (the report the
+//! renderers in [`crate::report`] read).
+
+use std::path::PathBuf;
+
+use crate::analysis::fusion::FusionOpportunity;
+use crate::analysis::overlap::ActionRow;
+use crate::analysis::types::KernelRow;
+
+/// What to triage.
+#[derive(Clone, Debug)]
+pub enum TriageInput {
+    /// One trace or profile directory that is its own mapping trace.
+    Single(PathBuf),
+    /// A graph-off mapping input and a graph-on formal input.
+    Pair { mapping: PathBuf, formal: PathBuf },
+}
+
+/// Knobs of a triage run.
+#[derive(Clone, Debug)]
+pub struct TriageOptions {
+    pub framework: String,
+    pub pid_substring: Option<String>,
+    /// Kernel rows per stage before the share filter (0 = all).
+    pub kernel_table_limit: usize,
+    /// Overlap rows per stage (0 = all).
+    pub overlap_table_limit: usize,
+    /// Rows under this share (percent) are not rendered.
+    pub min_share: f64,
+    pub quiet: bool,
+}
+
+impl Default for TriageOptions {
+    fn default() -> Self {
+        TriageOptions {
+            framework: "auto".into(),
+            pid_substring: None,
+            kernel_table_limit: 0,
+            overlap_table_limit: 0,
+            min_share: 1.0,
+            quiet: true,
+        }
+    }
+}
+
+/// All kernel rows of one (formal trace, stage), before the share filter.
+#[derive(Clone, Debug)]
+pub struct KernelTable {
+    pub trace: PathBuf,
+    pub stage: String,
+    /// GPU time of the stage's kernels.
+    pub total_us: f64,
+    /// GPU time of all ranked kernels of the trace.
+    pub trace_total_us: f64,
+    pub rows: Vec<KernelRow>,
+}
+
+/// A kernel row that cleared the share bar.
+#[derive(Clone, Debug)]
+pub struct RenderedKernelRow {
+    pub stage: String,
+    pub kernel: String,
+    pub category: String,
+    pub total_us: f64,
+    pub share_pct: f64,
+    pub launches: u64,
+    pub max_us: f64,
+    pub location: String,
+    pub cpu_op: String,
+}
+
+/// An overlap row that cleared the share bar.
+pub struct RenderedOverlapRow {
+    pub stage: String,
+    pub row: ActionRow,
+}
+
+/// Overlap statistics of one formal stage bundle.
+#[derive(Clone, Debug)]
+pub struct OverlapStageStats {
+    pub bundle: String,
+    pub stage: String,
+    pub total_busy_us: f64,
+    pub overlap_us: f64,
+    pub max_concurrent_streams: usize,
+}
+
+/// A fusion opportunity that cleared the share bar.
+pub struct RenderedFuseRow {
+    pub stage: String,
+    pub share_pct: f64,
+    pub item: FusionOpportunity,
+}
+
+/// Everything the report renders.
+pub struct TriageReport {
+    pub single: bool,
+    pub mapping_framework: String,
+    pub formal_framework: String,
+    pub mapping_traces: Vec<PathBuf>,
+    pub formal_traces: Vec<PathBuf>,
+    pub model: Option<String>,
+    pub min_share: f64,
+    pub kernel_tables: Vec<KernelTable>,
+    pub kernel_rows: Vec<RenderedKernelRow>,
+    pub overlap_rows: Vec<RenderedOverlapRow>,
+    pub overlap_stats: Vec<OverlapStageStats>,
+    pub fuse_rows: Vec<RenderedFuseRow>,
+}

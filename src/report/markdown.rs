@@ -1,0 +1,249 @@
+//! The markdown triage view: a short header, then the Kernel, Overlap
+//! Opportunity and Fuse Opportunity tables, each split into `#####` stage
+//! sections unless the only stage is `all`. Cell formats match the
+//! reference byte for byte.
+
+use std::path::PathBuf;
+
+use crate::analysis::discover::stage_index;
+use crate::analysis::framework::framework_display_name;
+use crate::analysis::triage::TriageReport;
+
+/// Markdown-safe table cell.
+pub fn escape_md_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', "<br>")
+}
+
+/// Fixed-point like Python's `f"{x:.Nf}"` (including `nan` / `inf`).
+pub fn fixed(x: f64, digits: usize) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    format!("{:.*}", digits, x)
+}
+
+/// Microseconds as `12.34 ms`.
+pub fn format_ms(us: f64) -> String {
+    format!("{} ms", fixed(us / 1000.0, 2))
+}
+
+/// Section title of a stage.
+pub fn stage_label(stage: &str) -> &str {
+    if stage == "extend" {
+        "extend/prefill"
+    } else {
+        stage
+    }
+}
+
+/// Short form of the overlap analysis' dependency signal.
+pub fn dependency_risk_label(signal: &str) -> &str {
+    match signal {
+        "serial risk low" => "low",
+        "prev-side serial risk" | "next-side serial risk" | "both-side serial risk" => "high",
+        "adjacency unclear" => "unclear",
+        other => other,
+    }
+}
+
+/// Groups row indexes by stage, stages in render order.
+fn group_by_stage(stages: &[&str]) -> Vec<(String, Vec<usize>)> {
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, s) in stages.iter().enumerate() {
+        let s = if s.is_empty() { "all" } else { s };
+        match groups.iter_mut().find(|(g, _)| g == s) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((s.to_string(), vec![i])),
+        }
+    }
+    groups.sort_by_key(|(s, _)| stage_index(s));
+    groups
+}
+
+/// Renders one table per stage (headed by `##### stage`), or a single
+/// unheaded table when there are no rows or only the `all` stage.
+fn stage_sections(stages: &[&str], render: &dyn Fn(&[usize]) -> Vec<String>) -> Vec<String> {
+    if stages.is_empty() {
+        return render(&[]);
+    }
+    let groups = group_by_stage(stages);
+    if groups.len() == 1 && groups[0].0 == "all" {
+        return render(&groups[0].1);
+    }
+    let mut lines = Vec::new();
+    let n = groups.len();
+    for (i, (stage, idx)) in groups.iter().enumerate() {
+        lines.push(format!("##### {}", stage_label(stage)));
+        lines.extend(render(idx));
+        if i + 1 != n {
+            lines.push(String::new());
+        }
+    }
+    lines
+}
+
+fn kernel_tables(r: &TriageReport) -> Vec<String> {
+    let stages: Vec<&str> = r.kernel_rows.iter().map(|k| k.stage.as_str()).collect();
+    stage_sections(&stages, &|idx| {
+        let mut lines = vec![
+            "| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |".to_string(),
+            "| --- | --- | ---: | ---: | ---: | --- | --- |".to_string(),
+        ];
+        if idx.is_empty() {
+            lines.push(format!(
+                "| No kernel rows at or above {}% share. | - | - | - | - | - | - |",
+                fixed(r.min_share, 1)
+            ));
+            return lines;
+        }
+        for &i in idx {
+            let k = &r.kernel_rows[i];
+            lines.push(format!(
+                "| {} | {} | {} | {}% | {} | {} | {} |",
+                escape_md_cell(&k.kernel),
+                escape_md_cell(&k.category),
+                format_ms(k.total_us),
+                fixed(k.share_pct, 1),
+                k.launches,
+                escape_md_cell(&k.location),
+                escape_md_cell(&k.cpu_op)
+            ));
+        }
+        lines
+    })
+}
+
+fn overlap_tables(r: &TriageReport) -> Vec<String> {
+    let stages: Vec<&str> = r.overlap_rows.iter().map(|o| o.stage.as_str()).collect();
+    stage_sections(&stages, &|idx| {
+        let mut lines = vec![
+            "| Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |".to_string(),
+            "| --- | --- | --- | --- | --- | --- | --- |".to_string(),
+        ];
+        if idx.is_empty() {
+            lines.push(format!(
+                "| - | - | No rows cleared the {}% reporting bar. Use mapping/formal mode for overlap attribution. | - | - | - | - |",
+                fixed(r.min_share, 1)
+            ));
+            return lines;
+        }
+        for &i in idx {
+            let o = &r.overlap_rows[i].row;
+            let signal = format!(
+                "{} us, share {}%, excl {}% / hid {}%",
+                fixed(o.total_us, 1),
+                fixed(o.share_pct, 1),
+                fixed(o.exclusive_ratio * 100.0, 1),
+                fixed(o.hidden_ratio * 100.0, 1)
+            );
+            lines.push(format!(
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                o.priority,
+                o.verdict,
+                escape_md_cell(&o.kernel),
+                escape_md_cell(&o.python_scope),
+                escape_md_cell(&signal),
+                dependency_risk_label(&o.dependency_signal),
+                o.recommendation
+            ));
+        }
+        lines
+    })
+}
+
+fn fuse_tables(r: &TriageReport) -> Vec<String> {
+    let stages: Vec<&str> = r.fuse_rows.iter().map(|f| f.stage.as_str()).collect();
+    stage_sections(&stages, &|idx| {
+        let mut lines = vec![
+            "| Pattern | Confidence | Related GPU time | Share | Evidence kernels | Current kernel Python location | Candidate fused Python path | Rationale |".to_string(),
+            "| --- | --- | ---: | ---: | --- | --- | --- | --- |".to_string(),
+        ];
+        if idx.is_empty() {
+            lines.push(
+                "| No medium-confidence source-backed fusion opportunity matched this trace. | - | - | - | - | - | - | - |"
+                    .to_string(),
+            );
+            return lines;
+        }
+        for &i in idx {
+            let f = &r.fuse_rows[i];
+            let it = &f.item;
+            lines.push(format!(
+                "| {} | {} | {} | {}% | {} | {} | {} | {} |",
+                escape_md_cell(&it.pattern),
+                escape_md_cell(&it.confidence),
+                format_ms(it.related_us),
+                fixed(f.share_pct, 1),
+                escape_md_cell(&it.evidence),
+                escape_md_cell(&it.current_locations),
+                escape_md_cell(&it.candidate_path),
+                escape_md_cell(&it.rationale)
+            ));
+        }
+        lines
+    })
+}
+
+fn join_paths(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The whole triage view, without a trailing newline.
+pub fn render(r: &TriageReport) -> String {
+    let mut lines = vec!["Triage View".to_string()];
+    if r.single {
+        lines.push("Mode: single-trace".into());
+        lines.push(format!("Framework: {}", framework_display_name(&r.formal_framework)));
+        lines.push(format!("Input traces: {}", join_paths(&r.formal_traces)));
+    } else {
+        lines.push("Mode: mapping-formal".into());
+        if r.mapping_framework == r.formal_framework {
+            lines.push(format!("Framework: {}", framework_display_name(&r.formal_framework)));
+        } else {
+            lines.push(format!("Mapping framework: {}", framework_display_name(&r.mapping_framework)));
+            lines.push(format!("Formal framework: {}", framework_display_name(&r.formal_framework)));
+        }
+        lines.push(format!("Mapping traces: {}", join_paths(&r.mapping_traces)));
+        lines.push(format!("Formal traces: {}", join_paths(&r.formal_traces)));
+    }
+    if let Some(model) = &r.model {
+        lines.push(format!("Model: {model}"));
+    }
+    lines.push(String::new());
+    lines.push("Kernel Table".into());
+    lines.extend(kernel_tables(r));
+    lines.push(String::new());
+    lines.push("Overlap Opportunity Table".into());
+    lines.extend(overlap_tables(r));
+    lines.push(String::new());
+    lines.push("Fuse Opportunity Table".into());
+    lines.extend(fuse_tables(r));
+    lines.join("\n").trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_and_numbers() {
+        assert_eq!(escape_md_cell("a|b\nc"), "a\\|b<br>c");
+        assert_eq!(format_ms(130655.0), "130.66 ms");
+        assert_eq!(fixed(0.25, 1), "0.2");
+        assert_eq!(fixed(f64::NAN, 1), "nan");
+        assert_eq!(stage_label("extend"), "extend/prefill");
+        assert_eq!(dependency_risk_label("both-side serial risk"), "high");
+    }
+
+    #[test]
+    fn sections_group_and_order() {
+        let stages = ["all", "decode", "all"];
+        let out = stage_sections(&stages, &|idx| vec![format!("{idx:?}")]);
+        assert_eq!(out, vec!["##### decode", "[1]", "", "##### all", "[0, 2]"]);
+        let out = stage_sections(&["all"], &|idx| vec![format!("{idx:?}")]);
+        assert_eq!(out, vec!["[0]"]);
+    }
+}
