@@ -3,5 +3,6 @@
 //! fuse-pattern matching. Each reads columns and returns plain row structs;
 //! rendering lives in [`crate::report`].
 
+pub mod overlap;
 pub mod stage;
 pub mod types;

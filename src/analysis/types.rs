@@ -58,3 +58,7 @@ impl KernelRow {
         self.aggregate.total_us
     }
 }
+
+/// A stage's kernel payload (the `kernels` object the kernel module builds
+/// per stage): canonical kernel name → entry, sorted by name.
+pub type StagePayload = indexmap::IndexMap<String, KernelEntry>;
