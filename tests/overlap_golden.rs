@@ -30,7 +30,9 @@ fn shared_dir() -> Option<PathBuf> {
 /// Golden JSON files, one per trace (the directory run is left out).
 fn golden_files(dir: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -69,7 +71,11 @@ fn parse_stage(path: &Path) -> &'static str {
     "all"
 }
 
+/// Equal within 1e-9 relative, or exactly equal when `OVERLAP_EXACT` is set.
 fn close(a: f64, b: f64) -> bool {
+    if std::env::var_os("OVERLAP_EXACT").is_some() {
+        return a == b;
+    }
     a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
 }
 
@@ -108,12 +114,19 @@ fn overlap_stats_match_goldens() {
             problems.push(format!("{} bundles, want {}", bundles.len(), want_bundles.len()));
         }
         for (i, (_, mut bundle)) in bundles.into_iter().enumerate() {
-            let (Some(wb), Some(ws)) = (want_bundles.get(i), want_stats.get(i)) else { break };
+            let (Some(wb), Some(ws)) = (want_bundles.get(i), want_stats.get(i)) else {
+                break;
+            };
             if wb["bundle"] != bundle.label.as_str() {
                 problems.push(format!("label {} want {}", bundle.label, wb["bundle"]));
             }
             if wb["kernel_events"].as_u64() != Some(bundle.events.len() as u64) {
-                problems.push(format!("{}: {} kernels, want {}", bundle.label, bundle.events.len(), wb["kernel_events"]));
+                problems.push(format!(
+                    "{}: {} kernels, want {}",
+                    bundle.label,
+                    bundle.events.len(),
+                    wb["kernel_events"]
+                ));
             }
             let st = analyze_overlap(&mut bundle.events);
             let checks = [
@@ -202,68 +215,93 @@ fn row_problems(got: &ActionRow, want: &Value) -> Vec<String> {
     out
 }
 
+/// Compares one trace with its harness dump (stages, kernel counts, sweep
+/// stats and every action row); returns the problems found.
+fn check_against_dump(dump: &Value) -> Vec<String> {
+    let trace_path = PathBuf::from(dump["trace"].as_str().unwrap_or(""));
+    let trace = match load_path(&trace_path, &IngestOptions { quiet: true }) {
+        Ok(t) => t,
+        Err(e) => return vec![format!("load failed: {e}")],
+    };
+    let stage = parse_stage(&trace_path);
+    let started = std::time::Instant::now();
+    let mut formal = stage_bundles(&trace, stage, "formal", None);
+    let mapping = stage_bundles(&trace, stage, "mapping", None);
+    let stages = dump["stages"].as_array().cloned().unwrap_or_default();
+    let mut problems = Vec::new();
+    if formal.len() != stages.len() {
+        problems.push(format!("{} stages, want {}", formal.len(), stages.len()));
+    }
+    for ((stage_name, bundle), sd) in formal.iter_mut().zip(&stages) {
+        if sd["stage"].as_str() != Some(stage_name.as_str()) {
+            problems.push(format!("stage {stage_name} want {}", sd["stage"]));
+        }
+        if sd["kernel_events"].as_u64() != Some(bundle.events.len() as u64) {
+            problems.push(format!("{stage_name}: {} kernels want {}", bundle.events.len(), sd["kernel_events"]));
+        }
+        let stats = analyze_overlap(&mut bundle.events);
+        let ws = &sd["overlap_stats"];
+        for (what, got, want) in [
+            ("busy", stats.total_busy_us, ws["total_busy_us"].as_f64()),
+            ("overlap", stats.overlap_us, ws["total_overlap_us"].as_f64()),
+            ("streams", stats.max_concurrent_streams as f64, ws["max_concurrent_streams"].as_f64()),
+        ] {
+            if !want.is_some_and(|w| close(got, w)) {
+                problems.push(format!("{stage_name}: {what} {got} want {want:?}"));
+            }
+        }
+        let pick = mapping
+            .iter()
+            .find(|(s, _)| s == stage_name)
+            .or_else(|| mapping.iter().find(|(s, _)| s == "all"))
+            .or_else(|| if mapping.len() == 1 { mapping.first() } else { None });
+        let Some((_, mapping_bundle)) = pick else {
+            continue;
+        };
+        let lookups = sd["lookups"].clone();
+        let lookup = move |_stage: &str, name: &str| -> Option<KernelEntry> {
+            lookups.get(name).filter(|v| !v.is_null()).map(entry_from_json)
+        };
+        let payload: Option<StagePayload> = sd["payload"]["kernels"]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), entry_from_json(v))).collect());
+        let rows = build_action_rows(bundle, mapping_bundle, stage_name, &stats, &lookup, payload.as_ref(), 0);
+        let want_rows = sd["rows"].as_array().cloned().unwrap_or_default();
+        if rows.len() != want_rows.len() {
+            problems.push(format!("{stage_name}: {} rows want {}", rows.len(), want_rows.len()));
+        }
+        for (j, (g, w)) in rows.iter().zip(&want_rows).enumerate() {
+            for p in row_problems(g, w) {
+                problems.push(format!("{stage_name} row {j}: {p}"));
+            }
+        }
+    }
+    eprintln!("  {}: overlap analysis {:?}", trace_path.display(), started.elapsed());
+    problems
+}
+
 #[test]
 #[ignore = "needs OVERLAP_HARNESS_DUMPS from an instrumented reference run"]
 fn overlap_rows_match_harness_dumps() {
-    let Some(shared) = shared_dir() else { return };
     let Ok(dumps) = std::env::var("OVERLAP_HARNESS_DUMPS") else {
         eprintln!("skipping: OVERLAP_HARNESS_DUMPS not set");
         return;
     };
     let only = std::env::var("OVERLAP_ONLY").ok();
-    let cases = cases(&shared);
-    let (mut matched, mut total) = (0, 0);
-    for case in cases.iter().filter(|c| only.as_ref().map_or(true, |o| c.rel.contains(o.as_str()))) {
-        total += 1;
-        let dump_path = Path::new(&dumps).join(format!("{}.json", case.rel));
-        let Ok(bytes) = std::fs::read(&dump_path) else {
-            println!("  NO DUMP {}", case.rel);
-            continue;
-        };
-        let dump: Value = serde_json::from_slice(&bytes).unwrap();
-        let trace = load_path(&case.trace, &IngestOptions { quiet: true }).unwrap();
-        let stage = parse_stage(&case.trace);
-        let mut formal = stage_bundles(&trace, stage, "formal", None);
-        let mapping = stage_bundles(&trace, stage, "mapping", None);
-        let want_bundles = case.golden["overlap"].as_array().cloned().unwrap_or_default();
-        let stages = dump["stages"].as_array().cloned().unwrap_or_default();
-        let mut problems = Vec::new();
-        for (i, (stage_name, bundle)) in formal.iter_mut().enumerate() {
-            let (Some(want), Some(sd)) = (want_bundles.get(i), stages.get(i)) else {
-                problems.push(format!("no golden for {stage_name}"));
-                continue;
-            };
-            let stats = analyze_overlap(&mut bundle.events);
-            let pick = mapping
-                .iter()
-                .find(|(s, _)| s == stage_name)
-                .or_else(|| mapping.iter().find(|(s, _)| s == "all"))
-                .or_else(|| if mapping.len() == 1 { mapping.first() } else { None });
-            let Some((_, mapping_bundle)) = pick else { continue };
-            let lookups = sd["lookups"].clone();
-            let lookup = move |_stage: &str, name: &str| -> Option<KernelEntry> {
-                lookups.get(name).filter(|v| !v.is_null()).map(entry_from_json)
-            };
-            let payload: Option<StagePayload> = sd["payload"]["kernels"]
-                .as_object()
-                .map(|m| m.iter().map(|(k, v)| (k.clone(), entry_from_json(v))).collect());
-            let rows = build_action_rows(bundle, mapping_bundle, stage_name, &stats, &lookup, payload.as_ref(), 0);
-            let want_rows = want["rows"].as_array().cloned().unwrap_or_default();
-            if rows.len() != want_rows.len() {
-                problems.push(format!("{stage_name}: {} rows want {}", rows.len(), want_rows.len()));
-            }
-            for (j, (g, w)) in rows.iter().zip(&want_rows).enumerate() {
-                for p in row_problems(g, w) {
-                    problems.push(format!("{stage_name} row {j}: {p}"));
-                }
-            }
-        }
+    let files: Vec<PathBuf> = golden_files(Path::new(&dumps))
+        .into_iter()
+        .filter(|p| only.as_ref().map_or(true, |o| p.to_string_lossy().contains(o.as_str())))
+        .collect();
+    let mut matched = 0;
+    for file in &files {
+        let dump: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        let problems = check_against_dump(&dump);
         if problems.is_empty() {
             matched += 1;
         } else {
-            println!("  MISMATCH {}:\n    {}", case.rel, problems.join("\n    "));
+            println!("  MISMATCH {}:\n    {}", file.display(), problems.join("\n    "));
         }
     }
-    println!("overlap rows: {matched} of {total} match");
-    assert_eq!(matched, total);
+    println!("overlap rows: {matched} of {} match", files.len());
+    assert_eq!(matched, files.len());
 }

@@ -70,9 +70,10 @@ pub fn aggregate_events(events: &[OverlapKernel]) -> Aggregates {
         stats.exclusive_us += e.exclusive_us;
         stats.hidden_by_compute_us += e.hidden_by_compute_us;
         for (k, v) in &e.overlap_with {
-            // Counter.update adds the incoming count to the stored one.
+            // Counter.update: new keys keep the incoming order; float
+            // addition commutes, so the sum is the reference's bit for bit.
             match stats.overlap_with.get_mut(k) {
-                Some(cur) => *cur = *v + *cur,
+                Some(cur) => *cur += *v,
                 None => {
                     stats.overlap_with.insert(k.clone(), *v);
                 }

@@ -33,7 +33,9 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
 
     let stages = StageIndex::build(trace);
     let mut names: HashMap<Sym, (Arc<str>, Arc<str>, &'static str)> = HashMap::new();
-    let mut threads: HashMap<ThreadIdx, (Arc<str>, Arc<str>, Arc<str>)> = HashMap::new();
+    // Per thread: pid, tid and the stream name used when args carry none.
+    type ThreadStrings = (Arc<str>, Arc<str>, Arc<str>);
+    let mut threads: HashMap<ThreadIdx, ThreadStrings> = HashMap::new();
     let mut streams: HashMap<Sym, Arc<str>> = HashMap::new();
     let mut events = Vec::new();
     for i in kernel_rows {
@@ -63,9 +65,7 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
                 (Arc::from(raw), Arc::from(canonicalize_name(raw)), classify_kernel(raw))
             })
             .clone();
-        let external_id = row
-            .external_id
-            .or_else(|| row.correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()));
+        let external_id = row.external_id.or_else(|| row.correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()));
         events.push(OverlapKernel {
             idx: events.len(),
             name,

@@ -51,10 +51,23 @@ pub struct LaunchContext {
     pub launch_name: Sym,
 }
 
+/// A usable Python frame on a CPU-op thread.
+struct OpenScope {
+    name: Arc<str>,
+    meaningful: bool,
+    fallback: bool,
+    ts: f64,
+    end: f64,
+}
+
 /// For each External id (restricted to `targets` when given), the CPU ops
 /// carrying it with the last six meaningful Python scopes open on their
 /// thread at their start (or, when none is meaningful, the last six
-/// fallback scopes). Threads are visited in first-seen order.
+/// fallback scopes). Threads are visited in first-seen order. (The
+/// reference walks them in set order, which depends on Python's string-hash
+/// seed: when two CPU ops with one External id on different threads are
+/// equally close to a kernel, its pick varies from run to run; ours is the
+/// first thread seen.)
 pub fn cpu_launch_contexts(
     trace: &Trace,
     targets: Option<&HashSet<i64>>,
@@ -74,8 +87,7 @@ pub fn cpu_launch_contexts(
         return out;
     }
 
-    // (name, meaningful, fallback, ts, end) of usable frames per thread.
-    let mut scopes_by_thread: HashMap<ThreadIdx, Vec<(Arc<str>, bool, bool, f64, f64)>> = HashMap::new();
+    let mut scopes_by_thread: HashMap<ThreadIdx, Vec<OpenScope>> = HashMap::new();
     for f in trace.frames.iter() {
         if !f.complete || !ops_by_thread.contains_key(&f.thread) {
             continue;
@@ -84,7 +96,8 @@ pub fn cpu_launch_contexts(
         if !meaningful && !fallback {
             continue;
         }
-        scopes_by_thread.entry(f.thread).or_default().push((name, meaningful, fallback, f.ts, f.ts + f.dur));
+        let scope = OpenScope { name, meaningful, fallback, ts: f.ts, end: f.ts + f.dur };
+        scopes_by_thread.entry(f.thread).or_default().push(scope);
     }
 
     let empty = Vec::new();
@@ -94,8 +107,8 @@ pub fn cpu_launch_contexts(
         // by (time, kind) with scopes listed before ops.
         let mut timeline: Vec<(f64, u8, usize)> = Vec::with_capacity(2 * scopes.len() + ops.len());
         for (i, s) in scopes.iter().enumerate() {
-            timeline.push((s.3, 0, i));
-            timeline.push((s.4, 2, i));
+            timeline.push((s.ts, 0, i));
+            timeline.push((s.end, 2, i));
         }
         for (j, _) in ops.iter().enumerate() {
             timeline.push((trace.cpu_ops.ts[ops[j]], 1, j));
@@ -121,16 +134,17 @@ pub fn cpu_launch_contexts(
                     }
                 }
                 _ => {
-                    let mut chain: Vec<Arc<str>> =
-                        open.values().rev().filter(|&&s| scopes[s].1).take(6).map(|&s| scopes[s].0.clone()).collect();
-                    if chain.is_empty() {
-                        chain = open
-                            .values()
+                    let last_six = |keep: fn(&OpenScope) -> bool| -> Vec<Arc<str>> {
+                        open.values()
                             .rev()
-                            .filter(|&&s| scopes[s].2)
+                            .filter(|&&s| keep(&scopes[s]))
                             .take(6)
-                            .map(|&s| scopes[s].0.clone())
-                            .collect();
+                            .map(|&s| scopes[s].name.clone())
+                            .collect()
+                    };
+                    let mut chain = last_six(|s| s.meaningful);
+                    if chain.is_empty() {
+                        chain = last_six(|s| s.fallback);
                     }
                     chain.reverse();
                     let op = trace.cpu_ops.get(ops[payload]);
@@ -247,8 +261,8 @@ pub fn temporal_scope_lookup(
         let hi = end + 1e-3;
         let left = times.partition_point(|&t| t < lo);
         let right = times.partition_point(|&t| t <= hi);
-        for pos in left..right.max(left) {
-            matches.entry(ordered[pos].1).or_default().push((f.ts, f.dur, name.clone()));
+        for q in ordered.get(left..right).unwrap_or(&[]) {
+            matches.entry(q.1).or_default().push((f.ts, f.dur, name.clone()));
         }
     }
     for (id, mut scopes) in matches {

@@ -50,7 +50,9 @@ fn parse_scope_signature(scope: &str) -> (&str, &str) {
         if digits == 0 {
             continue;
         }
-        let Some(after) = rest[digits..].strip_prefix("):") else { continue };
+        let Some(after) = rest[digits..].strip_prefix("):") else {
+            continue;
+        };
         if let Some(func) = match_ws_then_func(after) {
             return (&scope[..i], func);
         }
@@ -105,7 +107,9 @@ fn launch_of(s: Option<&SourceStats>) -> &str {
 
 /// `name @ scope (gap x us)` for a neighbour, or `none`.
 fn describe_neighbor(neighbor: Option<&OverlapKernel>, gap: Option<f64>, map: &SourceMap) -> String {
-    let Some(n) = neighbor else { return "none".to_string() };
+    let Some(n) = neighbor else {
+        return "none".to_string();
+    };
     let scope = scope_of(relaxed_lookup(map, &n.canonical_name));
     let gap_text = match gap {
         Some(g) => format!("{:.1} us", py_max(g, 0.0)),

@@ -32,12 +32,8 @@ fn alias_token_groups(kernel_name: &str) -> Vec<&'static [&'static str]> {
 }
 
 fn lookup_text(key: &str, stats: &SourceStats) -> String {
-    let parts = [
-        key,
-        stats.best_scope().unwrap_or(""),
-        stats.best_chain().unwrap_or(""),
-        stats.best_launch_op().unwrap_or(""),
-    ];
+    let parts =
+        [key, stats.best_scope().unwrap_or(""), stats.best_chain().unwrap_or(""), stats.best_launch_op().unwrap_or("")];
     normalize_match_text(&parts.join(" "))
 }
 

@@ -214,7 +214,10 @@ mod tests {
             priority_and_recommendation("headroom", "communication", "serial risk low", &s, 5.0),
             ("P1", "try overlap")
         );
-        assert_eq!(priority_and_recommendation("headroom", "memory", "adjacency unclear", &s, 5.0), ("P2", "check deps"));
+        assert_eq!(
+            priority_and_recommendation("headroom", "memory", "adjacency unclear", &s, 5.0),
+            ("P2", "check deps")
+        );
         assert_eq!(priority_and_recommendation("low-roi-hidden", "memory", "x", &s, 5.0), ("P4", "skip"));
         assert_eq!(priority_and_recommendation("headroom", "memory", "x", &s, 0.5), ("P5", "skip"));
         assert_eq!(priority_and_recommendation("other", "memory", "serial risk low", &s, 5.0), ("P3", "defer"));

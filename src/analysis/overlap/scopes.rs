@@ -4,7 +4,7 @@
 //! and the scoring that picks one scope out of a chain.
 
 use super::detect::mask_hex_addresses;
-use super::pycmp::{first_max_by, fcmp};
+use super::pycmp::{fcmp, first_max_by};
 use crate::pyfmt::normalize_text;
 
 /// Frames from these files or packages never name a launch site.
@@ -125,7 +125,9 @@ fn split_frame_name(name: &str) -> Option<(&str, &str, &str)> {
 pub fn canonicalize_python_scope_name(name: &str) -> String {
     let name = mask_hex_addresses(&normalize_text(name));
     match split_frame_name(&name) {
-        Some((path, line, func)) => format!("{}({line}): {func}", normalize_repo_relative_path(path)),
+        Some((path, line, func)) => {
+            format!("{}({line}): {func}", normalize_repo_relative_path(path))
+        }
         None => name,
     }
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::contexts::{
-    choose_cpu_context, choose_launch_context, cpu_launch_contexts, launch_contexts, temporal_scope_lookup,
-    FrameNames, ScopeChain,
+    choose_cpu_context, choose_launch_context, cpu_launch_contexts, launch_contexts, temporal_scope_lookup, FrameNames,
+    ScopeChain,
 };
 use super::detect::short_name;
 use super::pycmp::{fcmp, most_common_key};
@@ -197,9 +197,7 @@ pub fn build_kernel_source_map(
 
         let chain = chain.filter(|c| !c.is_empty());
         let Some(chain) = chain else {
-            let entry = entries
-                .entry(e.canonical_name.clone())
-                .or_insert_with(|| lookup(stage, &e.canonical_name));
+            let entry = entries.entry(e.canonical_name.clone()).or_insert_with(|| lookup(stage, &e.canonical_name));
             if let Some(entry) = entry {
                 credit_kernel_entry(stats, entry);
             }
@@ -237,7 +235,8 @@ pub fn merge_stage_payload(map: &mut SourceMap, payload: Option<&StagePayload>) 
             continue;
         }
         for site in &entry.sites {
-            let location = if !site.location.is_empty() { site.location.as_str() } else { entry.best_location.as_str() };
+            let location =
+                if !site.location.is_empty() { site.location.as_str() } else { entry.best_location.as_str() };
             let location = strip(location);
             let launches = (site.launches as i64).max(1);
             stats.total_count += launches;

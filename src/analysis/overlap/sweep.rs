@@ -317,10 +317,8 @@ mod tests {
 
     #[test]
     fn two_streams_hide_each_other() {
-        let mut evs = vec![
-            kernel(0, "gemm", "compute", "7", 0.0, 10.0),
-            kernel(1, "nccl", "communication", "20", 5.0, 10.0),
-        ];
+        let mut evs =
+            vec![kernel(0, "gemm", "compute", "7", 0.0, 10.0), kernel(1, "nccl", "communication", "20", 5.0, 10.0)];
         let st = analyze_overlap(&mut evs);
         assert_eq!(st, OverlapStats { total_busy_us: 15.0, overlap_us: 5.0, max_concurrent_streams: 2 });
         assert_eq!((evs[0].exclusive_us, evs[0].hidden_us, evs[0].hidden_by_compute_us), (5.0, 5.0, 0.0));
