@@ -1,23 +1,82 @@
-//! Multi-stream overlap analysis (stub). The real module, ported on another
-//! branch, replaces this file at merge time; only the API the triage driver
-//! calls is declared here, and every body returns empty or zero values.
+//! Multi-stream overlap analysis (the Overlap Opportunity Table): which GPU
+//! kernels run exposed on the critical path and which hide under work on
+//! other streams, where in Python each one was launched, how tightly it is
+//! packed against its same-stream neighbours, and what to try first.
+//!
+//! Flow per stage: [`stage_bundles`] picks the heaviest GPU process and
+//! groups its kernels by stage; [`analyze_overlap`] sweeps them to split each
+//! kernel's time into exclusive and hidden parts; [`build_action_rows`]
+//! aggregates per kernel, attributes Python scopes from the mapping trace
+//! (plus the kernel module's map and stage payload) and ranks the rows.
+//! Every function is pure over its inputs, so stages can run in parallel.
+
+mod aggregate;
+mod bundle;
+mod contexts;
+mod dependency;
+mod detect;
+mod lookup;
+mod pycmp;
+mod rows;
+mod scopes;
+mod source_map;
+mod sweep;
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
 
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
 
-/// One kernel execution as the overlap analysis sees it.
+pub use bundle::stage_bundles;
+pub use detect::{canonicalize_name, classify_kernel};
+pub use sweep::analyze_overlap;
+
+/// One GPU kernel of the chosen process, with the time split the sweep
+/// fills in (`KernelEvent` in the reference).
+#[derive(Clone, Debug, PartialEq)]
 pub struct OverlapKernel {
-    _private: (),
+    /// Position among the chosen process's kernels, in trace order.
+    pub idx: usize,
+    pub name: Arc<str>,
+    pub canonical_name: Arc<str>,
+    /// compute / communication / memory / elementwise / other.
+    pub category: &'static str,
+    pub pid: Arc<str>,
+    pub tid: Arc<str>,
+    /// `args.stream`, else `args.cuda_stream`, else the thread name, else
+    /// `tid=<tid>`.
+    pub stream: Arc<str>,
+    pub ts: f64,
+    pub dur: f64,
+    pub end: f64,
+    pub stage: &'static str,
+    pub external_id: Option<i64>,
+    pub correlation: Option<i64>,
+    /// Time with at least one kernel active on another stream.
+    pub hidden_us: f64,
+    /// Time with no kernel active on another stream.
+    pub exclusive_us: f64,
+    /// Hidden time during which a compute kernel ran on another stream.
+    pub hidden_by_compute_us: f64,
+    /// Hidden time per dominant overlapping kernel (canonical name), in
+    /// first-seen order.
+    pub overlap_with: IndexMap<Arc<str>, f64>,
 }
 
-/// Busy time, time covered by two or more streams, and peak concurrency.
+/// Totals of one sweep.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct OverlapStats {
+    /// Time with at least one kernel active.
     pub total_busy_us: f64,
+    /// Time with kernels active on two or more streams.
     pub overlap_us: f64,
     pub max_concurrent_streams: usize,
 }
 
-/// One row of the overlap opportunity table.
+/// One row of the overlap opportunity table, before the driver's 1% cut.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ActionRow {
     pub priority: String,
     pub verdict: String,
@@ -38,32 +97,23 @@ pub struct ActionRow {
     pub representative_idx: usize,
 }
 
-/// The kernels of one stage of one trace.
+/// The kernels of one stage of one trace (`TraceBundle` in the reference).
+#[derive(Clone, Debug)]
 pub struct StageBundle<'t> {
+    /// `<label_prefix>-<stage>`.
     pub label: String,
     pub trace: &'t Trace,
     pub events: Vec<OverlapKernel>,
+    /// The process whose kernels were kept.
     pub pid: Option<String>,
 }
 
-/// Stage → bundle for one trace file, in render order.
-pub fn stage_bundles<'t>(
-    trace: &'t Trace,
-    default_stage: &str,
-    label_prefix: &str,
-    pid_substring: Option<&str>,
-) -> Vec<(String, StageBundle<'t>)> {
-    let _ = (trace, default_stage, label_prefix, pid_substring);
-    Vec::new()
-}
-
-/// Overlap statistics of a stage's kernels.
-pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
-    let _ = events;
-    OverlapStats { total_busy_us: 0.0, overlap_us: 0.0, max_concurrent_streams: 0 }
-}
-
-/// Overlap opportunity rows of one stage.
+/// Aggregates the analysed `formal` kernels, builds the kernel → Python
+/// scope source map from the `mapping` bundle (the kernel map lookup fills
+/// in where the trace itself has no scope), merges the formal stage payload
+/// into it, and ranks the action rows. `formal.events` must have been
+/// through [`analyze_overlap`]; `stats` is that sweep's result. Returns all
+/// rows (the driver drops those under 1% share).
 pub fn build_action_rows(
     formal: &StageBundle,
     mapping: &StageBundle,
@@ -73,6 +123,8 @@ pub fn build_action_rows(
     formal_stage_payload: Option<&StagePayload>,
     table_limit: usize,
 ) -> Vec<ActionRow> {
-    let _ = (formal, mapping, stage, stats, kernel_map_lookup, formal_stage_payload, table_limit);
-    Vec::new()
+    let aggregates = aggregate::aggregate_events(&formal.events);
+    let mut source_map = source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage);
+    source_map::merge_stage_payload(&mut source_map, formal_stage_payload);
+    rows::build_action_rows(&aggregates, &source_map, &formal.events, stats.total_busy_us, table_limit)
 }

@@ -1,0 +1,234 @@
+//! Kernel detection for the overlap analysis. This module's detector,
+//! categories and name canonicalization are its own (broader detector,
+//! five coarse categories, "void f(args)" trimmed to "void f") and must not
+//! be confused with the kernel-table module's versions.
+
+use crate::columns::{KernelRow, Trace};
+use crate::pyfmt::normalize_text;
+
+pub const COMMUNICATION_STRONG: &[&str] = &[
+    "allreduce",
+    "all_reduce",
+    "reduce_scatter",
+    "allgather",
+    "all_gather",
+    "nccl",
+    "cross_device_reduce",
+    "deepep",
+    "a2a",
+    "alltoall",
+    "allreduce_fusion",
+    "mooncake",
+];
+pub const COMMUNICATION_WEAK: &[&str] = &["broadcast", "dispatch", "combine"];
+pub const MEMORY_STRONG: &[&str] = &["memcpy", "memset", "dma", "prefetch"];
+pub const MEMORY_WEAK: &[&str] = &["fill", "copy"];
+pub const ELEMENTWISE: &[&str] = &[
+    "sigmoid",
+    "silu",
+    "gelu",
+    "relu",
+    "softmax",
+    "layernorm",
+    "rmsnorm",
+    "norm",
+    "rotary",
+    "rope",
+    "topk",
+    "gate",
+    "bias",
+    "_cast",
+    "index",
+    "gather",
+    "scatter",
+    "masked",
+    "elementwise",
+    "activation",
+];
+pub const COMPUTE: &[&str] = &[
+    "cublas",
+    "cudnn",
+    "cutlass",
+    "triton",
+    "gemm",
+    "gemv",
+    "matmul",
+    "grouped_mm",
+    "flash",
+    "attention",
+    "fmha",
+    "marlin",
+    "fused_moe",
+    "moe_kernel",
+    "groupgemm",
+    "mma",
+    "wgmma",
+    "conv",
+    "bmm",
+    "mm_kernel",
+];
+
+/// Name prefixes that mark a stream-tagged event as GPU work.
+const KERNEL_NAME_PREFIXES: &[&str] = &["void ", "ampere_", "sm80_", "sm90_"];
+
+pub fn contains_any(text: &str, keywords: &[&str]) -> bool {
+    keywords.iter().any(|k| text.contains(k))
+}
+
+/// Any of the communication, memory or compute hint words.
+fn has_kernel_name_hint(lowered: &str) -> bool {
+    [COMMUNICATION_STRONG, COMMUNICATION_WEAK, MEMORY_STRONG, MEMORY_WEAK, COMPUTE]
+        .iter()
+        .any(|list| contains_any(lowered, list))
+}
+
+/// The coarse bucket of a kernel: memory and communication beat compute,
+/// compute beats elementwise, and the weak memory / communication words only
+/// count when nothing compute-like is in the name.
+pub fn classify_kernel(name: &str) -> &'static str {
+    let lowered = name.to_lowercase();
+    let compute_like = contains_any(&lowered, COMPUTE);
+    if contains_any(&lowered, MEMORY_STRONG) {
+        "memory"
+    } else if contains_any(&lowered, COMMUNICATION_STRONG) {
+        "communication"
+    } else if compute_like {
+        "compute"
+    } else if contains_any(&lowered, ELEMENTWISE) {
+        "elementwise"
+    } else if contains_any(&lowered, MEMORY_WEAK) {
+        "memory"
+    } else if contains_any(&lowered, COMMUNICATION_WEAK) {
+        "communication"
+    } else {
+        "other"
+    }
+}
+
+/// Replaces every `0x` followed by one or more hex digits with `0xADDR`.
+pub fn mask_hex_addresses(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i + 2 < b.len() {
+        if b[i] == b'0' && b[i + 1] == b'x' && b[i + 2].is_ascii_hexdigit() {
+            let mut j = i + 2;
+            while j < b.len() && b[j].is_ascii_hexdigit() {
+                j += 1;
+            }
+            out.push_str(&text[copied..i]);
+            out.push_str("0xADDR");
+            copied = j;
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// The kernel name used to group launches: whitespace-normalized, hex
+/// addresses masked, and for `void f(args)` the argument list dropped.
+pub fn canonicalize_name(name: &str) -> String {
+    let mut name = mask_hex_addresses(&normalize_text(name));
+    if name.starts_with("void ") && name.ends_with(')') {
+        let mut depth: i64 = 0;
+        let mut split = None;
+        for (i, c) in name.bytes().enumerate().rev() {
+            if c == b')' {
+                depth += 1;
+            } else if c == b'(' {
+                depth -= 1;
+                if depth == 0 {
+                    split = Some(i);
+                    break;
+                }
+            }
+        }
+        if let Some(i) = split {
+            name.truncate(i);
+        }
+    }
+    name
+}
+
+/// `short_name`: normalized text cut to `max_len` code points, the last
+/// three replaced by `...` when cut.
+pub fn short_name(name: &str, max_len: usize) -> String {
+    let name = normalize_text(name);
+    let n = name.chars().count();
+    if n <= max_len {
+        return name.into_owned();
+    }
+    let keep = max_len.saturating_sub(3);
+    let mut out: String = name.chars().take(keep).collect();
+    out.push_str("...");
+    out
+}
+
+/// True for names that look like Python frames (`x.py(`, `python/...`,
+/// `nn.Module: ...`).
+pub fn looks_like_python_scope_name(name: &str) -> bool {
+    let lowered = normalize_text(name).to_lowercase();
+    lowered.contains(".py(") || lowered.starts_with("python/") || lowered.starts_with("nn.module:")
+}
+
+/// Whether a kernel-like row counts as GPU work for the overlap analysis.
+/// The column builder has already required a complete duration, a
+/// non-metadata name, a category other than python_function / cpu_op /
+/// trace / annotation, and a kernel-ish category or a stream marker; this
+/// adds the rest: a kernel-ish category wins outright, otherwise the row
+/// needs a stream marker and a kernel-looking name that is not a Python
+/// frame.
+pub fn is_kernel_event(trace: &Trace, row: &KernelRow) -> bool {
+    let cat = normalize_text(trace.s(row.cat)).to_lowercase();
+    if cat.contains("kernel") || cat.starts_with("gpu_") {
+        return true;
+    }
+    let name = trace.s(row.name);
+    if looks_like_python_scope_name(name) {
+        return false;
+    }
+    if !row.has_stream_marker {
+        return false;
+    }
+    let lowered = normalize_text(name).to_lowercase();
+    KERNEL_NAME_PREFIXES.iter().any(|p| lowered.starts_with(p)) || has_kernel_name_hint(&lowered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_follow_precedence() {
+        assert_eq!(classify_kernel("ncclKernel_AllReduce"), "communication");
+        assert_eq!(classify_kernel("Memcpy HtoD"), "memory");
+        assert_eq!(classify_kernel("void cutlass::Kernel<gemm>"), "compute");
+        assert_eq!(classify_kernel("fused_rmsnorm"), "elementwise");
+        assert_eq!(classify_kernel("fill_kernel"), "memory");
+        assert_eq!(classify_kernel("copy_gemm"), "compute");
+        assert_eq!(classify_kernel("dispatch_tokens"), "communication");
+        assert_eq!(classify_kernel("mystery"), "other");
+    }
+
+    #[test]
+    fn canonical_names() {
+        assert_eq!(canonicalize_name("void foo<int>(float*, int)"), "void foo<int>");
+        assert_eq!(canonicalize_name("void f(a(b))"), "void f");
+        assert_eq!(canonicalize_name("k 0x7f12 0x 0xg"), "k 0xADDR 0x 0xg");
+        assert_eq!(canonicalize_name("  a   b "), "a b");
+        assert_eq!(mask_hex_addresses("0x0x1"), "0xADDRx1");
+        assert_eq!(mask_hex_addresses("0xADDR"), "0xADDRR");
+        assert_eq!(canonicalize_name("void g)"), "void g)");
+    }
+
+    #[test]
+    fn short_names_count_code_points() {
+        assert_eq!(short_name("abcdef", 5), "ab...");
+        assert_eq!(short_name("abcde", 5), "abcde");
+        assert_eq!(short_name("ééééé", 4), "é...");
+    }
+}

@@ -1,0 +1,162 @@
+//! Finding a kernel's source-map entry when its name is not an exact key:
+//! prefix / substring matches, then long-name common-prefix matches, then
+//! alias token groups for kernels known to be launched under other names.
+
+use super::scopes::source_scope_priority;
+use super::source_map::{SourceMap, SourceStats};
+use crate::pyfmt::normalize_text;
+
+/// Only ASCII letters and digits of the normalized text, lowercased.
+pub fn normalize_match_text(text: &str) -> String {
+    normalize_text(text).chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// Token groups that identify the launcher of kernels whose names say
+/// little about where they come from.
+fn alias_token_groups(kernel_name: &str) -> Vec<&'static [&'static str]> {
+    let lowered = normalize_match_text(kernel_name);
+    let mut groups: Vec<&'static [&'static str]> = Vec::new();
+    if lowered.contains("flashattnfwdcombine") {
+        groups.push(&["flashattnfwdsm90", "flashattnvarlenfunc", "vllmflashattnflashattninterface", "vllmfa3cfwd"]);
+    }
+    if lowered.contains("kernelmha") {
+        groups.push(&["maskedmultiheadattentionkernel", "attentioninplace", "attentionbackendtrtllm"]);
+    }
+    if lowered.contains("applybiasropeupdatekvcachev2") {
+        groups.push(&["fusedqknormropekernel", "applyqknormrope", "modelingqwen3py98applyqknormrope"]);
+    }
+    if lowered.starts_with("memset") {
+        groups.push(&["memset"]);
+    }
+    groups
+}
+
+fn lookup_text(key: &str, stats: &SourceStats) -> String {
+    let parts =
+        [key, stats.best_scope().unwrap_or(""), stats.best_chain().unwrap_or(""), stats.best_launch_op().unwrap_or("")];
+    normalize_match_text(&parts.join(" "))
+}
+
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// The best-scoring key (first on ties); an empty key counts as no match.
+fn pick<'m>(map: &'m SourceMap, best: Option<&'m str>) -> Option<&'m SourceStats> {
+    best.filter(|k| !k.is_empty()).and_then(|k| map.get(k))
+}
+
+/// The reference's relaxed source-map lookup.
+pub fn relaxed_lookup<'m>(map: &'m SourceMap, kernel_name: &str) -> Option<&'m SourceStats> {
+    if let Some(s) = map.get(kernel_name) {
+        return Some(s);
+    }
+
+    let lowered = kernel_name.to_lowercase();
+    let lowered_len = lowered.chars().count();
+    let mut best: Option<&str> = None;
+    let mut best_score: i64 = -1;
+    for key in map.keys() {
+        let cand = key.to_lowercase();
+        let shorter = cand.chars().count().min(lowered_len) as i64;
+        let score = if cand.starts_with(&lowered) || lowered.starts_with(&cand) {
+            shorter
+        } else if cand.contains(&lowered) || lowered.contains(&cand) {
+            shorter / 2
+        } else {
+            continue;
+        };
+        if score > best_score {
+            best = Some(key);
+            best_score = score;
+        }
+    }
+    if let Some(s) = pick(map, best) {
+        return Some(s);
+    }
+
+    let compact = normalize_match_text(kernel_name);
+    if compact.len() >= 96 {
+        let mut best: Option<&str> = None;
+        let mut best_score: i64 = -1;
+        for key in map.keys() {
+            let cand = normalize_match_text(key);
+            if cand.len() < 96 {
+                continue;
+            }
+            let prefix = common_prefix_len(&compact, &cand);
+            let shorter = compact.len().min(cand.len());
+            if prefix < 64 || (prefix as f64) < (shorter as f64 * 0.4).trunc() {
+                continue;
+            }
+            let mut score = prefix as i64;
+            const FLASH: &str = "voidcutlassdevicekernelflash";
+            if compact.starts_with(FLASH) && cand.starts_with(FLASH) {
+                score += 32;
+            }
+            if score > best_score {
+                best = Some(key);
+                best_score = score;
+            }
+        }
+        if let Some(s) = pick(map, best) {
+            return Some(s);
+        }
+    }
+
+    let groups = alias_token_groups(kernel_name);
+    if groups.is_empty() {
+        return None;
+    }
+    let mut best: Option<&str> = None;
+    let mut best_score: i64 = -1;
+    for (key, stats) in map {
+        let text = lookup_text(key, stats);
+        let mut score: i64 = 0;
+        for (gi, group) in groups.iter().enumerate() {
+            let group_score = group.iter().filter(|t| text.contains(*t)).map(|t| t.len()).max().unwrap_or(0);
+            if group_score > 0 {
+                score += 1000 * (gi as i64 + 1) + group_score as i64;
+            }
+        }
+        if score <= 0 {
+            continue;
+        }
+        score += source_scope_priority(stats.best_scope());
+        score += (stats.mapping_ratio() * 100.0) as i64;
+        if score > best_score {
+            best = Some(key);
+            best_score = score;
+        }
+    }
+    pick(map, best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map_of(keys: &[&str]) -> SourceMap {
+        keys.iter().map(|k| (k.to_string(), SourceStats { name: k.to_string(), ..Default::default() })).collect()
+    }
+
+    #[test]
+    fn exact_then_prefix_then_substring() {
+        let m = map_of(&["void gemm_kernel", "gemm", "elementwise_add"]);
+        assert_eq!(relaxed_lookup(&m, "gemm").map(|s| s.name.as_str()), Some("gemm"));
+        assert_eq!(relaxed_lookup(&m, "void gemm_kernel_v2").map(|s| s.name.as_str()), Some("void gemm_kernel"));
+        assert_eq!(relaxed_lookup(&m, "ELEMENTWISE").map(|s| s.name.as_str()), Some("elementwise_add"));
+        assert!(relaxed_lookup(&m, "softmax").is_none());
+    }
+
+    #[test]
+    fn alias_groups_find_memset_launchers() {
+        let mut m = map_of(&["other", "Memset (Device)"]);
+        m.get_mut("other").unwrap().launch_op_counter.insert("memset thing".into(), 1);
+        // "memset (device)" is not a prefix of "memset32" etc.; the alias
+        // group matches both candidates and the first best wins.
+        let found = relaxed_lookup(&m, "memset32_aligned1D");
+        assert_eq!(found.map(|s| s.name.as_str()), Some("other"));
+        assert_eq!(normalize_match_text(" A-b_C 9 "), "abc9");
+    }
+}

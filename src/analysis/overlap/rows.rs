@@ -1,0 +1,242 @@
+//! Ranking: which aggregated kernels become rows (exposed "headroom"
+//! kernels first, then mostly-hidden elementwise / memory work), their
+//! priority P1–P5, recommendation and suggestion text.
+
+use std::collections::HashSet;
+
+use super::aggregate::{Aggregates, KernelAggregate};
+use super::dependency::{build_neighbor_index, classify_dependency_signal, dependency_risk_label, NeighborIndex};
+use super::detect::short_name;
+use super::lookup::relaxed_lookup;
+use super::pycmp::{fcmp, most_common_key, py_max};
+use super::source_map::SourceMap;
+use super::{ActionRow, OverlapKernel};
+
+fn category_weight(category: &str) -> f64 {
+    match category {
+        "communication" => 1.3,
+        "memory" => 1.15,
+        "elementwise" => 1.0,
+        "compute" => 0.35,
+        "other" => 0.8,
+        _ => 1.0,
+    }
+}
+
+/// Up to five kernels with at least 5 µs and 45% exclusive time, by
+/// weighted exclusive time; compute kernels only after all others.
+pub fn top_overlap_opportunities(aggregates: &Aggregates) -> Vec<&KernelAggregate> {
+    let candidates = aggregates.values().filter(|s| s.total_us >= 5.0 && s.exclusive_ratio() >= 0.45);
+    let (mut primary, mut fallback): (Vec<&KernelAggregate>, Vec<&KernelAggregate>) =
+        candidates.partition(|s| s.category != "compute");
+    let key = |s: &KernelAggregate| s.exclusive_us * category_weight(s.category);
+    primary.sort_by(|a, b| fcmp(key(b), key(a)));
+    fallback.sort_by(|a, b| fcmp(key(b), key(a)));
+    primary.extend(fallback);
+    primary.truncate(5);
+    primary
+}
+
+/// Up to five elementwise / memory kernels with at least 5 µs and 65%
+/// hidden time, by hidden time boosted by the share hidden under compute.
+pub fn top_hidden_low_roi(aggregates: &Aggregates) -> Vec<&KernelAggregate> {
+    let mut candidates: Vec<&KernelAggregate> = aggregates
+        .values()
+        .filter(|s| matches!(s.category, "elementwise" | "memory") && s.total_us >= 5.0 && s.hidden_ratio() >= 0.65)
+        .collect();
+    let key = |s: &KernelAggregate| s.hidden_us * (1.0 + s.hidden_by_compute_us / py_max(s.hidden_us, 1.0));
+    candidates.sort_by(|a, b| fcmp(key(b), key(a)).then_with(|| fcmp(b.hidden_ratio(), a.hidden_ratio())));
+    candidates.truncate(5);
+    candidates
+}
+
+/// `name (x.y us)` for the largest overlappers, or `n/a`.
+fn format_overlap_counter(stats: &KernelAggregate) -> String {
+    match most_common_key(&stats.overlap_with) {
+        None => "n/a".to_string(),
+        Some(name) => format!("{} ({:.1} us)", short_name(name, 48), stats.overlap_with[name]),
+    }
+}
+
+fn headroom_suggestion(stats: &KernelAggregate) -> String {
+    match stats.category {
+        "communication" => "Communication is still exposed. Check overlap with nearby compute.",
+        "elementwise" | "memory" => "This work is still exposed. Check fusion or nearby compute coverage.",
+        _ => "This work is still exposed. Check stream placement and immediate dependencies.",
+    }
+    .to_string()
+}
+
+fn hidden_suggestion(stats: &KernelAggregate) -> String {
+    let overlap = format_overlap_counter(stats);
+    if overlap != "n/a" {
+        format!("Mostly hidden under {overlap}. Revisit only if schedule or fusion changes.")
+    } else {
+        "Mostly hidden already. Revisit only if schedule or fusion changes.".to_string()
+    }
+}
+
+/// Priority and recommendation of a row.
+pub fn priority_and_recommendation(
+    verdict: &str,
+    category: &str,
+    dependency_signal: &str,
+    stats: &KernelAggregate,
+    share_pct: f64,
+) -> (&'static str, &'static str) {
+    let dep = dependency_risk_label(dependency_signal);
+    if share_pct < 1.0 {
+        return ("P5", "skip");
+    }
+    if verdict == "headroom" {
+        if dep == "low" {
+            return ("P1", if category == "communication" { "try overlap" } else { "try fusion" });
+        }
+        return ("P2", "check deps");
+    }
+    if verdict == "low-roi-hidden" {
+        return ("P4", "skip");
+    }
+    if stats.exclusive_ratio() >= 0.85 && dep == "low" {
+        return ("P3", "defer");
+    }
+    if stats.hidden_ratio() >= 0.7 {
+        return ("P5", "skip");
+    }
+    match dep {
+        "high" => ("P4", "check deps"),
+        "unclear" => ("P4", "inspect"),
+        _ => ("P4", "defer"),
+    }
+}
+
+struct RowContext<'a> {
+    map: &'a SourceMap,
+    events: &'a [OverlapKernel],
+    neighbors: NeighborIndex,
+    total_busy_us: f64,
+}
+
+fn make_row(stats: &KernelAggregate, verdict: &str, suggestion: String, cx: &RowContext) -> ActionRow {
+    let source = relaxed_lookup(cx.map, &stats.name);
+    let share_pct = if cx.total_busy_us > 0.0 { stats.total_us / cx.total_busy_us * 100.0 } else { 0.0 };
+    let mut signal = "adjacency unclear".to_string();
+    let mut prev_neighbor = "none".to_string();
+    let mut next_neighbor = "none".to_string();
+    if let Some(rep) = stats.representative_idx {
+        if let Some(current) = cx.events.iter().find(|e| e.idx == rep) {
+            let (prev, next) = cx.neighbors.get(&rep).copied().unwrap_or((None, None));
+            let prev = prev.and_then(|p| cx.events.get(p));
+            let next = next.and_then(|n| cx.events.get(n));
+            (signal, prev_neighbor, next_neighbor) = classify_dependency_signal(current, source, prev, next, cx.map);
+        }
+    }
+    let (priority, recommendation) = priority_and_recommendation(verdict, stats.category, &signal, stats, share_pct);
+    ActionRow {
+        priority: priority.to_string(),
+        verdict: verdict.to_string(),
+        kernel: stats.name.to_string(),
+        category: stats.category.to_string(),
+        total_us: stats.total_us,
+        share_pct,
+        exclusive_ratio: stats.exclusive_ratio(),
+        hidden_ratio: stats.hidden_ratio(),
+        python_scope: source.and_then(|s| s.best_scope()).unwrap_or("unmapped").to_string(),
+        launch_op: source.and_then(|s| s.best_launch_op()).unwrap_or("n/a").to_string(),
+        mapping_ratio: source.map_or(0.0, |s| s.mapping_ratio()),
+        dependency_signal: signal,
+        prev_neighbor,
+        next_neighbor,
+        recommendation: recommendation.to_string(),
+        suggestion,
+        representative_idx: stats.representative_idx.unwrap_or_default(),
+    }
+}
+
+/// Headroom rows (P5 ones dropped), then low-ROI hidden rows for kernels
+/// not already listed; cut to `table_limit` when it is positive.
+pub fn build_action_rows(
+    aggregates: &Aggregates,
+    map: &SourceMap,
+    events: &[OverlapKernel],
+    total_busy_us: f64,
+    table_limit: usize,
+) -> Vec<ActionRow> {
+    let cx = RowContext { map, events, neighbors: build_neighbor_index(events), total_busy_us };
+    let mut rows = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for stats in top_overlap_opportunities(aggregates) {
+        let row = make_row(stats, "headroom", headroom_suggestion(stats), &cx);
+        if row.priority == "P5" {
+            continue;
+        }
+        rows.push(row);
+        seen.insert(&stats.name);
+    }
+    for stats in top_hidden_low_roi(aggregates) {
+        if seen.contains(&*stats.name) {
+            continue;
+        }
+        rows.push(make_row(stats, "low-roi-hidden", hidden_suggestion(stats), &cx));
+        seen.insert(&stats.name);
+    }
+    if table_limit > 0 {
+        rows.truncate(table_limit);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn agg(name: &str, category: &'static str, total: f64, excl: f64, hidden: f64) -> KernelAggregate {
+        KernelAggregate {
+            name: Arc::from(name),
+            category,
+            count: 1,
+            total_us: total,
+            hidden_us: hidden,
+            exclusive_us: excl,
+            hidden_by_compute_us: 0.0,
+            overlap_with: Default::default(),
+            representative_idx: Some(0),
+            representative_score: total,
+        }
+    }
+
+    #[test]
+    fn priorities() {
+        let s = agg("k", "memory", 10.0, 10.0, 0.0);
+        assert_eq!(priority_and_recommendation("headroom", "memory", "serial risk low", &s, 5.0), ("P1", "try fusion"));
+        assert_eq!(
+            priority_and_recommendation("headroom", "communication", "serial risk low", &s, 5.0),
+            ("P1", "try overlap")
+        );
+        assert_eq!(
+            priority_and_recommendation("headroom", "memory", "adjacency unclear", &s, 5.0),
+            ("P2", "check deps")
+        );
+        assert_eq!(priority_and_recommendation("low-roi-hidden", "memory", "x", &s, 5.0), ("P4", "skip"));
+        assert_eq!(priority_and_recommendation("headroom", "memory", "x", &s, 0.5), ("P5", "skip"));
+        assert_eq!(priority_and_recommendation("other", "memory", "serial risk low", &s, 5.0), ("P3", "defer"));
+    }
+
+    #[test]
+    fn compute_candidates_come_last() {
+        let mut a = Aggregates::new();
+        for s in [
+            agg("gemm", "compute", 100.0, 100.0, 0.0),
+            agg("copy", "memory", 10.0, 10.0, 0.0),
+            agg("tiny", "memory", 4.0, 4.0, 0.0),
+            agg("hidden", "memory", 10.0, 1.0, 9.0),
+        ] {
+            a.insert((s.name.clone(), s.category), s);
+        }
+        let names: Vec<&str> = top_overlap_opportunities(&a).iter().map(|s| &*s.name).collect();
+        assert_eq!(names, vec!["copy", "gemm"]);
+        let hidden: Vec<&str> = top_hidden_low_roi(&a).iter().map(|s| &*s.name).collect();
+        assert_eq!(hidden, vec!["hidden"]);
+    }
+}

@@ -1,0 +1,338 @@
+//! The sweep line: walks kernel start and end points in time order and, for
+//! every slice between two points, charges each active kernel's time as
+//! exclusive (nothing running on another stream) or hidden (something is),
+//! notes whether compute was among the overlappers and which overlapping
+//! kernel dominated. Each slice costs O(active kernels): per-stream tallies
+//! and the two best overlappers (from different streams) answer every
+//! kernel's question without comparing kernels pairwise.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use super::pycmp::fcmp;
+use super::{OverlapKernel, OverlapStats};
+
+/// Rank of a category when choosing the dominant overlapper.
+pub fn category_priority(category: &str) -> u8 {
+    match category {
+        "compute" => 4,
+        "communication" => 3,
+        "memory" => 2,
+        "elementwise" => 1,
+        _ => 0,
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Per-stream tallies for one slice; reset after each slice.
+#[derive(Clone, Copy)]
+struct StreamTally {
+    count: u32,
+    compute: u32,
+    /// Position (in `events`) of the stream's strongest active kernel.
+    best: u32,
+}
+
+/// What the sweep needs of each kernel, by position.
+struct Keys {
+    stream: Vec<u32>,
+    priority: Vec<u8>,
+    dur: Vec<f64>,
+    compute: Vec<bool>,
+    /// Order in which each kernel entered the active set: among equally
+    /// strong overlappers the reference picks the earliest entered.
+    entered: Vec<u64>,
+}
+
+impl Keys {
+    /// Whether kernel `a` dominates kernel `b` as an overlapper.
+    fn beats(&self, a: u32, b: u32) -> bool {
+        let (a, b) = (a as usize, b as usize);
+        match self.priority[a].cmp(&self.priority[b]).then_with(|| fcmp(self.dur[a], self.dur[b])) {
+            Ordering::Greater => true,
+            Ordering::Less => false,
+            Ordering::Equal => self.entered[a] < self.entered[b],
+        }
+    }
+}
+
+/// The read-only part of one slice: per-stream tallies of the active set
+/// (streams listed in `touched`), the number of compute kernels, and the
+/// two streams holding the strongest overlappers.
+fn tally_slice(
+    keys: &Keys,
+    active: &[u32],
+    tally: &mut [StreamTally],
+    touched: &mut Vec<u32>,
+) -> (u32, Option<u32>, Option<u32>) {
+    let mut compute = 0;
+    for &e in active {
+        let s = keys.stream[e as usize];
+        let t = &mut tally[s as usize];
+        if t.count == 0 {
+            touched.push(s);
+        }
+        t.count += 1;
+        if keys.compute[e as usize] {
+            t.compute += 1;
+            compute += 1;
+        }
+        if t.best == NONE || keys.beats(e, t.best) {
+            t.best = e;
+        }
+    }
+    let mut first: Option<u32> = None;
+    let mut second: Option<u32> = None;
+    for &s in touched.iter() {
+        let b = tally[s as usize].best;
+        match first {
+            None => first = Some(s),
+            Some(f) if keys.beats(b, tally[f as usize].best) => {
+                second = first;
+                first = Some(s);
+            }
+            Some(_) => match second {
+                Some(sc) if !keys.beats(b, tally[sc as usize].best) => {}
+                _ => second = Some(s),
+            },
+        }
+    }
+    (compute, first, second)
+}
+
+/// Splits every kernel's time into exclusive / hidden / hidden-by-compute
+/// and fills `overlap_with`, adding onto the values already there.
+/// Returns busy time, multi-stream time and the peak number of streams.
+pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
+    let n = events.len();
+    let mut stream_ids: HashMap<&str, u32> = HashMap::new();
+    let stream: Vec<u32> = events
+        .iter()
+        .map(|e| {
+            let next = stream_ids.len() as u32;
+            *stream_ids.entry(&e.stream).or_insert(next)
+        })
+        .collect();
+    let n_streams = stream_ids.len();
+    drop(stream_ids);
+    let mut keys = Keys {
+        stream,
+        priority: events.iter().map(|e| category_priority(e.category)).collect(),
+        dur: events.iter().map(|e| e.dur).collect(),
+        compute: events.iter().map(|e| e.category == "compute").collect(),
+        entered: vec![0; n],
+    };
+
+    // Start and end points in event order, then a stable sort by
+    // (time, kind) so that at equal times ends (0) come before starts (1).
+    let mut points: Vec<(f64, u8, u32)> = Vec::with_capacity(2 * n);
+    for (pos, e) in events.iter().enumerate() {
+        points.push((e.ts, 1, pos as u32));
+        points.push((e.end, 0, pos as u32));
+    }
+    points.sort_by(|a, b| fcmp(a.0, b.0).then(a.1.cmp(&b.1)));
+
+    // Active set as positions, with each one's slot for O(1) removal.
+    let mut active: Vec<u32> = Vec::new();
+    let mut slot: Vec<u32> = vec![NONE; n];
+    let mut tally = vec![StreamTally { count: 0, compute: 0, best: NONE }; n_streams];
+    let mut touched: Vec<u32> = Vec::new();
+    let mut entered_seq: u64 = 0;
+    let mut prev_time: Option<f64> = None;
+    let mut stats = OverlapStats::default();
+
+    for &(time, kind, pos) in &points {
+        if let Some(prev) = prev_time {
+            if time > prev && !active.is_empty() {
+                let segment = time - prev;
+                let (compute, first, second) = tally_slice(&keys, &active, &mut tally, &mut touched);
+                stats.total_busy_us += segment;
+                stats.max_concurrent_streams = stats.max_concurrent_streams.max(touched.len());
+                let overlapped = touched.len() >= 2;
+                if overlapped {
+                    stats.overlap_us += segment;
+                }
+                for &e in &active {
+                    let s = keys.stream[e as usize];
+                    if !overlapped {
+                        events[e as usize].exclusive_us += segment;
+                        continue;
+                    }
+                    let other_compute = compute > tally[s as usize].compute;
+                    let other_stream = if first == Some(s) { second } else { first };
+                    let dominant = other_stream.map(|o| tally[o as usize].best);
+                    let name = dominant.map(|d| events[d as usize].canonical_name.clone());
+                    let ev = &mut events[e as usize];
+                    ev.hidden_us += segment;
+                    if other_compute {
+                        ev.hidden_by_compute_us += segment;
+                    }
+                    // An empty name is falsy in the reference and not counted.
+                    if let Some(name) = name.filter(|n| !n.is_empty()) {
+                        *ev.overlap_with.entry(name).or_insert(0.0) += segment;
+                    }
+                }
+                for t in touched.drain(..) {
+                    tally[t as usize] = StreamTally { count: 0, compute: 0, best: NONE };
+                }
+            }
+        }
+        if kind == 0 {
+            let s = slot[pos as usize];
+            if s != NONE {
+                active.swap_remove(s as usize);
+                if let Some(&moved) = active.get(s as usize) {
+                    slot[moved as usize] = s;
+                }
+                slot[pos as usize] = NONE;
+            }
+        } else if slot[pos as usize] == NONE {
+            // A kernel whose end rounds onto its start is removed (no-op)
+            // before it is added, and then stays active to the end, as in
+            // the reference.
+            slot[pos as usize] = active.len() as u32;
+            active.push(pos);
+            keys.entered[pos as usize] = entered_seq;
+            entered_seq += 1;
+        }
+        prev_time = Some(time);
+    }
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use indexmap::IndexMap;
+    use std::sync::Arc;
+
+    pub fn kernel(idx: usize, name: &str, category: &'static str, stream: &str, ts: f64, dur: f64) -> OverlapKernel {
+        OverlapKernel {
+            idx,
+            name: Arc::from(name),
+            canonical_name: Arc::from(name),
+            category,
+            pid: Arc::from("1"),
+            tid: Arc::from("1"),
+            stream: Arc::from(stream),
+            ts,
+            dur,
+            end: ts + dur,
+            stage: "all",
+            external_id: None,
+            correlation: None,
+            hidden_us: 0.0,
+            exclusive_us: 0.0,
+            hidden_by_compute_us: 0.0,
+            overlap_with: IndexMap::new(),
+        }
+    }
+
+    /// The reference's quadratic sweep, transcribed literally.
+    fn naive(events: &mut [OverlapKernel]) -> OverlapStats {
+        let mut points: Vec<(f64, u8, usize)> = Vec::new();
+        for (p, e) in events.iter().enumerate() {
+            points.push((e.ts, 1, p));
+            points.push((e.end, 0, p));
+        }
+        points.sort_by(|a, b| fcmp(a.0, b.0).then(a.1.cmp(&b.1)));
+        let mut active: Vec<usize> = Vec::new();
+        let mut prev: Option<f64> = None;
+        let mut st = OverlapStats::default();
+        for (t, kind, p) in points {
+            if let Some(pt) = prev {
+                if t > pt && !active.is_empty() {
+                    let seg = t - pt;
+                    let mut streams: Vec<&str> = active.iter().map(|&a| &*events[a].stream).collect();
+                    streams.sort();
+                    streams.dedup();
+                    st.total_busy_us += seg;
+                    st.max_concurrent_streams = st.max_concurrent_streams.max(streams.len());
+                    if streams.len() >= 2 {
+                        st.overlap_us += seg;
+                    }
+                    let snapshot: Vec<OverlapKernel> = active.iter().map(|&a| events[a].clone()).collect();
+                    for (i, &a) in active.iter().enumerate() {
+                        let mut others: Vec<&OverlapKernel> = snapshot
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, o)| *j != i && o.stream != snapshot[i].stream)
+                            .map(|(_, o)| o)
+                            .collect();
+                        if others.is_empty() {
+                            events[a].exclusive_us += seg;
+                            continue;
+                        }
+                        let any_compute = others.iter().any(|o| o.category == "compute");
+                        others.sort_by(|x, y| {
+                            (category_priority(y.category), y.dur)
+                                .partial_cmp(&(category_priority(x.category), x.dur))
+                                .unwrap()
+                        });
+                        let name = others[0].canonical_name.clone();
+                        let e = &mut events[a];
+                        e.hidden_us += seg;
+                        if any_compute {
+                            e.hidden_by_compute_us += seg;
+                        }
+                        *e.overlap_with.entry(name).or_insert(0.0) += seg;
+                    }
+                }
+            }
+            if kind == 0 {
+                active.retain(|&a| a != p);
+            } else {
+                active.push(p);
+            }
+            prev = Some(t);
+        }
+        st
+    }
+
+    #[test]
+    fn matches_the_literal_sweep_on_random_schedules() {
+        let mut seed: u64 = 0x9e3779b97f4a7c15;
+        let mut rnd = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let cats = ["compute", "communication", "memory", "elementwise", "other"];
+        for _ in 0..200 {
+            let n = 1 + rnd(40) as usize;
+            let evs: Vec<OverlapKernel> = (0..n)
+                .map(|i| {
+                    let name = format!("k{}", rnd(6));
+                    let cat = cats[rnd(5) as usize];
+                    let stream = format!("s{}", rnd(4));
+                    kernel(i, &name, cat, &stream, rnd(50) as f64, 1.0 + rnd(12) as f64)
+                })
+                .collect();
+            let mut a = evs.clone();
+            let mut b = evs;
+            assert_eq!(analyze_overlap(&mut a), naive(&mut b));
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn two_streams_hide_each_other() {
+        let mut evs =
+            vec![kernel(0, "gemm", "compute", "7", 0.0, 10.0), kernel(1, "nccl", "communication", "20", 5.0, 10.0)];
+        let st = analyze_overlap(&mut evs);
+        assert_eq!(st, OverlapStats { total_busy_us: 15.0, overlap_us: 5.0, max_concurrent_streams: 2 });
+        assert_eq!((evs[0].exclusive_us, evs[0].hidden_us, evs[0].hidden_by_compute_us), (5.0, 5.0, 0.0));
+        assert_eq!((evs[1].exclusive_us, evs[1].hidden_us, evs[1].hidden_by_compute_us), (5.0, 5.0, 5.0));
+        assert_eq!(evs[1].overlap_with.get("gemm"), Some(&5.0));
+    }
+
+    #[test]
+    fn kernel_whose_end_rounds_onto_start_stays_active() {
+        let ts = 1.0e16;
+        let mut evs = vec![kernel(0, "a", "other", "1", ts, 0.5), kernel(1, "b", "other", "2", ts, 4.0)];
+        assert_eq!(evs[0].end, evs[0].ts);
+        let st = analyze_overlap(&mut evs);
+        assert_eq!(st.max_concurrent_streams, 2);
+        assert_eq!(evs[0].hidden_us, 4.0);
+    }
+}
