@@ -82,9 +82,10 @@ macro_rules! columns {
         pub struct $row { $($(#[$fm])* pub $f: $t),* }
 
         $(#[$m])*
-        /// Columns are private; read rows with `get` / `iter`.
+        /// Columns are public for tight loops over one field; optional
+        /// fields hold their packed form (see [`Pack`]): prefer `get` / `iter`.
         #[derive(Clone, Debug, Default)]
-        pub struct $cols { $($f: Vec<<$t as Pack>::Store>),* }
+        pub struct $cols { $(pub $f: Vec<<$t as Pack>::Store>),* }
 
         impl $cols {
             pub fn push(&mut self, row: $row) { $(self.$f.push(Pack::pack(row.$f));)* }
