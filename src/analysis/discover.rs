@@ -112,7 +112,7 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     if !(name.ends_with(".json") || name.ends_with(".json.gz")) {
         return false;
     }
-    match load_path(path, &IngestOptions { quiet: true }) {
+    match load_path(path, &IngestOptions { quiet: true, ..Default::default() }) {
         Ok(t) => {
             if t.meta.top_level_array {
                 t.counts.events > 0

@@ -39,7 +39,7 @@ struct Loaded {
 
 impl Loaded {
     fn load(path: &Path, quiet: bool) -> Result<Self> {
-        let trace = load_path(path, &IngestOptions { quiet })?;
+        let trace = load_path(path, &IngestOptions { quiet, ..Default::default() })?;
         let stages = StageIndex::build(&trace);
         let data = extract_trace_data(&trace, &stages);
         let index = SiteIndex::build(&data);
@@ -143,7 +143,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let sample_of = |p: &Path| -> Option<String> {
         match find(p) {
             Some(l) => Some(l.trace.framework_sample.clone()),
-            None => load_path(p, &IngestOptions { quiet: true }).ok().map(|t| t.framework_sample),
+            None => load_path(p, &IngestOptions { quiet: true, ..Default::default() }).ok().map(|t| t.framework_sample),
         }
     };
     let mapping = Target {
@@ -245,7 +245,7 @@ fn kernel_and_fuse_rows<'a>(
                     cpu_op: row.cpu_op.clone(),
                 });
             }
-            for item in detect_fusion_opportunities(&rows, total, server_args, &formal.framework) {
+            for item in detect_fusion_opportunities(&crate::analysis::fusion::Registry::builtin(), &rows, total, server_args, &formal.framework) {
                 let share = pct(item.related_us, total);
                 if share < opts.min_share {
                     continue;
