@@ -167,4 +167,29 @@ mod tests {
         assert_eq!(rows[0].share_pct, 50.0 / 60.0 * 100.0);
         assert_eq!(rows[1].prev_neighbor, "none");
     }
+
+    #[test]
+    fn odd_values_do_not_panic() {
+        let k = |name: &str, ts: serde_json::Value, dur: serde_json::Value, stream: u32| {
+            json!({"ph": "X", "name": name, "cat": "kernel", "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                   "args": {"stream": stream, "External id": 1, "correlation": 1}})
+        };
+        let trace = trace_from_value(&json!({"traceEvents": [
+            k("", json!("nan"), json!(5.0), 1),
+            k("void a(", json!(1.0), json!("inf"), 2),
+            k("memset 0x", json!(1e300), json!(1e300), 1),
+            k("x", json!(-0.0), json!(1e-300), 2),
+            k("copy", json!(3.0), json!(2.0), 3),
+            {"ph": "X", "name": "p.py(1): f", "cat": "python_function", "pid": 0, "tid": 9, "ts": "nan", "dur": 1.0},
+            {"ph": "X", "name": "aten::x", "cat": "cpu_op", "pid": 0, "tid": 9, "ts": 0.0, "dur": 1.0,
+             "args": {"External id": 1}},
+        ]}));
+        for (stage, mut bundle) in stage_bundles(&trace, "all", "f", None) {
+            let stats = analyze_overlap(&mut bundle.events);
+            let entry = KernelEntry { best_location: " loc ".into(), ..Default::default() };
+            let lookup = move |_: &str, _: &str| Some(entry.clone());
+            let rows = build_action_rows(&bundle, &bundle, &stage, &stats, &lookup, None, 3);
+            assert!(rows.len() <= 3);
+        }
+    }
 }
