@@ -153,6 +153,43 @@ pub fn stage_bundles<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::value::trace_from_value;
+    use serde_json::json;
+
+    fn x(name: &str, cat: &str, pid: &str, tid: u32, ts: f64, dur: f64, args: serde_json::Value) -> serde_json::Value {
+        json!({"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args})
+    }
+
+    #[test]
+    fn extraction_prefers_tp00_and_resolves_streams_and_ids() {
+        let trace = trace_from_value(&json!({"traceEvents": [
+            {"ph": "M", "name": "thread_name", "pid": "TP00 a", "tid": 5, "args": {"name": "stream five"}},
+            x("void big(int)", "kernel", "TP01 b", 1, 0.0, 100.0, json!({"stream": 7})),
+            x("void k(int)", "kernel", "TP00 a", 5, 10.0, 2.0, json!({"correlation": 3})),
+            x("gemm_op", "cuda", "TP00 a", 6, 20.0, 2.0, json!({"cuda_stream": 9, "External id": 4})),
+            x("plain_op", "cuda", "TP00 a", 6, 30.0, 2.0, json!({"stream": 9})),
+            x("x.py(1): f", "cuda", "TP00 a", 6, 40.0, 2.0, json!({"stream": 9})),
+            x("void k(int)", "gpu_memcpy", "TP00 a", 8, 50.0, 2.0, json!({})),
+            x("cudaLaunchKernel", "cuda_runtime", "TP00 a", 2, 9.0, 1.0, json!({"correlation": 3, "External id": 77})),
+        ]}));
+        let (events, pid) = extract_kernel_events(&trace, None);
+        assert_eq!(pid.as_deref(), Some("TP00 a"));
+        let got: Vec<(&str, &str, Option<i64>)> =
+            events.iter().map(|e| (&*e.canonical_name, &*e.stream, e.external_id)).collect();
+        assert_eq!(
+            got,
+            vec![("void k", "stream five", Some(77)), ("gemm_op", "9", Some(4)), ("void k", "tid=8", None)]
+        );
+        assert_eq!(events.iter().map(|e| e.idx).collect::<Vec<_>>(), vec![0, 1, 2]);
+        let (_, pid) = extract_kernel_events(&trace, Some("TP01"));
+        assert_eq!(pid.as_deref(), Some("TP01 b"));
+
+        let bundles = stage_bundles(&trace, "decode", "formal", None);
+        assert_eq!(bundles.len(), 1);
+        assert_eq!((bundles[0].0.as_str(), bundles[0].1.label.as_str()), ("decode", "formal-decode"));
+        assert_eq!(bundles[0].1.events.len(), 3);
+        assert!(stage_bundles(&trace_from_value(&json!({"traceEvents": []})), "all", "f", None).is_empty());
+    }
 
     #[test]
     fn render_order_hides_all_when_named_stages_exist() {

@@ -30,6 +30,7 @@ use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
 
 pub use bundle::stage_bundles;
+pub use dependency::dependency_risk_label;
 pub use detect::{canonicalize_name, classify_kernel};
 pub use sweep::analyze_overlap;
 
@@ -127,4 +128,68 @@ pub fn build_action_rows(
     let mut source_map = source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage);
     source_map::merge_stage_payload(&mut source_map, formal_stage_payload);
     rows::build_action_rows(&aggregates, &source_map, &formal.events, stats.total_busy_us, table_limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columns::value::trace_from_value;
+    use serde_json::json;
+
+    #[test]
+    fn rows_from_a_small_trace() {
+        let ev = |name: &str, cat: &str, tid: u32, ts: f64, dur: f64, args: serde_json::Value| json!({"ph": "X", "name": name, "cat": cat, "pid": 0, "tid": tid, "ts": ts, "dur": dur, "args": args});
+        let trace = trace_from_value(&json!({"traceEvents": [
+            ev("/site-packages/vllm/model.py(10): forward", "python_function", 1, 0.0, 100.0, json!({})),
+            ev("threading.py(5): run", "python_function", 1, 0.0, 200.0, json!({})),
+            ev("aten::mm", "cpu_op", 1, 10.0, 5.0, json!({"External id": 1})),
+            ev("nccl_allreduce", "kernel", 7, 20.0, 50.0, json!({"stream": 7, "External id": 1})),
+            ev("void gemm(int)", "kernel", 8, 100.0, 10.0, json!({"stream": 8, "External id": 2})),
+        ]}));
+        let mut formal = stage_bundles(&trace, "all", "formal", None);
+        let mapping = stage_bundles(&trace, "all", "mapping", None);
+        let (stage, bundle) = &mut formal[0];
+        let stats = analyze_overlap(&mut bundle.events);
+        assert_eq!(stats, OverlapStats { total_busy_us: 60.0, overlap_us: 0.0, max_concurrent_streams: 1 });
+        let rows = build_action_rows(bundle, &mapping[0].1, stage, &stats, &|_, _| None, None, 0);
+        let got: Vec<(&str, &str, &str, &str, &str)> = rows
+            .iter()
+            .map(|r| (&*r.priority, &*r.kernel, &*r.python_scope, &*r.launch_op, &*r.recommendation))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("P1", "nccl_allreduce", "vllm/model.py(10): forward", "aten::mm", "try overlap"),
+                ("P1", "void gemm", "vllm/model.py(10): forward", "time-window fallback", "try fusion"),
+            ]
+        );
+        assert_eq!(rows[0].dependency_signal, "serial risk low");
+        assert_eq!(rows[0].share_pct, 50.0 / 60.0 * 100.0);
+        assert_eq!(rows[1].prev_neighbor, "none");
+    }
+
+    #[test]
+    fn odd_values_do_not_panic() {
+        let k = |name: &str, ts: serde_json::Value, dur: serde_json::Value, stream: u32| {
+            json!({"ph": "X", "name": name, "cat": "kernel", "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                   "args": {"stream": stream, "External id": 1, "correlation": 1}})
+        };
+        let trace = trace_from_value(&json!({"traceEvents": [
+            k("", json!("nan"), json!(5.0), 1),
+            k("void a(", json!(1.0), json!("inf"), 2),
+            k("memset 0x", json!(1e300), json!(1e300), 1),
+            k("x", json!(-0.0), json!(1e-300), 2),
+            k("copy", json!(3.0), json!(2.0), 3),
+            {"ph": "X", "name": "p.py(1): f", "cat": "python_function", "pid": 0, "tid": 9, "ts": "nan", "dur": 1.0},
+            {"ph": "X", "name": "aten::x", "cat": "cpu_op", "pid": 0, "tid": 9, "ts": 0.0, "dur": 1.0,
+             "args": {"External id": 1}},
+        ]}));
+        for (stage, mut bundle) in stage_bundles(&trace, "all", "f", None) {
+            let stats = analyze_overlap(&mut bundle.events);
+            let entry = KernelEntry { best_location: " loc ".into(), ..Default::default() };
+            let lookup = move |_: &str, _: &str| Some(entry.clone());
+            let rows = build_action_rows(&bundle, &bundle, &stage, &stats, &lookup, None, 3);
+            assert!(rows.len() <= 3);
+        }
+    }
 }

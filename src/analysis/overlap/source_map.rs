@@ -44,11 +44,17 @@ pub struct SourceStats {
 
 fn bump(counter: &mut Counter, key: &str, by: i64) {
     match counter.get_mut(key) {
-        Some(v) => *v += by,
+        Some(v) => *v = v.saturating_add(by),
         None => {
             counter.insert(key.to_string(), by);
         }
     }
+}
+
+/// A site's launch count as a counter value (Python's ints are unbounded;
+/// counts beyond i64 saturate).
+fn launch_count(launches: u64) -> i64 {
+    i64::try_from(launches).unwrap_or(i64::MAX)
 }
 
 fn best(counter: &Counter) -> Option<&str> {
@@ -130,7 +136,7 @@ fn credit_kernel_entry(stats: &mut SourceStats, entry: &KernelEntry) {
     for site in &entry.sites {
         let display = if !site.display_location.is_empty() { &site.display_location } else { &site.location };
         let display = strip(display);
-        let launches = site.launches as i64;
+        let launches = launch_count(site.launches);
         if !display.is_empty() && display != "unresolved" {
             bump(&mut stats.site_share_counter, display, launches.max(1));
             if launches > 0 {
@@ -238,10 +244,10 @@ pub fn merge_stage_payload(map: &mut SourceMap, payload: Option<&StagePayload>) 
             let location =
                 if !site.location.is_empty() { site.location.as_str() } else { entry.best_location.as_str() };
             let location = strip(location);
-            let launches = (site.launches as i64).max(1);
-            stats.total_count += launches;
+            let launches = launch_count(site.launches).max(1);
+            stats.total_count = stats.total_count.saturating_add(launches);
             if !location.is_empty() && location != "unresolved" {
-                stats.mapped_count += launches;
+                stats.mapped_count = stats.mapped_count.saturating_add(launches);
                 bump(&mut stats.scope_counter, location, launches);
                 bump(&mut stats.site_share_counter, location, launches);
             }
