@@ -71,6 +71,7 @@ pub fn to_value(r: &TriageReport, kernel_table_limit: usize) -> Value {
                 "recommendation": a.recommendation,
                 "suggestion": a.suggestion,
                 "representative_idx": a.representative_idx,
+                "rendered": o.rendered,
             })
         })
         .collect();

@@ -117,7 +117,8 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
 }
 
 fn overlap_tables(r: &TriageReport) -> Vec<String> {
-    let stages: Vec<&str> = r.overlap_rows.iter().map(|o| o.stage.as_str()).collect();
+    let shown: Vec<_> = r.overlap_rows.iter().filter(|o| o.rendered).collect();
+    let stages: Vec<&str> = shown.iter().map(|o| o.stage.as_str()).collect();
     stage_sections(&stages, &|idx| {
         let mut lines = vec![
             "| Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |".to_string(),
@@ -131,7 +132,7 @@ fn overlap_tables(r: &TriageReport) -> Vec<String> {
             return lines;
         }
         for &i in idx {
-            let o = &r.overlap_rows[i].row;
+            let o = &shown[i].row;
             let signal = format!(
                 "{} us, share {}%, excl {}% / hid {}%",
                 fixed(o.total_us, 1),

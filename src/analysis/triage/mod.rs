@@ -325,10 +325,8 @@ fn overlap_rows<'a>(
             opts.overlap_table_limit,
         );
         for row in rows {
-            if row.share_pct < opts.min_share {
-                continue;
-            }
-            report.overlap_rows.push(RenderedOverlapRow { stage: stage.clone(), row });
+            let rendered = row.share_pct >= opts.min_share;
+            report.overlap_rows.push(RenderedOverlapRow { stage: stage.clone(), row, rendered });
         }
     }
 }

@@ -69,10 +69,12 @@ pub struct RenderedKernelRow {
     pub cpu_op: String,
 }
 
-/// An overlap row that cleared the share bar.
+/// An overlap action row of one stage; `rendered` when it clears the share bar.
 pub struct RenderedOverlapRow {
     pub stage: String,
     pub row: ActionRow,
+    /// Cleared the share bar (shown in the markdown table); JSON lists every row.
+    pub rendered: bool,
 }
 
 /// Overlap statistics of one formal stage bundle.
