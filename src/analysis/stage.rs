@@ -32,8 +32,8 @@ pub struct StageWindow {
 #[derive(Clone, Debug, Default)]
 pub struct StageIndex {
     by_external_id: HashMap<i64, Annotation>,
-    gpu_windows: Vec<StageWindow>,
-    cpu_windows: Vec<StageWindow>,
+    gpu_windows: WindowIndex,
+    cpu_windows: WindowIndex,
 }
 
 /// `decode` for names with `generation_1` or `decode`, `extend` for
@@ -73,7 +73,9 @@ fn merge_windows(mut anns: Vec<Annotation>) -> Vec<StageWindow> {
 }
 
 /// Returns (stage, gap) of the first window containing `probe`, else the
-/// nearest window (first on ties).
+/// nearest window (first on ties). Linear; the reference's definition, kept
+/// as the oracle for [`WindowIndex`].
+#[cfg(test)]
 fn resolve_from_windows(probe: f64, windows: &[StageWindow]) -> (Option<Stage>, Option<f64>) {
     let mut nearest: (Option<Stage>, Option<f64>) = (None, None);
     for w in windows {
@@ -86,6 +88,66 @@ fn resolve_from_windows(probe: f64, windows: &[StageWindow]) -> (Option<Stage>, 
         }
     }
     nearest
+}
+
+/// Merged windows (sorted by start) with a running maximum of their ends,
+/// answering `resolve_from_windows` in O(log n): the first containing
+/// window is the first whose running end reaches the probe; otherwise the
+/// nearest is either the window with the latest end among those starting
+/// before the probe, or the first one starting after it.
+#[derive(Clone, Debug, Default)]
+struct WindowIndex {
+    windows: Vec<StageWindow>,
+    max_end: Vec<f64>,
+}
+
+impl WindowIndex {
+    fn new(windows: Vec<StageWindow>) -> Self {
+        let mut max_end = Vec::with_capacity(windows.len());
+        let mut m = f64::NEG_INFINITY;
+        for w in &windows {
+            m = m.max(w.end_ts);
+            max_end.push(m);
+        }
+        WindowIndex { windows, max_end }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+
+    fn resolve(&self, probe: f64) -> (Option<Stage>, Option<f64>) {
+        let w = &self.windows;
+        if w.is_empty() {
+            return (None, None);
+        }
+        // Windows starting at or before the probe: w[..k].
+        let k = w.partition_point(|x| x.ts <= probe);
+        // First window whose end (+1e-3) reaches the probe.
+        let j = self.max_end[..k].partition_point(|&m| !(probe <= m + 1e-3));
+        if j < k {
+            return (Some(w[j].stage), Some(0.0));
+        }
+        let mut best: Option<(usize, f64)> = None;
+        if k > 0 {
+            // Latest end among w[..k]; first index reaching it.
+            let m = self.max_end[k - 1];
+            let i = self.max_end[..k].partition_point(|&x| x < m);
+            let gap = (probe - w[i].ts).abs().min((probe - w[i].end_ts).abs());
+            best = Some((i, gap));
+        }
+        if k < w.len() {
+            let gap = (probe - w[k].ts).abs().min((probe - w[k].end_ts).abs());
+            // Strictly smaller wins; on a tie the earlier window (i < k).
+            if best.map_or(true, |(_, g)| gap < g) {
+                best = Some((k, gap));
+            }
+        }
+        match best {
+            Some((i, gap)) => (Some(w[i].stage), Some(gap)),
+            None => (None, None),
+        }
+    }
 }
 
 impl StageIndex {
@@ -115,8 +177,8 @@ impl StageIndex {
                 cpu.push(ann);
             }
         }
-        idx.gpu_windows = merge_windows(gpu);
-        idx.cpu_windows = merge_windows(cpu);
+        idx.gpu_windows = WindowIndex::new(merge_windows(gpu));
+        idx.cpu_windows = WindowIndex::new(merge_windows(cpu));
         idx
     }
 
@@ -138,7 +200,7 @@ impl StageIndex {
         let probe = kernel_ts + 1e-3;
         let mut nearest: (Option<Stage>, Option<f64>) = (None, None);
         for windows in [&self.gpu_windows, &self.cpu_windows] {
-            let (stage, gap) = resolve_from_windows(probe, windows);
+            let (stage, gap) = windows.resolve(probe);
             if gap == Some(0.0) && stage.is_some() {
                 return stage.unwrap_or("all");
             }
@@ -220,6 +282,31 @@ mod tests {
         assert_eq!(select_heaviest_pid(rows, None, &["TP00"]).as_deref(), Some("TP00 x"));
         assert_eq!(select_heaviest_pid(rows, Some("b"), &[]).as_deref(), Some("b"));
         assert_eq!(select_heaviest_pid([], None, &[]), None);
+    }
+
+    #[test]
+    fn indexed_resolution_equals_linear_scan() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..300 {
+            let mut anns = Vec::new();
+            for _ in 0..(1 + next(12)) {
+                let ts = next(200) as f64;
+                let stage = if next(2) == 0 { "decode" } else { "extend" };
+                anns.push(Annotation { stage, ts, end_ts: ts + next(40) as f64, is_gpu: true });
+            }
+            let windows = merge_windows(anns);
+            let idx = WindowIndex::new(windows.clone());
+            for p in 0..260 {
+                let probe = p as f64 - 10.0 + 0.001;
+                assert_eq!(idx.resolve(probe), resolve_from_windows(probe, &windows), "{windows:?} {probe}");
+            }
+        }
     }
 
     #[test]
