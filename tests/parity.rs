@@ -136,7 +136,7 @@ fn section_matches(ours: &[(String, Vec<String>)], golden: &[(String, Vec<String
 
 fn triage(trace: &Path, json: bool) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchtriage"));
-    cmd.arg("-q").arg("triage").arg(trace);
+    cmd.arg("-q").arg("triage").arg(trace).arg("--reference-masking");
     if json {
         cmd.args(["--format", "json"]);
     }

@@ -11,5 +11,6 @@ pub mod mapping;
 pub mod overlap;
 pub mod sites;
 pub mod stage;
+pub mod text;
 pub mod triage;
 pub mod types;

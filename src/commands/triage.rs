@@ -44,6 +44,14 @@ pub struct TriageArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     pub format: Format,
+    /// Extra fuse-pattern file (TOML, see docs/patterns.md); adds patterns or
+    /// overrides built-in ones by name. Repeatable.
+    #[arg(long = "patterns", value_name = "FILE")]
+    pub patterns: Vec<PathBuf>,
+    /// Mask hex addresses exactly as the reference tool does, including the
+    /// `0x64` inside tile shapes like `MT192x160x64` (for parity checks).
+    #[arg(long, hide = true)]
+    pub reference_masking: bool,
 }
 
 pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
@@ -62,7 +70,9 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         overlap_table_limit: args.overlap_table_limit,
         min_share: args.min_share,
         quiet: global.quiet,
+        patterns: args.patterns.clone(),
     };
+    crate::analysis::text::use_reference_masking(args.reference_masking);
     let rep = run_triage(&input, &opts)?;
     let text = match args.format {
         Format::Markdown => report::markdown::render(&rep),

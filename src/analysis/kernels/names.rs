@@ -116,29 +116,7 @@ pub fn classify_kernel(name: &str) -> &'static str {
     "other"
 }
 
-/// Replaces every `0x` followed by hex digits with `0xADDR`.
-fn mask_addresses(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let mut copied = 0;
-    while i + 1 < b.len() {
-        if b[i] == b'0' && b[i + 1] == b'x' && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit) {
-            let mut j = i + 2;
-            while j < b.len() && b[j].is_ascii_hexdigit() {
-                j += 1;
-            }
-            out.push_str(&text[copied..i]);
-            out.push_str("0xADDR");
-            copied = j;
-            i = j;
-        } else {
-            i += 1;
-        }
-    }
-    out.push_str(&text[copied..]);
-    out
-}
+use crate::analysis::text::mask_hex_addresses as mask_addresses;
 
 /// The grouping key of a kernel name: whitespace normalized, hex addresses
 /// masked, and for `void name(...)` signatures the trailing balanced argument

@@ -105,29 +105,7 @@ pub fn classify_kernel(name: &str) -> &'static str {
     }
 }
 
-/// Replaces every `0x` followed by one or more hex digits with `0xADDR`.
-pub fn mask_hex_addresses(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let mut copied = 0;
-    while i + 2 < b.len() {
-        if b[i] == b'0' && b[i + 1] == b'x' && b[i + 2].is_ascii_hexdigit() {
-            let mut j = i + 2;
-            while j < b.len() && b[j].is_ascii_hexdigit() {
-                j += 1;
-            }
-            out.push_str(&text[copied..i]);
-            out.push_str("0xADDR");
-            copied = j;
-            i = j;
-        } else {
-            i += 1;
-        }
-    }
-    out.push_str(&text[copied..]);
-    out
-}
+pub use crate::analysis::text::mask_hex_addresses;
 
 /// The kernel name used to group launches: whitespace-normalized, hex
 /// addresses masked, and for `void f(args)` the argument list dropped.

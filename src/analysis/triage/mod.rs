@@ -187,7 +187,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         fuse_rows: Vec::new(),
     };
 
-    let payloads = kernel_and_fuse_rows(&mut report, &formal, &find, &kernel_map, server_args, opts);
+    let payloads = kernel_and_fuse_rows(&mut report, &formal, &find, &kernel_map, server_args, opts)?;
     overlap_rows(&mut report, &mapping, &formal, &find, &kernel_map, &payloads, opts);
     Ok(report)
 }
@@ -201,7 +201,12 @@ fn kernel_and_fuse_rows<'a>(
     kernel_map: &KernelMap,
     server_args: Option<&serde_json::Value>,
     opts: &TriageOptions,
-) -> IndexMap<String, StagePayload> {
+) -> Result<IndexMap<String, StagePayload>> {
+    let mut registry = crate::analysis::fusion::Registry::builtin();
+    for file in &opts.patterns {
+        registry = registry.with_user_file(file)?;
+    }
+    let registry = &registry;
     let mut payloads: IndexMap<String, StagePayload> = IndexMap::new();
     for path in &formal.traces {
         let Some(l) = find(path) else { continue };
@@ -245,7 +250,7 @@ fn kernel_and_fuse_rows<'a>(
                     cpu_op: row.cpu_op.clone(),
                 });
             }
-            for item in detect_fusion_opportunities(&crate::analysis::fusion::Registry::builtin(), &rows, total, server_args, &formal.framework) {
+            for item in detect_fusion_opportunities(registry, &rows, total, server_args, &formal.framework) {
                 let share = pct(item.related_us, total);
                 if share < opts.min_share {
                     continue;
@@ -262,7 +267,7 @@ fn kernel_and_fuse_rows<'a>(
         }
     }
 
-    payloads
+    Ok(payloads)
 }
 
 /// Overlap rows: per rendered stage, the formal stage bundle analysed

@@ -28,6 +28,8 @@ pub struct TriageOptions {
     /// Rows under this share (percent) are not rendered.
     pub min_share: f64,
     pub quiet: bool,
+    /// User fuse-pattern files layered over the built-in registry.
+    pub patterns: Vec<PathBuf>,
 }
 
 impl Default for TriageOptions {
@@ -39,6 +41,7 @@ impl Default for TriageOptions {
             overlap_table_limit: 0,
             min_share: 1.0,
             quiet: true,
+            patterns: Vec::new(),
         }
     }
 }

@@ -1,0 +1,98 @@
+//! Each deliberate departure from the reference tool (docs/deviations.md)
+//! has a test here showing our behaviour and, where a compatibility switch
+//! exists, the reference's.
+
+mod common;
+
+use std::path::PathBuf;
+
+fn kernel(name: &str, ts: u64, corr: u64) -> String {
+    format!(
+        r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 10, "args": {{"stream": 7, "correlation": {corr}, "External id": {corr}}}}}"#
+    )
+}
+
+fn write_trace(dir: &tempfile::TempDir, events: &[String]) -> PathBuf {
+    let p = dir.path().join("trace.json");
+    std::fs::write(&p, format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"))).unwrap();
+    p
+}
+
+fn triage(args: &[&str]) -> String {
+    let out = common::run(args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Deviation 1: tile shapes such as `MT160x64x64` are not "hex addresses".
+/// The reference masks their `0x64` and merges kernels that differ only in
+/// tile size into one row; we keep them apart.
+#[test]
+fn tile_shapes_are_not_masked_as_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_trace(
+        &dir,
+        &[kernel("Cijk_Alik_MT160x64x64_MI16", 100, 1), kernel("Cijk_Alik_MT160x128x64_MI16", 200, 2)],
+    );
+    let ours = triage(&["-q", "triage", p.to_str().unwrap()]);
+    assert!(ours.contains("| Cijk_Alik_MT160x64x64_MI16 |"), "{ours}");
+    assert!(ours.contains("| Cijk_Alik_MT160x128x64_MI16 |"), "{ours}");
+    let reference = triage(&["-q", "triage", "--reference-masking", p.to_str().unwrap()]);
+    assert!(reference.contains("| Cijk_Alik_MT160xADDRx64_MI16 |"), "{reference}");
+    assert!(!reference.contains("MT160x128x64"), "{reference}");
+}
+
+/// Real addresses are still masked.
+#[test]
+fn addresses_are_still_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_trace(&dir, &[kernel("void k<0x7f00>(int) at 0x7f3a2c", 100, 1)]);
+    let ours = triage(&["-q", "triage", p.to_str().unwrap()]);
+    assert!(ours.contains("0xADDR"), "{ours}");
+    assert!(!ours.contains("0x7f3a2c"), "{ours}");
+}
+
+/// Deviation 2: in single-trace mode the reference prints no overlap rows;
+/// we use the trace as its own mapping trace and print them.
+#[test]
+fn single_trace_mode_prints_overlap_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_trace(
+        &dir,
+        &[
+            kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 100, 1),
+            kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_cublas", 200, 2),
+        ],
+    );
+    let ours = triage(&["-q", "triage", p.to_str().unwrap()]);
+    let overlap = ours.split("Overlap Opportunity Table").nth(1).unwrap_or("");
+    let overlap = overlap.split("Fuse Opportunity Table").next().unwrap_or("");
+    assert!(overlap.contains("ncclDevKernel_AllReduce"), "{ours}");
+    assert!(!overlap.contains("Use mapping/formal mode"), "{ours}");
+}
+
+/// Deviation 3: the fuse table's Rationale is our own wording; every other
+/// column equals the reference (checked by tests/parity.rs).
+#[test]
+fn fuse_rationale_is_our_wording() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let ours = triage(&["-q", "triage", fixture]);
+    let fuse = ours.split("Fuse Opportunity Table").nth(1).unwrap_or("");
+    assert!(fuse.contains("| vLLM fused activation-and-mul |"), "{ours}");
+    assert!(fuse.contains("A fused path exists upstream"), "{ours}");
+    assert!(!fuse.contains("Matches an upstream path"), "{ours}");
+}
+
+/// Deviation 4: invalid UTF-8 in a string (the reference crashes reading
+/// the file) is read; the bad string becomes U+FFFD.
+#[test]
+fn invalid_utf8_is_read_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad_utf8.json");
+    let mut bytes = br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k"#.to_vec();
+    bytes.extend_from_slice(b"\xff\xfe");
+    bytes.extend_from_slice(br#"", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"stream": 7}}]}"#);
+    std::fs::write(&p, bytes).unwrap();
+    let out = triage(&["-q", "triage", p.to_str().unwrap()]);
+    assert!(out.contains('\u{FFFD}'), "{out}");
+}
