@@ -4,7 +4,6 @@
 //! matches and drops those whose rows an earlier (higher-ranked) match
 //! already explains. The driver applies the 1% display bar.
 
-mod location;
 mod matcher;
 mod registry;
 mod summary;

@@ -5,7 +5,7 @@
 use crate::analysis::types::KernelRow;
 use crate::pyfmt::{is_py_space, normalize_text};
 
-use super::location::site_display_location;
+use crate::analysis::mapping::site_display_location;
 
 /// Most evidence kernels listed in one cell.
 const EVIDENCE_LIMIT: usize = 3;
