@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 fn json_of(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
-    })
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn jsonl_of(path: &Path) -> Vec<Value> {
@@ -21,11 +20,22 @@ fn jsonl_of(path: &Path) -> Vec<Value> {
 
 #[test]
 fn eight_ranks_match_triage_per_file() {
-    let Some(shared) = common::shared_dir() else { return };
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
     let dir = shared.join("traces/param_dlrm_8rank");
     let tmp = tempfile::tempdir().unwrap();
     let jsonl = tmp.path().join("out.jsonl");
-    let out = common::run(&["batch", "--format", "json", "--jobs", "3", "--jsonl", jsonl.to_str().unwrap(), dir.to_str().unwrap()]);
+    let out = common::run(&[
+        "batch",
+        "--format",
+        "json",
+        "--jobs",
+        "3",
+        "--jsonl",
+        jsonl.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "no progress or warnings on a non-terminal stderr");
     let summary = json_of(&out);
@@ -66,7 +76,8 @@ fn eight_ranks_match_triage_per_file() {
         assert!(kernels.iter().any(|k| k["kernel"] == row["leading_kernel"]["kernel"]));
     }
     for k in kernels {
-        let (lo, mid, hi) = (k["min_us"].as_f64().unwrap(), k["median_us"].as_f64().unwrap(), k["max_us"].as_f64().unwrap());
+        let (lo, mid, hi) =
+            (k["min_us"].as_f64().unwrap(), k["median_us"].as_f64().unwrap(), k["max_us"].as_f64().unwrap());
         assert!(lo <= mid && mid <= hi);
     }
 
@@ -96,15 +107,19 @@ fn copy_some(shared: &Path, into: &Path, n: usize) -> Vec<PathBuf> {
 
 #[test]
 fn a_truncated_file_is_listed_and_the_rest_reported() {
-    let Some(shared) = common::shared_dir() else { return };
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let good = copy_some(&shared, tmp.path(), 3);
     let bytes = std::fs::read(&good[0]).unwrap();
     let bad = tmp.path().join("worker9_step_12.1.pt.trace.json");
     std::fs::write(&bad, &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(tmp.path().join("notes.json"), b"{\"hello\": 1}").unwrap();
     let jsonl = tmp.path().join("out.jsonl.txt");
 
-    let out = common::run(&["batch", "--format", "json", "--jsonl", jsonl.to_str().unwrap(), tmp.path().to_str().unwrap()]);
+    let out =
+        common::run(&["batch", "--format", "json", "--jsonl", jsonl.to_str().unwrap(), tmp.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let summary = json_of(&out);
     assert_eq!(summary["files"], 4);
@@ -115,6 +130,10 @@ fn a_truncated_file_is_listed_and_the_rest_reported() {
     let failure = &summary["failures"][0];
     assert!(failure["file"].as_str().unwrap().ends_with("worker9_step_12.1.pt.trace.json"));
     assert!(!failure["error"].as_str().unwrap().is_empty());
+    let skipped = summary["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1);
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("notes.json"));
+    assert_eq!(skipped[0]["reason"], "not recognised as a trace");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("1 of 4 files failed"), "{stderr}");
     assert!(stderr.contains("worker9_step_12.1.pt.trace.json"), "{stderr}");

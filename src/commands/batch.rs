@@ -15,7 +15,7 @@ use super::Global;
 use crate::analysis::batch::memory::{default_budget, footprint, uncompressed_size};
 use crate::analysis::batch::schedule::{run_bounded, Observer, Task};
 use crate::analysis::batch::summary::summarize;
-use crate::analysis::batch::{analyze_file, discover_batch_files, BatchFile, FileAnalysis, FileOutcome};
+use crate::analysis::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileAnalysis, FileOutcome};
 use crate::analysis::triage::TriageOptions;
 use crate::error::{Error, Result};
 
@@ -79,10 +79,20 @@ impl BatchProgress {
     }
 }
 
+impl BatchProgress {
+    /// Shows which step a file in flight is at.
+    fn phase(&self, f: &BatchFile, phase: &str) {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, line)) = lines.iter().find(|(i, _)| *i == f.index) {
+            line.set_prefix(phase.to_string());
+        }
+    }
+}
+
 impl Observer<BatchFile> for BatchProgress {
     fn started(&self, f: &BatchFile) {
         let line = self.multi.add(indicatif::ProgressBar::new_spinner());
-        let style = indicatif::ProgressStyle::with_template("  {spinner} {msg} {elapsed}")
+        let style = indicatif::ProgressStyle::with_template("  {spinner} {msg} {prefix} {elapsed}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
         line.set_style(style);
         let name = f.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -138,6 +148,7 @@ fn check_args(args: &BatchArgs) -> Result<()> {
 pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     check_args(args)?;
     let files = discover_batch_files(&args.dir)?;
+    let skipped = skipped_files(&args.dir, &files);
     // Open the JSON lines file before any work, so a bad path fails fast.
     let mut jsonl = match &args.jsonl {
         Some(p) => Some(std::io::BufWriter::new(
@@ -164,7 +175,14 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         Some(p) => p,
         None => &NoProgress,
     };
-    let work = |f: &BatchFile| analyze_file(f, &opts, 0);
+    let work = |f: &BatchFile| {
+        let phase = |p: &'static str| {
+            if let Some(bar) = &progress {
+                bar.phase(f, p);
+            }
+        };
+        analyze_file(f, &opts, 0, &phase)
+    };
     let on_panic = |msg: String| Error::bad_input(format!("internal error: {msg}"));
     let (results, _peak) = run_bounded(tasks, jobs, budget, observer, &work, &on_panic);
     drop(progress);
@@ -185,6 +203,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         budget,
         straggler_pct: args.straggler_pct,
         failures: &failures,
+        skipped: &skipped,
     };
     let text = match args.format {
         Format::Markdown => render::markdown(&summary, &info),

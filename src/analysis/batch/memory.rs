@@ -58,9 +58,7 @@ pub fn uncompressed_size(path: &Path, disk_len: u64) -> u64 {
         Encoding::Zstd => guess,
         Encoding::Gzip => {
             let mut tail = [0u8; 4];
-            let trailer = disk_len >= 18
-                && f.seek(SeekFrom::End(-4)).is_ok()
-                && f.read_exact(&mut tail).is_ok();
+            let trailer = disk_len >= 18 && f.seek(SeekFrom::End(-4)).is_ok() && f.read_exact(&mut tail).is_ok();
             let isize = u64::from(u32::from_le_bytes(tail));
             if trailer && isize >= disk_len {
                 isize

@@ -102,6 +102,48 @@ pub struct FileOutcome {
     pub result: Result<FileAnalysis>,
 }
 
+/// Names `triage` never reads as traces.
+const SIDE_FILES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
+
+/// Every `*.json` / `*.json.gz` below `dir`, recursively, sorted.
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if p.is_dir() {
+            json_files(&p, out);
+            continue;
+        }
+        let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        if (name.ends_with(".json") || name.ends_with(".json.gz")) && !SIDE_FILES.contains(&name.as_str()) {
+            out.push(p.canonicalize().unwrap_or(p));
+        }
+    }
+}
+
+/// JSON files below `dir` left out of the batch, with why: `merged-`
+/// files, and files not recognised as traces (by content, or unreadable),
+/// worth a note since a truncated trace without `.trace.json` in its name
+/// ends up here rather than failing.
+pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static str)> {
+    if !dir.is_dir() {
+        return Vec::new();
+    }
+    let mut all = Vec::new();
+    json_files(dir, &mut all);
+    all.sort();
+    all.dedup();
+    all.retain(|p| !files.iter().any(|f| &f.path == p));
+    let merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
+    all.into_iter()
+        .map(|p| {
+            let why = if merged(&p) { "merged trace" } else { "not recognised as a trace" };
+            (p, why)
+        })
+        .collect()
+}
+
 /// Every trace below `dir` (or `dir` itself when it is a file), by the
 /// discovery rules of `triage` but across all ranks and stages: `*.json` /
 /// `*.json.gz` files that look like traces, recursively, `merged-` files
@@ -119,7 +161,11 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
     if paths.is_empty() {
         return Err(Error::usage(format!("No trace files found under {}", dir.display())));
     }
+    // Canonical paths, as `triage` resolves its input (stage names in parent
+    // directories depend on it).
+    let mut paths: Vec<PathBuf> = paths.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
     paths.sort();
+    paths.dedup();
     Ok(paths
         .into_iter()
         .enumerate()
@@ -222,14 +268,23 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
 /// Triages one file: the batch's own load (rank, exposure), then
 /// [`run_triage`] on the file alone. `opts.quiet` should be set: per-file
 /// ingest progress has no place inside a batch.
-pub fn analyze_file(file: &BatchFile, opts: &TriageOptions, kernel_table_limit: usize) -> Result<FileAnalysis> {
+/// `phase` is told what starts next (`parse`, `overlap`, `triage`).
+pub fn analyze_file(
+    file: &BatchFile,
+    opts: &TriageOptions,
+    kernel_table_limit: usize,
+    phase: &dyn Fn(&'static str),
+) -> Result<FileAnalysis> {
+    phase("parse");
     let t0 = Instant::now();
     let trace = load_path(&file.path, &IngestOptions { quiet: true, ..Default::default() })?;
     let parse_ms = t0.elapsed().as_secs_f64() * 1e3;
     let (rank, rank_source) = resolve_rank(file, Some(&trace));
+    phase("overlap");
     let exposure = exposure(&trace, &file.path, opts.pid_substring.as_deref());
     drop(trace);
 
+    phase("triage");
     let t1 = Instant::now();
     let report = run_triage(&TriageInput::Single(file.path.clone()), opts)?;
     let triage_ms = t1.elapsed().as_secs_f64() * 1e3;

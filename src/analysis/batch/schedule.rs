@@ -25,6 +25,9 @@ pub trait Observer<T>: Sync {
 pub struct Silent;
 impl<T> Observer<T> for Silent {}
 
+/// A finished task: its item and what the work returned.
+pub type Done<T, R, E> = (T, Result<R, E>);
+
 struct State<T> {
     /// (input position, task), largest first.
     queue: VecDeque<(usize, Task<T>)>,
@@ -43,7 +46,7 @@ pub fn run_bounded<T, R, E>(
     observer: &dyn Observer<T>,
     work: &(dyn Fn(&T) -> Result<R, E> + Sync),
     on_panic: &(dyn Fn(String) -> E + Sync),
-) -> (Vec<(T, Result<R, E>)>, usize)
+) -> (Vec<Done<T, R, E>>, usize)
 where
     T: Send,
     R: Send,
@@ -53,28 +56,28 @@ where
     let mut order: Vec<(usize, Task<T>)> = tasks.into_iter().enumerate().collect();
     // Largest first; equal sizes keep input order.
     order.sort_by(|a, b| b.1.footprint.cmp(&a.1.footprint).then(a.0.cmp(&b.0)));
-    let state = Mutex::new(State {
-        queue: order.into_iter().collect(),
-        in_flight: 0,
-        in_flight_bytes: 0,
-        peak_in_flight: 0,
-    });
+    let state =
+        Mutex::new(State { queue: order.into_iter().collect(), in_flight: 0, in_flight_bytes: 0, peak_in_flight: 0 });
     let wake = Condvar::new();
-    let results: Mutex<Vec<Option<(T, Result<R, E>)>>> = Mutex::new((0..n).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Done<T, R, E>>>> = Mutex::new((0..n).map(|_| None).collect());
 
     let worker = || loop {
         // Take the next task once it fits.
         let (pos, task) = {
             let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
             loop {
-                let Some((_, front)) = st.queue.front() else { return };
+                let Some((_, front)) = st.queue.front() else {
+                    return;
+                };
                 let fits = st.in_flight == 0 || st.in_flight_bytes.saturating_add(front.footprint) <= budget;
                 if fits {
                     break;
                 }
                 st = wake.wait(st).unwrap_or_else(|p| p.into_inner());
             }
-            let Some((pos, task)) = st.queue.pop_front() else { return };
+            let Some((pos, task)) = st.queue.pop_front() else {
+                return;
+            };
             st.in_flight += 1;
             st.in_flight_bytes = st.in_flight_bytes.saturating_add(task.footprint);
             st.peak_in_flight = st.peak_in_flight.max(st.in_flight);

@@ -128,7 +128,9 @@ fn summarize_stage(stage: &str, files: &[(PathBuf, &FileAnalysis)], straggler_pc
 fn kernel_spreads(rows: &[RankRow]) -> Vec<KernelSpread> {
     let mut leaders: Vec<(String, String, Vec<u64>)> = Vec::new();
     for r in rows {
-        let Some((name, category, _)) = r.facts.kernels.first() else { continue };
+        let Some((name, category, _)) = r.facts.kernels.first() else {
+            continue;
+        };
         match leaders.iter_mut().find(|(n, _, _)| n == name) {
             Some((_, _, ranks)) => {
                 if !ranks.contains(&r.rank) {

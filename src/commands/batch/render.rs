@@ -19,6 +19,8 @@ pub struct RunInfo<'a> {
     pub budget: u64,
     pub straggler_pct: f64,
     pub failures: &'a [(&'a Path, &'a Error)],
+    /// JSON files left out, with the reason.
+    pub skipped: &'a [(std::path::PathBuf, &'static str)],
 }
 
 fn file_name(p: &Path) -> String {
@@ -81,7 +83,10 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
             info.jobs,
             info.budget as f64 / (1u64 << 30) as f64
         ),
-        format!("Straggler: busy time or exposed communication more than {}% above the stage median", info.straggler_pct),
+        format!(
+            "Straggler: busy time or exposed communication more than {}% above the stage median",
+            info.straggler_pct
+        ),
     ];
     for s in stages {
         out.push(String::new());
@@ -101,6 +106,13 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
         out.push("| Kernel | Category | Leads ranks | Ranks with it | Min | Median | Max | Max rank |".into());
         out.push("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |".into());
         out.extend(s.kernels.iter().map(kernel_line));
+    }
+    if !info.skipped.is_empty() {
+        out.push(String::new());
+        out.push("Skipped files".into());
+        for (path, why) in info.skipped {
+            out.push(format!("- {}: {why}", path.display()));
+        }
     }
     if !info.failures.is_empty() {
         out.push(String::new());
@@ -141,10 +153,7 @@ fn row_value(r: &RankRow) -> Value {
 
 fn failures_value(failures: &[(&Path, &Error)]) -> Value {
     Value::Array(
-        failures
-            .iter()
-            .map(|(p, e)| json!({"file": p.display().to_string(), "error": error_text(p, e)}))
-            .collect(),
+        failures.iter().map(|(p, e)| json!({"file": p.display().to_string(), "error": error_text(p, e)})).collect(),
     )
 }
 
@@ -188,6 +197,7 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
         "straggler_pct": info.straggler_pct,
         "stages": stages,
         "failures": failures_value(info.failures),
+        "skipped": info.skipped.iter().map(|(p, why)| json!({"file": p.display().to_string(), "reason": why})).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into())
 }
