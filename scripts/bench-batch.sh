@@ -3,7 +3,8 @@
 #
 #   scripts/bench-batch.sh [--files 8] [--size-mb 260] [--jobs N] [--data bench-data/batch8]
 #
-# Generates --files synthetic traces of --size-mb each once (seeds 1..N, named
+# Generates --files synthetic traces of --size-mb each once (odd seeds 1, 3,
+# 5, ...: the generator ors the seed with 1, so even seeds would repeat; named
 # rank<i>.pt.trace.json so the rank comes from the file name), then prints the
 # machine load, the wall time and peak RSS (GNU time) of one `batch` run over
 # the directory and of each sequential `triage` run, and their totals.
@@ -26,7 +27,7 @@ bin=./target/release/torchtriage
 mkdir -p "$data"
 for i in $(seq 0 $((files - 1))); do
   f="$data/rank$i.pt.trace.json"
-  [ -f "$f" ] || ./target/release/examples/gen_trace --size-mb "$size" --seed $((i + 1)) "$f" >/dev/null 2>&1
+  [ -f "$f" ] || ./target/release/examples/gen_trace --size-mb "$size" --seed $((2 * i + 1)) "$f" >/dev/null 2>&1
 done
 total_mb=$(du -cm "$data"/rank*.pt.trace.json | tail -1 | cut -f1)
 echo "data: $files files, $total_mb MB in $data; $(nproc) cores"
