@@ -33,22 +33,28 @@ total_mb=$(du -cm "$data"/rank*.pt.trace.json | tail -1 | cut -f1)
 echo "data: $files files, $total_mb MB in $data; $(nproc) cores"
 echo "load before: $(uptime)"
 
-run() { # label, command...: prints "label wall_s peak_rss_mb"
+run() { # label, command...: prints "label wall_s cpu_s peak_rss_mb"
   local label=$1; shift
-  local out
-  out=$( { /usr/bin/time -f '%e %M' "$@" > /dev/null; } 2>&1 | tail -1)
-  printf '%-28s %8s s %8d MB\n' "$label" "${out% *}" $(( ${out#* } / 1024 ))
+  local out wall user sys rss
+  out=$( { /usr/bin/time -f '%e %U %S %M' "$@" > /dev/null; } 2>&1 | tail -1)
+  read -r wall user sys rss <<< "$out"
+  printf '%-28s %8s s %8s s %8d MB\n' "$label" "$wall" "$(echo "$user + $sys" | bc)" $((rss / 1024))
 }
 
-printf '%-28s %10s %11s\n' run wall "peak RSS"
+# Wall time depends on what else runs: with scheduler autogroups
+# (/proc/sys/kernel/sched_autogroup_enabled) a session gets its share of the
+# cores however many threads it runs, so on a shared machine compare CPU too.
+printf '%-28s %10s %10s %11s\n' run wall "CPU (u+s)" "peak RSS"
 jobs_arg=(); [ -n "$jobs" ] && jobs_arg=(--jobs "$jobs")
 run "batch (jobs ${jobs:-$(nproc)})" "$bin" batch --quiet "${jobs_arg[@]}" "$data"
-seq_wall=0; seq_rss=0
+seq_wall=0; seq_cpu=0; seq_rss=0
 for f in "$data"/rank*.pt.trace.json; do
   line=$(run "triage $(basename "$f")" "$bin" triage --quiet "$f")
   echo "$line"
-  wall=$(echo "$line" | awk '{print $(NF-3)}'); rss=$(echo "$line" | awk '{print $(NF-1)}')
-  seq_wall=$(echo "$seq_wall + $wall" | bc); [ "$rss" -gt "$seq_rss" ] && seq_rss=$rss
+  read -r _ _ wall _ cpu _ rss _ <<< "$line"
+  seq_wall=$(echo "$seq_wall + $wall" | bc); seq_cpu=$(echo "$seq_cpu + $cpu" | bc)
+  [ "$rss" -gt "$seq_rss" ] && seq_rss=$rss
 done
-printf '%-28s %8s s %8d MB\n' "triage x$files, sequential" "$seq_wall" "$seq_rss"
+printf '%-28s %8s s %8s s %8d MB\n' "triage x$files, sequential" "$seq_wall" "$seq_cpu" "$seq_rss"
 echo "load after: $(uptime)"
+echo "autogroup scheduling: $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo unknown)"

@@ -182,9 +182,8 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
 
 /// `distributedInfo.rank` as a non-negative integer (or integral float /
 /// numeric string).
-fn distributed_rank(trace: &Trace) -> Option<u64> {
-    let v = trace.meta.distributed_info.as_ref()?.get("rank")?;
-    match v {
+fn distributed_rank(info: Option<&serde_json::Value>) -> Option<u64> {
+    match info?.get("rank")? {
         serde_json::Value::Number(n) => n.as_u64().or_else(|| {
             n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0 && *f < 1e15).map(|f| f as u64)
         }),
@@ -193,12 +192,13 @@ fn distributed_rank(trace: &Trace) -> Option<u64> {
     }
 }
 
-/// The file's rank: from its name, else from the trace, else its index.
-pub fn resolve_rank(file: &BatchFile, trace: Option<&Trace>) -> (u64, RankSource) {
+/// The file's rank: from its name, else from the trace's `distributedInfo`,
+/// else its index.
+pub fn resolve_rank(file: &BatchFile, distributed_info: Option<&serde_json::Value>) -> (u64, RankSource) {
     if let Some(r) = parse_tp_rank(&file.path) {
         return (r, RankSource::FileName);
     }
-    if let Some(r) = trace.and_then(distributed_rank) {
+    if let Some(r) = distributed_rank(distributed_info) {
         return (r, RankSource::DistributedInfo);
     }
     (file.index as u64, RankSource::Index)
@@ -212,9 +212,27 @@ fn ms_since(t: Instant) -> f64 {
 /// exposed communication kernel by canonical name).
 type Exposure = IndexMap<String, (f64, Option<(String, f64)>)>;
 
+/// Exclusive communication time and the communication kernel with the
+/// most of it, from per-kernel (canonical name, category, exclusive µs).
+fn comm_exposure<'a>(kernels: impl Iterator<Item = (&'a str, &'a str, f64)>) -> (f64, Option<(String, f64)>) {
+    let mut per_kernel: IndexMap<&str, f64> = IndexMap::new();
+    let mut total = 0.0;
+    for (name, _, us) in kernels.filter(|k| k.1 == "communication") {
+        total += us;
+        *per_kernel.entry(name).or_insert(0.0) += us;
+    }
+    let mut top: Option<(&str, f64)> = None;
+    for (name, us) in per_kernel {
+        if top.map_or(true, |(_, best)| us > best) {
+            top = Some((name, us));
+        }
+    }
+    (total, top.map(|(n, us)| (n.to_string(), us)))
+}
+
 /// Runs the overlap sweep on the stage bundles of `trace` labelled as in
-/// `wanted` (the bundles the triage analysed) and sums the exclusive time of
-/// communication kernels, per bundle label.
+/// `wanted` (the bundles the triage analysed) and measures the exposed
+/// communication of each, per bundle label.
 fn exposure(trace: &Trace, path: &Path, pid_substring: Option<&str>, wanted: &[&str]) -> Exposure {
     let mut out = Exposure::new();
     for (_, mut bundle) in stage_bundles(trace, parse_stage(path), "formal", pid_substring) {
@@ -222,19 +240,8 @@ fn exposure(trace: &Trace, path: &Path, pid_substring: Option<&str>, wanted: &[&
             continue;
         }
         analyze_overlap(&mut bundle.events);
-        let mut per_kernel: IndexMap<&str, f64> = IndexMap::new();
-        let mut total = 0.0;
-        for e in bundle.events.iter().filter(|e| e.category == "communication") {
-            total += e.exclusive_us;
-            *per_kernel.entry(&e.canonical_name).or_insert(0.0) += e.exclusive_us;
-        }
-        let mut top: Option<(&str, f64)> = None;
-        for (name, us) in per_kernel {
-            if top.map_or(true, |(_, best)| us > best) {
-                top = Some((name, us));
-            }
-        }
-        out.insert(bundle.label.clone(), (total, top.map(|(n, us)| (n.to_string(), us))));
+        let kernels = bundle.events.iter().map(|e| (&*e.canonical_name, e.category, e.exclusive_us));
+        out.insert(bundle.label.clone(), comm_exposure(kernels));
     }
     out
 }
@@ -277,8 +284,8 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
     stages.into_values().collect()
 }
 
-/// Triages one file: the batch's own load (rank, exposure), then
-/// [`run_triage`] on the file alone. `opts.quiet` should be set: per-file
+/// Triages one file: [`run_triage`] on the file alone, then the batch's own
+/// load (rank, exposure). `opts.quiet` should be set: per-file
 /// ingest progress has no place inside a batch.
 /// `phase` is told what starts next (`parse`, `overlap`, `triage`).
 pub fn analyze_file(
@@ -296,7 +303,7 @@ pub fn analyze_file(
     let t1 = Instant::now();
     let trace = load_path(&file.path, &IngestOptions { quiet: true, ..Default::default() })?;
     let parse_ms = ms_since(t1);
-    let (rank, rank_source) = resolve_rank(file, Some(&trace));
+    let (rank, rank_source) = resolve_rank(file, trace.meta.distributed_info.as_ref());
     phase("overlap");
     let t2 = Instant::now();
     let wanted: Vec<&str> = report.overlap_stats.iter().map(|s| s.bundle.as_str()).collect();
@@ -327,14 +334,27 @@ mod tests {
 
     #[test]
     fn rank_sources() {
-        let t = trace_from_value(&json!({"distributedInfo": {"rank": 5}, "traceEvents": []}));
-        assert_eq!(resolve_rank(&file(1, "/d/worker3_step.json"), Some(&t)), (3, RankSource::FileName));
-        assert_eq!(resolve_rank(&file(1, "/d/x.json"), Some(&t)), (5, RankSource::DistributedInfo));
+        let info = json!({"rank": 5});
+        assert_eq!(resolve_rank(&file(1, "/d/worker3_step.json"), Some(&info)), (3, RankSource::FileName));
+        assert_eq!(resolve_rank(&file(1, "/d/x.json"), Some(&info)), (5, RankSource::DistributedInfo));
         assert_eq!(resolve_rank(&file(1, "/d/x.json"), None), (1, RankSource::Index));
-        let odd = trace_from_value(&json!({"distributedInfo": {"rank": -1}, "traceEvents": []}));
-        assert_eq!(resolve_rank(&file(2, "/d/x.json"), Some(&odd)), (2, RankSource::Index));
-        let s = trace_from_value(&json!({"distributedInfo": {"rank": "4"}, "traceEvents": []}));
-        assert_eq!(distributed_rank(&s), Some(4));
+        assert_eq!(resolve_rank(&file(2, "/d/x.json"), Some(&json!({"rank": -1}))), (2, RankSource::Index));
+        assert_eq!(distributed_rank(Some(&json!({"rank": "4"}))), Some(4));
+        assert_eq!(distributed_rank(Some(&json!({"rank": 2.0}))), Some(2));
+        let t = trace_from_value(&json!({"distributedInfo": {"rank": 6}, "traceEvents": []}));
+        assert_eq!(distributed_rank(t.meta.distributed_info.as_ref()), Some(6));
+    }
+
+    #[test]
+    fn top_exposed_is_the_first_largest() {
+        let k = [
+            ("a", "communication", 2.0),
+            ("g", "compute", 9.0),
+            ("b", "communication", 3.0),
+            ("a", "communication", 1.0),
+        ];
+        assert_eq!(comm_exposure(k.into_iter()), (6.0, Some(("a".to_string(), 3.0))));
+        assert_eq!(comm_exposure(std::iter::empty()), (0.0, None));
     }
 
     #[test]
