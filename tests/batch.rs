@@ -144,6 +144,21 @@ fn a_truncated_file_is_listed_and_the_rest_reported() {
     assert!(bad_line["file"].as_str().unwrap().ends_with("worker9_step_12.1.pt.trace.json"));
     assert_eq!(lines.iter().filter(|l| l.get("kernel_tables").is_some()).count(), 3);
 
+    // A budget below one file's footprint runs the files one at a time:
+    // same results.
+    let one_at_a_time = common::run(&[
+        "batch",
+        "--format",
+        "json",
+        "--jobs",
+        "4",
+        "--mem-budget-mb",
+        "1",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(one_at_a_time.status.code(), Some(1));
+    assert_eq!(json_of(&one_at_a_time)["stages"], summary["stages"]);
+
     // Markdown lists it too.
     let md = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
     assert_eq!(md.status.code(), Some(1));

@@ -199,7 +199,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     let info = render::RunInfo {
         dir: &args.dir,
         files: outcomes.len(),
-        jobs,
+        jobs: jobs.min(outcomes.len()),
         budget,
         straggler_pct: args.straggler_pct,
         failures: &failures,
