@@ -19,6 +19,8 @@ enum Command {
     Stats(commands::stats::StatsArgs),
     /// Kernel, overlap and fuse tables for a trace or profile directory.
     Triage(commands::triage::TriageArgs),
+    /// Triage every per-rank trace below a directory and compare the ranks.
+    Batch(commands::batch::BatchArgs),
     /// List the fuse patterns, or validate a user pattern file (--check).
     Patterns(commands::patterns::PatternsArgs),
 }
@@ -35,6 +37,7 @@ fn main() {
     let result = match &cli.command {
         Command::Stats(a) => commands::stats::run(a, &cli.global),
         Command::Triage(a) => commands::triage::run(a, &cli.global),
+        Command::Batch(a) => commands::batch::run(a, &cli.global),
         Command::Patterns(a) => commands::patterns::run(a, &cli.global),
     };
     match result {

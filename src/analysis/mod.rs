@@ -3,6 +3,7 @@
 //! fuse-pattern matching. Each reads columns and returns plain row structs;
 //! rendering lives in [`crate::report`].
 
+pub mod batch;
 pub mod discover;
 pub mod framework;
 pub mod fusion;

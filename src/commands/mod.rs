@@ -1,6 +1,7 @@
 //! Subcommands: argument structs (clap derive) and their handlers. The
 //! binary only parses and dispatches; each handler returns the exit code.
 
+pub mod batch;
 pub mod patterns;
 pub mod stats;
 pub mod triage;

@@ -1,0 +1,376 @@
+//! Batch triage of a directory of per-rank traces: finds every trace below
+//! a directory (all ranks, all stages), triages each one on its own with
+//! [`run_triage`], measures per stage how much communication runs exposed
+//! (no kernel on another stream hides it), and lines the ranks up against
+//! each other ([`summary`]). Files run in parallel under a memory budget
+//! ([`memory`], [`schedule`]); a file that fails is reported, not fatal.
+//!
+//! Each file is read twice: once inside [`run_triage`], whose public API
+//! takes a path and keeps its trace to itself, then once here (stage
+//! bundles and the overlap sweep for per-kernel exclusive time of the
+//! bundles the triage analysed, `distributedInfo.rank`). The two loads run
+//! one after the other, so peak memory is that of one; the cost is a second
+//! parse and sweep (about a third of the batch's CPU time on synthetic
+//! traces; `parse_ms` / `overlap_ms` in the JSON lines show it per file).
+
+pub mod memory;
+pub mod schedule;
+pub mod summary;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use indexmap::IndexMap;
+
+use crate::analysis::discover::{discover_trace_files, parse_stage, parse_tp_rank};
+use crate::analysis::overlap::{analyze_overlap, stage_bundles};
+use crate::analysis::triage::{run_triage, TriageInput, TriageOptions, TriageReport};
+use crate::columns::Trace;
+use crate::error::{Error, Result};
+use crate::ingest::{load_path, IngestOptions};
+
+/// Where a file's rank came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankSource {
+    /// `tp3`, `rank3`, `worker3`, ... in the file name.
+    FileName,
+    /// `distributedInfo.rank` in the trace.
+    DistributedInfo,
+    /// Neither: the file's position in the batch.
+    Index,
+}
+
+impl RankSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            RankSource::FileName => "file-name",
+            RankSource::DistributedInfo => "distributed-info",
+            RankSource::Index => "index",
+        }
+    }
+}
+
+/// One trace file of the batch, in batch order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchFile {
+    /// Position in the batch (sorted by path); the rank of last resort.
+    pub index: usize,
+    pub path: PathBuf,
+    pub size: u64,
+}
+
+/// What one stage of one file contributes to the summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageFacts {
+    pub stage: String,
+    /// Overlap bundle label (`formal-<stage>`); empty without a bundle.
+    pub bundle: String,
+    /// Time with at least one kernel running (the overlap sweep).
+    pub busy_us: f64,
+    /// Time with kernels on two or more streams.
+    pub overlap_us: f64,
+    /// Exclusive (exposed) time of communication kernels.
+    pub exposed_comm_us: f64,
+    /// The communication kernel with the most exclusive time.
+    pub top_exposed: Option<(String, f64)>,
+    /// First `headroom` row of the overlap table: (priority, kernel).
+    pub top_headroom: Option<(String, String)>,
+    /// Kernel table of the stage: (kernel, category, GPU time µs), ranked.
+    pub kernels: Vec<(String, String, f64)>,
+    /// Sum of the stage's kernel GPU time (kernel table total).
+    pub gpu_time_us: f64,
+}
+
+/// A triaged file.
+#[derive(Clone, Debug)]
+pub struct FileAnalysis {
+    pub rank: u64,
+    pub rank_source: RankSource,
+    /// Stage the file's path names (`all` when none).
+    pub path_stage: String,
+    /// Wall time of the batch's own load (pure ingest), ms.
+    pub parse_ms: f64,
+    /// Wall time of the batch's own stage bundles and overlap sweeps, ms.
+    pub overlap_ms: f64,
+    /// Wall time of [`run_triage`] (its load plus all analyses), ms.
+    pub triage_ms: f64,
+    pub stages: Vec<StageFacts>,
+    /// The triage report as JSON ([`crate::report::json::to_value`]).
+    pub report_json: serde_json::Value,
+}
+
+/// The result for one file.
+#[derive(Debug)]
+pub struct FileOutcome {
+    pub file: BatchFile,
+    pub result: Result<FileAnalysis>,
+}
+
+/// Names `triage` never reads as traces.
+const SIDE_FILES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
+
+/// Every `*.json` / `*.json.gz` below `dir`, recursively, sorted.
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if p.is_dir() {
+            json_files(&p, out);
+            continue;
+        }
+        let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        if (name.ends_with(".json") || name.ends_with(".json.gz")) && !SIDE_FILES.contains(&name.as_str()) {
+            out.push(p.canonicalize().unwrap_or(p));
+        }
+    }
+}
+
+/// JSON files below `dir` left out of the batch, with why: `merged-`
+/// files, and files not recognised as traces (by content, or unreadable),
+/// worth a note since a truncated trace without `.trace.json` in its name
+/// ends up here rather than failing.
+pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static str)> {
+    if !dir.is_dir() {
+        return Vec::new();
+    }
+    let mut all = Vec::new();
+    json_files(dir, &mut all);
+    all.sort();
+    all.dedup();
+    all.retain(|p| !files.iter().any(|f| &f.path == p));
+    let merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
+    all.into_iter()
+        .map(|p| {
+            let why = if merged(&p) { "merged trace" } else { "not recognised as a trace" };
+            (p, why)
+        })
+        .collect()
+}
+
+/// Every trace below `dir` (or `dir` itself when it is a file), by the
+/// discovery rules of `triage` but across all ranks and stages: `*.json` /
+/// `*.json.gz` files that look like traces, recursively, `merged-` files
+/// skipped unless nothing else is there. Sorted by path.
+pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
+    if !dir.exists() {
+        return Err(Error::usage(format!("{}: no such file or directory", dir.display())));
+    }
+    let found = discover_trace_files(dir, true, None);
+    let is_merged = |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
+    let mut paths: Vec<PathBuf> = found.iter().filter(|p| !is_merged(p)).cloned().collect();
+    if paths.is_empty() {
+        paths = found;
+    }
+    if paths.is_empty() {
+        return Err(Error::usage(format!("No trace files found under {}", dir.display())));
+    }
+    // Canonical paths, as `triage` resolves its input (stage names in parent
+    // directories depend on it).
+    let mut paths: Vec<PathBuf> = paths.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths
+        .into_iter()
+        .enumerate()
+        .map(|(index, path)| {
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            BatchFile { index, path, size }
+        })
+        .collect())
+}
+
+/// `distributedInfo.rank` as a non-negative integer (or integral float /
+/// numeric string).
+fn distributed_rank(info: Option<&serde_json::Value>) -> Option<u64> {
+    match info?.get("rank")? {
+        serde_json::Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0 && *f < 1e15).map(|f| f as u64)
+        }),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// The file's rank: from its name, else from the trace's `distributedInfo`,
+/// else its index.
+pub fn resolve_rank(file: &BatchFile, distributed_info: Option<&serde_json::Value>) -> (u64, RankSource) {
+    if let Some(r) = parse_tp_rank(&file.path) {
+        return (r, RankSource::FileName);
+    }
+    if let Some(r) = distributed_rank(distributed_info) {
+        return (r, RankSource::DistributedInfo);
+    }
+    (file.index as u64, RankSource::Index)
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Exposure per overlap bundle label: (exclusive communication µs, top
+/// exposed communication kernel by canonical name).
+type Exposure = IndexMap<String, (f64, Option<(String, f64)>)>;
+
+/// Exclusive communication time and the communication kernel with the
+/// most of it, from per-kernel (canonical name, category, exclusive µs).
+fn comm_exposure<'a>(kernels: impl Iterator<Item = (&'a str, &'a str, f64)>) -> (f64, Option<(String, f64)>) {
+    let mut per_kernel: IndexMap<&str, f64> = IndexMap::new();
+    let mut total = 0.0;
+    for (name, _, us) in kernels.filter(|k| k.1 == "communication") {
+        total += us;
+        *per_kernel.entry(name).or_insert(0.0) += us;
+    }
+    let mut top: Option<(&str, f64)> = None;
+    for (name, us) in per_kernel {
+        if top.map_or(true, |(_, best)| us > best) {
+            top = Some((name, us));
+        }
+    }
+    (total, top.map(|(n, us)| (n.to_string(), us)))
+}
+
+/// Runs the overlap sweep on the stage bundles of `trace` labelled as in
+/// `wanted` (the bundles the triage analysed) and measures the exposed
+/// communication of each, per bundle label.
+fn exposure(trace: &Trace, path: &Path, pid_substring: Option<&str>, wanted: &[&str]) -> Exposure {
+    let mut out = Exposure::new();
+    for (_, mut bundle) in stage_bundles(trace, parse_stage(path), "formal", pid_substring) {
+        if !wanted.contains(&bundle.label.as_str()) {
+            continue;
+        }
+        analyze_overlap(&mut bundle.events);
+        let kernels = bundle.events.iter().map(|e| (&*e.canonical_name, e.category, e.exclusive_us));
+        out.insert(bundle.label.clone(), comm_exposure(kernels));
+    }
+    out
+}
+
+/// Per-stage facts from a triage report and the batch's own exposure sweep.
+fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
+    let mut stages: IndexMap<String, StageFacts> = IndexMap::new();
+    let blank = |stage: &str| StageFacts {
+        stage: stage.to_string(),
+        bundle: String::new(),
+        busy_us: 0.0,
+        overlap_us: 0.0,
+        exposed_comm_us: 0.0,
+        top_exposed: None,
+        top_headroom: None,
+        kernels: Vec::new(),
+        gpu_time_us: 0.0,
+    };
+    for s in &report.overlap_stats {
+        let f = stages.entry(s.stage.clone()).or_insert_with(|| blank(&s.stage));
+        f.bundle = s.bundle.clone();
+        f.busy_us = s.total_busy_us;
+        f.overlap_us = s.overlap_us;
+        if let Some((us, top)) = exposure.get(&s.bundle) {
+            f.exposed_comm_us = *us;
+            f.top_exposed = top.clone();
+        }
+    }
+    for o in &report.overlap_rows {
+        let f = stages.entry(o.stage.clone()).or_insert_with(|| blank(&o.stage));
+        if f.top_headroom.is_none() && o.row.verdict == "headroom" {
+            f.top_headroom = Some((o.row.priority.clone(), o.row.kernel.clone()));
+        }
+    }
+    for t in &report.kernel_tables {
+        let f = stages.entry(t.stage.clone()).or_insert_with(|| blank(&t.stage));
+        f.gpu_time_us += t.total_us;
+        f.kernels.extend(t.rows.iter().map(|r| (r.name.clone(), r.category.clone(), r.total_us())));
+    }
+    stages.into_values().collect()
+}
+
+/// Triages one file: [`run_triage`] on the file alone, then the batch's own
+/// load (rank, exposure). `opts.quiet` should be set: per-file
+/// ingest progress has no place inside a batch.
+/// `phase` is told what starts next (`parse`, `overlap`, `triage`).
+pub fn analyze_file(
+    file: &BatchFile,
+    opts: &TriageOptions,
+    kernel_table_limit: usize,
+    phase: &dyn Fn(&'static str),
+) -> Result<FileAnalysis> {
+    phase("triage");
+    let t0 = Instant::now();
+    let report = run_triage(&TriageInput::Single(file.path.clone()), opts)?;
+    let triage_ms = ms_since(t0);
+
+    phase("parse");
+    let t1 = Instant::now();
+    let trace = load_path(&file.path, &IngestOptions { quiet: true, ..Default::default() })?;
+    let parse_ms = ms_since(t1);
+    let (rank, rank_source) = resolve_rank(file, trace.meta.distributed_info.as_ref());
+    phase("overlap");
+    let t2 = Instant::now();
+    let wanted: Vec<&str> = report.overlap_stats.iter().map(|s| s.bundle.as_str()).collect();
+    let exposure = exposure(&trace, &file.path, opts.pid_substring.as_deref(), &wanted);
+    let overlap_ms = ms_since(t2);
+    drop(trace);
+    Ok(FileAnalysis {
+        rank,
+        rank_source,
+        path_stage: parse_stage(&file.path).to_string(),
+        parse_ms,
+        overlap_ms,
+        triage_ms,
+        stages: stage_facts(&report, &exposure),
+        report_json: crate::report::json::to_value(&report, kernel_table_limit),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columns::value::trace_from_value;
+    use serde_json::json;
+
+    fn file(index: usize, name: &str) -> BatchFile {
+        BatchFile { index, path: PathBuf::from(name), size: 0 }
+    }
+
+    #[test]
+    fn rank_sources() {
+        let info = json!({"rank": 5});
+        assert_eq!(resolve_rank(&file(1, "/d/worker3_step.json"), Some(&info)), (3, RankSource::FileName));
+        assert_eq!(resolve_rank(&file(1, "/d/x.json"), Some(&info)), (5, RankSource::DistributedInfo));
+        assert_eq!(resolve_rank(&file(1, "/d/x.json"), None), (1, RankSource::Index));
+        assert_eq!(resolve_rank(&file(2, "/d/x.json"), Some(&json!({"rank": -1}))), (2, RankSource::Index));
+        assert_eq!(distributed_rank(Some(&json!({"rank": "4"}))), Some(4));
+        assert_eq!(distributed_rank(Some(&json!({"rank": 2.0}))), Some(2));
+        let t = trace_from_value(&json!({"distributedInfo": {"rank": 6}, "traceEvents": []}));
+        assert_eq!(distributed_rank(t.meta.distributed_info.as_ref()), Some(6));
+    }
+
+    #[test]
+    fn top_exposed_is_the_first_largest() {
+        let k = [
+            ("a", "communication", 2.0),
+            ("g", "compute", 9.0),
+            ("b", "communication", 3.0),
+            ("a", "communication", 1.0),
+        ];
+        assert_eq!(comm_exposure(k.into_iter()), (6.0, Some(("a".to_string(), 3.0))));
+        assert_eq!(comm_exposure(std::iter::empty()), (0.0, None));
+    }
+
+    #[test]
+    fn exposed_communication_is_exclusive_time() {
+        let k = |name: &str, stream: u32, ts: f64, dur: f64| {
+            json!({"ph": "X", "name": name, "cat": "kernel", "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                   "args": {"stream": stream}})
+        };
+        // nccl 0..100 on stream 7, gemm 50..80 on stream 8: 70 µs exposed.
+        let trace = trace_from_value(&json!({"traceEvents": [
+            k("ncclKernel_AllReduce", 7, 0.0, 100.0),
+            k("void gemm(int)", 8, 50.0, 30.0),
+        ]}));
+        let e = exposure(&trace, Path::new("/d/x.json"), None, &["formal-all"]);
+        let (us, top) = e.get("formal-all").cloned().unwrap_or_default();
+        assert_eq!(us, 70.0);
+        assert_eq!(top.map(|(n, _)| n), Some("ncclKernel_AllReduce".to_string()));
+    }
+}

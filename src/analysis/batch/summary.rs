@@ -1,0 +1,242 @@
+//! The cross-rank view of a batch, per stage: one row per triaged file
+//! (rank, busy time, multi-stream overlap, exposed communication, top
+//! exposed and headroom kernels) with stragglers marked, and the spread
+//! across ranks of every kernel that leads some rank's kernel table.
+//!
+//! Straggler rule: a row is marked when its busy time, or its exposed
+//! communication, is positive and more than `straggler_pct` percent above
+//! the median of its stage. Medians of an even count average the two
+//! middle values.
+
+use std::path::PathBuf;
+
+use super::{FileAnalysis, RankSource, StageFacts};
+use crate::analysis::discover::stage_index;
+
+/// One file's row in a stage table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankRow {
+    pub rank: u64,
+    pub rank_source: RankSource,
+    pub file: PathBuf,
+    pub facts: StageFacts,
+    /// `100 * overlap / busy` (0 when idle).
+    pub overlap_pct: f64,
+    /// `100 * exposed communication / busy` (0 when idle).
+    pub exposed_comm_pct: f64,
+    /// Why the row is a straggler: `busy` and / or `comm`; empty if not.
+    pub straggler: Vec<&'static str>,
+}
+
+/// How one kernel's GPU time spreads over the ranks of a stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelSpread {
+    pub kernel: String,
+    pub category: String,
+    /// Ranks whose kernel table this kernel tops.
+    pub leads: Vec<u64>,
+    /// Rows (files) that ran the kernel at all.
+    pub present: usize,
+    pub min_us: f64,
+    pub median_us: f64,
+    pub max_us: f64,
+    /// Rank of the first row holding the maximum.
+    pub max_rank: u64,
+}
+
+/// Everything the batch report shows for one stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageSummary {
+    pub stage: String,
+    pub rows: Vec<RankRow>,
+    pub median_busy_us: f64,
+    pub median_exposed_comm_us: f64,
+    pub kernels: Vec<KernelSpread>,
+}
+
+/// Median of the values (NaN-safe order; 0 for none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn ratio_pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
+}
+
+fn above(value: f64, median: f64, pct: f64) -> bool {
+    value > 0.0 && value > median * (1.0 + pct / 100.0)
+}
+
+/// Builds the per-stage summaries from the triaged files (path, analysis).
+pub fn summarize(files: &[(PathBuf, &FileAnalysis)], straggler_pct: f64) -> Vec<StageSummary> {
+    let mut stages: Vec<String> = Vec::new();
+    for (_, a) in files {
+        for f in &a.stages {
+            if !stages.contains(&f.stage) {
+                stages.push(f.stage.clone());
+            }
+        }
+    }
+    stages.sort_by(|a, b| stage_index(a).cmp(&stage_index(b)).then_with(|| a.cmp(b)));
+    stages.into_iter().map(|s| summarize_stage(&s, files, straggler_pct)).collect()
+}
+
+fn summarize_stage(stage: &str, files: &[(PathBuf, &FileAnalysis)], straggler_pct: f64) -> StageSummary {
+    let mut rows: Vec<RankRow> = files
+        .iter()
+        .flat_map(|(path, a)| {
+            a.stages.iter().filter(|f| f.stage == stage).map(move |f| RankRow {
+                rank: a.rank,
+                rank_source: a.rank_source,
+                file: path.clone(),
+                overlap_pct: ratio_pct(f.overlap_us, f.busy_us),
+                exposed_comm_pct: ratio_pct(f.exposed_comm_us, f.busy_us),
+                facts: f.clone(),
+                straggler: Vec::new(),
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.file.cmp(&b.file)));
+    let busy: Vec<f64> = rows.iter().map(|r| r.facts.busy_us).collect();
+    let comm: Vec<f64> = rows.iter().map(|r| r.facts.exposed_comm_us).collect();
+    let (median_busy_us, median_exposed_comm_us) = (median(&busy), median(&comm));
+    for r in &mut rows {
+        if above(r.facts.busy_us, median_busy_us, straggler_pct) {
+            r.straggler.push("busy");
+        }
+        if above(r.facts.exposed_comm_us, median_exposed_comm_us, straggler_pct) {
+            r.straggler.push("comm");
+        }
+    }
+    let kernels = kernel_spreads(&rows);
+    StageSummary { stage: stage.to_string(), rows, median_busy_us, median_exposed_comm_us, kernels }
+}
+
+/// The kernels topping some row's kernel table, with their GPU time over
+/// all rows of the stage (0 where a row did not run them), largest max
+/// first.
+fn kernel_spreads(rows: &[RankRow]) -> Vec<KernelSpread> {
+    let mut leaders: Vec<(String, String, Vec<u64>)> = Vec::new();
+    for r in rows {
+        let Some((name, category, _)) = r.facts.kernels.first() else {
+            continue;
+        };
+        match leaders.iter_mut().find(|(n, _, _)| n == name) {
+            Some((_, _, ranks)) => {
+                if !ranks.contains(&r.rank) {
+                    ranks.push(r.rank);
+                }
+            }
+            None => leaders.push((name.clone(), category.clone(), vec![r.rank])),
+        }
+    }
+    let mut out: Vec<KernelSpread> = leaders
+        .into_iter()
+        .map(|(kernel, category, leads)| {
+            let per_row: Vec<(u64, Option<f64>)> = rows
+                .iter()
+                .map(|r| {
+                    let hits: Vec<f64> = r.facts.kernels.iter().filter(|k| k.0 == kernel).map(|k| k.2).collect();
+                    (r.rank, (!hits.is_empty()).then(|| hits.iter().sum()))
+                })
+                .collect();
+            let values: Vec<f64> = per_row.iter().map(|(_, v)| v.unwrap_or(0.0)).collect();
+            let (mut max_us, mut max_rank) = (f64::NEG_INFINITY, 0);
+            for (rank, v) in &per_row {
+                let v = v.unwrap_or(0.0);
+                if v > max_us {
+                    (max_us, max_rank) = (v, *rank);
+                }
+            }
+            KernelSpread {
+                kernel,
+                category,
+                leads,
+                present: per_row.iter().filter(|(_, v)| v.is_some()).count(),
+                min_us: values.iter().copied().fold(f64::INFINITY, f64::min),
+                median_us: median(&values),
+                max_us,
+                max_rank,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.max_us.total_cmp(&a.max_us));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(stage: &str, busy: f64, comm: f64, kernels: &[(&str, f64)]) -> StageFacts {
+        StageFacts {
+            stage: stage.into(),
+            bundle: format!("formal-{stage}"),
+            busy_us: busy,
+            overlap_us: busy / 10.0,
+            exposed_comm_us: comm,
+            top_exposed: None,
+            top_headroom: None,
+            kernels: kernels.iter().map(|(n, us)| (n.to_string(), "gemm".to_string(), *us)).collect(),
+            gpu_time_us: busy,
+        }
+    }
+
+    fn analysis(rank: u64, stages: Vec<StageFacts>) -> FileAnalysis {
+        FileAnalysis {
+            rank,
+            rank_source: RankSource::FileName,
+            path_stage: "all".into(),
+            parse_ms: 0.0,
+            overlap_ms: 0.0,
+            triage_ms: 0.0,
+            stages,
+            report_json: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    #[test]
+    fn stragglers_and_spreads() {
+        let a = [
+            analysis(1, vec![facts("decode", 100.0, 10.0, &[("gemm", 60.0), ("nccl", 10.0)])]),
+            analysis(0, vec![facts("decode", 100.0, 10.0, &[("gemm", 50.0), ("nccl", 10.0)])]),
+            analysis(2, vec![facts("decode", 115.0, 10.0, &[("nccl", 70.0), ("gemm", 40.0)])]),
+            analysis(3, vec![facts("extend", 5.0, 0.0, &[("gemm", 5.0)]), facts("decode", 100.0, 30.0, &[])]),
+        ];
+        let files: Vec<(PathBuf, &FileAnalysis)> =
+            a.iter().enumerate().map(|(i, x)| (PathBuf::from(format!("f{i}")), x)).collect();
+        let s = summarize(&files, 10.0);
+        assert_eq!(s.iter().map(|x| x.stage.as_str()).collect::<Vec<_>>(), vec!["extend", "decode"]);
+        let d = &s[1];
+        assert_eq!(d.rows.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert_eq!(d.median_busy_us, 100.0);
+        assert_eq!(d.rows[2].straggler, vec!["busy"]);
+        assert_eq!(d.rows[3].straggler, vec!["comm"]);
+        assert!(d.rows[0].straggler.is_empty());
+        assert_eq!(d.rows[0].overlap_pct, 10.0);
+        let names: Vec<&str> = d.kernels.iter().map(|k| k.kernel.as_str()).collect();
+        assert_eq!(names, vec!["nccl", "gemm"]);
+        let gemm = &d.kernels[1];
+        assert_eq!((gemm.min_us, gemm.median_us, gemm.max_us, gemm.max_rank), (0.0, 45.0, 60.0, 1));
+        assert_eq!(gemm.leads, vec![0, 1]);
+        assert_eq!(gemm.present, 3);
+        assert_eq!(d.kernels[0].leads, vec![2]);
+    }
+}

@@ -1,0 +1,237 @@
+//! `torchtriage batch DIR`: triage every per-rank (and per-stage) trace
+//! below a directory in parallel under a memory budget, compare the ranks
+//! per stage, optionally write one JSON line per file. Failed files are
+//! listed at the end and make the exit code 1.
+
+mod render;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::triage::Format;
+use super::Global;
+use crate::analysis::batch::memory::{default_budget, footprint, uncompressed_size};
+use crate::analysis::batch::schedule::{run_bounded, Observer, Task};
+use crate::analysis::batch::summary::summarize;
+use crate::analysis::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileAnalysis, FileOutcome};
+use crate::analysis::triage::TriageOptions;
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct BatchArgs {
+    /// Directory holding the per-rank traces (searched recursively), or one trace.
+    pub dir: PathBuf,
+    /// Files triaged at once (default: number of cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Mark a rank whose busy time or exposed communication is more than this
+    /// many percent above its stage's median.
+    #[arg(long, default_value_t = 10.0)]
+    pub straggler_pct: f64,
+    /// Write one JSON object per input file (triage JSON plus rank, stages,
+    /// size, timings; or the error) to this file.
+    #[arg(long)]
+    pub jsonl: Option<PathBuf>,
+    /// Output format of the summary.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
+    /// Memory (MiB) the files in flight may use together (default: half of
+    /// MemAvailable).
+    #[arg(long)]
+    pub mem_budget_mb: Option<u64>,
+    /// Serving framework (auto detects it per file).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "sglang", "vllm", "trtllm", "tokenspeed"])]
+    pub framework: String,
+    /// Restrict the overlap analysis to process ids containing this text.
+    #[arg(long)]
+    pub pid_substring: Option<String>,
+    /// Hide overlap and kernel rows below this share of the stage, in percent.
+    #[arg(long, default_value_t = 1.0)]
+    pub min_share: f64,
+}
+
+/// Overall bar (files, bytes) plus one line per file in flight, on stderr.
+struct BatchProgress {
+    multi: indicatif::MultiProgress,
+    overall: indicatif::ProgressBar,
+    lines: Mutex<Vec<(usize, indicatif::ProgressBar)>>,
+    counts: Mutex<(usize, usize, usize)>,
+}
+
+impl BatchProgress {
+    fn new(files: &[BatchFile], quiet: bool) -> Option<BatchProgress> {
+        if quiet || !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let multi = indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr());
+        let total: u64 = files.iter().map(|f| f.size).sum();
+        let overall = multi.add(indicatif::ProgressBar::new(total));
+        let style = indicatif::ProgressStyle::with_template(
+            "[{bar:30}] {bytes}/{total_bytes} {msg} {elapsed_precise} ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        overall.set_style(style);
+        overall.set_message(format!("0/{} files", files.len()));
+        Some(BatchProgress { multi, overall, lines: Mutex::new(Vec::new()), counts: Mutex::new((0, 0, files.len())) })
+    }
+}
+
+impl BatchProgress {
+    /// Shows which step a file in flight is at.
+    fn phase(&self, f: &BatchFile, phase: &str) {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, line)) = lines.iter().find(|(i, _)| *i == f.index) {
+            line.set_prefix(phase.to_string());
+        }
+    }
+}
+
+impl Observer<BatchFile> for BatchProgress {
+    fn started(&self, f: &BatchFile) {
+        let line = self.multi.add(indicatif::ProgressBar::new_spinner());
+        let style = indicatif::ProgressStyle::with_template("  {spinner} {msg} {prefix} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+        line.set_style(style);
+        let name = f.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        line.set_message(format!("{name} ({:.1} MB)", f.size as f64 / 1e6));
+        line.enable_steady_tick(Duration::from_millis(200));
+        self.lines.lock().unwrap_or_else(|p| p.into_inner()).push((f.index, line));
+    }
+
+    fn finished(&self, f: &BatchFile, ok: bool) {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pos) = lines.iter().position(|(i, _)| *i == f.index) {
+            let (_, line) = lines.remove(pos);
+            line.finish_and_clear();
+            self.multi.remove(&line);
+        }
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        c.0 += 1;
+        if !ok {
+            c.1 += 1;
+        }
+        let failed = if c.1 > 0 { format!(", {} failed", c.1) } else { String::new() };
+        self.overall.set_message(format!("{}/{} files{failed}", c.0, c.2));
+        self.overall.inc(f.size);
+    }
+}
+
+impl Drop for BatchProgress {
+    fn drop(&mut self) {
+        self.overall.finish_and_clear();
+        let _ = self.multi.clear();
+    }
+}
+
+struct NoProgress;
+impl Observer<BatchFile> for NoProgress {}
+
+fn check_args(args: &BatchArgs) -> Result<()> {
+    if !args.straggler_pct.is_finite() || args.straggler_pct < 0.0 {
+        return Err(Error::usage("--straggler-pct must be a non-negative number"));
+    }
+    if !args.min_share.is_finite() || args.min_share < 0.0 {
+        return Err(Error::usage("--min-share must be a non-negative number"));
+    }
+    if args.jobs == Some(0) {
+        return Err(Error::usage("--jobs must be at least 1"));
+    }
+    if args.mem_budget_mb == Some(0) {
+        return Err(Error::usage("--mem-budget-mb must be at least 1"));
+    }
+    Ok(())
+}
+
+pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
+    check_args(args)?;
+    let files = discover_batch_files(&args.dir)?;
+    let skipped = skipped_files(&args.dir, &files);
+    // Open the JSON lines file before any work, so a bad path fails fast.
+    let mut jsonl = match &args.jsonl {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).map_err(|e| Error::usage(format!("cannot create: {e}")).in_file(p))?,
+        )),
+        None => None,
+    };
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let budget = args.mem_budget_mb.map_or_else(default_budget, |mb| mb.saturating_mul(1 << 20));
+    let opts = TriageOptions {
+        framework: args.framework.clone(),
+        pid_substring: args.pid_substring.clone().filter(|s| !s.is_empty()),
+        kernel_table_limit: 0,
+        overlap_table_limit: 0,
+        min_share: args.min_share,
+        quiet: true,
+        patterns: Vec::new(),
+    };
+    let tasks: Vec<Task<BatchFile>> = files
+        .iter()
+        .map(|f| Task { footprint: footprint(uncompressed_size(&f.path, f.size)), item: f.clone() })
+        .collect();
+    let progress = BatchProgress::new(&files, global.quiet);
+    let observer: &dyn Observer<BatchFile> = match &progress {
+        Some(p) => p,
+        None => &NoProgress,
+    };
+    let work = |f: &BatchFile| {
+        let phase = |p: &'static str| {
+            if let Some(bar) = &progress {
+                bar.phase(f, p);
+            }
+        };
+        analyze_file(f, &opts, 0, &phase)
+    };
+    let on_panic = |msg: String| Error::bad_input(format!("internal error: {msg}"));
+    let (results, _peak) = run_bounded(tasks, jobs, budget, observer, &work, &on_panic);
+    drop(progress);
+    let outcomes: Vec<FileOutcome> = results.into_iter().map(|(file, result)| FileOutcome { file, result }).collect();
+
+    if let (Some(out), Some(path)) = (jsonl.as_mut(), args.jsonl.as_deref()) {
+        write_jsonl(out, &outcomes).map_err(|e| Error::io(e).in_file(path))?;
+    }
+    let ok: Vec<(PathBuf, &FileAnalysis)> =
+        outcomes.iter().filter_map(|o| o.result.as_ref().ok().map(|a| (o.file.path.clone(), a))).collect();
+    let failures: Vec<(&Path, &Error)> =
+        outcomes.iter().filter_map(|o| o.result.as_ref().err().map(|e| (o.file.path.as_path(), e))).collect();
+    let summary = summarize(&ok, args.straggler_pct);
+    let info = render::RunInfo {
+        dir: &args.dir,
+        files: outcomes.len(),
+        jobs: jobs.min(outcomes.len()),
+        budget,
+        straggler_pct: args.straggler_pct,
+        failures: &failures,
+        skipped: &skipped,
+    };
+    let text = match args.format {
+        Format::Markdown => render::markdown(&summary, &info),
+        Format::Json => render::json(&summary, &info),
+    };
+    super::print_report(&text)?;
+    if failures.is_empty() {
+        return Ok(0);
+    }
+    eprintln!("torchtriage: {} of {} files failed:", failures.len(), outcomes.len());
+    for (path, e) in &failures {
+        // Errors from ingest already name the file; others get it here.
+        if e.path.is_some() {
+            eprintln!("  {e}");
+        } else {
+            eprintln!("  {}: {e}", path.display());
+        }
+    }
+    Ok(1)
+}
+
+/// One JSON object per input file, in batch (path) order.
+fn write_jsonl(out: &mut impl Write, outcomes: &[FileOutcome]) -> std::io::Result<()> {
+    for o in outcomes {
+        let line = render::file_line(o);
+        serde_json::to_writer(&mut *out, &line)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}

@@ -1,0 +1,247 @@
+//! Rendering of a batch: the markdown summary (per stage a rank table and a
+//! cross-rank kernel table, then the failures), the same as JSON, and the
+//! per-file JSON lines. Layout of the JSON: docs/json-schema.md, "Batch".
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::analysis::batch::summary::{KernelSpread, RankRow, StageSummary};
+use crate::analysis::batch::FileOutcome;
+use crate::error::Error;
+use crate::report::markdown::{escape_md_cell, fixed, format_ms, stage_label};
+
+/// Facts about the run shown in the header.
+pub struct RunInfo<'a> {
+    pub dir: &'a Path,
+    pub files: usize,
+    pub jobs: usize,
+    pub budget: u64,
+    pub straggler_pct: f64,
+    pub failures: &'a [(&'a Path, &'a Error)],
+    /// JSON files left out, with the reason.
+    pub skipped: &'a [(std::path::PathBuf, &'static str)],
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string())
+}
+
+fn cell(text: &str) -> String {
+    escape_md_cell(text)
+}
+
+fn rank_line(r: &RankRow) -> String {
+    let f = &r.facts;
+    let top_exposed = match &f.top_exposed {
+        Some((k, us)) => format!("{} ({})", cell(k), format_ms(*us)),
+        None => "-".into(),
+    };
+    let headroom = match &f.top_headroom {
+        Some((p, k)) => format!("{p} {}", cell(k)),
+        None => "-".into(),
+    };
+    let straggler = if r.straggler.is_empty() { String::new() } else { format!("**{}**", r.straggler.join("+")) };
+    format!(
+        "| {} | {} | {} | {}% | {} | {}% | {} | {} | {} |",
+        r.rank,
+        cell(&file_name(&r.file)),
+        format_ms(f.busy_us),
+        fixed(r.overlap_pct, 1),
+        format_ms(f.exposed_comm_us),
+        fixed(r.exposed_comm_pct, 1),
+        top_exposed,
+        headroom,
+        straggler,
+    )
+}
+
+fn kernel_line(k: &KernelSpread) -> String {
+    let leads: Vec<String> = k.leads.iter().map(u64::to_string).collect();
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+        cell(&k.kernel),
+        cell(&k.category),
+        leads.join(", "),
+        k.present,
+        format_ms(k.min_us),
+        format_ms(k.median_us),
+        format_ms(k.max_us),
+        k.max_rank,
+    )
+}
+
+/// The markdown summary.
+pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
+    let mut out = vec![
+        "Batch View".to_string(),
+        format!("Directory: {}", info.dir.display()),
+        format!(
+            "Files: {} triaged, {} failed (jobs {}, memory budget {:.1} GiB)",
+            info.files - info.failures.len(),
+            info.failures.len(),
+            info.jobs,
+            info.budget as f64 / (1u64 << 30) as f64
+        ),
+        format!(
+            "Straggler: busy time or exposed communication more than {}% above the stage median",
+            info.straggler_pct
+        ),
+    ];
+    for s in stages {
+        out.push(String::new());
+        out.push(format!("##### {}", stage_label(&s.stage)));
+        out.push(String::new());
+        out.push("Rank Table".into());
+        out.push("| Rank | File | Busy | Overlap | Exposed comm | Exposed comm % | Top exposed comm kernel | Top headroom | Straggler |".into());
+        out.push("| ---: | --- | ---: | ---: | ---: | ---: | --- | --- | --- |".into());
+        out.extend(s.rows.iter().map(rank_line));
+        out.push(format!(
+            "Median busy {}, median exposed communication {}",
+            format_ms(s.median_busy_us),
+            format_ms(s.median_exposed_comm_us)
+        ));
+        out.push(String::new());
+        out.push("Cross-rank Kernel Table".into());
+        out.push("| Kernel | Category | Leads ranks | Ranks with it | Min | Median | Max | Max rank |".into());
+        out.push("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |".into());
+        out.extend(s.kernels.iter().map(kernel_line));
+    }
+    if !info.skipped.is_empty() {
+        out.push(String::new());
+        out.push("Skipped files".into());
+        for (path, why) in info.skipped {
+            out.push(format!("- {}: {why}", path.display()));
+        }
+    }
+    if !info.failures.is_empty() {
+        out.push(String::new());
+        out.push("Failed files".into());
+        for (path, e) in info.failures {
+            out.push(format!("- {}: {}", path.display(), error_text(path, e)));
+        }
+    }
+    out.join("\n")
+}
+
+/// The error line without the file name when it leads the message.
+fn error_text(path: &Path, e: &Error) -> String {
+    let text = e.to_string();
+    let prefix = format!("{}: ", path.display());
+    text.strip_prefix(&prefix).map(str::to_string).unwrap_or(text)
+}
+
+fn row_value(r: &RankRow) -> Value {
+    let f = &r.facts;
+    json!({
+        "rank": r.rank,
+        "rank_source": r.rank_source.name(),
+        "file": r.file.display().to_string(),
+        "bundle": f.bundle,
+        "busy_us": f.busy_us,
+        "overlap_us": f.overlap_us,
+        "overlap_pct": r.overlap_pct,
+        "gpu_time_us": f.gpu_time_us,
+        "exposed_comm_us": f.exposed_comm_us,
+        "exposed_comm_pct": r.exposed_comm_pct,
+        "top_exposed_comm": f.top_exposed.as_ref().map(|(k, us)| json!({"kernel": k, "exclusive_us": us})),
+        "top_headroom": f.top_headroom.as_ref().map(|(p, k)| json!({"priority": p, "kernel": k})),
+        "leading_kernel": f.kernels.first().map(|k| json!({"kernel": k.0, "category": k.1, "total_us": k.2})),
+        "straggler": r.straggler,
+    })
+}
+
+fn failures_value(failures: &[(&Path, &Error)]) -> Value {
+    Value::Array(
+        failures.iter().map(|(p, e)| json!({"file": p.display().to_string(), "error": error_text(p, e)})).collect(),
+    )
+}
+
+/// The summary as pretty JSON.
+pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
+    let stages: Vec<Value> = stages
+        .iter()
+        .map(|s| {
+            let kernels: Vec<Value> = s
+                .kernels
+                .iter()
+                .map(|k| {
+                    json!({
+                        "kernel": k.kernel,
+                        "category": k.category,
+                        "leads_ranks": k.leads,
+                        "ranks_with_kernel": k.present,
+                        "min_us": k.min_us,
+                        "median_us": k.median_us,
+                        "max_us": k.max_us,
+                        "max_rank": k.max_rank,
+                    })
+                })
+                .collect();
+            json!({
+                "stage": s.stage,
+                "median_busy_us": s.median_busy_us,
+                "median_exposed_comm_us": s.median_exposed_comm_us,
+                "ranks": s.rows.iter().map(row_value).collect::<Vec<_>>(),
+                "kernels": kernels,
+            })
+        })
+        .collect();
+    let v = json!({
+        "mode": "batch",
+        "dir": info.dir.display().to_string(),
+        "files": info.files,
+        "failed": info.failures.len(),
+        "jobs": info.jobs,
+        "memory_budget_bytes": info.budget,
+        "straggler_pct": info.straggler_pct,
+        "stages": stages,
+        "failures": failures_value(info.failures),
+        "skipped": info.skipped.iter().map(|(p, why)| json!({"file": p.display().to_string(), "reason": why})).collect::<Vec<_>>(),
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into())
+}
+
+/// The JSON line of one input file: its triage JSON plus batch fields, or
+/// its path and error.
+pub fn file_line(o: &FileOutcome) -> Value {
+    let file = o.file.path.display().to_string();
+    let a = match &o.result {
+        Ok(a) => a,
+        Err(e) => {
+            return json!({"file": file, "size_bytes": o.file.size, "error": error_text(&o.file.path, e)});
+        }
+    };
+    let mut v = match &a.report_json {
+        Value::Object(m) => m.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let stages: Vec<Value> = a
+        .stages
+        .iter()
+        .map(|f| {
+            json!({
+                "stage": f.stage,
+                "busy_us": f.busy_us,
+                "overlap_us": f.overlap_us,
+                "exposed_comm_us": f.exposed_comm_us,
+                "top_exposed_comm": f.top_exposed.as_ref().map(|(k, us)| json!({"kernel": k, "exclusive_us": us})),
+            })
+        })
+        .collect();
+    // Batch fields first, then the triage JSON's own keys.
+    let mut out = serde_json::Map::new();
+    out.insert("file".into(), json!(file));
+    out.insert("rank".into(), json!(a.rank));
+    out.insert("rank_source".into(), json!(a.rank_source.name()));
+    out.insert("path_stage".into(), json!(a.path_stage));
+    out.insert("stages".into(), Value::Array(stages));
+    out.insert("size_bytes".into(), json!(o.file.size));
+    out.insert("parse_ms".into(), json!(a.parse_ms));
+    out.insert("overlap_ms".into(), json!(a.overlap_ms));
+    out.insert("triage_ms".into(), json!(a.triage_ms));
+    for (k, val) in std::mem::take(&mut v) {
+        out.entry(k).or_insert(val);
+    }
+    Value::Object(out)
+}
