@@ -48,7 +48,7 @@ pub fn load_path(path: &Path, opts: &IngestOptions) -> Result<Trace> {
     let consumed = opened.consumed.clone();
     let trace = match opened.source {
         Source::Mapped { map, .. } => load_mapped(&map, opts, &consumed),
-        Source::Stream { reader, .. } => load_stream(reader),
+        Source::Stream { reader, .. } => load_stream(reader, STREAM_CHUNK),
     };
     trace.map_err(|e| e.in_file(path))
 }
@@ -153,16 +153,26 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
     finish(doc)
 }
 
+/// Parses an already-decoded JSON stream (the path gzip, zstd and stdin
+/// take), reading it in buffers of `chunk` bytes. Small chunks exercise the
+/// refill logic; tests and the fuzzer use this.
+pub fn load_reader(reader: Box<dyn Read + Send>, chunk: usize) -> Result<Trace> {
+    load_stream(reader, chunk.max(1))
+}
+
 /// Reads the decoder on a separate thread into recycled buffers.
-fn spawn_reader(mut reader: Box<dyn Read + Send>) -> (mpsc::Receiver<std::io::Result<Vec<u8>>>, mpsc::Sender<Vec<u8>>) {
+fn spawn_reader(
+    mut reader: Box<dyn Read + Send>,
+    chunk: usize,
+) -> (mpsc::Receiver<std::io::Result<Vec<u8>>>, mpsc::Sender<Vec<u8>>) {
     let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
     let (ret_tx, ret_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::spawn(move || loop {
-        let mut b = ret_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(STREAM_CHUNK));
+        let mut b = ret_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(chunk));
         b.clear();
-        b.resize(STREAM_CHUNK, 0);
+        b.resize(chunk, 0);
         let mut n = 0;
-        while n < STREAM_CHUNK {
+        while n < chunk {
             match reader.read(&mut b[n..]) {
                 Ok(0) => break,
                 Ok(k) => n += k,
@@ -184,9 +194,9 @@ fn spawn_reader(mut reader: Box<dyn Read + Send>) -> (mpsc::Receiver<std::io::Re
     (rx, ret_tx)
 }
 
-fn load_stream(reader: Box<dyn Read + Send>) -> Result<Trace> {
-    let (rx, recycle) = spawn_reader(reader);
-    let mut window: Vec<u8> = Vec::with_capacity(2 * STREAM_CHUNK);
+fn load_stream(reader: Box<dyn Read + Send>, chunk: usize) -> Result<Trace> {
+    let (rx, recycle) = spawn_reader(reader, chunk);
+    let mut window: Vec<u8> = Vec::with_capacity(2 * chunk);
     let mut pos = 0usize;
     let mut base = 0u64;
     let mut eof = false;
