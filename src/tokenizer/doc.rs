@@ -48,6 +48,9 @@ pub struct DocParser {
     pub builder: ColumnsBuilder,
     scratch: EventScratch,
     saw_events: bool,
+    /// Top-level keys seen so far: a repeated key keeps its first position
+    /// (a Python dict), and a set keeps that check linear on hostile input.
+    seen_keys: rustc_hash::FxHashSet<String>,
 }
 
 impl Default for DocParser {
@@ -58,7 +61,13 @@ impl Default for DocParser {
 
 impl DocParser {
     pub fn new() -> Self {
-        DocParser { state: State::Start, builder: ColumnsBuilder::new(), scratch: EventScratch::default(), saw_events: false }
+        DocParser {
+            state: State::Start,
+            builder: ColumnsBuilder::new(),
+            scratch: EventScratch::default(),
+            saw_events: false,
+            seen_keys: Default::default(),
+        }
     }
 
     /// True once the traceEvents array (or a top-level array) was found.
@@ -166,6 +175,7 @@ impl DocParser {
                     }
                     s.pos += 1;
                     self.saw_events = true;
+                    self.seen_keys.insert(key.clone());
                     self.builder.meta_mut().top_level_keys.push(key);
                     self.state = State::Events { first: true, top_array: false };
                     if stop_at_events {
@@ -180,7 +190,9 @@ impl DocParser {
                     let v = serde_json::from_slice::<serde_json::Value>(raw).ok();
                     set_meta(meta, &key, v);
                 }
-                meta.top_level_keys.push(key);
+                if self.seen_keys.insert(key.clone()) {
+                    meta.top_level_keys.push(key);
+                }
                 self.state = State::ObjKey { first: false };
             }
             State::Events { first, top_array } => {
