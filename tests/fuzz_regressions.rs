@@ -41,3 +41,11 @@ fn duplicate_top_level_keys_listed_once() {
     assert_eq!(t.meta.top_level_keys, vec!["a", "traceEvents", "b", "schemaVersion"]);
     assert_eq!(t.meta.schema_version, Some(serde_json::json!(2)));
 }
+
+/// `-Infinity` split by a stream refill was rejected as an invalid number.
+#[test]
+fn negative_infinity_across_a_refill() {
+    let t = all_paths(br#"{"traceEvents":[{"ph":"X","cat":"kernel","name":"m","pid":1,"tid":0,"ts":-Infinity,"dur":1e308,"args":{"stream":7}}]}"#).unwrap();
+    assert_eq!(t.kernels.len(), 1);
+    assert_eq!(t.kernels.get(0).ts, f64::NEG_INFINITY);
+}
