@@ -49,3 +49,12 @@ fn negative_infinity_across_a_refill() {
     assert_eq!(t.kernels.len(), 1);
     assert_eq!(t.kernels.get(0).ts, f64::NEG_INFINITY);
 }
+
+/// A UTF-8 byte-order mark split by a stream refill was "not a JSON trace".
+#[test]
+fn byte_order_mark_across_a_refill() {
+    let t = all_paths(b"\xEF\xBB\xBF[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":2}]").unwrap();
+    assert_eq!(t.kernels.len(), 1);
+    let e = all_paths(b"\xEF\xBB").unwrap_err();
+    assert_eq!(e.offset, Some(2));
+}

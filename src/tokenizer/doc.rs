@@ -113,8 +113,13 @@ impl DocParser {
     fn unit(&mut self, s: &mut Scanner<'_>, stop_at_events: bool) -> ScanResult<Option<Step>> {
         match self.state {
             State::Start => {
-                if s.buf[s.pos..].starts_with(b"\xEF\xBB\xBF") {
+                const BOM: &[u8] = b"\xEF\xBB\xBF";
+                let rest = &s.buf[s.pos..];
+                if rest.starts_with(BOM) {
                     s.pos += 3;
+                } else if !rest.is_empty() && BOM.starts_with(rest) {
+                    // A stream window that ends inside the BOM.
+                    return Err(ScanError::Incomplete);
                 }
                 let b = s.peek()?;
                 s.pos += 1;
