@@ -58,3 +58,15 @@ fn byte_order_mark_across_a_refill() {
     let e = all_paths(b"\xEF\xBB").unwrap_err();
     assert_eq!(e.offset, Some(2));
 }
+
+/// A repeated `args` object replaced the fields but appended its keys to
+/// the framework sample after the first object's (Python keeps only the
+/// last object).
+#[test]
+fn repeated_args_replace_the_sample_text() {
+    let text = br#"[{"ph":"X","cat":"c","args":{"a":"1"},"args":{"b":"2"}},{"ph":"X","cat":"d","args":{"e":"3"},"args":7}]"#;
+    let t = all_paths(text).unwrap();
+    assert_eq!(t.framework_sample, " c  b 2  d ");
+    let oracle = torchtriage::columns::value::trace_from_value(&serde_json::from_slice(text).unwrap());
+    assert_eq!(t.framework_sample, oracle.framework_sample);
+}
