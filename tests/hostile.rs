@@ -565,3 +565,19 @@ fn gzip_on_stdin() {
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
     assert!(o.stderr.starts_with("torchtriage: -: byte ") || o.stderr.starts_with("torchtriage: <stdin>: byte "), "{}", o.stderr);
 }
+
+#[test]
+fn millions_of_top_level_keys_are_refused() {
+    // Each top-level key is kept (`stats` lists them): 5 million of them
+    // took 0.9 GB. A trace has about ten.
+    let emit = |w: &mut dyn Write| -> std::io::Result<()> {
+        w.write_all(b"{")?;
+        for i in 0..2_000_000 {
+            write!(w, "\"k{i}\": 0, ")?;
+        }
+        w.write_all(br#""traceEvents": []}"#)
+    };
+    check_written("many-keys", &emit, 40 << 20, Want::Err("top-level keys"));
+    let ok: String = (0..1000).map(|i| format!("\"k{i}\": 0, ")).collect();
+    check("few-keys", format!("{{{ok}\"traceEvents\": []}}").as_bytes(), Want::Ok(&[("/events", Value::from(0u64))]));
+}

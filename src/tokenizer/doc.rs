@@ -39,6 +39,10 @@ pub struct DocError {
     pub msg: String,
 }
 
+/// Distinct top-level keys accepted (a profiler trace has about ten); each
+/// is kept, so this bounds memory on a hostile object of millions of keys.
+pub const MAX_TOP_KEYS: usize = 10_000;
+
 /// Metadata keys kept (parsed with serde_json).
 const META_KEYS: [&str; 6] =
     ["schemaVersion", "deviceProperties", "distributedInfo", "with_stack", "baseTimeNanoseconds", "traceName"];
@@ -159,12 +163,16 @@ impl DocParser {
                 if b != b'"' {
                     return syntax(s.pos, format!("expected a key at top level, found {}", show(b)));
                 }
+                let key_start = s.pos;
                 let mut kbuf = Vec::new();
                 let key_loc = s.string(&mut kbuf)?;
                 let key = match key_loc {
                     super::scan::Loc::Str(a, e) => String::from_utf8_lossy(&s.buf[a..e]).into_owned(),
                     _ => String::from_utf8_lossy(&kbuf).into_owned(),
                 };
+                if self.seen_keys.len() >= MAX_TOP_KEYS && !self.seen_keys.contains(&key) {
+                    return syntax(key_start, format!("more than {MAX_TOP_KEYS} top-level keys (not a profiler trace?)"));
+                }
                 s.expect(b':', "':'")?;
                 let vstart = {
                     s.peek()?;
