@@ -530,7 +530,15 @@ fn gzip_bombs_stop_early_with_bounded_memory() {
     let spaces = vec![b' '; 4 << 20];
     let ev = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, "#;
     let events = ev.repeat((4 << 20) / ev.len());
-    let cases: [(&str, Vec<u8>); 3] = [
+    // Concatenated zstd frames decode as one stream, like gzip members.
+    let zframe = zstd::encode_all(&spaces[..], 19).unwrap();
+    let mut zbomb = zstd::encode_all(&br#"{"traceEvents": []}"#[..], 3).unwrap();
+    for _ in 0..1024 {
+        zbomb.extend_from_slice(&zframe);
+    }
+    let cases: [(&str, Vec<u8>); 4] = [
+        // 4 GiB of whitespace, zstd (far above gzip's 1000x ratio).
+        ("bomb-zstd", zbomb),
         // 1 GiB of whitespace after a complete document.
         ("bomb-ws", bomb(br#"{"traceEvents": []}"#, &spaces, 256, b"")),
         // 1 GiB inside one string.
@@ -539,7 +547,8 @@ fn gzip_bombs_stop_early_with_bounded_memory() {
         ("bomb-events", bomb(br#"{"traceEvents": ["#, events.as_bytes(), 128, br#"{}]}"#)),
     ];
     for (name, gz) in cases {
-        let p = write(dir.path(), &format!("{name}.json.gz"), &gz);
+        let ext = if name.contains("zstd") { "json.zst" } else { "json.gz" };
+        let p = write(dir.path(), &format!("{name}.{ext}"), &gz);
         let o = stats(&p);
         assert_sane(&o, name);
         assert_error_at_most(&o, &p, u64::MAX, name);
