@@ -31,8 +31,16 @@ pub struct IngestOptions {
 
 /// Decoded-stream buffer size.
 const STREAM_CHUNK: usize = 4 << 20;
-/// Largest single event or metadata value accepted from a stream.
-pub const MAX_UNIT_BYTES: usize = 1 << 30;
+/// Largest single event or top-level value accepted from a stream (the
+/// stream window must hold one whole; this bounds its memory on hostile
+/// input such as a gzip bomb that decodes to one endless string).
+pub const MAX_UNIT_BYTES: usize = 256 << 20;
+/// A compressed input may decode to at most this many times its size on
+/// disk (past [`BOMB_FLOOR`]): real traces compress 5-30x, a compression
+/// bomb about 1000x, and the columns of a dense bomb grow with its output.
+pub const MAX_RATIO: u64 = 100;
+/// Decoded bytes a compressed input may always produce, whatever the ratio.
+pub const BOMB_FLOOR: u64 = 64 << 20;
 /// Below this many bytes of events a mapped file is parsed on one thread.
 const PARALLEL_MIN: usize = 4 << 20;
 
@@ -49,7 +57,11 @@ pub fn load_path(path: &Path, opts: &IngestOptions) -> Result<Trace> {
     let compressed = opened.encoding != input::Encoding::Plain;
     let trace = match opened.source {
         Source::Mapped { map, .. } => load_mapped(&map, opts, &consumed),
-        Source::Stream { reader, .. } => load_stream(reader),
+        Source::Stream { reader, encoding, .. } => {
+            let budget = (encoding != input::Encoding::Plain)
+                .then_some(Budget { disk_len: opened.disk_len, consumed: &consumed });
+            load_stream(reader, STREAM_CHUNK, budget)
+        }
     };
     let shown = if path.as_os_str() == "-" { Path::new(input::STDIN_NAME) } else { path };
     trace.map_err(|mut e| {
@@ -160,16 +172,40 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
     finish(doc)
 }
 
+/// Parses an already-decoded JSON stream (the path gzip, zstd and stdin
+/// take), reading it in buffers of `chunk` bytes. Small chunks exercise the
+/// refill logic; tests and the fuzzer use this.
+pub fn load_reader(reader: Box<dyn Read + Send>, chunk: usize) -> Result<Trace> {
+    load_stream(reader, chunk.max(1), None)
+}
+
+/// Decoded-size budget of a compressed stream: the compression-bomb guard.
+struct Budget<'a> {
+    /// Compressed size; stdin has none, so the bytes read so far stand in.
+    disk_len: Option<u64>,
+    consumed: &'a AtomicU64,
+}
+
+impl Budget<'_> {
+    fn allows(&self, decoded: u64) -> bool {
+        let packed = self.disk_len.unwrap_or_else(|| self.consumed.load(Ordering::Relaxed));
+        decoded <= BOMB_FLOOR.max(packed.saturating_mul(MAX_RATIO))
+    }
+}
+
 /// Reads the decoder on a separate thread into recycled buffers.
-fn spawn_reader(mut reader: Box<dyn Read + Send>) -> (mpsc::Receiver<std::io::Result<Vec<u8>>>, mpsc::Sender<Vec<u8>>) {
+fn spawn_reader(
+    mut reader: Box<dyn Read + Send>,
+    chunk: usize,
+) -> (mpsc::Receiver<std::io::Result<Vec<u8>>>, mpsc::Sender<Vec<u8>>) {
     let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
     let (ret_tx, ret_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::spawn(move || loop {
-        let mut b = ret_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(STREAM_CHUNK));
+        let mut b = ret_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(chunk));
         b.clear();
-        b.resize(STREAM_CHUNK, 0);
+        b.resize(chunk, 0);
         let mut n = 0;
-        while n < STREAM_CHUNK {
+        while n < chunk {
             match reader.read(&mut b[n..]) {
                 Ok(0) => break,
                 Ok(k) => n += k,
@@ -197,32 +233,46 @@ fn spawn_reader(mut reader: Box<dyn Read + Send>) -> (mpsc::Receiver<std::io::Re
     (rx, ret_tx)
 }
 
-fn load_stream(reader: Box<dyn Read + Send>) -> Result<Trace> {
-    let (rx, recycle) = spawn_reader(reader);
-    let mut window: Vec<u8> = Vec::with_capacity(2 * STREAM_CHUNK);
+fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget<'_>>) -> Result<Trace> {
+    let (rx, recycle) = spawn_reader(reader, chunk);
+    let mut window: Vec<u8> = Vec::with_capacity(2 * chunk);
     let mut pos = 0usize;
     let mut base = 0u64;
     let mut eof = false;
     let mut doc = DocParser::new();
+    // An unfinished unit is rescanned from its start, so retry only once the
+    // window has doubled: a huge value costs linear, not quadratic, time.
+    let mut retry_at = 0usize;
     loop {
-        let step = doc.advance(&window, pos, eof, false).map_err(|e| doc_err(e, base))?;
-        let keep_from = match step {
-            Step::Done(_) if eof => break,
-            Step::Done(p) => p,
-            Step::NeedMore(p) => p,
-            Step::AtEvents(p) => p,
-        };
-        // Drop what was parsed, then append the next decoded buffer.
-        window.drain(..keep_from);
-        base += keep_from as u64;
-        pos = 0;
-        if window.len() > MAX_UNIT_BYTES {
-            return Err(Error::bad_input(format!("a single value is larger than {} MiB", MAX_UNIT_BYTES >> 20)).at(base));
+        if eof || window.len() >= retry_at {
+            let step = doc.advance(&window, pos, eof, false).map_err(|e| doc_err(e, base))?;
+            let keep_from = match step {
+                Step::Done(_) if eof => break,
+                Step::Done(p) => p,
+                Step::NeedMore(p) => p,
+                Step::AtEvents(p) => p,
+            };
+            // Drop what was parsed; what is left is one unfinished unit.
+            window.drain(..keep_from);
+            base += keep_from as u64;
+            pos = 0;
+            if window.len() > MAX_UNIT_BYTES {
+                return Err(Error::bad_input(format!("a single value is larger than {} MiB", MAX_UNIT_BYTES >> 20)).at(base));
+            }
+            retry_at = window.len().saturating_mul(2).min(MAX_UNIT_BYTES + 1);
         }
         match rx.recv() {
             Ok(Ok(chunk)) => {
                 window.extend_from_slice(&chunk);
                 let _ = recycle.send(chunk);
+                let decoded = base + window.len() as u64;
+                if budget.as_ref().is_some_and(|b| !b.allows(decoded)) {
+                    return Err(Error::bad_input(format!(
+                        "decompresses to more than {MAX_RATIO}x its compressed size (a compression bomb?); \
+                         decompress it yourself and pass the plain file to read it anyway"
+                    ))
+                    .at(decoded));
+                }
             }
             Ok(Err(e)) => {
                 return Err(Error::bad_input(format!("corrupt or truncated compressed stream ({e})"))

@@ -89,6 +89,9 @@ pub fn open(path: &Path) -> Result<Opened> {
         let mut stdin = io::stdin().lock();
         let mut head = Vec::with_capacity(4);
         (&mut stdin).take(4).read_to_end(&mut head).map_err(|e| Error::io(e).in_file(path))?;
+        // Release the lock: the gzip decoder reads its header through
+        // `io::stdin()` right away, which would wait on it forever.
+        drop(stdin);
         let enc = Encoding::sniff(&head);
         let consumed = Arc::new(AtomicU64::new(0));
         let rest: Box<dyn Read + Send> = Box::new(Counting {

@@ -39,6 +39,10 @@ pub struct DocError {
     pub msg: String,
 }
 
+/// Distinct top-level keys accepted (a profiler trace has about ten); each
+/// is kept, so this bounds memory on a hostile object of millions of keys.
+pub const MAX_TOP_KEYS: usize = 10_000;
+
 /// Metadata keys kept (parsed with serde_json).
 const META_KEYS: [&str; 6] =
     ["schemaVersion", "deviceProperties", "distributedInfo", "with_stack", "baseTimeNanoseconds", "traceName"];
@@ -48,6 +52,9 @@ pub struct DocParser {
     pub builder: ColumnsBuilder,
     scratch: EventScratch,
     saw_events: bool,
+    /// Top-level keys seen so far: a repeated key keeps its first position
+    /// (a Python dict), and a set keeps that check linear on hostile input.
+    seen_keys: rustc_hash::FxHashSet<String>,
 }
 
 impl Default for DocParser {
@@ -58,7 +65,13 @@ impl Default for DocParser {
 
 impl DocParser {
     pub fn new() -> Self {
-        DocParser { state: State::Start, builder: ColumnsBuilder::new(), scratch: EventScratch::default(), saw_events: false }
+        DocParser {
+            state: State::Start,
+            builder: ColumnsBuilder::new(),
+            scratch: EventScratch::default(),
+            saw_events: false,
+            seen_keys: Default::default(),
+        }
     }
 
     /// True once the traceEvents array (or a top-level array) was found.
@@ -104,8 +117,13 @@ impl DocParser {
     fn unit(&mut self, s: &mut Scanner<'_>, stop_at_events: bool) -> ScanResult<Option<Step>> {
         match self.state {
             State::Start => {
-                if s.buf[s.pos..].starts_with(b"\xEF\xBB\xBF") {
+                const BOM: &[u8] = b"\xEF\xBB\xBF";
+                let rest = &s.buf[s.pos..];
+                if rest.starts_with(BOM) {
                     s.pos += 3;
+                } else if !rest.is_empty() && BOM.starts_with(rest) {
+                    // A stream window that ends inside the BOM.
+                    return Err(ScanError::Incomplete);
                 }
                 let b = s.peek()?;
                 s.pos += 1;
@@ -145,12 +163,16 @@ impl DocParser {
                 if b != b'"' {
                     return syntax(s.pos, format!("expected a key at top level, found {}", show(b)));
                 }
+                let key_start = s.pos;
                 let mut kbuf = Vec::new();
                 let key_loc = s.string(&mut kbuf)?;
                 let key = match key_loc {
                     super::scan::Loc::Str(a, e) => String::from_utf8_lossy(&s.buf[a..e]).into_owned(),
                     _ => String::from_utf8_lossy(&kbuf).into_owned(),
                 };
+                if self.seen_keys.len() >= MAX_TOP_KEYS && !self.seen_keys.contains(&key) {
+                    return syntax(key_start, format!("more than {MAX_TOP_KEYS} top-level keys (not a profiler trace?)"));
+                }
                 s.expect(b':', "':'")?;
                 let vstart = {
                     s.peek()?;
@@ -166,6 +188,7 @@ impl DocParser {
                     }
                     s.pos += 1;
                     self.saw_events = true;
+                    self.seen_keys.insert(key.clone());
                     self.builder.meta_mut().top_level_keys.push(key);
                     self.state = State::Events { first: true, top_array: false };
                     if stop_at_events {
@@ -180,7 +203,9 @@ impl DocParser {
                     let v = serde_json::from_slice::<serde_json::Value>(raw).ok();
                     set_meta(meta, &key, v);
                 }
-                meta.top_level_keys.push(key);
+                if self.seen_keys.insert(key.clone()) {
+                    meta.top_level_keys.push(key);
+                }
                 self.state = State::ObjKey { first: false };
             }
             State::Events { first, top_array } => {

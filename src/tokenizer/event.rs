@@ -75,6 +75,7 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
                         // duplicate key may still supply one.
                         f.args_object = false;
                         reset_args(&mut f);
+                        scratch.head.clear();
                         s.skip_value()?;
                     }
                 }
@@ -158,6 +159,10 @@ fn args_slot<'f>(f: &'f mut Slots, key: &[u8]) -> Option<&'f mut Loc> {
 /// eight keys and their string values for the framework sample.
 fn parse_args(s: &mut Scanner<'_>, f: &mut Slots, scratch: &mut Vec<u8>, mut head: Option<&mut String>) -> ScanResult<()> {
     reset_args(f);
+    if let Some(h) = head.as_deref_mut() {
+        // A repeated `args` key replaces the earlier object entirely.
+        h.clear();
+    }
     s.pos += 1; // '{'
     let mut c = s.peek()?;
     if c == b'}' {

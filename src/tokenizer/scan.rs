@@ -168,9 +168,14 @@ impl<'a> Scanner<'a> {
 
     fn number(&mut self) -> ScanResult<Loc> {
         let start = self.pos;
-        if self.buf[start..].starts_with(b"-Infinity") {
+        let rest = &self.buf[start..];
+        if rest.starts_with(b"-Infinity") {
             self.pos += 9;
             return Ok(Loc::Num(start, self.pos));
+        }
+        if rest.len() > 1 && rest.len() < 9 && b"-Infinity".starts_with(rest) {
+            // `-Inf` at the end of a stream window: the rest may follow.
+            return Err(ScanError::Incomplete);
         }
         let mut i = start;
         while let Some(&b) = self.buf.get(i) {
@@ -181,9 +186,6 @@ impl<'a> Scanner<'a> {
         }
         if i == self.buf.len() {
             // The number may continue in the next window.
-            if b"-Infinity".starts_with(&self.buf[start..i]) && i - start < 9 {
-                return Err(ScanError::Incomplete);
-            }
             return Err(ScanError::Incomplete);
         }
         if !valid_number(&self.buf[start..i]) {
@@ -371,6 +373,8 @@ mod tests {
         assert_eq!(loc_of("12.5e3,").0, Ok(Loc::Num(0, 6)));
         assert_eq!(loc_of("-Infinity,").0, Ok(Loc::Num(0, 9)));
         assert_eq!(loc_of("NaN,").0, Ok(Loc::Num(0, 3)));
+        assert_eq!(loc_of("-Inf").0, Err(ScanError::Incomplete));
+        assert!(matches!(loc_of("-Inf,").0, Err(ScanError::Syntax { .. })));
         assert_eq!(loc_of("12").0, Err(ScanError::Incomplete));
         assert!(matches!(loc_of("01,").0, Err(ScanError::Syntax { .. })));
         assert!(matches!(loc_of("1.e5,").0, Err(ScanError::Syntax { .. })));

@@ -1,0 +1,592 @@
+//! Hostile and broken input through the binary (`torchtriage stats`): real
+//! traces cut at sampled offsets (plain and gzip) and with flipped bytes,
+//! plus hand-made cases (non-JSON, deep nesting, a 100 MB string, NaN,
+//! duplicate keys, gzip bombs, invalid UTF-8, ...). Every run must either
+//! succeed with the right result or exit 2 with one stderr line naming the
+//! file (and the byte offset where one applies); never a panic, never more
+//! than 512 MB of memory or 10 s (see docs/errors.md).
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Peak resident set allowed per run.
+const MAX_RSS_KB: i64 = 512 * 1024;
+
+/// Wall time allowed per run (debug binaries get more headroom).
+fn time_limit() -> Duration {
+    Duration::from_secs(if cfg!(debug_assertions) { 120 } else { 10 })
+}
+
+/// Uncompressed size up to which a shared trace is cut and flipped.
+const SMALL_TRACE: usize = 5_000_000;
+
+/// What one run of the binary did.
+struct Outcome {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: String,
+    max_rss_kb: i64,
+    wall: Duration,
+}
+
+impl Outcome {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout).unwrap_or(Value::Null)
+    }
+}
+
+/// Runs `torchtriage ARGS` with stdout / stderr in files, waits with
+/// `wait4` for its exit status and peak RSS, and kills it at the time limit.
+///
+/// Peak RSS caveat: the child is spawned with vfork, and Linux carries the
+/// parent's high-water mark into the child's at exec, so the figure is
+/// max(this test process, the child). Tests therefore write big inputs in
+/// pieces and keep this process small; the check errs on the safe side.
+fn run_measured(args: &[&std::ffi::OsStr]) -> Outcome {
+    run_measured_stdin(args, None)
+}
+
+fn run_measured_stdin(args: &[&std::ffi::OsStr], stdin: Option<&Path>) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let (out_p, err_p) = (dir.path().join("out"), dir.path().join("err"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_torchtriage"))
+        .args(args)
+        .stdin(match stdin {
+            Some(p) => std::process::Stdio::from(std::fs::File::open(p).unwrap()),
+            None => std::process::Stdio::null(),
+        })
+        .stdout(std::fs::File::create(&out_p).unwrap())
+        .stderr(std::fs::File::create(&err_p).unwrap())
+        .spawn()
+        .expect("spawn torchtriage");
+    let pid = child.id() as libc::pid_t;
+    let start = Instant::now();
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut killed = false;
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break;
+        }
+        assert!(r == 0, "wait4 failed");
+        if !killed && start.elapsed() > time_limit() {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            killed = true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(child);
+    let wall = start.elapsed();
+    let code = if libc::WIFEXITED(status) { Some(libc::WEXITSTATUS(status)) } else { None };
+    let o = Outcome {
+        code,
+        stdout: std::fs::read(&out_p).unwrap(),
+        stderr: String::from_utf8_lossy(&std::fs::read(&err_p).unwrap()).into_owned(),
+        max_rss_kb: ru.ru_maxrss,
+        wall,
+    };
+    assert!(!killed, "timed out after {wall:?}: {args:?}");
+    o
+}
+
+fn stats(path: &Path) -> Outcome {
+    run_measured(&["stats".as_ref(), "--json".as_ref(), "--quiet".as_ref(), path.as_os_str()])
+}
+
+/// Never a panic, a signal, a hang or a memory blow-up.
+fn assert_sane(o: &Outcome, what: &str) {
+    assert!(o.code == Some(0) || o.code == Some(2), "{what}: exit {:?} (101 is a panic)\n{}", o.code, o.stderr);
+    assert!(o.max_rss_kb < MAX_RSS_KB, "{what}: peak RSS {} MB", o.max_rss_kb / 1024);
+    assert!(o.wall < time_limit(), "{what}: took {:?}", o.wall);
+}
+
+/// The byte offset of a one-line error, if it names one.
+fn error_offset(o: &Outcome, path: &str, what: &str) -> Option<u64> {
+    assert_eq!(o.code, Some(2), "{what}: expected exit 2, stderr: {}", o.stderr);
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: error is not one line: {:?}", o.stderr);
+    let line = lines[0];
+    let prefix = format!("torchtriage: {path}: ");
+    assert!(line.starts_with(&prefix), "{what}: error does not name the file: {line}");
+    let rest = &line[prefix.len()..];
+    rest.strip_prefix("byte ").map(|r| {
+        let digits: String = r.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().unwrap_or_else(|_| panic!("{what}: bad offset in {line}"))
+    })
+}
+
+/// A clean error with an offset no further than `max`.
+fn assert_error_at_most(o: &Outcome, path: &Path, max: u64, what: &str) -> u64 {
+    let off = error_offset(o, &path.display().to_string(), what);
+    let off = off.unwrap_or_else(|| panic!("{what}: error names no byte offset: {}", o.stderr));
+    assert!(off <= max, "{what}: offset {off} past {max}: {}", o.stderr);
+    off
+}
+
+/// `stats --json` without the file name.
+fn result_of(o: &Outcome) -> Value {
+    let mut v = o.json();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("file");
+    }
+    v
+}
+
+fn gzip_level(data: &[u8], level: flate2::Compression) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), level);
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    gzip_level(data, flate2::Compression::fast())
+}
+
+fn gunzip_if_needed(raw: Vec<u8>) -> Vec<u8> {
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return raw;
+    }
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&raw[..]), &mut out).unwrap();
+    out
+}
+
+/// Deterministic pseudo-random numbers (xorshift), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// A shared trace small enough to mutate: name, JSON text, intact result.
+struct Small {
+    name: String,
+    text: Vec<u8>,
+    intact: Value,
+}
+
+/// The shared traces of at most [`SMALL_TRACE`] bytes of JSON.
+fn small_traces() -> Vec<Small> {
+    let Some(shared) = common::shared_dir() else { return Vec::new() };
+    let mut out = Vec::new();
+    for (name, path) in common::shared_traces(&shared) {
+        let text = gunzip_if_needed(std::fs::read(&path).unwrap());
+        if text.len() > SMALL_TRACE {
+            continue;
+        }
+        let o = stats(&path);
+        assert_eq!(o.code, Some(0), "{name} must load: {}", o.stderr);
+        out.push(Small { name, text, intact: result_of(&o) });
+    }
+    assert!(out.len() >= 20, "expected at least 20 small traces, found {}", out.len());
+    out
+}
+
+fn write(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, data).unwrap();
+    p
+}
+
+/// Offsets to cut `len` bytes at: both ends, the middle, and `n` random.
+fn cut_points(len: usize, n: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut v = vec![0, 1, len / 2, len.saturating_sub(1)];
+    v.extend((0..n).map(|_| rng.below(len)));
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[test]
+fn truncated_plain_traces_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    let (mut cases, traces) = (0, small_traces());
+    for t in &traces {
+        for cut in cut_points(t.text.len(), 6, &mut rng) {
+            let what = format!("{} cut at {cut}", t.name);
+            let p = write(dir.path(), "cut.json", &t.text[..cut]);
+            let o = stats(&p);
+            assert_sane(&o, &what);
+            if t.text[cut..].iter().all(u8::is_ascii_whitespace) {
+                assert_eq!(o.code, Some(0), "{what}: only whitespace was cut: {}", o.stderr);
+                assert_eq!(result_of(&o), t.intact, "{what}");
+            } else {
+                assert_error_at_most(&o, &p, cut as u64, &what);
+            }
+            cases += 1;
+        }
+    }
+    println!("truncated plain: {} traces, {cases} cases", traces.len());
+}
+
+#[test]
+fn truncated_gzip_traces_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x2545f4914f6cdd1d);
+    let (mut cases, traces) = (0, small_traces());
+    for t in &traces {
+        let gz = gzip(&t.text);
+        // The last 8 bytes are the CRC and length trailer: cut there too.
+        let mut cuts = cut_points(gz.len(), 3, &mut rng);
+        cuts.push(gz.len() - 4);
+        for cut in cuts {
+            let what = format!("{} gzip cut at {cut} of {}", t.name, gz.len());
+            let p = write(dir.path(), "cut.json.gz", &gz[..cut]);
+            let o = stats(&p);
+            assert_sane(&o, &what);
+            // Cut inside the trailer, the JSON may be whole; it still must
+            // not pass as a good file with less data.
+            if o.code == Some(0) {
+                assert!(cut + 8 > gz.len(), "{what}: truncated gzip accepted");
+                assert_eq!(result_of(&o), t.intact, "{what}");
+            } else if cut < 2 {
+                // Not recognisable as gzip any more: read as (bad) JSON.
+                assert_error_at_most(&o, &p, cut as u64, &what);
+            } else {
+                assert_error_at_most(&o, &p, t.text.len() as u64, &what);
+            }
+            cases += 1;
+        }
+    }
+    println!("truncated gzip: {} traces, {cases} cases", traces.len());
+}
+
+#[test]
+fn flipped_bytes_fail_cleanly_or_keep_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x853c49e6748fea9b);
+    let (mut cases, traces) = (0, small_traces());
+    for t in &traces {
+        let events = &t.intact["events"];
+        for _ in 0..6 {
+            let at = rng.below(t.text.len());
+            let mut data = t.text.clone();
+            data[at] ^= 1 + rng.below(255) as u8;
+            let what = format!("{} byte {at} 0x{:02x} -> 0x{:02x}", t.name, t.text[at], data[at]);
+            let p = write(dir.path(), "flip.json", &data);
+            let o = stats(&p);
+            assert_sane(&o, &what);
+            if o.code == Some(0) {
+                // One byte cannot add or drop an event and stay parseable.
+                assert_eq!(&o.json()["events"], events, "{what}: event count changed");
+            } else if let Some(off) = error_offset(&o, &p.display().to_string(), &what) {
+                assert!(off <= data.len() as u64, "{what}: offset past the end");
+            } else {
+                assert!(o.stderr.contains("no traceEvents"), "{what}: error without offset: {}", o.stderr);
+            }
+            cases += 1;
+        }
+        // Flips in the compressed stream: the CRC catches what parses.
+        let gz = gzip(&t.text);
+        for _ in 0..2 {
+            let at = 10 + rng.below(gz.len() - 10);
+            let mut data = gz.clone();
+            data[at] ^= 1 + rng.below(255) as u8;
+            let what = format!("{} gzip byte {at}", t.name);
+            let p = write(dir.path(), "flip.json.gz", &data);
+            let o = stats(&p);
+            assert_sane(&o, &what);
+            if o.code == Some(0) {
+                assert_eq!(result_of(&o), t.intact, "{what}: corrupt gzip accepted with a different result");
+            } else {
+                error_offset(&o, &p.display().to_string(), &what);
+            }
+            cases += 1;
+        }
+    }
+    println!("flipped bytes: {} traces, {cases} cases", traces.len());
+}
+
+/// A hand-made input and what it must give.
+enum Want<'a> {
+    /// Success; each (JSON pointer, value) must match in `stats --json`.
+    Ok(&'a [(&'a str, Value)]),
+    /// Exit 2; the message contains this text and names a byte offset.
+    Err(&'a str),
+    /// Exit 2, whole-document error without an offset.
+    ErrNoOffset(&'a str),
+}
+
+fn check(name: &str, data: &[u8], want: Want<'_>) {
+    check_written(name, &|w: &mut dyn Write| w.write_all(data), data.len(), want);
+}
+
+/// Like [`check`] for an input produced by `emit` (`len` bytes), written
+/// straight to the plain and gzip files so this process stays small.
+fn check_written(name: &str, emit: &dyn Fn(&mut dyn Write) -> std::io::Result<()>, len: usize, want: Want<'_>) {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["json", "json.gz"] {
+        let p = dir.path().join(format!("{name}.{kind}"));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
+        if kind == "json" {
+            emit(&mut f).unwrap();
+        } else {
+            let mut gz = flate2::write::GzEncoder::new(&mut f, flate2::Compression::fast());
+            emit(&mut gz).unwrap();
+            gz.finish().unwrap();
+        }
+        f.flush().unwrap();
+        drop(f);
+        let what = format!("{name} ({kind})");
+        let o = stats(&p);
+        assert_sane(&o, &what);
+        if len > 10 << 20 {
+            println!("{what}: {:?}, peak {} MB", o.wall, o.max_rss_kb >> 10);
+        }
+        match &want {
+            Want::Ok(fields) => {
+                assert_eq!(o.code, Some(0), "{what}: {}", o.stderr);
+                let v = o.json();
+                for (ptr, val) in fields.iter() {
+                    assert_eq!(v.pointer(ptr), Some(val), "{what}: {ptr} in {v}");
+                }
+            }
+            Want::Err(msg) => {
+                assert_error_at_most(&o, &p, len as u64, &what);
+                assert!(o.stderr.contains(msg), "{what}: expected {msg:?} in {}", o.stderr);
+            }
+            Want::ErrNoOffset(msg) => {
+                assert_eq!(error_offset(&o, &p.display().to_string(), &what), None, "{what}");
+                assert!(o.stderr.contains(msg), "{what}: expected {msg:?} in {}", o.stderr);
+            }
+        }
+    }
+}
+
+fn kernel(extra: &str) -> String {
+    format!(r#"{{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7{extra}}}"#)
+}
+
+fn doc(events: &[String]) -> Vec<u8> {
+    format!(r#"{{"schemaVersion": 1, "traceEvents": [{}]}}"#, events.join(", ")).into_bytes()
+}
+
+#[test]
+fn not_a_trace() {
+    check("words", b"hello world", Want::Err("not a JSON trace"));
+    check("empty", b"", Want::Err("empty input"));
+    check("spaces", b"   \n ", Want::Err("empty input"));
+    check("lone-brace", b"{", Want::Err("unexpected end"));
+    check("lone-bracket", b"[", Want::Err("unexpected end"));
+    check("number", b"42", Want::Err("not a JSON trace"));
+    check("no-events", br#"{"schemaVersion": 1}"#, Want::ErrNoOffset("no traceEvents"));
+    check("trailing", br#"{"traceEvents": []} {}"#, Want::Err("after the end"));
+    check("event-not-object", br#"{"traceEvents": [1]}"#, Want::Err("not an object"));
+    check("missing-comma", br#"{"traceEvents": [{} {}]}"#, Want::Err("expected ','"));
+    check("single-quotes", b"{'traceEvents': []}", Want::Err("expected a key"));
+}
+
+#[test]
+fn trace_events_of_the_wrong_type() {
+    for (name, v) in [("object", "{}"), ("string", "\"[]\""), ("number", "3"), ("null", "null"), ("bool", "true")] {
+        let text = format!(r#"{{"traceEvents": {v}}}"#);
+        check(&format!("events-{name}"), text.as_bytes(), Want::Err("traceEvents is not an array"));
+    }
+    check("events-twice", br#"{"traceEvents": [], "traceEvents": []}"#, Want::Err("duplicate traceEvents"));
+}
+
+#[test]
+fn deep_nesting_is_bounded() {
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let in_args = doc(&[kernel(&format!(r#", "ts": 1, "dur": 2, "args": {{"x": {}}}"#, deep(100_000)))]);
+    check("deep-args", &in_args, Want::Err("nesting deeper than"));
+    let in_meta = format!(r#"{{"deviceProperties": {}, "traceEvents": []}}"#, deep(100_000));
+    check("deep-meta", in_meta.as_bytes(), Want::Err("nesting deeper than"));
+    check("deep-open", "[".repeat(1_000_000).as_bytes(), Want::Err("not an object"));
+    let unclosed = format!(r#"{{"traceEvents": [{{"args": {}"#, "{\"a\":".repeat(200_000));
+    check("deep-unclosed", unclosed.as_bytes(), Want::Err("nesting deeper than"));
+    // Within the limit: fine.
+    let ok = doc(&[kernel(&format!(r#", "ts": 1, "dur": 2, "args": {{"x": {}}}"#, deep(400)))]);
+    check("deep-400", &ok, Want::Ok(&[("/events", Value::from(1u64))]));
+}
+
+#[test]
+fn a_100_mb_string() {
+    // Pseudo-random letters (a run of one letter would compress past the
+    // gzip-bomb ratio), written 1 MiB at a time.
+    let mut rng = Rng(0x51ed2701a3c4b5f9);
+    let mib: Vec<u8> = (0..1 << 20).map(|_| b'a' + rng.below(26) as u8).collect();
+    let big = |head: &'static str, tail: &'static str| {
+        let mib = mib.clone();
+        move |w: &mut dyn Write| -> std::io::Result<()> {
+            w.write_all(head.as_bytes())?;
+            for _ in 0..100 {
+                w.write_all(&mib)?;
+            }
+            w.write_all(tail.as_bytes())
+        }
+    };
+    let len = (100 << 20) + 200;
+    // As a kept kernel name (interned, sampled), as an ignored argument,
+    // and as top-level metadata.
+    let named = big(r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "name": ""#, r#""}]}"#);
+    check_written("big-name", &named, len, Want::Ok(&[("/columns/0/rows", Value::from(1u64))]));
+    let arg = big(r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "args": {"blob": ""#, r#""}}]}"#);
+    check_written("big-arg", &arg, len, Want::Ok(&[("/columns/0/rows", Value::from(1u64))]));
+    let meta = big(r#"{"traceName": ""#, r#"", "traceEvents": []}"#);
+    check_written("big-meta", &meta, len, Want::Ok(&[("/events", Value::from(0u64))]));
+}
+
+#[test]
+fn non_finite_and_huge_numbers() {
+    let evs = [
+        kernel(r#", "ts": NaN, "dur": 2"#),
+        kernel(r#", "ts": 1, "dur": Infinity"#),
+        kernel(r#", "ts": -Infinity, "dur": 3"#),
+        kernel(r#", "ts": 1, "dur": NaN"#),
+        kernel(r#", "ts": 1e999, "dur": 1e-999"#),
+        kernel(r#", "ts": 5, "dur": 1e308, "args": {"correlation": 1e999999999999999999999}"#),
+    ];
+    // Python: float(NaN) > 0 is False, so the NaN-dur and 1e-999 kernels are
+    // not complete; NaN ts and infinite values are kept.
+    check("non-finite", &doc(&evs), Want::Ok(&[("/events", Value::from(6u64)), ("/columns/0/rows", Value::from(4u64))]));
+    let long = doc(&[kernel(&format!(r#", "ts": 1{}, "dur": 2"#, "0".repeat(5000)))]);
+    check("5000-digits", &long, Want::Ok(&[("/events", Value::from(1u64))]));
+    check("bad-exponent", &doc(&[kernel(r#", "ts": 1e, "dur": 2"#)]), Want::Err("invalid number"));
+    check("nan-lowercase", &doc(&[kernel(r#", "ts": nan, "dur": 2"#)]), Want::Err("literal"));
+}
+
+#[test]
+fn odd_events_are_kept_or_skipped_like_the_reference() {
+    let evs = [
+        // Last duplicate wins (a Python dict): one kernel, one non-kernel.
+        r#"{"ph": "i", "ph": "X", "cat": "cpu_op", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}"#.to_string(),
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "dur": -2}"#.to_string(),
+        // Missing ts / dur: not complete. Missing ph: counted as <none>.
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "dur": 2}"#.to_string(),
+        r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 2}"#.to_string(),
+        r#"{"cat": "kernel", "name": "k", "ts": 1, "dur": 2}"#.to_string(),
+        // Zero and negative dur: not complete.
+        kernel(r#", "ts": 1, "dur": 0"#),
+        kernel(r#", "ts": 1, "dur": -5"#),
+        // Strings Python's float() accepts.
+        kernel(r#", "ts": "12.5", "dur": " 3 ""#),
+        // Wrong types where a number belongs: skipped and counted.
+        kernel(r#", "ts": "soon", "dur": 2"#),
+        kernel(r#", "ts": 1, "dur": [2]"#),
+        kernel(r#", "ts": null, "dur": 2"#),
+        r#"{}"#.to_string(),
+    ];
+    let want = [
+        ("/events", Value::from(12u64)),
+        ("/columns/0/rows", Value::from(2u64)),
+        ("/skipped_events", Value::from(3u64)),
+        ("/ph/<none>", Value::from(2u64)),
+    ];
+    check("odd-events", &doc(&evs), Want::Ok(&want));
+    // Without --quiet the skipped count is one warning line.
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "odd.json", &doc(&evs));
+    let o = run_measured(&["stats".as_ref(), p.as_os_str()]);
+    assert_eq!(o.code, Some(0));
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", o.stderr);
+    assert!(lines[0].starts_with("torchtriage: warning: ") && lines[0].contains("3 complete events skipped"), "{}", o.stderr);
+}
+
+#[test]
+fn encodings_invalid_utf8_and_bom() {
+    let mut bad = doc(&[kernel(r#", "ts": 1, "dur": 2"#)]);
+    let at = bad.windows(3).position(|w| w == b"\"k\"").unwrap() + 1;
+    bad[at] = 0xff;
+    check("invalid-utf8-name", &bad, Want::Ok(&[("/columns/0/rows", Value::from(1u64))]));
+    let cat = b"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"ker\xc3nel\", \"name\": \"k\", \"ts\": 1, \"dur\": 2}]}";
+    check("invalid-utf8-cat", cat, Want::Ok(&[("/cat/\u{FFFD}", Value::from(1u64))]));
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend(doc(&[kernel(r#", "ts": 1, "dur": 2"#)]));
+    check("bom", &bom, Want::Ok(&[("/columns/0/rows", Value::from(1u64))]));
+    check("bom-only", b"\xEF\xBB\xBF", Want::Err("empty input"));
+    check("utf16", b"\xFF\xFE{\x00}\x00", Want::Err("not a JSON trace"));
+}
+
+/// Concatenated gzip members of `unit` repeated `times` times, between a
+/// head and a tail: a small file that decodes to a lot.
+fn bomb(head: &[u8], unit: &[u8], times: usize, tail: &[u8]) -> Vec<u8> {
+    let member = gzip_level(unit, flate2::Compression::best());
+    let mut out = gzip(head);
+    for _ in 0..times {
+        out.extend_from_slice(&member);
+    }
+    out.extend(gzip(tail));
+    out
+}
+
+#[test]
+fn gzip_bombs_stop_early_with_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let spaces = vec![b' '; 4 << 20];
+    let ev = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, "#;
+    let events = ev.repeat((4 << 20) / ev.len());
+    // Concatenated zstd frames decode as one stream, like gzip members.
+    let zframe = zstd::encode_all(&spaces[..], 19).unwrap();
+    let mut zbomb = zstd::encode_all(&br#"{"traceEvents": []}"#[..], 3).unwrap();
+    for _ in 0..1024 {
+        zbomb.extend_from_slice(&zframe);
+    }
+    let cases: [(&str, Vec<u8>); 4] = [
+        // 4 GiB of whitespace, zstd (far above gzip's 1000x ratio).
+        ("bomb-zstd", zbomb),
+        // 1 GiB of whitespace after a complete document.
+        ("bomb-ws", bomb(br#"{"traceEvents": []}"#, &spaces, 256, b"")),
+        // 1 GiB inside one string.
+        ("bomb-string", bomb(br#"{"traceEvents": [{"name": ""#, &vec![b'a'; 4 << 20], 256, b"\"}]}")),
+        // 512 MiB of kernel events: every one would be a column row.
+        ("bomb-events", bomb(br#"{"traceEvents": ["#, events.as_bytes(), 128, br#"{}]}"#)),
+    ];
+    for (name, gz) in cases {
+        let ext = if name.contains("zstd") { "json.zst" } else { "json.gz" };
+        let p = write(dir.path(), &format!("{name}.{ext}"), &gz);
+        let o = stats(&p);
+        assert_sane(&o, name);
+        assert_error_at_most(&o, &p, u64::MAX, name);
+        assert!(o.stderr.contains("compression bomb") || o.stderr.contains("larger than"), "{name}: {}", o.stderr);
+        println!("{name}: {} KB on disk, {:?}, peak {} MB: {}", gz.len() >> 10, o.wall, o.max_rss_kb >> 10, o.stderr.trim());
+    }
+}
+
+#[test]
+fn gzip_on_stdin() {
+    // Used to hang: the gzip decoder read its header while stdin was locked.
+    let dir = tempfile::tempdir().unwrap();
+    let gz = gzip(&doc(&[kernel(r#", "ts": 1, "dur": 2"#)]));
+    let args = ["stats".as_ref(), "--json".as_ref(), "--quiet".as_ref(), "-".as_ref()];
+    let whole = write(dir.path(), "whole.gz", &gz);
+    let o = run_measured_stdin(&args, Some(&whole));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert_eq!(o.json()["columns"][0]["rows"], 1);
+    let half = write(dir.path(), "half.gz", &gz[..gz.len() / 2]);
+    let o = run_measured_stdin(&args, Some(&half));
+    assert_sane(&o, "half gzip on stdin");
+    assert_eq!(o.code, Some(2));
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.starts_with("torchtriage: -: byte ") || o.stderr.starts_with("torchtriage: <stdin>: byte "), "{}", o.stderr);
+}
+
+#[test]
+fn millions_of_top_level_keys_are_refused() {
+    // Each top-level key is kept (`stats` lists them): 5 million of them
+    // took 0.9 GB. A trace has about ten.
+    let emit = |w: &mut dyn Write| -> std::io::Result<()> {
+        w.write_all(b"{")?;
+        for i in 0..2_000_000 {
+            write!(w, "\"k{i}\": 0, ")?;
+        }
+        w.write_all(br#""traceEvents": []}"#)
+    };
+    check_written("many-keys", &emit, 40 << 20, Want::Err("top-level keys"));
+    let ok: String = (0..1000).map(|i| format!("\"k{i}\": 0, ")).collect();
+    check("few-keys", format!("{{{ok}\"traceEvents\": []}}").as_bytes(), Want::Ok(&[("/events", Value::from(0u64))]));
+}
