@@ -15,7 +15,7 @@ use crate::columns::Trace;
 use crate::error::{Error, Result};
 use crate::input::{self, Source};
 use crate::progress::Progress;
-use crate::tokenizer::{find_event_boundary, parse_chunk, Chunk, DocError, DocParser, Step};
+use crate::tokenizer::{find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Step};
 
 /// Knobs for one ingest.
 #[derive(Clone, Debug, Default)]
@@ -243,8 +243,14 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
     // An unfinished unit is rescanned from its start, so retry only once the
     // window has doubled: a huge value costs linear, not quadratic, time.
     let mut retry_at = 0usize;
+    let parallel = rayon::current_num_threads() > 1;
     loop {
-        if eof || window.len() >= retry_at {
+        let in_events = doc.events_state().is_some();
+        let wanted = if in_events && parallel { retry_at.max(STREAM_BATCH) } else { retry_at };
+        if eof || window.len() >= wanted {
+            if in_events && parallel && !eof && window.len() - pos >= STREAM_BATCH {
+                pos = events_in_parallel(&window, pos, &mut doc).map_err(|e| doc_err(e, base))?;
+            }
             let step = doc.advance(&window, pos, eof, false).map_err(|e| doc_err(e, base))?;
             let keep_from = match step {
                 Step::Done(_) if eof => break,
@@ -284,9 +290,97 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
     finish(doc)
 }
 
+/// Decoded bytes gathered before the event parsing of a stream is split
+/// across two threads.
+const STREAM_BATCH: usize = 16 << 20;
+
+/// Parses the complete events of `window[pos..]` on two threads: the second
+/// half starts at a guessed event boundary and is kept only if the first
+/// half stopped exactly there. Returns the position after the last complete
+/// event (or after `]`) and updates the parser's state.
+fn events_in_parallel(window: &[u8], pos: usize, doc: &mut DocParser) -> std::result::Result<usize, DocError> {
+    let Some((first, top_array)) = doc.events_state() else { return Ok(pos) };
+    let from = if first { EventsFrom::AfterOpen } else { EventsFrom::AfterEvent };
+    let mid = pos + (window.len() - pos) / 2;
+    let Some(cut) = find_event_boundary(window, mid, 8 << 20) else { return Ok(pos) };
+    let (a, b) = rayon::join(
+        || parse_events_partial(window, pos, from, cut),
+        || parse_events_partial(window, cut, EventsFrom::AtEvent, usize::MAX),
+    );
+    let a = a?;
+    let mut end = a.end;
+    let mut ended = a.ended;
+    doc.builder.merge(a.builder);
+    if a.declined_at == Some(cut) {
+        let b = b?;
+        if b.end.is_some() {
+            end = b.end;
+            ended = b.ended;
+        }
+        doc.builder.merge(b.builder);
+    }
+    match end {
+        None => Ok(pos),
+        Some(e) => {
+            if ended {
+                doc.resume_after_events(top_array);
+            } else {
+                doc.resume_after_event(top_array);
+            }
+            Ok(e)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fixture's events repeated to about `target` bytes, inside a
+    /// `traceEvents` object with metadata on both sides.
+    fn big_doc(target: usize) -> Vec<u8> {
+        let text = include_str!("../fixtures/synthetic_vllm_small.json");
+        let start = text.find("\"traceEvents\": [").unwrap() + "\"traceEvents\": [".len();
+        let end = text.rfind(']').unwrap();
+        let events = text[start..end].trim();
+        let mut out = String::from("{\"schemaVersion\": 1, \"traceEvents\": [");
+        while out.len() < target {
+            if !out.ends_with('[') {
+                out.push_str(",\n");
+            }
+            out.push_str(events);
+        }
+        out.push_str("], \"traceName\": \"big\"}");
+        out.into_bytes()
+    }
+
+    fn summary(t: &Trace) -> (u64, usize, usize, usize, usize, f64, f64, usize, Vec<String>) {
+        (
+            t.counts.events,
+            t.kernels.len(),
+            t.frames.len(),
+            t.cpu_ops.len(),
+            t.launches.len(),
+            t.kernels.iter().map(|k| k.ts).sum(),
+            t.frames.iter().map(|f| f.ts + f.dur).sum(),
+            t.corr_to_ext.len(),
+            t.meta.top_level_keys.clone(),
+        )
+    }
+
+    #[test]
+    fn stream_path_splits_across_threads_with_the_same_result() {
+        let doc = big_doc(3 * STREAM_BATCH);
+        let want = summary(&load_bytes(&doc).unwrap());
+        for chunk in [1 << 20, 3 << 20, 5_000_003] {
+            let got = load_reader(Box::new(std::io::Cursor::new(doc.clone())), chunk).unwrap();
+            assert_eq!(summary(&got), want, "chunk {chunk}");
+        }
+        // A cut inside the last events is still an error with its offset.
+        let cut = &doc[..doc.len() - 100];
+        let e = load_reader(Box::new(std::io::Cursor::new(cut.to_vec())), 1 << 20).unwrap_err();
+        assert_eq!(e.offset, Some(cut.len() as u64), "{e}");
+    }
 
     #[test]
     fn bytes_parse_object_and_array_forms() {

@@ -85,6 +85,21 @@ impl DocParser {
         self.state = if top_array { State::End } else { State::ObjKey { first: false } };
     }
 
+    /// Inside the event array: `Some((first, top_array))`, where `first` means
+    /// no event has been read yet (the position is just after `[`).
+    pub fn events_state(&self) -> Option<(bool, bool)> {
+        match self.state {
+            State::Events { first, top_array } => Some((first, top_array)),
+            _ => None,
+        }
+    }
+
+    /// Continues inside the event array after the caller parsed events
+    /// itself; the position is just after the last complete event.
+    pub fn resume_after_event(&mut self, top_array: bool) {
+        self.state = State::Events { first: false, top_array };
+    }
+
     /// Parses as far as `buf` allows from `pos`. With `eof`, running out of
     /// bytes is an error (truncated input). With `stop_at_events`, returns
     /// [`Step::AtEvents`] on entering the event array.
@@ -335,4 +350,75 @@ pub fn find_event_boundary(buf: &[u8], from: usize, limit: usize) -> Option<usiz
         i = comma + 1;
     }
     None
+}
+
+/// Where [`parse_events_partial`] starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum EventsFrom {
+    /// Just after the array's `[`.
+    AfterOpen,
+    /// Just after a complete event (a `,` or `]` comes next).
+    AfterEvent,
+    /// At a (guessed) event start `{`.
+    AtEvent,
+}
+
+/// Result of parsing the complete events in a window of a stream.
+pub struct Partial {
+    pub builder: ColumnsBuilder,
+    /// Just after the last complete event parsed (or after `]`); `None`
+    /// when no event was parsed.
+    pub end: Option<usize>,
+    /// The closing `]` was reached (`end` is just past it).
+    pub ended: bool,
+    /// Start of the first event not parsed because it begins at or after
+    /// `stop`.
+    pub declined_at: Option<usize>,
+}
+
+/// Parses every complete event of `buf` from `start` (see [`EventsFrom`]),
+/// stopping before an event that starts at or after `stop`, at `]`, or at
+/// the end of the window (an unfinished event is left for later).
+pub fn parse_events_partial(buf: &[u8], start: usize, from: EventsFrom, stop: usize) -> Result<Partial, DocError> {
+    let mut out = Partial { builder: ColumnsBuilder::new(), end: None, ended: false, declined_at: None };
+    let mut scratch = EventScratch::default();
+    let mut s = Scanner::new(buf, start);
+    let syntax_err = |e: ScanError| match e {
+        ScanError::Syntax { pos, msg } => Some(DocError { pos, msg }),
+        ScanError::Incomplete => None,
+    };
+    let mut after_event = from == EventsFrom::AfterEvent;
+    let mut at_open = from == EventsFrom::AfterOpen;
+    loop {
+        if after_event || at_open {
+            match s.peek() {
+                Ok(b']') => {
+                    s.pos += 1;
+                    out.end = Some(s.pos);
+                    out.ended = true;
+                    return Ok(out);
+                }
+                Ok(b',') if after_event => s.pos += 1,
+                Ok(_) if at_open => {}
+                Ok(c) => {
+                    return Err(DocError { pos: s.pos, msg: format!("expected ',' or ']' in traceEvents, found {}", show(c)) })
+                }
+                Err(e) => return syntax_err(e).map_or(Ok(out), Err),
+            }
+        }
+        match s.peek() {
+            Ok(_) => {}
+            Err(e) => return syntax_err(e).map_or(Ok(out), Err),
+        }
+        if s.pos >= stop {
+            out.declined_at = Some(s.pos);
+            return Ok(out);
+        }
+        match parse_event(&mut s, &mut out.builder, &mut scratch) {
+            Ok(()) => out.end = Some(s.pos),
+            Err(e) => return syntax_err(e).map_or(Ok(out), Err),
+        }
+        after_event = true;
+        at_open = false;
+    }
 }

@@ -8,4 +8,4 @@ pub mod doc;
 pub mod event;
 pub mod scan;
 
-pub use doc::{find_event_boundary, parse_chunk, Chunk, DocError, DocParser, Step};
+pub use doc::{find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Partial, Step};
