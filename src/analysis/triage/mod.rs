@@ -42,7 +42,7 @@ impl Loaded {
         let trace = load_path(path, &IngestOptions { quiet, ..Default::default() })?;
         let stages = StageIndex::build(&trace);
         let data = extract_trace_data(&trace, &stages);
-        let index = SiteIndex::build(&data);
+        let index = SiteIndex::build(&trace);
         Ok(Loaded { path: path.to_path_buf(), trace, data, index })
     }
 
