@@ -3,7 +3,7 @@
 //! rows into [`OverlapKernel`]s with stream, stage and External id
 //! resolved, and group them by stage in render order.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -32,47 +32,41 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
     };
 
     let stages = StageIndex::build(trace);
-    let mut names: HashMap<Sym, (Arc<str>, Arc<str>, &'static str)> = HashMap::new();
-    // Per thread: pid, tid and the stream name used when args carry none.
-    type ThreadStrings = (Arc<str>, Arc<str>, Arc<str>);
-    let mut threads: HashMap<ThreadIdx, ThreadStrings> = HashMap::new();
-    let mut streams: HashMap<Sym, Arc<str>> = HashMap::new();
+    let mut names: HashMap<Sym, (Arc<str>, &'static str)> = HashMap::default();
+    // Per thread: the stream name used when args carry none.
+    let mut threads: HashMap<ThreadIdx, Arc<str>> = HashMap::default();
+    let mut streams: HashMap<Sym, Arc<str>> = HashMap::default();
     let mut events = Vec::new();
     for i in kernel_rows {
         let row = trace.kernels.get(i);
         if trace.pid_str(row.thread) != chosen {
             continue;
         }
-        let (pid, tid, thread_stream) = threads
-            .entry(row.thread)
-            .or_insert_with(|| {
-                let key = trace.thread(row.thread);
-                let stream = match trace.thread_names.get(&key) {
-                    Some(&n) => Arc::from(trace.s(n)),
-                    None => Arc::from(format!("tid={}", trace.s(key.tid))),
-                };
-                (Arc::from(trace.s(key.pid)), Arc::from(trace.s(key.tid)), stream)
-            })
-            .clone();
         let stream = match row.stream.or(row.cuda_stream) {
             Some(sym) => streams.entry(sym).or_insert_with(|| Arc::from(trace.s(sym))).clone(),
-            None => thread_stream,
+            None => threads
+                .entry(row.thread)
+                .or_insert_with(|| {
+                    let key = trace.thread(row.thread);
+                    match trace.thread_names.get(&key) {
+                        Some(&n) => Arc::from(trace.s(n)),
+                        None => Arc::from(format!("tid={}", trace.s(key.tid))),
+                    }
+                })
+                .clone(),
         };
-        let (name, canonical_name, category) = names
+        let (canonical_name, category) = names
             .entry(row.name)
             .or_insert_with(|| {
                 let raw = trace.s(row.name);
-                (Arc::from(raw), Arc::from(canonicalize_name(raw)), classify_kernel(raw))
+                (Arc::from(canonicalize_name(raw)), classify_kernel(raw))
             })
             .clone();
         let external_id = row.external_id.or_else(|| row.correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()));
         events.push(OverlapKernel {
             idx: events.len(),
-            name,
             canonical_name,
             category,
-            pid,
-            tid,
             stream,
             ts: row.ts,
             dur: row.dur,

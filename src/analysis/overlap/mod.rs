@@ -40,12 +40,9 @@ pub use sweep::analyze_overlap;
 pub struct OverlapKernel {
     /// Position among the chosen process's kernels, in trace order.
     pub idx: usize,
-    pub name: Arc<str>,
     pub canonical_name: Arc<str>,
     /// compute / communication / memory / elementwise / other.
     pub category: &'static str,
-    pub pid: Arc<str>,
-    pub tid: Arc<str>,
     /// `args.stream`, else `args.cuda_stream`, else the thread name, else
     /// `tid=<tid>`.
     pub stream: Arc<str>,

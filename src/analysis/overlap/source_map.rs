@@ -271,11 +271,8 @@ mod tests {
     fn ev(idx: usize, name: &str, ts: f64) -> OverlapKernel {
         OverlapKernel {
             idx,
-            name: Arc::from(name),
             canonical_name: Arc::from(name),
             category: "other",
-            pid: Arc::from("0"),
-            tid: Arc::from("0"),
             stream: Arc::from("7"),
             ts,
             dur: 1.0,

@@ -210,11 +210,8 @@ mod tests {
     pub fn kernel(idx: usize, name: &str, category: &'static str, stream: &str, ts: f64, dur: f64) -> OverlapKernel {
         OverlapKernel {
             idx,
-            name: Arc::from(name),
             canonical_name: Arc::from(name),
             category,
-            pid: Arc::from("1"),
-            tid: Arc::from("1"),
             stream: Arc::from(stream),
             ts,
             dur,

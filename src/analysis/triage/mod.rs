@@ -188,6 +188,14 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     };
 
     let payloads = kernel_and_fuse_rows(&mut report, &formal, &find, &kernel_map, server_args, opts);
+    drop(mapping_views);
+    // The attribution views are done with: free them before the overlap
+    // step builds its own per-kernel records.
+    for l in &mut loaded {
+        l.data = TraceData::default();
+        l.index = SiteIndex::default();
+    }
+    let find = |p: &Path| loaded.iter().find(|l| l.path == p);
     overlap_rows(&mut report, &mapping, &formal, &find, &kernel_map, &payloads, opts);
     Ok(report)
 }
@@ -295,17 +303,26 @@ fn overlap_rows<'a>(
         }
         out
     };
-    let mapping_bundles = bundle_map(&mapping.traces, "mapping");
+    // With one input (mapping == formal) the formal bundles serve as the
+    // mapping bundles too: the source map reads only what the sweep leaves
+    // untouched (names, times, ids).
+    let shared = mapping.traces == formal.traces;
     let mut formal_bundles = bundle_map(&formal.traces, "formal");
+    let mapping_bundles = if shared { IndexMap::new() } else { bundle_map(&mapping.traces, "mapping") };
+    let stages: Vec<(String, String, overlap::OverlapStats)> = render_stages(&formal_bundles)
+        .into_iter()
+        .filter_map(|stage| {
+            let (formal_key, _) = pick_stage(&formal_bundles, &stage)?;
+            let formal_key = formal_key.clone();
+            pick_stage(if shared { &formal_bundles } else { &mapping_bundles }, &stage)?;
+            let stats = overlap::analyze_overlap(&mut formal_bundles.get_mut(&formal_key)?.events);
+            Some((stage, formal_key, stats))
+        })
+        .collect();
+    let mapping_bundles = if shared { &formal_bundles } else { &mapping_bundles };
     let lookup = |stage: &str, name: &str| kernel_map.lookup(stage, name).cloned();
-    for stage in render_stages(&formal_bundles) {
-        let Some((formal_key, _)) = pick_stage(&formal_bundles, &stage) else { continue };
-        let formal_key = formal_key.clone();
-        let Some((_, mapping_bundle)) = pick_stage(&mapping_bundles, &stage) else { continue };
-        let stats = match formal_bundles.get_mut(&formal_key) {
-            Some(b) => overlap::analyze_overlap(&mut b.events),
-            None => continue,
-        };
+    for (stage, formal_key, stats) in stages {
+        let Some((_, mapping_bundle)) = pick_stage(mapping_bundles, &stage) else { continue };
         let Some(formal_bundle) = formal_bundles.get(&formal_key) else { continue };
         report.overlap_stats.push(OverlapStageStats {
             bundle: formal_bundle.label.clone(),
