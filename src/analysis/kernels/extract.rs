@@ -114,6 +114,8 @@ pub fn extract_trace_data(trace: &Trace, stages: &StageIndex) -> TraceData {
     let Some(pid) = chosen_pid else {
         return out;
     };
+    let keep = |i: usize| mask[i] && trace.pid_str(k.thread[i]) == pid;
+    out.kernels.reserve_exact((0..k.len()).filter(|&i| keep(i)).count());
     let mut name_cache: HashMap<Sym, (Arc<str>, &'static str)> = HashMap::default();
     for (row, &is_kernel) in k.iter().zip(&mask) {
         if !is_kernel || trace.pid_str(row.thread) != pid {

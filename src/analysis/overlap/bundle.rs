@@ -36,7 +36,9 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
     // Per thread: the stream name used when args carry none.
     let mut threads: HashMap<ThreadIdx, Arc<str>> = HashMap::default();
     let mut streams: HashMap<Sym, Arc<str>> = HashMap::default();
-    let mut events = Vec::new();
+    let kernel_rows: Vec<usize> =
+        kernel_rows.into_iter().filter(|&i| trace.pid_str(trace.kernels.thread[i]) == chosen).collect();
+    let mut events = Vec::with_capacity(kernel_rows.len());
     for i in kernel_rows {
         let row = trace.kernels.get(i);
         if trace.pid_str(row.thread) != chosen {
@@ -96,10 +98,20 @@ pub fn stage_rank(stage: &str) -> u8 {
 /// Splits kernels by stage: a trace whose file name fixes a stage puts
 /// everything there, otherwise each kernel keeps its resolved stage.
 pub fn group_events_by_stage(events: Vec<OverlapKernel>, default_stage: &str) -> IndexMap<String, Vec<OverlapKernel>> {
+    let stage_of = |e: &OverlapKernel| if default_stage != "all" { default_stage } else { e.stage };
+    // Size each stage's vector first so moving the events wastes no capacity.
     let mut grouped: IndexMap<String, Vec<OverlapKernel>> = IndexMap::new();
+    let mut sizes: IndexMap<&str, usize> = IndexMap::new();
+    for e in &events {
+        *sizes.entry(stage_of(e)).or_insert(0) += 1;
+    }
+    for (stage, n) in sizes {
+        grouped.insert(stage.to_string(), Vec::with_capacity(n));
+    }
     for event in events {
-        let stage = if default_stage != "all" { default_stage } else { event.stage };
-        grouped.entry(stage.to_string()).or_default().push(event);
+        if let Some(v) = grouped.get_mut(stage_of(&event)) {
+            v.push(event);
+        }
     }
     grouped
 }

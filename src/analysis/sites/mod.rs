@@ -7,8 +7,6 @@
 pub mod frames;
 pub mod locations;
 
-use std::sync::Arc;
-
 use indexmap::IndexMap;
 use rustc_hash::FxHashMap;
 
@@ -115,26 +113,51 @@ impl SiteIndex {
         SiteIndex { cpu_ops: KeyedRows::build(cpu, &ops.ts), launches: KeyedRows::build(launches, &l.ts) }
     }
 
-    fn cpu_op(&self, trace: &Trace, kernel: &KernelEvent) -> Option<CpuOpEvent> {
+    /// Row (in `trace.cpu_ops`) of the CPU op nearest the kernel with its
+    /// External id.
+    fn cpu_op_row(&self, trace: &Trace, kernel: &KernelEvent) -> Option<u32> {
         let ops = &trace.cpu_ops;
-        let external_id = kernel.external_id?;
-        let row = nearest(self.cpu_ops.group(external_id), &ops.ts, &ops.dur, kernel.ts)? as usize;
-        Some(CpuOpEvent { name: ops.name[row], thread: ops.thread[row], ts: ops.ts[row], dur: ops.dur[row], external_id })
+        nearest(self.cpu_ops.group(kernel.external_id?), &ops.ts, &ops.dur, kernel.ts)
     }
 
-    fn launch(&self, trace: &Trace, kernel: &KernelEvent) -> Option<LaunchEvent> {
+    /// Row (in `trace.launches`) of the launch call nearest the kernel with
+    /// its correlation.
+    fn launch_row(&self, trace: &Trace, kernel: &KernelEvent) -> Option<u32> {
         let l = &trace.launches;
-        let correlation = kernel.correlation?;
-        let row = nearest(self.launches.group(correlation), &l.ts, &l.dur, kernel.ts)? as usize;
-        Some(LaunchEvent { name: l.name[row], thread: l.thread[row], ts: l.ts[row], dur: l.dur[row], correlation })
+        nearest(self.launches.group(kernel.correlation?), &l.ts, &l.dur, kernel.ts)
     }
 }
 
-/// The site chosen for a set of active frames, and the stack shown for it.
-#[derive(Clone, Debug, PartialEq)]
+fn cpu_op_event(trace: &Trace, row: u32, external_id: i64) -> CpuOpEvent {
+    let (ops, row) = (&trace.cpu_ops, row as usize);
+    CpuOpEvent { name: ops.name[row], thread: ops.thread[row], ts: ops.ts[row], dur: ops.dur[row], external_id }
+}
+
+fn launch_event(trace: &Trace, row: u32, correlation: i64) -> LaunchEvent {
+    let (l, row) = (&trace.launches, row as usize);
+    LaunchEvent { name: l.name[row], thread: l.thread[row], ts: l.ts[row], dur: l.dur[row], correlation }
+}
+
+/// The site chosen for a set of active frames (the chosen frame's name)
+/// and the stack shown for it (an id in the [`StackTable`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct FrameResolution {
-    location: Arc<str>,
-    stack: String,
+    location: Sym,
+    stack: u32,
+}
+
+/// Stack texts of one aggregation, each built once: keyed by the frame
+/// names shown (at most four), since the text is a function of them.
+#[derive(Default)]
+struct StackTable {
+    ids: FxHashMap<([Sym; 4], u8), u32>,
+    texts: Vec<String>,
+}
+
+impl StackTable {
+    fn text(&self, id: u32) -> &str {
+        self.texts.get(id as usize).map_or("", String::as_str)
+    }
 }
 
 /// A frame as the sweep compares it.
@@ -164,16 +187,32 @@ fn choose_mapping_frame(active: &[ActiveFrame]) -> Option<&ActiveFrame> {
     best
 }
 
-/// The last four informative frames (or the innermost one), outermost first.
-fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex) -> String {
-    let normalized = |f: &ActiveFrame| names.name(f.name).map_or("", |n| &*n.normalized);
-    let filtered: Vec<&str> = active.iter().filter(|f| f.priority > 0).map(normalized).collect();
-    let shown: Vec<&str> = if filtered.is_empty() {
-        active.last().map(|f| vec![normalized(f)]).unwrap_or_default()
+/// The last four informative frames (or the innermost one), outermost
+/// first, joined by ` -> `.
+fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex, table: &mut StackTable) -> u32 {
+    let mut shown = [0 as Sym; 4];
+    let mut len = 0;
+    let informative = active.iter().filter(|f| f.priority > 0).count();
+    if informative == 0 {
+        if let Some(f) = active.last() {
+            shown[0] = f.name;
+            len = 1;
+        }
     } else {
-        filtered[filtered.len().saturating_sub(4)..].to_vec()
-    };
-    shown.join(" -> ")
+        for f in active.iter().filter(|f| f.priority > 0).skip(informative.saturating_sub(4)) {
+            shown[len] = f.name;
+            len += 1;
+        }
+    }
+    let key = (shown, len as u8);
+    if let Some(&id) = table.ids.get(&key) {
+        return id;
+    }
+    let text: Vec<&str> = shown[..len].iter().map(|&s| names.name(s).map_or("", |n| &*n.normalized)).collect();
+    let id = table.texts.len() as u32;
+    table.texts.push(text.join(" -> "));
+    table.ids.insert(key, id);
+    id
 }
 
 /// Resolves query times on one thread with a sweep over its frame rows (in
@@ -184,6 +223,7 @@ fn resolve_thread_queries(
     frames: &FrameIndex,
     rows: &[u32],
     mut queries: Vec<f64>,
+    stacks: &mut StackTable,
 ) -> FxHashMap<u64, FrameResolution> {
     let mut out = FxHashMap::default();
     if rows.is_empty() || queries.is_empty() {
@@ -212,8 +252,8 @@ fn resolve_thread_queries(
         }
         active.retain(|f| f.end >= ts - 1e-3);
         if let Some(chosen) = choose_mapping_frame(&active) {
-            let location = frames.name(chosen.name).map_or_else(|| Arc::from(""), |n| n.normalized.clone());
-            out.insert(fkey(ts), FrameResolution { location, stack: build_stack_display(&active, frames) });
+            let stack = build_stack_display(&active, frames, stacks);
+            out.insert(fkey(ts), FrameResolution { location: chosen.name, stack });
         }
     }
     out
@@ -236,21 +276,26 @@ type Resolved = FxHashMap<ThreadIdx, FxHashMap<u64, FrameResolution>>;
 
 fn resolve_site_context<'a>(
     trace: &'a Trace,
+    frames: &'a FrameIndex,
+    stacks: &'a StackTable,
     cpu_op: Option<CpuOpEvent>,
     launch: Option<LaunchEvent>,
     resolved: &'a Resolved,
 ) -> SiteContext<'a> {
-    let lookup = |thread: ThreadIdx, ts: f64| resolved.get(&thread).and_then(|m| m.get(&fkey(ts)));
+    let lookup = |thread: ThreadIdx, ts: f64| {
+        let r = resolved.get(&thread).and_then(|m| m.get(&fkey(ts)))?;
+        Some((frames.name(r.location).map_or("", |n| &*n.normalized), stacks.text(r.stack)))
+    };
     if let Some(op) = cpu_op {
         let probe = op.ts + (op.dur * 0.5).min(1.0);
-        if let Some(r) = lookup(op.thread, probe) {
-            return (&r.location, &r.stack, trace.s(op.name));
+        if let Some((location, stack)) = lookup(op.thread, probe) {
+            return (location, stack, trace.s(op.name));
         }
     }
     if let Some(launch) = launch {
-        if let Some(r) = lookup(launch.thread, launch.ts) {
+        if let Some((location, stack)) = lookup(launch.thread, launch.ts) {
             let name = cpu_op.map_or(launch.name, |op| op.name);
-            return (&r.location, &r.stack, trace.s(name));
+            return (location, stack, trace.s(name));
         }
         return ("unresolved", "", trace.s(launch.name));
     }
@@ -275,10 +320,18 @@ pub fn aggregate_kernel_sites(
     index: &SiteIndex,
     kernels: &[&KernelEvent],
 ) -> SiteStats {
-    let found: Vec<(Option<CpuOpEvent>, Option<LaunchEvent>)> =
-        kernels.iter().map(|k| (index.cpu_op(trace, k), index.launch(trace, k))).collect();
+    // Per kernel: rows of its CPU op and launch call (found once, used twice).
+    let found: Vec<(Option<u32>, Option<u32>)> =
+        kernels.iter().map(|k| (index.cpu_op_row(trace, k), index.launch_row(trace, k))).collect();
+    let events = |k: &KernelEvent, (op, launch): (Option<u32>, Option<u32>)| {
+        (
+            op.zip(k.external_id).map(|(r, x)| cpu_op_event(trace, r, x)),
+            launch.zip(k.correlation).map(|(r, c)| launch_event(trace, r, c)),
+        )
+    };
     let mut queries: IndexMap<ThreadIdx, Vec<f64>> = IndexMap::new();
-    for (op, launch) in &found {
+    for (k, &rows) in kernels.iter().zip(&found) {
+        let (op, launch) = events(k, rows);
         if let Some(op) = op {
             queries.entry(op.thread).or_default().push(op.ts + (op.dur * 0.5).min(1.0));
         }
@@ -286,14 +339,18 @@ pub fn aggregate_kernel_sites(
             queries.entry(l.thread).or_default().push(l.ts);
         }
     }
+    let mut stacks = StackTable::default();
     let resolved: Resolved = queries
         .into_iter()
-        .map(|(thread, q)| (thread, resolve_thread_queries(trace, &data.frames, data.frames.thread(thread), q)))
+        .map(|(thread, q)| {
+            (thread, resolve_thread_queries(trace, &data.frames, data.frames.thread(thread), q, &mut stacks))
+        })
         .collect();
 
     let mut out: SiteStats = IndexMap::new();
-    for (k, &(op, launch)) in kernels.iter().zip(&found) {
-        let (location, stack, cpu_op) = resolve_site_context(trace, op, launch, &resolved);
+    for (k, &rows) in kernels.iter().zip(&found) {
+        let (op, launch) = events(k, rows);
+        let (location, stack, cpu_op) = resolve_site_context(trace, &data.frames, &stacks, op, launch, &resolved);
         let item = slot(slot(&mut out, &k.canonical), location);
         item.total_us += k.dur;
         item.count += 1;
@@ -353,10 +410,12 @@ mod tests {
         ]}));
         let frames = FrameIndex::build(&trace);
         let thread = trace.frames.thread[0];
-        let r = resolve_thread_queries(&trace, &frames, frames.thread(thread), vec![12.0, 12.0, 50.0, 200.0]);
-        assert_eq!(&*r[&fkey(12.0)].location, "python/sglang/inner.py:2 g");
-        assert_eq!(r[&fkey(12.0)].stack, "a/outer.py:1 f -> python/sglang/inner.py:2 g");
-        assert_eq!(&*r[&fkey(50.0)].location, "a/outer.py:1 f");
+        let mut stacks = StackTable::default();
+        let r = resolve_thread_queries(&trace, &frames, frames.thread(thread), vec![12.0, 12.0, 50.0, 200.0], &mut stacks);
+        let location = |ts: f64| frames.name(r[&fkey(ts)].location).map(|n| n.normalized.to_string());
+        assert_eq!(location(12.0).as_deref(), Some("python/sglang/inner.py:2 g"));
+        assert_eq!(stacks.text(r[&fkey(12.0)].stack), "a/outer.py:1 f -> python/sglang/inner.py:2 g");
+        assert_eq!(location(50.0).as_deref(), Some("a/outer.py:1 f"));
         assert!(!r.contains_key(&fkey(200.0)));
     }
 
