@@ -108,8 +108,10 @@ pub fn cpu_launch_contexts(
     let end = |r: u32| f.ts[r as usize] + f.dur[r as usize];
     for (thread, ops) in ops_by_thread.iter_mut() {
         let mut scopes = scopes_by_thread.remove(thread).unwrap_or_default();
-        scopes.sort_by(|&a, &b| fcmp(f.ts[a as usize], f.ts[b as usize]));
-        ops.sort_by(|&a, &b| fcmp(ops_ts[a as usize], ops_ts[b as usize]));
+        // Rows are in trace order, so the row breaks ties as a stable sort
+        // would (fcmp is a total order), without the stable sort's buffer.
+        scopes.sort_unstable_by(|&a, &b| fcmp(f.ts[a as usize], f.ts[b as usize]).then(a.cmp(&b)));
+        ops.sort_unstable_by(|&a, &b| fcmp(ops_ts[a as usize], ops_ts[b as usize]).then(a.cmp(&b)));
         let mut open: Vec<u32> = Vec::new();
         let mut next = 0;
         for &op_row in ops.iter() {

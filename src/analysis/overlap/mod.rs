@@ -49,7 +49,6 @@ pub struct OverlapKernel {
     pub ts: f64,
     pub dur: f64,
     pub end: f64,
-    pub stage: &'static str,
     pub external_id: Option<i64>,
     pub correlation: Option<i64>,
     /// Time with at least one kernel active on another stream.
@@ -59,8 +58,8 @@ pub struct OverlapKernel {
     /// Hidden time during which a compute kernel ran on another stream.
     pub hidden_by_compute_us: f64,
     /// Hidden time per dominant overlapping kernel (canonical name), in
-    /// first-seen order.
-    pub overlap_with: IndexMap<Arc<str>, f64>,
+    /// first-seen order; allocated only for kernels that were hidden.
+    pub overlap_with: Option<Box<IndexMap<Arc<str>, f64>>>,
 }
 
 /// Totals of one sweep.

@@ -277,13 +277,12 @@ mod tests {
             ts,
             dur: 1.0,
             end: ts + 1.0,
-            stage: "all",
             external_id: None,
             correlation: None,
             hidden_us: 0.0,
             exclusive_us: 0.0,
             hidden_by_compute_us: 0.0,
-            overlap_with: IndexMap::new(),
+            overlap_with: None,
         }
     }
 

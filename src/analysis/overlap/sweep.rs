@@ -170,7 +170,7 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
                     }
                     // An empty name is falsy in the reference and not counted.
                     if let Some(name) = name.filter(|n| !n.is_empty()) {
-                        *ev.overlap_with.entry(name).or_insert(0.0) += segment;
+                        *ev.overlap_with.get_or_insert_with(Default::default).entry(name).or_insert(0.0) += segment;
                     }
                 }
                 for t in touched.drain(..) {
@@ -216,13 +216,12 @@ mod tests {
             ts,
             dur,
             end: ts + dur,
-            stage: "all",
             external_id: None,
             correlation: None,
             hidden_us: 0.0,
             exclusive_us: 0.0,
             hidden_by_compute_us: 0.0,
-            overlap_with: IndexMap::new(),
+            overlap_with: None,
         }
     }
 
@@ -273,7 +272,7 @@ mod tests {
                         if any_compute {
                             e.hidden_by_compute_us += seg;
                         }
-                        *e.overlap_with.entry(name).or_insert(0.0) += seg;
+                        *e.overlap_with.get_or_insert_with(Default::default).entry(name).or_insert(0.0) += seg;
                     }
                 }
             }
@@ -320,7 +319,7 @@ mod tests {
         assert_eq!(st, OverlapStats { total_busy_us: 15.0, overlap_us: 5.0, max_concurrent_streams: 2 });
         assert_eq!((evs[0].exclusive_us, evs[0].hidden_us, evs[0].hidden_by_compute_us), (5.0, 5.0, 0.0));
         assert_eq!((evs[1].exclusive_us, evs[1].hidden_us, evs[1].hidden_by_compute_us), (5.0, 5.0, 5.0));
-        assert_eq!(evs[1].overlap_with.get("gemm"), Some(&5.0));
+        assert_eq!(evs[1].overlap_with.as_ref().and_then(|m| m.get("gemm")), Some(&5.0));
     }
 
     #[test]

@@ -28,16 +28,19 @@ pub struct FrameIndex {
     names: Vec<Option<FrameName>>,
 }
 
-/// Sorts frame rows by (ts, later end first), stable. Without NaNs that is
-/// one sort; with them the original two-pass order (by (ts, end), then by
-/// (ts, -end)) is replayed so the result does not change.
+/// Sorts frame rows (given in trace order) by (ts, later end first),
+/// stable. Without NaNs that is one in-place sort with the row index as the
+/// last key; with them the original two stable passes (by (ts, end), then
+/// by (ts, -end)) are replayed so the result does not change.
 fn sort_rows(rows: &mut [u32], ts: &[f64], dur: &[f64]) {
     let t = |r: u32| ts[r as usize];
     let e = |r: u32| ts[r as usize] + dur[r as usize];
     if rows.iter().any(|&r| t(r).is_nan() || e(r).is_nan()) {
         rows.sort_by(|&a, &b| py_cmp(t(a), t(b)).then(py_cmp(e(a), e(b))));
+        rows.sort_by(|&a, &b| py_cmp(t(a), t(b)).then(py_cmp(e(b), e(a))));
+    } else {
+        rows.sort_unstable_by(|&a, &b| py_cmp(t(a), t(b)).then(py_cmp(e(b), e(a))).then(a.cmp(&b)));
     }
-    rows.sort_by(|&a, &b| py_cmp(t(a), t(b)).then(py_cmp(e(b), e(a))));
 }
 
 impl FrameIndex {

@@ -119,6 +119,18 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
     })
 }
 
+/// Hands freed heap pages back to the OS. glibc keeps large freed blocks
+/// in its arenas once its mmap threshold has adapted upward, so without
+/// this the peak RSS of the kernel step would carry into the overlap step.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns unused pages of the allocator's own
+    // arenas; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Runs the triage.
 pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageReport> {
     let (single, mapping_path, formal_path) = match input {
@@ -195,6 +207,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         l.data = TraceData::default();
         l.index = SiteIndex::default();
     }
+    release_free_memory();
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
     overlap_rows(&mut report, &mapping, &formal, &find, &kernel_map, &payloads, opts);
     Ok(report)
