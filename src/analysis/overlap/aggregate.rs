@@ -69,7 +69,7 @@ pub fn aggregate_events(events: &[OverlapKernel]) -> Aggregates {
         stats.hidden_us += e.hidden_us;
         stats.exclusive_us += e.exclusive_us;
         stats.hidden_by_compute_us += e.hidden_by_compute_us;
-        for (k, v) in e.overlap_with.iter().flat_map(|m| m.iter()) {
+        for (k, v) in &e.overlap_with {
             // Counter.update: new keys keep the incoming order; float
             // addition commutes, so the sum is the reference's bit for bit.
             match stats.overlap_with.get_mut(k) {

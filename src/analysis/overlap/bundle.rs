@@ -99,7 +99,7 @@ impl<'t> EventBuilder<'t> {
             hidden_us: 0.0,
             exclusive_us: 0.0,
             hidden_by_compute_us: 0.0,
-            overlap_with: None,
+            overlap_with: Vec::new(),
         }
     }
 }

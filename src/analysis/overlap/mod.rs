@@ -24,8 +24,6 @@ mod sweep;
 
 use std::sync::Arc;
 
-use indexmap::IndexMap;
-
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
 
@@ -58,8 +56,9 @@ pub struct OverlapKernel {
     /// Hidden time during which a compute kernel ran on another stream.
     pub hidden_by_compute_us: f64,
     /// Hidden time per dominant overlapping kernel (canonical name), in
-    /// first-seen order; allocated only for kernels that were hidden.
-    pub overlap_with: Option<Box<IndexMap<Arc<str>, f64>>>,
+    /// first-seen order (a short list: one entry per distinct dominant
+    /// overlapper, allocated only for kernels that were hidden).
+    pub overlap_with: Vec<(Arc<str>, f64)>,
 }
 
 /// Totals of one sweep.

@@ -282,7 +282,7 @@ mod tests {
             hidden_us: 0.0,
             exclusive_us: 0.0,
             hidden_by_compute_us: 0.0,
-            overlap_with: None,
+            overlap_with: Vec::new(),
         }
     }
 
