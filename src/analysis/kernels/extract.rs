@@ -1,12 +1,13 @@
 //! The attribution view of one trace: GPU kernels of the heaviest process
-//! (with canonical name, category and stage), CPU ops keyed by External id,
-//! CUDA launch calls keyed by correlation, and Python frames per thread.
+//! (with canonical name, category and stage) and the Python frames of the
+//! threads site queries can land on (CPU ops and launch calls are read from
+//! the trace's columns by the site index).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::names::{canonicalize_name, classify_kernel};
-use crate::analysis::sites::locations::{frame_priority, normalize_source_location};
+use crate::analysis::sites::frames::FrameIndex;
 use crate::analysis::stage::{select_heaviest_pid, Stage, StageIndex};
 use crate::columns::{Sym, ThreadIdx, Trace};
 use crate::pyfmt::normalize_text;
@@ -49,24 +50,12 @@ pub struct LaunchEvent {
     pub correlation: i64,
 }
 
-/// A `python_function` frame with its display form and rank.
-#[derive(Clone, Debug)]
-pub struct PythonFrame {
-    pub normalized: Arc<str>,
-    pub ts: f64,
-    pub dur: f64,
-    pub end_ts: f64,
-    pub priority: i32,
-}
-
 /// Everything site attribution reads from one trace.
 #[derive(Clone, Debug, Default)]
 pub struct TraceData {
     pub kernels: Vec<KernelEvent>,
-    pub cpu_ops: Vec<CpuOpEvent>,
-    pub launches: Vec<LaunchEvent>,
-    /// Frames per thread, sorted by (ts, end).
-    pub frames: HashMap<ThreadIdx, Vec<PythonFrame>>,
+    /// Python frames of the threads site queries can land on.
+    pub frames: FrameIndex,
     pub chosen_pid: Option<String>,
 }
 
@@ -85,8 +74,8 @@ pub fn looks_like_python_scope_name(name: &str) -> bool {
 /// Which kernel-like rows the kernel table treats as GPU kernels: a kernel /
 /// `gpu_*` category, or a stream marker on a name that is not a Python scope.
 pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
-    let mut cat_ok: HashMap<Sym, bool> = HashMap::new();
-    let mut scope_name: HashMap<Sym, bool> = HashMap::new();
+    let mut cat_ok: HashMap<Sym, bool> = HashMap::default();
+    let mut scope_name: HashMap<Sym, bool> = HashMap::default();
     let k = &trace.kernels;
     (0..k.len())
         .map(|i| {
@@ -105,7 +94,8 @@ pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
         .collect()
 }
 
-fn resolve_external(trace: &Trace, external_id: Option<i64>, correlation: Option<i64>) -> Option<i64> {
+/// A row's External id, else the one its correlation maps to.
+pub fn resolve_external(trace: &Trace, external_id: Option<i64>, correlation: Option<i64>) -> Option<i64> {
     external_id.or_else(|| correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()))
 }
 
@@ -119,48 +109,14 @@ pub fn extract_trace_data(trace: &Trace, stages: &StageIndex) -> TraceData {
         PREFERRED_PIDS,
     );
 
-    let mut out = TraceData { chosen_pid: chosen_pid.clone(), ..Default::default() };
-
-    for row in trace.cpu_ops.iter() {
-        if let Some(external_id) = resolve_external(trace, row.external_id, row.correlation) {
-            out.cpu_ops.push(CpuOpEvent { name: row.name, thread: row.thread, ts: row.ts, dur: row.dur, external_id });
-        }
-    }
-    for row in trace.launches.iter() {
-        out.launches.push(LaunchEvent {
-            name: row.name,
-            thread: row.thread,
-            ts: row.ts,
-            dur: row.dur,
-            correlation: row.correlation,
-        });
-    }
-
-    let mut frame_cache: HashMap<Sym, (Arc<str>, i32)> = HashMap::new();
-    for row in trace.frames.iter() {
-        let (normalized, priority) = frame_cache
-            .entry(row.name)
-            .or_insert_with(|| {
-                let name = trace.s(row.name);
-                (Arc::from(normalize_source_location(name)), frame_priority(name))
-            })
-            .clone();
-        out.frames.entry(row.thread).or_default().push(PythonFrame {
-            normalized,
-            ts: row.ts,
-            dur: row.dur,
-            end_ts: row.ts + row.dur,
-            priority,
-        });
-    }
-    for frames in out.frames.values_mut() {
-        frames.sort_by(|a, b| py_cmp(a.ts, b.ts).then(py_cmp(a.end_ts, b.end_ts)));
-    }
+    let mut out = TraceData { kernels: Vec::new(), frames: FrameIndex::build(trace), chosen_pid: chosen_pid.clone() };
 
     let Some(pid) = chosen_pid else {
         return out;
     };
-    let mut name_cache: HashMap<Sym, (Arc<str>, &'static str)> = HashMap::new();
+    let keep = |i: usize| mask[i] && trace.pid_str(k.thread[i]) == pid;
+    out.kernels.reserve_exact((0..k.len()).filter(|&i| keep(i)).count());
+    let mut name_cache: HashMap<Sym, (Arc<str>, &'static str)> = HashMap::default();
     for (row, &is_kernel) in k.iter().zip(&mask) {
         if !is_kernel || trace.pid_str(row.thread) != pid {
             continue;

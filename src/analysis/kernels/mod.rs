@@ -7,7 +7,7 @@ pub mod names;
 use indexmap::IndexMap;
 
 pub use extract::{
-    extract_trace_data, group_kernels_by_stage, CpuOpEvent, KernelEvent, LaunchEvent, PythonFrame, TraceData,
+    extract_trace_data, group_kernels_by_stage, CpuOpEvent, KernelEvent, LaunchEvent, TraceData,
 };
 pub use names::{canonicalize_name, classify_kernel, short_name};
 

@@ -189,7 +189,7 @@ mod tests {
         assert_eq!(data.kernels.len(), 2);
         assert_eq!(&*data.kernels[0].canonical, "void gemm_kernel<1>");
         assert_eq!(data.kernels[0].external_id, Some(7));
-        let index = SiteIndex::build(&data);
+        let index = SiteIndex::build(&trace);
         let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: "all".into() };
         let map = build_mapping_kernel_map(std::slice::from_ref(&view), "vllm");
         let kernels: Vec<&KernelEvent> = data.kernels.iter().collect();

@@ -3,7 +3,7 @@
 //! rows into [`OverlapKernel`]s with stream, stage and External id
 //! resolved, and group them by stage in render order.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -13,80 +13,139 @@ use super::{OverlapKernel, StageBundle};
 use crate::analysis::stage::{select_heaviest_pid, StageIndex};
 use crate::columns::{Sym, ThreadIdx, Trace};
 
-/// The chosen process's kernels in trace order, and that process's pid.
-pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec<OverlapKernel>, Option<String>) {
-    let kernel_rows: Vec<usize> =
-        (0..trace.kernels.len()).filter(|&i| is_kernel_event(trace, &trace.kernels.get(i))).collect();
+/// The chosen process's kernel rows (trace order) and that process's pid.
+fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, String)> {
+    let k = &trace.kernels;
+    let kernel_rows: Vec<u32> = (0..k.len()).filter(|&i| is_kernel_event(trace, &k.get(i))).map(|i| i as u32).collect();
     let filter_given = pid_substring.is_some_and(|s| !s.is_empty());
     let preferred: &[&str] = if filter_given { &[] } else { &["TP00"] };
     let chosen = select_heaviest_pid(
-        kernel_rows.iter().map(|&i| {
-            let r = trace.kernels.get(i);
-            (trace.pid_str(r.thread), r.dur)
-        }),
+        kernel_rows.iter().map(|&i| (trace.pid_str(k.thread[i as usize]), k.dur[i as usize])),
         pid_substring,
         preferred,
-    );
-    let Some(chosen) = chosen else {
-        return (Vec::new(), None);
-    };
+    )?;
+    let rows = kernel_rows.into_iter().filter(|&i| trace.pid_str(k.thread[i as usize]) == chosen).collect();
+    Some((rows, chosen))
+}
 
-    let stages = StageIndex::build(trace);
-    let mut names: HashMap<Sym, (Arc<str>, Arc<str>, &'static str)> = HashMap::new();
-    // Per thread: pid, tid and the stream name used when args carry none.
-    type ThreadStrings = (Arc<str>, Arc<str>, Arc<str>);
-    let mut threads: HashMap<ThreadIdx, ThreadStrings> = HashMap::new();
-    let mut streams: HashMap<Sym, Arc<str>> = HashMap::new();
-    let mut events = Vec::new();
-    for i in kernel_rows {
-        let row = trace.kernels.get(i);
-        if trace.pid_str(row.thread) != chosen {
-            continue;
+/// Turns kernel rows into [`OverlapKernel`]s, caching per-name and
+/// per-stream strings.
+struct EventBuilder<'t> {
+    trace: &'t Trace,
+    stages: StageIndex,
+    names: HashMap<Sym, (Arc<str>, &'static str)>,
+    /// Per thread: the stream name used when args carry none.
+    threads: HashMap<ThreadIdx, Arc<str>>,
+    streams: HashMap<Sym, Arc<str>>,
+}
+
+impl<'t> EventBuilder<'t> {
+    fn new(trace: &'t Trace) -> Self {
+        EventBuilder {
+            trace,
+            stages: StageIndex::build(trace),
+            names: HashMap::default(),
+            threads: HashMap::default(),
+            streams: HashMap::default(),
         }
-        let (pid, tid, thread_stream) = threads
-            .entry(row.thread)
-            .or_insert_with(|| {
-                let key = trace.thread(row.thread);
-                let stream = match trace.thread_names.get(&key) {
-                    Some(&n) => Arc::from(trace.s(n)),
-                    None => Arc::from(format!("tid={}", trace.s(key.tid))),
-                };
-                (Arc::from(trace.s(key.pid)), Arc::from(trace.s(key.tid)), stream)
-            })
-            .clone();
-        let stream = match row.stream.or(row.cuda_stream) {
-            Some(sym) => streams.entry(sym).or_insert_with(|| Arc::from(trace.s(sym))).clone(),
-            None => thread_stream,
+    }
+
+    fn external_id(&self, row: usize) -> Option<i64> {
+        let k = &self.trace.kernels;
+        let (ext, corr) = (k.get(row).external_id, k.get(row).correlation);
+        ext.or_else(|| corr.and_then(|c| self.trace.corr_to_ext.get(&c).copied()))
+    }
+
+    fn stage(&self, row: usize) -> &'static str {
+        self.stages.resolve(self.trace.kernels.ts[row], self.external_id(row))
+    }
+
+    fn build(&mut self, idx: usize, row: usize) -> OverlapKernel {
+        let trace = self.trace;
+        let r = trace.kernels.get(row);
+        let stream = match r.stream.or(r.cuda_stream) {
+            Some(sym) => self.streams.entry(sym).or_insert_with(|| Arc::from(trace.s(sym))).clone(),
+            None => self
+                .threads
+                .entry(r.thread)
+                .or_insert_with(|| {
+                    let key = trace.thread(r.thread);
+                    match trace.thread_names.get(&key) {
+                        Some(&n) => Arc::from(trace.s(n)),
+                        None => Arc::from(format!("tid={}", trace.s(key.tid))),
+                    }
+                })
+                .clone(),
         };
-        let (name, canonical_name, category) = names
-            .entry(row.name)
+        let (canonical_name, category) = self
+            .names
+            .entry(r.name)
             .or_insert_with(|| {
-                let raw = trace.s(row.name);
-                (Arc::from(raw), Arc::from(canonicalize_name(raw)), classify_kernel(raw))
+                let raw = trace.s(r.name);
+                (Arc::from(canonicalize_name(raw)), classify_kernel(raw))
             })
             .clone();
-        let external_id = row.external_id.or_else(|| row.correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()));
-        events.push(OverlapKernel {
-            idx: events.len(),
-            name,
+        let external_id = self.external_id(row);
+        OverlapKernel {
+            idx,
             canonical_name,
             category,
-            pid,
-            tid,
             stream,
-            ts: row.ts,
-            dur: row.dur,
-            end: row.ts + row.dur,
-            stage: stages.resolve(row.ts, external_id),
+            ts: r.ts,
+            dur: r.dur,
+            end: r.ts + r.dur,
             external_id,
-            correlation: row.correlation,
+            correlation: r.correlation,
             hidden_us: 0.0,
             exclusive_us: 0.0,
             hidden_by_compute_us: 0.0,
-            overlap_with: IndexMap::new(),
-        });
+            overlap_with: Vec::new(),
+        }
     }
+}
+
+/// The chosen process's kernels in trace order, and that process's pid.
+#[cfg(test)]
+pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec<OverlapKernel>, Option<String>) {
+    let Some((rows, chosen)) = chosen_rows(trace, pid_substring) else {
+        return (Vec::new(), None);
+    };
+    let mut builder = EventBuilder::new(trace);
+    let events = rows.iter().enumerate().map(|(idx, &row)| builder.build(idx, row as usize)).collect();
     (events, Some(chosen))
+}
+
+/// The chosen process's kernels split by stage (stages in first-seen
+/// order, kernels in trace order): a trace whose file name fixes a stage
+/// puts everything there, otherwise each kernel keeps its resolved stage.
+/// Each stage's vector is sized first and filled directly, so no copy of
+/// all events is ever held twice.
+pub fn extract_events_by_stage(
+    trace: &Trace,
+    pid_substring: Option<&str>,
+    default_stage: &str,
+) -> (IndexMap<String, Vec<OverlapKernel>>, Option<String>) {
+    let mut grouped: IndexMap<String, Vec<OverlapKernel>> = IndexMap::new();
+    let Some((rows, chosen)) = chosen_rows(trace, pid_substring) else {
+        return (grouped, None);
+    };
+    let mut builder = EventBuilder::new(trace);
+    let stage_of = |b: &EventBuilder, row: u32| if default_stage != "all" { default_stage } else { b.stage(row as usize) };
+    let mut sizes: IndexMap<&str, usize> = IndexMap::new();
+    for &row in &rows {
+        *sizes.entry(stage_of(&builder, row)).or_insert(0) += 1;
+    }
+    for (stage, n) in sizes {
+        grouped.insert(stage.to_string(), Vec::with_capacity(n));
+    }
+    for (idx, &row) in rows.iter().enumerate() {
+        let stage = stage_of(&builder, row);
+        let event = builder.build(idx, row as usize);
+        if let Some(v) = grouped.get_mut(stage) {
+            v.push(event);
+        }
+    }
+    (grouped, Some(chosen))
 }
 
 /// Position of a stage in the report (`extend`/`prefill`, `decode`, `all`).
@@ -97,17 +156,6 @@ pub fn stage_rank(stage: &str) -> u8 {
         "all" => 2,
         _ => 99,
     }
-}
-
-/// Splits kernels by stage: a trace whose file name fixes a stage puts
-/// everything there, otherwise each kernel keeps its resolved stage.
-pub fn group_events_by_stage(events: Vec<OverlapKernel>, default_stage: &str) -> IndexMap<String, Vec<OverlapKernel>> {
-    let mut grouped: IndexMap<String, Vec<OverlapKernel>> = IndexMap::new();
-    for event in events {
-        let stage = if default_stage != "all" { default_stage } else { event.stage };
-        grouped.entry(stage.to_string()).or_default().push(event);
-    }
-    grouped
 }
 
 /// The stages to report, in order: `all` only when it is the only stage.
@@ -128,11 +176,10 @@ pub fn stage_bundles<'t>(
     label_prefix: &str,
     pid_substring: Option<&str>,
 ) -> Vec<(String, StageBundle<'t>)> {
-    let (events, pid) = extract_kernel_events(trace, pid_substring);
-    if events.is_empty() {
+    let (mut groups, pid) = extract_events_by_stage(trace, pid_substring, default_stage);
+    if groups.is_empty() {
         return Vec::new();
     }
-    let mut groups = group_events_by_stage(events, default_stage);
     let mut out = Vec::new();
     for stage in render_stages(&groups) {
         let events = groups.get_mut(&stage).map(std::mem::take).unwrap_or_default();

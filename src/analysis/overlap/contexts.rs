@@ -4,7 +4,7 @@
 //! correlation, or, failing both, the meaningful frames on any thread that
 //! span the kernel's start (the bisect-based time-window lookup).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -20,12 +20,17 @@ pub type ScopeChain = Arc<[Arc<str>]>;
 /// Per frame name: canonical form and whether it is meaningful / fallback.
 #[derive(Default)]
 pub struct FrameNames {
-    by_sym: HashMap<Sym, (Arc<str>, bool, bool)>,
+    /// Indexed by frame-name symbol, filled on first use.
+    by_sym: Vec<Option<(Arc<str>, bool, bool)>>,
 }
 
 impl FrameNames {
     fn get(&mut self, trace: &Trace, sym: Sym) -> &(Arc<str>, bool, bool) {
-        self.by_sym.entry(sym).or_insert_with(|| {
+        let i = sym as usize;
+        if self.by_sym.len() <= i {
+            self.by_sym.resize(i + 1, None);
+        }
+        self.by_sym[i].get_or_insert_with(|| {
             let normalized = canonicalize_python_scope_name(trace.s(sym));
             let meaningful = is_meaningful_python_scope(&normalized);
             let fallback = is_fallback_python_scope(&normalized);
@@ -51,15 +56,6 @@ pub struct LaunchContext {
     pub launch_name: Sym,
 }
 
-/// A usable Python frame on a CPU-op thread.
-struct OpenScope {
-    name: Arc<str>,
-    meaningful: bool,
-    fallback: bool,
-    ts: f64,
-    end: f64,
-}
-
 /// For each External id (restricted to `targets` when given), the CPU ops
 /// carrying it with the last six meaningful Python scopes open on their
 /// thread at their start (or, when none is meaningful, the last six
@@ -68,95 +64,92 @@ struct OpenScope {
 /// seed: when two CPU ops with one External id on different threads are
 /// equally close to a kernel, its pick varies from run to run; ours is the
 /// first thread seen.)
+///
+/// The reference sorts one timeline of scope starts, op starts and scope
+/// ends by (time, kind); this walks the same order without building it: a
+/// scope is open at an op when its start does not sort after the op's time
+/// and its end does not sort before it (a scope whose end sorts before its
+/// own start is never closed once opened), and open scopes are listed in
+/// start order.
 pub fn cpu_launch_contexts(
     trace: &Trace,
     targets: Option<&HashSet<i64>>,
     names: &mut FrameNames,
 ) -> HashMap<i64, Vec<CpuContext>> {
-    let mut ops_by_thread: IndexMap<ThreadIdx, Vec<usize>> = IndexMap::new();
+    let mut ops_by_thread: IndexMap<ThreadIdx, Vec<u32>> = IndexMap::new();
     for i in 0..trace.cpu_ops.len() {
         let op = trace.cpu_ops.get(i);
         let Some(ext) = op.external_id else { continue };
         if !op.complete || targets.is_some_and(|t| !t.contains(&ext)) {
             continue;
         }
-        ops_by_thread.entry(op.thread).or_default().push(i);
+        ops_by_thread.entry(op.thread).or_default().push(i as u32);
     }
     let mut out: HashMap<i64, Vec<CpuContext>> = HashMap::new();
     if ops_by_thread.is_empty() {
         return out;
     }
 
-    let mut scopes_by_thread: HashMap<ThreadIdx, Vec<OpenScope>> = HashMap::new();
-    for f in trace.frames.iter() {
-        if !f.complete || !ops_by_thread.contains_key(&f.thread) {
+    // Usable frame rows per CPU-op thread, in trace order.
+    let f = &trace.frames;
+    let mut scopes_by_thread: HashMap<ThreadIdx, Vec<u32>> = HashMap::new();
+    for i in 0..f.len() {
+        if !f.complete[i] || !ops_by_thread.contains_key(&f.thread[i]) {
             continue;
         }
-        let (name, meaningful, fallback) = names.get(trace, f.name).clone();
-        if !meaningful && !fallback {
+        let (_, meaningful, fallback) = names.get(trace, f.name[i]);
+        if !*meaningful && !*fallback {
             continue;
         }
-        let scope = OpenScope { name, meaningful, fallback, ts: f.ts, end: f.ts + f.dur };
-        scopes_by_thread.entry(f.thread).or_default().push(scope);
+        scopes_by_thread.entry(f.thread[i]).or_default().push(i as u32);
     }
 
-    let empty = Vec::new();
-    for (thread, ops) in &ops_by_thread {
-        let scopes = scopes_by_thread.get(thread).unwrap_or(&empty);
-        // Timeline: scope starts (0), op starts (1), scope ends (2); stable
-        // by (time, kind) with scopes listed before ops.
-        let mut timeline: Vec<(f64, u8, usize)> = Vec::with_capacity(2 * scopes.len() + ops.len());
-        for (i, s) in scopes.iter().enumerate() {
-            timeline.push((s.ts, 0, i));
-            timeline.push((s.end, 2, i));
-        }
-        for (j, _) in ops.iter().enumerate() {
-            timeline.push((trace.cpu_ops.ts[ops[j]], 1, j));
-        }
-        timeline.sort_by(|a, b| fcmp(a.0, b.0).then(a.1.cmp(&b.1)));
-
-        // Open scopes keyed by opening order; `opened` maps scope → key.
-        let mut open: BTreeMap<u64, usize> = BTreeMap::new();
-        let mut opened: Vec<Option<u64>> = vec![None; scopes.len()];
-        let mut seq: u64 = 0;
-        for (_, kind, payload) in timeline {
-            match kind {
-                0 => {
-                    if opened[payload].is_none() {
-                        opened[payload] = Some(seq);
-                        open.insert(seq, payload);
-                        seq += 1;
-                    }
+    let ops_ts = &trace.cpu_ops.ts;
+    let end = |r: u32| f.ts[r as usize] + f.dur[r as usize];
+    for (thread, ops) in ops_by_thread.iter_mut() {
+        let mut scopes = scopes_by_thread.remove(thread).unwrap_or_default();
+        // Rows are in trace order, so the row breaks ties as a stable sort
+        // would (fcmp is a total order), without the stable sort's buffer.
+        scopes.sort_unstable_by(|&a, &b| fcmp(f.ts[a as usize], f.ts[b as usize]).then(a.cmp(&b)));
+        ops.sort_unstable_by(|&a, &b| fcmp(ops_ts[a as usize], ops_ts[b as usize]).then(a.cmp(&b)));
+        let mut open: Vec<u32> = Vec::new();
+        let mut next = 0;
+        for &op_row in ops.iter() {
+            let t = ops_ts[op_row as usize];
+            while let Some(&s) = scopes.get(next) {
+                if fcmp(f.ts[s as usize], t) == std::cmp::Ordering::Greater {
+                    break;
                 }
-                2 => {
-                    if let Some(k) = opened[payload].take() {
-                        open.remove(&k);
-                    }
-                }
-                _ => {
-                    let last_six = |keep: fn(&OpenScope) -> bool| -> Vec<Arc<str>> {
-                        open.values()
-                            .rev()
-                            .filter(|&&s| keep(&scopes[s]))
-                            .take(6)
-                            .map(|&s| scopes[s].name.clone())
-                            .collect()
-                    };
-                    let mut chain = last_six(|s| s.meaningful);
-                    if chain.is_empty() {
-                        chain = last_six(|s| s.fallback);
-                    }
-                    chain.reverse();
-                    let op = trace.cpu_ops.get(ops[payload]);
-                    let ext = op.external_id.unwrap_or_default();
-                    out.entry(ext).or_default().push(CpuContext {
-                        cpu_op_name: op.name,
-                        ts: op.ts,
-                        dur: op.dur,
-                        scope_chain: chain.into(),
-                    });
-                }
+                open.push(s);
+                next += 1;
             }
+            open.retain(|&s| {
+                let e = end(s);
+                fcmp(e, t) != std::cmp::Ordering::Less || fcmp(e, f.ts[s as usize]) == std::cmp::Ordering::Less
+            });
+            let mut last_six = |meaningful: bool| -> Vec<Arc<str>> {
+                open.iter()
+                    .rev()
+                    .filter_map(|&s| {
+                        let (name, m, fb) = names.get(trace, f.name[s as usize]);
+                        (if meaningful { *m } else { *fb }).then(|| name.clone())
+                    })
+                    .take(6)
+                    .collect()
+            };
+            let mut chain = last_six(true);
+            if chain.is_empty() {
+                chain = last_six(false);
+            }
+            chain.reverse();
+            let op = trace.cpu_ops.get(op_row as usize);
+            let ext = op.external_id.unwrap_or_default();
+            out.entry(ext).or_default().push(CpuContext {
+                cpu_op_name: op.name,
+                ts: op.ts,
+                dur: op.dur,
+                scope_chain: chain.into(),
+            });
         }
     }
     out

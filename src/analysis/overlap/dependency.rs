@@ -15,7 +15,9 @@ use crate::pyfmt::is_py_space;
 /// kernels on the same stream, ordered by (ts, end, idx).
 pub type NeighborIndex = HashMap<usize, (Option<usize>, Option<usize>)>;
 
-pub fn build_neighbor_index(events: &[OverlapKernel]) -> NeighborIndex {
+/// The neighbour index, holding entries only for the event idxs `wanted`
+/// accepts (the rows only ask about their representative launches).
+pub fn build_neighbor_index(events: &[OverlapKernel], wanted: impl Fn(usize) -> bool) -> NeighborIndex {
     let mut by_stream: HashMap<&str, Vec<usize>> = HashMap::new();
     for (pos, e) in events.iter().enumerate() {
         by_stream.entry(&e.stream).or_default().push(pos);
@@ -27,6 +29,9 @@ pub fn build_neighbor_index(events: &[OverlapKernel]) -> NeighborIndex {
             fcmp(x.ts, y.ts).then_with(|| fcmp(x.end, y.end)).then(x.idx.cmp(&y.idx))
         });
         for (i, &pos) in positions.iter().enumerate() {
+            if !wanted(events[pos].idx) {
+                continue;
+            }
             let prev = i.checked_sub(1).map(|j| positions[j]);
             let next = positions.get(i + 1).copied();
             index.insert(events[pos].idx, (prev, next));

@@ -24,8 +24,6 @@ mod sweep;
 
 use std::sync::Arc;
 
-use indexmap::IndexMap;
-
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
 
@@ -40,19 +38,15 @@ pub use sweep::analyze_overlap;
 pub struct OverlapKernel {
     /// Position among the chosen process's kernels, in trace order.
     pub idx: usize,
-    pub name: Arc<str>,
     pub canonical_name: Arc<str>,
     /// compute / communication / memory / elementwise / other.
     pub category: &'static str,
-    pub pid: Arc<str>,
-    pub tid: Arc<str>,
     /// `args.stream`, else `args.cuda_stream`, else the thread name, else
     /// `tid=<tid>`.
     pub stream: Arc<str>,
     pub ts: f64,
     pub dur: f64,
     pub end: f64,
-    pub stage: &'static str,
     pub external_id: Option<i64>,
     pub correlation: Option<i64>,
     /// Time with at least one kernel active on another stream.
@@ -62,8 +56,9 @@ pub struct OverlapKernel {
     /// Hidden time during which a compute kernel ran on another stream.
     pub hidden_by_compute_us: f64,
     /// Hidden time per dominant overlapping kernel (canonical name), in
-    /// first-seen order.
-    pub overlap_with: IndexMap<Arc<str>, f64>,
+    /// first-seen order (a short list: one entry per distinct dominant
+    /// overlapper, allocated only for kernels that were hidden).
+    pub overlap_with: Vec<(Arc<str>, f64)>,
 }
 
 /// Totals of one sweep.

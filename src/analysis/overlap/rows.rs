@@ -162,7 +162,9 @@ pub fn build_action_rows(
     total_busy_us: f64,
     table_limit: usize,
 ) -> Vec<ActionRow> {
-    let cx = RowContext { map, events, neighbors: build_neighbor_index(events), total_busy_us };
+    let representatives: HashSet<usize> = aggregates.values().filter_map(|a| a.representative_idx).collect();
+    let neighbors = build_neighbor_index(events, |idx| representatives.contains(&idx));
+    let cx = RowContext { map, events, neighbors, total_busy_us };
     let mut rows = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
     for stats in top_overlap_opportunities(aggregates) {

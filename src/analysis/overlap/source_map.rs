@@ -271,22 +271,18 @@ mod tests {
     fn ev(idx: usize, name: &str, ts: f64) -> OverlapKernel {
         OverlapKernel {
             idx,
-            name: Arc::from(name),
             canonical_name: Arc::from(name),
             category: "other",
-            pid: Arc::from("0"),
-            tid: Arc::from("0"),
             stream: Arc::from("7"),
             ts,
             dur: 1.0,
             end: ts + 1.0,
-            stage: "all",
             external_id: None,
             correlation: None,
             hidden_us: 0.0,
             exclusive_us: 0.0,
             hidden_by_compute_us: 0.0,
-            overlap_with: IndexMap::new(),
+            overlap_with: Vec::new(),
         }
     }
 

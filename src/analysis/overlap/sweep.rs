@@ -8,6 +8,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::pycmp::fcmp;
 use super::{OverlapKernel, OverlapStats};
@@ -101,6 +102,18 @@ fn tally_slice(
     (compute, first, second)
 }
 
+/// Adds `segment` to `name`'s entry (appending it when new, with exact
+/// capacity: most kernels have one or two overlappers).
+fn add_overlap(list: &mut Vec<(Arc<str>, f64)>, name: Arc<str>, segment: f64) {
+    match list.iter_mut().find(|(n, _)| **n == *name) {
+        Some((_, v)) => *v += segment,
+        None => {
+            list.reserve_exact(1);
+            list.push((name, segment));
+        }
+    }
+}
+
 /// Splits every kernel's time into exclusive / hidden / hidden-by-compute
 /// and fills `overlap_with`, adding onto the values already there.
 /// Returns busy time, multi-stream time and the peak number of streams.
@@ -170,7 +183,7 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
                     }
                     // An empty name is falsy in the reference and not counted.
                     if let Some(name) = name.filter(|n| !n.is_empty()) {
-                        *ev.overlap_with.entry(name).or_insert(0.0) += segment;
+                        add_overlap(&mut ev.overlap_with, name, segment);
                     }
                 }
                 for t in touched.drain(..) {
@@ -204,28 +217,23 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use indexmap::IndexMap;
     use std::sync::Arc;
 
     pub fn kernel(idx: usize, name: &str, category: &'static str, stream: &str, ts: f64, dur: f64) -> OverlapKernel {
         OverlapKernel {
             idx,
-            name: Arc::from(name),
             canonical_name: Arc::from(name),
             category,
-            pid: Arc::from("1"),
-            tid: Arc::from("1"),
             stream: Arc::from(stream),
             ts,
             dur,
             end: ts + dur,
-            stage: "all",
             external_id: None,
             correlation: None,
             hidden_us: 0.0,
             exclusive_us: 0.0,
             hidden_by_compute_us: 0.0,
-            overlap_with: IndexMap::new(),
+            overlap_with: Vec::new(),
         }
     }
 
@@ -276,7 +284,7 @@ mod tests {
                         if any_compute {
                             e.hidden_by_compute_us += seg;
                         }
-                        *e.overlap_with.entry(name).or_insert(0.0) += seg;
+                        add_overlap(&mut e.overlap_with, name, seg);
                     }
                 }
             }
@@ -323,7 +331,7 @@ mod tests {
         assert_eq!(st, OverlapStats { total_busy_us: 15.0, overlap_us: 5.0, max_concurrent_streams: 2 });
         assert_eq!((evs[0].exclusive_us, evs[0].hidden_us, evs[0].hidden_by_compute_us), (5.0, 5.0, 0.0));
         assert_eq!((evs[1].exclusive_us, evs[1].hidden_us, evs[1].hidden_by_compute_us), (5.0, 5.0, 5.0));
-        assert_eq!(evs[1].overlap_with.get("gemm"), Some(&5.0));
+        assert_eq!(evs[1].overlap_with, vec![(Arc::from("gemm"), 5.0)]);
     }
 
     #[test]

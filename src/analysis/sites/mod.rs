@@ -4,16 +4,16 @@
 //! that fails, the CUDA launch call with the kernel's correlation is used the
 //! same way. Sites are aggregated per canonical kernel name.
 
+pub mod frames;
 pub mod locations;
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use indexmap::IndexMap;
+use rustc_hash::FxHashMap;
 
-use crate::analysis::kernels::extract::py_cmp;
-use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent, PythonFrame, TraceData};
-use crate::columns::{ThreadIdx, Trace};
+use crate::analysis::kernels::extract::{py_cmp, resolve_external};
+use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent, TraceData};
+use crate::columns::{Sym, ThreadIdx, Trace};
+use frames::FrameIndex;
 
 /// Launch totals of one (kernel, location) pair, with the CPU op names and
 /// stacks seen there (insertion-ordered counters).
@@ -28,32 +28,34 @@ pub struct MappingSiteAggregate {
 /// canonical kernel name → location → totals, all in first-seen order.
 pub type SiteStats = IndexMap<String, IndexMap<String, MappingSiteAggregate>>;
 
-/// Events with a shared key, sorted by start time.
+/// Rows of one column set grouped by an id, each group sorted by start
+/// time (stable, so equal starts keep trace order): the keys are sorted and
+/// a group is found by binary search, with no per-id allocation.
 #[derive(Clone, Debug, Default)]
-struct TimedIndex<T> {
-    events: Vec<T>,
+struct KeyedRows {
+    keys: Vec<i64>,
+    rows: Vec<u32>,
 }
 
-trait Timed {
-    fn ts(&self) -> f64;
-    fn dur(&self) -> f64;
-}
+impl KeyedRows {
+    /// `pairs` are (id, row) in trace order; `ts` is the rows' start column.
+    fn build(mut pairs: Vec<(i64, u32)>, ts: &[f64]) -> Self {
+        pairs.sort_by_key(|p| p.0);
+        let mut start = 0;
+        while start < pairs.len() {
+            let key = pairs[start].0;
+            let len = pairs[start..].partition_point(|p| p.0 == key);
+            pairs[start..start + len].sort_by(|a, b| py_cmp(ts[a.1 as usize], ts[b.1 as usize]));
+            start += len;
+        }
+        let (keys, rows) = pairs.into_iter().unzip();
+        KeyedRows { keys, rows }
+    }
 
-impl Timed for CpuOpEvent {
-    fn ts(&self) -> f64 {
-        self.ts
-    }
-    fn dur(&self) -> f64 {
-        self.dur
-    }
-}
-
-impl Timed for LaunchEvent {
-    fn ts(&self) -> f64 {
-        self.ts
-    }
-    fn dur(&self) -> f64 {
-        self.dur
+    fn group(&self, key: i64) -> &[u32] {
+        let lo = self.keys.partition_point(|&k| k < key);
+        let hi = lo + self.keys[lo..].partition_point(|&k| k == key);
+        &self.rows[lo..hi]
     }
 }
 
@@ -69,76 +71,109 @@ fn first_min_by<T: Copy>(items: impl IntoIterator<Item = T>, key: impl Fn(&T) ->
     best.map(|(t, _)| t)
 }
 
-impl<T: Timed + Copy> TimedIndex<T> {
-    fn build(mut events: Vec<T>) -> Self {
-        events.sort_by(|a, b| py_cmp(a.ts(), b.ts()));
-        TimedIndex { events }
+/// The row nearest a kernel start among `rows` (sorted by start): among
+/// the few rows starting around `probe`, the one ending closest to it if
+/// any started before, else the one starting closest.
+fn nearest(rows: &[u32], ts: &[f64], dur: &[f64], probe: f64) -> Option<u32> {
+    if rows.is_empty() {
+        return None;
     }
-
-    /// The event nearest a kernel start: among the few events starting
-    /// around `probe`, the one ending closest to it if any started before,
-    /// else the one starting closest.
-    fn nearest(&self, probe: f64) -> Option<T> {
-        let ev = &self.events;
-        if ev.is_empty() {
-            return None;
-        }
-        let limit = probe + 1e-3;
-        let right = ev.partition_point(|e| e.ts() <= limit);
-        let lo = right.saturating_sub(4);
-        let hi = (right + 2).min(ev.len());
-        let candidates = &ev[lo..hi];
-        let earlier = candidates.iter().copied().filter(|e| e.ts() <= limit);
-        if let Some(best) = first_min_by(earlier, |e| ((e.ts() + e.dur()) - probe).abs()) {
-            return Some(best);
-        }
-        first_min_by(candidates.iter().copied(), |e| (e.ts() - probe).abs())
+    let t = |r: &u32| ts[*r as usize];
+    let limit = probe + 1e-3;
+    let right = rows.partition_point(|r| t(r) <= limit);
+    let lo = right.saturating_sub(4);
+    let hi = (right + 2).min(rows.len());
+    let candidates = &rows[lo..hi];
+    let earlier = candidates.iter().copied().filter(|r| t(r) <= limit);
+    if let Some(best) = first_min_by(earlier, |r| ((t(r) + dur[*r as usize]) - probe).abs()) {
+        return Some(best);
     }
+    first_min_by(candidates.iter().copied(), |r| (t(r) - probe).abs())
 }
 
-/// Lookup tables built once per trace.
+/// Lookup tables built once per trace: CPU ops by (resolved) External id,
+/// launch calls by correlation.
 #[derive(Clone, Debug, Default)]
 pub struct SiteIndex {
-    cpu_ops: HashMap<i64, TimedIndex<CpuOpEvent>>,
-    launches: HashMap<i64, TimedIndex<LaunchEvent>>,
+    cpu_ops: KeyedRows,
+    launches: KeyedRows,
 }
 
 impl SiteIndex {
-    pub fn build(data: &TraceData) -> Self {
-        let mut cpu: HashMap<i64, Vec<CpuOpEvent>> = HashMap::new();
-        for op in &data.cpu_ops {
-            cpu.entry(op.external_id).or_default().push(*op);
-        }
-        let mut launches: HashMap<i64, Vec<LaunchEvent>> = HashMap::new();
-        for l in &data.launches {
-            launches.entry(l.correlation).or_default().push(*l);
-        }
-        SiteIndex {
-            cpu_ops: cpu.into_iter().map(|(k, v)| (k, TimedIndex::build(v))).collect(),
-            launches: launches.into_iter().map(|(k, v)| (k, TimedIndex::build(v))).collect(),
-        }
+    pub fn build(trace: &Trace) -> Self {
+        let ops = &trace.cpu_ops;
+        let cpu: Vec<(i64, u32)> = (0..ops.len())
+            .filter_map(|i| {
+                let row = ops.get(i);
+                resolve_external(trace, row.external_id, row.correlation).map(|x| (x, i as u32))
+            })
+            .collect();
+        let l = &trace.launches;
+        let launches: Vec<(i64, u32)> = l.correlation.iter().enumerate().map(|(i, &c)| (c, i as u32)).collect();
+        SiteIndex { cpu_ops: KeyedRows::build(cpu, &ops.ts), launches: KeyedRows::build(launches, &l.ts) }
     }
 
-    fn cpu_op(&self, kernel: &KernelEvent) -> Option<CpuOpEvent> {
-        self.cpu_ops.get(&kernel.external_id?)?.nearest(kernel.ts)
+    /// Row (in `trace.cpu_ops`) of the CPU op nearest the kernel with its
+    /// External id.
+    fn cpu_op_row(&self, trace: &Trace, kernel: &KernelEvent) -> Option<u32> {
+        let ops = &trace.cpu_ops;
+        nearest(self.cpu_ops.group(kernel.external_id?), &ops.ts, &ops.dur, kernel.ts)
     }
 
-    fn launch(&self, kernel: &KernelEvent) -> Option<LaunchEvent> {
-        self.launches.get(&kernel.correlation?)?.nearest(kernel.ts)
+    /// Row (in `trace.launches`) of the launch call nearest the kernel with
+    /// its correlation.
+    fn launch_row(&self, trace: &Trace, kernel: &KernelEvent) -> Option<u32> {
+        let l = &trace.launches;
+        nearest(self.launches.group(kernel.correlation?), &l.ts, &l.dur, kernel.ts)
     }
 }
 
-/// The site chosen for a set of active frames, and the stack shown for it.
-#[derive(Clone, Debug, PartialEq)]
+fn cpu_op_event(trace: &Trace, row: u32, external_id: i64) -> CpuOpEvent {
+    let (ops, row) = (&trace.cpu_ops, row as usize);
+    CpuOpEvent { name: ops.name[row], thread: ops.thread[row], ts: ops.ts[row], dur: ops.dur[row], external_id }
+}
+
+fn launch_event(trace: &Trace, row: u32, correlation: i64) -> LaunchEvent {
+    let (l, row) = (&trace.launches, row as usize);
+    LaunchEvent { name: l.name[row], thread: l.thread[row], ts: l.ts[row], dur: l.dur[row], correlation }
+}
+
+/// The site chosen for a set of active frames (the chosen frame's name)
+/// and the stack shown for it (an id in the [`StackTable`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct FrameResolution {
-    location: Arc<str>,
-    stack: String,
+    location: Sym,
+    stack: u32,
+}
+
+/// Stack texts of one aggregation, each built once: keyed by the frame
+/// names shown (at most four), since the text is a function of them.
+#[derive(Default)]
+struct StackTable {
+    ids: FxHashMap<([Sym; 4], u8), u32>,
+    texts: Vec<String>,
+}
+
+impl StackTable {
+    fn text(&self, id: u32) -> &str {
+        self.texts.get(id as usize).map_or("", String::as_str)
+    }
+}
+
+/// A frame as the sweep compares it.
+#[derive(Clone, Copy)]
+struct ActiveFrame {
+    name: Sym,
+    ts: f64,
+    dur: f64,
+    end: f64,
+    priority: i32,
 }
 
 /// Highest (priority, ts, -dur), first on ties.
-fn choose_mapping_frame<'a>(active: &[&'a PythonFrame]) -> Option<&'a PythonFrame> {
-    let mut best: Option<&PythonFrame> = None;
-    for &f in active {
+fn choose_mapping_frame(active: &[ActiveFrame]) -> Option<&ActiveFrame> {
+    let mut best: Option<&ActiveFrame> = None;
+    for f in active {
         let better = match best {
             None => true,
             Some(b) => {
@@ -152,41 +187,73 @@ fn choose_mapping_frame<'a>(active: &[&'a PythonFrame]) -> Option<&'a PythonFram
     best
 }
 
-/// The last four informative frames (or the innermost one), outermost first.
-fn build_stack_display(active: &[&PythonFrame]) -> String {
-    let filtered: Vec<&str> = active.iter().filter(|f| f.priority > 0).map(|f| &*f.normalized).collect();
-    let shown: Vec<&str> = if filtered.is_empty() {
-        active.last().map(|f| vec![&*f.normalized]).unwrap_or_default()
+/// The last four informative frames (or the innermost one), outermost
+/// first, joined by ` -> `.
+fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex, table: &mut StackTable) -> u32 {
+    let mut shown = [0 as Sym; 4];
+    let mut len = 0;
+    let informative = active.iter().filter(|f| f.priority > 0).count();
+    if informative == 0 {
+        if let Some(f) = active.last() {
+            shown[0] = f.name;
+            len = 1;
+        }
     } else {
-        filtered[filtered.len().saturating_sub(4)..].to_vec()
-    };
-    shown.join(" -> ")
+        for f in active.iter().filter(|f| f.priority > 0).skip(informative.saturating_sub(4)) {
+            shown[len] = f.name;
+            len += 1;
+        }
+    }
+    let key = (shown, len as u8);
+    if let Some(&id) = table.ids.get(&key) {
+        return id;
+    }
+    let text: Vec<&str> = shown[..len].iter().map(|&s| names.name(s).map_or("", |n| &*n.normalized)).collect();
+    let id = table.texts.len() as u32;
+    table.texts.push(text.join(" -> "));
+    table.ids.insert(key, id);
+    id
 }
 
-/// Resolves query times on one thread with a sweep: frames that started at
-/// or before the query and end no earlier than 1 ns before it.
-fn resolve_thread_queries(frames: &[PythonFrame], mut queries: Vec<f64>) -> HashMap<u64, FrameResolution> {
-    let mut out = HashMap::new();
-    if frames.is_empty() || queries.is_empty() {
+/// Resolves query times on one thread with a sweep over its frame rows (in
+/// [`FrameIndex`] order): frames that started at or before the query and
+/// end no earlier than 1 ns before it.
+fn resolve_thread_queries(
+    trace: &Trace,
+    frames: &FrameIndex,
+    rows: &[u32],
+    mut queries: Vec<f64>,
+    stacks: &mut StackTable,
+) -> FxHashMap<u64, FrameResolution> {
+    let mut out = FxHashMap::default();
+    if rows.is_empty() || queries.is_empty() {
         return out;
     }
-    let mut ordered: Vec<&PythonFrame> = frames.iter().collect();
-    ordered.sort_by(|a, b| py_cmp(a.ts, b.ts).then(py_cmp(b.end_ts, a.end_ts)));
+    let f = &trace.frames;
     queries.sort_by(|a, b| py_cmp(*a, *b));
     queries.dedup_by(|a, b| a == b);
-    let mut active: Vec<&PythonFrame> = Vec::new();
+    let mut active: Vec<ActiveFrame> = Vec::new();
     let mut next = 0;
     for ts in queries {
-        while next < ordered.len() && ordered[next].ts <= ts {
-            active.push(ordered[next]);
+        while let Some(&r) = rows.get(next) {
+            let r = r as usize;
+            if !(f.ts[r] <= ts) {
+                break;
+            }
+            let name = f.name[r];
+            active.push(ActiveFrame {
+                name,
+                ts: f.ts[r],
+                dur: f.dur[r],
+                end: f.ts[r] + f.dur[r],
+                priority: frames.name(name).map_or(0, |n| n.priority),
+            });
             next += 1;
         }
-        active.retain(|f| f.end_ts >= ts - 1e-3);
+        active.retain(|f| f.end >= ts - 1e-3);
         if let Some(chosen) = choose_mapping_frame(&active) {
-            out.insert(
-                fkey(ts),
-                FrameResolution { location: chosen.normalized.clone(), stack: build_stack_display(&active) },
-            );
+            let stack = build_stack_display(&active, frames, stacks);
+            out.insert(fkey(ts), FrameResolution { location: chosen.name, stack });
         }
     }
     out
@@ -202,31 +269,48 @@ fn fkey(ts: f64) -> u64 {
 }
 
 /// (location, stack, cpu op name) of one kernel.
-type SiteContext = (String, String, String);
+type SiteContext<'a> = (&'a str, &'a str, &'a str);
 
-fn resolve_site_context(
-    trace: &Trace,
-    kernel: &KernelEvent,
-    index: &SiteIndex,
-    resolved: &HashMap<ThreadIdx, HashMap<u64, FrameResolution>>,
-) -> SiteContext {
-    let lookup = |thread: ThreadIdx, ts: f64| resolved.get(&thread).and_then(|m| m.get(&fkey(ts)));
-    let cpu_op = index.cpu_op(kernel);
+/// Resolved frames per (thread, query time).
+type Resolved = FxHashMap<ThreadIdx, FxHashMap<u64, FrameResolution>>;
+
+fn resolve_site_context<'a>(
+    trace: &'a Trace,
+    frames: &'a FrameIndex,
+    stacks: &'a StackTable,
+    cpu_op: Option<CpuOpEvent>,
+    launch: Option<LaunchEvent>,
+    resolved: &'a Resolved,
+) -> SiteContext<'a> {
+    let lookup = |thread: ThreadIdx, ts: f64| {
+        let r = resolved.get(&thread).and_then(|m| m.get(&fkey(ts)))?;
+        Some((frames.name(r.location).map_or("", |n| &*n.normalized), stacks.text(r.stack)))
+    };
     if let Some(op) = cpu_op {
         let probe = op.ts + (op.dur * 0.5).min(1.0);
-        if let Some(r) = lookup(op.thread, probe) {
-            return (r.location.to_string(), r.stack.clone(), trace.s(op.name).to_string());
+        if let Some((location, stack)) = lookup(op.thread, probe) {
+            return (location, stack, trace.s(op.name));
         }
     }
-    if let Some(launch) = index.launch(kernel) {
-        if let Some(r) = lookup(launch.thread, launch.ts) {
+    if let Some(launch) = launch {
+        if let Some((location, stack)) = lookup(launch.thread, launch.ts) {
             let name = cpu_op.map_or(launch.name, |op| op.name);
-            return (r.location.to_string(), r.stack.clone(), trace.s(name).to_string());
+            return (location, stack, trace.s(name));
         }
-        return ("unresolved".into(), String::new(), trace.s(launch.name).to_string());
+        return ("unresolved", "", trace.s(launch.name));
     }
-    let name = cpu_op.map(|op| trace.s(op.name).to_string()).unwrap_or_default();
-    ("unresolved".into(), String::new(), name)
+    let name = cpu_op.map_or("", |op| trace.s(op.name));
+    ("unresolved", "", name)
+}
+
+/// The value under `key`, inserted (default) at the end when missing,
+/// allocating the key only then.
+fn slot<'m, V: Default>(map: &'m mut IndexMap<String, V>, key: &str) -> &'m mut V {
+    let idx = match map.get_index_of(key) {
+        Some(i) => i,
+        None => map.insert_full(key.to_string(), V::default()).0,
+    };
+    &mut map[idx]
 }
 
 /// The reference's `aggregate_kernel_sites` over `kernels`.
@@ -236,35 +320,45 @@ pub fn aggregate_kernel_sites(
     index: &SiteIndex,
     kernels: &[&KernelEvent],
 ) -> SiteStats {
+    // Per kernel: rows of its CPU op and launch call (found once, used twice).
+    let found: Vec<(Option<u32>, Option<u32>)> =
+        kernels.iter().map(|k| (index.cpu_op_row(trace, k), index.launch_row(trace, k))).collect();
+    let events = |k: &KernelEvent, (op, launch): (Option<u32>, Option<u32>)| {
+        (
+            op.zip(k.external_id).map(|(r, x)| cpu_op_event(trace, r, x)),
+            launch.zip(k.correlation).map(|(r, c)| launch_event(trace, r, c)),
+        )
+    };
     let mut queries: IndexMap<ThreadIdx, Vec<f64>> = IndexMap::new();
-    for k in kernels {
-        if let Some(op) = index.cpu_op(k) {
+    for (k, &rows) in kernels.iter().zip(&found) {
+        let (op, launch) = events(k, rows);
+        if let Some(op) = op {
             queries.entry(op.thread).or_default().push(op.ts + (op.dur * 0.5).min(1.0));
         }
-        if let Some(l) = index.launch(k) {
+        if let Some(l) = launch {
             queries.entry(l.thread).or_default().push(l.ts);
         }
     }
-    let empty: Vec<PythonFrame> = Vec::new();
-    let resolved: HashMap<ThreadIdx, HashMap<u64, FrameResolution>> = queries
+    let mut stacks = StackTable::default();
+    let resolved: Resolved = queries
         .into_iter()
         .map(|(thread, q)| {
-            let frames = data.frames.get(&thread).unwrap_or(&empty);
-            (thread, resolve_thread_queries(frames, q))
+            (thread, resolve_thread_queries(trace, &data.frames, data.frames.thread(thread), q, &mut stacks))
         })
         .collect();
 
     let mut out: SiteStats = IndexMap::new();
-    for k in kernels {
-        let (location, stack, cpu_op) = resolve_site_context(trace, k, index, &resolved);
-        let item = out.entry(k.canonical.to_string()).or_default().entry(location).or_default();
+    for (k, &rows) in kernels.iter().zip(&found) {
+        let (op, launch) = events(k, rows);
+        let (location, stack, cpu_op) = resolve_site_context(trace, &data.frames, &stacks, op, launch, &resolved);
+        let item = slot(slot(&mut out, &k.canonical), location);
         item.total_us += k.dur;
         item.count += 1;
         if !cpu_op.is_empty() {
-            *item.cpu_ops.entry(cpu_op).or_insert(0) += 1;
+            *slot(&mut item.cpu_ops, cpu_op) += 1;
         }
         if !stack.is_empty() {
-            *item.stacks.entry(stack).or_insert(0) += 1;
+            *slot(&mut item.stacks, stack) += 1;
         }
     }
     out
@@ -303,28 +397,36 @@ pub fn most_common(counter: &IndexMap<String, u64>) -> Option<&str> {
 mod tests {
     use super::*;
 
-    fn frame(name: &str, ts: f64, dur: f64, priority: i32) -> PythonFrame {
-        PythonFrame { normalized: Arc::from(name), ts, dur, end_ts: ts + dur, priority }
-    }
-
     #[test]
     fn sweep_picks_best_frame_and_stack() {
-        let frames =
-            vec![frame("outer", 0.0, 100.0, 35), frame("inner", 10.0, 5.0, 300), frame("noise", 10.0, 20.0, -20)];
-        let r = resolve_thread_queries(&frames, vec![12.0, 12.0, 50.0, 200.0]);
-        assert_eq!(&*r[&fkey(12.0)].location, "inner");
-        assert_eq!(r[&fkey(12.0)].stack, "outer -> inner");
-        assert_eq!(&*r[&fkey(50.0)].location, "outer");
+        let f = |name: &str, ts: f64, dur: f64| {
+            serde_json::json!({"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur})
+        };
+        let trace = crate::columns::value::trace_from_value(&serde_json::json!({"traceEvents": [
+            f("a/outer.py(1): f", 0.0, 100.0),
+            f("python/sglang/inner.py(2): g", 10.0, 5.0),
+            f("threading.py(3): run", 10.0, 20.0),
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 11, "dur": 1, "args": {"External id": 7}},
+        ]}));
+        let frames = FrameIndex::build(&trace);
+        let thread = trace.frames.thread[0];
+        let mut stacks = StackTable::default();
+        let r = resolve_thread_queries(&trace, &frames, frames.thread(thread), vec![12.0, 12.0, 50.0, 200.0], &mut stacks);
+        let location = |ts: f64| frames.name(r[&fkey(ts)].location).map(|n| n.normalized.to_string());
+        assert_eq!(location(12.0).as_deref(), Some("python/sglang/inner.py:2 g"));
+        assert_eq!(stacks.text(r[&fkey(12.0)].stack), "a/outer.py:1 f -> python/sglang/inner.py:2 g");
+        assert_eq!(location(50.0).as_deref(), Some("a/outer.py:1 f"));
         assert!(!r.contains_key(&fkey(200.0)));
     }
 
     #[test]
     fn nearest_prefers_earlier_events_by_end() {
-        let mk = |ts: f64, dur: f64| LaunchEvent { name: 0, thread: 0, ts, dur, correlation: 1 };
-        let idx = TimedIndex::build(vec![mk(0.0, 1.0), mk(5.0, 4.0), mk(20.0, 1.0)]);
-        assert_eq!(idx.nearest(10.0).map(|e| e.ts), Some(5.0));
-        let later = TimedIndex::build(vec![mk(30.0, 1.0), mk(20.0, 1.0)]);
-        assert_eq!(later.nearest(10.0).map(|e| e.ts), Some(20.0));
+        let idx = KeyedRows::build(vec![(1, 0), (1, 1), (1, 2)], &[0.0, 5.0, 20.0]);
+        let at = |rows: &KeyedRows, ts: &[f64], dur: &[f64]| nearest(rows.group(1), ts, dur, 10.0).map(|r| ts[r as usize]);
+        assert_eq!(at(&idx, &[0.0, 5.0, 20.0], &[1.0, 4.0, 1.0]), Some(5.0));
+        let later = KeyedRows::build(vec![(2, 0), (1, 1), (1, 2)], &[0.0, 30.0, 20.0]);
+        assert_eq!(at(&later, &[0.0, 30.0, 20.0], &[1.0, 1.0, 1.0]), Some(20.0));
+        assert!(later.group(3).is_empty());
     }
 
     #[test]

@@ -42,7 +42,7 @@ impl Loaded {
         let trace = load_path(path, &IngestOptions { quiet, ..Default::default() })?;
         let stages = StageIndex::build(&trace);
         let data = extract_trace_data(&trace, &stages);
-        let index = SiteIndex::build(&data);
+        let index = SiteIndex::build(&trace);
         Ok(Loaded { path: path.to_path_buf(), trace, data, index })
     }
 
@@ -119,6 +119,18 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
     })
 }
 
+/// Hands freed heap pages back to the OS. glibc keeps large freed blocks
+/// in its arenas once its mmap threshold has adapted upward, so without
+/// this the peak RSS of the kernel step would carry into the overlap step.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns unused pages of the allocator's own
+    // arenas; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Runs the triage.
 pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageReport> {
     let (single, mapping_path, formal_path) = match input {
@@ -188,6 +200,15 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     };
 
     let payloads = kernel_and_fuse_rows(&mut report, &formal, &find, &kernel_map, server_args, opts)?;
+    drop(mapping_views);
+    // The attribution views are done with: free them before the overlap
+    // step builds its own per-kernel records.
+    for l in &mut loaded {
+        l.data = TraceData::default();
+        l.index = SiteIndex::default();
+    }
+    release_free_memory();
+    let find = |p: &Path| loaded.iter().find(|l| l.path == p);
     overlap_rows(&mut report, &mapping, &formal, &find, &kernel_map, &payloads, opts);
     Ok(report)
 }
@@ -300,17 +321,26 @@ fn overlap_rows<'a>(
         }
         out
     };
-    let mapping_bundles = bundle_map(&mapping.traces, "mapping");
+    // With one input (mapping == formal) the formal bundles serve as the
+    // mapping bundles too: the source map reads only what the sweep leaves
+    // untouched (names, times, ids).
+    let shared = mapping.traces == formal.traces;
     let mut formal_bundles = bundle_map(&formal.traces, "formal");
+    let mapping_bundles = if shared { IndexMap::new() } else { bundle_map(&mapping.traces, "mapping") };
+    let stages: Vec<(String, String, overlap::OverlapStats)> = render_stages(&formal_bundles)
+        .into_iter()
+        .filter_map(|stage| {
+            let (formal_key, _) = pick_stage(&formal_bundles, &stage)?;
+            let formal_key = formal_key.clone();
+            pick_stage(if shared { &formal_bundles } else { &mapping_bundles }, &stage)?;
+            let stats = overlap::analyze_overlap(&mut formal_bundles.get_mut(&formal_key)?.events);
+            Some((stage, formal_key, stats))
+        })
+        .collect();
+    let mapping_bundles = if shared { &formal_bundles } else { &mapping_bundles };
     let lookup = |stage: &str, name: &str| kernel_map.lookup(stage, name).cloned();
-    for stage in render_stages(&formal_bundles) {
-        let Some((formal_key, _)) = pick_stage(&formal_bundles, &stage) else { continue };
-        let formal_key = formal_key.clone();
-        let Some((_, mapping_bundle)) = pick_stage(&mapping_bundles, &stage) else { continue };
-        let stats = match formal_bundles.get_mut(&formal_key) {
-            Some(b) => overlap::analyze_overlap(&mut b.events),
-            None => continue,
-        };
+    for (stage, formal_key, stats) in stages {
+        let Some((_, mapping_bundle)) = pick_stage(mapping_bundles, &stage) else { continue };
         let Some(formal_bundle) = formal_bundles.get(&formal_key) else { continue };
         report.overlap_stats.push(OverlapStageStats {
             bundle: formal_bundle.label.clone(),
