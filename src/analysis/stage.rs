@@ -31,7 +31,7 @@ pub struct StageWindow {
 /// Everything needed to resolve kernel stages for one trace.
 #[derive(Clone, Debug, Default)]
 pub struct StageIndex {
-    by_external_id: HashMap<i64, Annotation>,
+    by_external_id: rustc_hash::FxHashMap<i64, Annotation>,
     gpu_windows: WindowIndex,
     cpu_windows: WindowIndex,
 }
