@@ -5,13 +5,9 @@
 //! each other ([`summary`]). Files run in parallel under a memory budget
 //! ([`memory`], [`schedule`]); a file that fails is reported, not fatal.
 //!
-//! Each file is read twice: once inside [`run_triage`], whose public API
-//! takes a path and keeps its trace to itself, then once here (stage
-//! bundles and the overlap sweep for per-kernel exclusive time of the
-//! bundles the triage analysed, `distributedInfo.rank`). The two loads run
-//! one after the other, so peak memory is that of one; the cost is a second
-//! parse and sweep (about a third of the batch's CPU time on synthetic
-//! traces; `parse_ms` / `overlap_ms` in the JSON lines show it per file).
+//! Each file is read once, inside [`run_triage`]; its report carries the
+//! per-kernel exclusive time of every overlap sweep and the trace's
+//! `distributedInfo`.
 
 pub mod memory;
 pub mod schedule;
@@ -23,11 +19,8 @@ use std::time::Instant;
 use indexmap::IndexMap;
 
 use crate::analysis::discover::{discover_trace_files, parse_stage, parse_tp_rank};
-use crate::analysis::overlap::{analyze_overlap, stage_bundles};
 use crate::analysis::triage::{run_triage, TriageInput, TriageOptions, TriageReport};
-use crate::columns::Trace;
 use crate::error::{Error, Result};
-use crate::ingest::{load_path, IngestOptions};
 
 /// Where a file's rank came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,10 +81,6 @@ pub struct FileAnalysis {
     pub rank_source: RankSource,
     /// Stage the file's path names (`all` when none).
     pub path_stage: String,
-    /// Wall time of the batch's own load (pure ingest), ms.
-    pub parse_ms: f64,
-    /// Wall time of the batch's own stage bundles and overlap sweeps, ms.
-    pub overlap_ms: f64,
     /// Wall time of [`run_triage`] (its load plus all analyses), ms.
     pub triage_ms: f64,
     pub stages: Vec<StageFacts>,
@@ -230,23 +219,7 @@ fn comm_exposure<'a>(kernels: impl Iterator<Item = (&'a str, &'a str, f64)>) -> 
     (total, top.map(|(n, us)| (n.to_string(), us)))
 }
 
-/// Runs the overlap sweep on the stage bundles of `trace` labelled as in
-/// `wanted` (the bundles the triage analysed) and measures the exposed
-/// communication of each, per bundle label.
-fn exposure(trace: &Trace, path: &Path, pid_substring: Option<&str>, wanted: &[&str]) -> Exposure {
-    let mut out = Exposure::new();
-    for (_, mut bundle) in stage_bundles(trace, parse_stage(path), "formal", pid_substring) {
-        if !wanted.contains(&bundle.label.as_str()) {
-            continue;
-        }
-        analyze_overlap(&mut bundle.events);
-        let kernels = bundle.events.iter().map(|e| (&*e.canonical_name, e.category, e.exclusive_us));
-        out.insert(bundle.label.clone(), comm_exposure(kernels));
-    }
-    out
-}
-
-/// Per-stage facts from a triage report and the batch's own exposure sweep.
+/// Per-stage facts from a triage report and its exposure per bundle.
 fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
     let mut stages: IndexMap<String, StageFacts> = IndexMap::new();
     let blank = |stage: &str| StageFacts {
@@ -284,10 +257,9 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
     stages.into_values().collect()
 }
 
-/// Triages one file: [`run_triage`] on the file alone, then the batch's own
-/// load (rank, exposure). `opts.quiet` should be set: per-file
+/// Triages one file: [`run_triage`] on the file alone. `opts.quiet` should be set: per-file
 /// ingest progress has no place inside a batch.
-/// `phase` is told what starts next (`parse`, `overlap`, `triage`).
+/// `phase` is told what starts next (`triage`).
 pub fn analyze_file(
     file: &BatchFile,
     opts: &TriageOptions,
@@ -298,24 +270,19 @@ pub fn analyze_file(
     let t0 = Instant::now();
     let report = run_triage(&TriageInput::Single(file.path.clone()), opts)?;
     let triage_ms = ms_since(t0);
-
-    phase("parse");
-    let t1 = Instant::now();
-    let trace = load_path(&file.path, &IngestOptions { quiet: true, ..Default::default() })?;
-    let parse_ms = ms_since(t1);
-    let (rank, rank_source) = resolve_rank(file, trace.meta.distributed_info.as_ref());
-    phase("overlap");
-    let t2 = Instant::now();
-    let wanted: Vec<&str> = report.overlap_stats.iter().map(|s| s.bundle.as_str()).collect();
-    let exposure = exposure(&trace, &file.path, opts.pid_substring.as_deref(), &wanted);
-    let overlap_ms = ms_since(t2);
-    drop(trace);
+    let (rank, rank_source) = resolve_rank(file, report.distributed_info.as_ref());
+    let exposure: Exposure = report
+        .overlap_stats
+        .iter()
+        .map(|s| {
+            let kernels = s.exclusive_by_kernel.iter().map(|(n, c, us)| (n.as_str(), *c, *us));
+            (s.bundle.clone(), comm_exposure(kernels))
+        })
+        .collect();
     Ok(FileAnalysis {
         rank,
         rank_source,
         path_stage: parse_stage(&file.path).to_string(),
-        parse_ms,
-        overlap_ms,
         triage_ms,
         stages: stage_facts(&report, &exposure),
         report_json: crate::report::json::to_value(&report, kernel_table_limit),
@@ -357,20 +324,4 @@ mod tests {
         assert_eq!(comm_exposure(std::iter::empty()), (0.0, None));
     }
 
-    #[test]
-    fn exposed_communication_is_exclusive_time() {
-        let k = |name: &str, stream: u32, ts: f64, dur: f64| {
-            json!({"ph": "X", "name": name, "cat": "kernel", "pid": 0, "tid": stream, "ts": ts, "dur": dur,
-                   "args": {"stream": stream}})
-        };
-        // nccl 0..100 on stream 7, gemm 50..80 on stream 8: 70 µs exposed.
-        let trace = trace_from_value(&json!({"traceEvents": [
-            k("ncclKernel_AllReduce", 7, 0.0, 100.0),
-            k("void gemm(int)", 8, 50.0, 30.0),
-        ]}));
-        let e = exposure(&trace, Path::new("/d/x.json"), None, &["formal-all"]);
-        let (us, top) = e.get("formal-all").cloned().unwrap_or_default();
-        assert_eq!(us, 70.0);
-        assert_eq!(top.map(|(n, _)| n), Some("ncclKernel_AllReduce".to_string()));
-    }
 }

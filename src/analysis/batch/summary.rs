@@ -197,8 +197,6 @@ mod tests {
             rank,
             rank_source: RankSource::FileName,
             path_stage: "all".into(),
-            parse_ms: 0.0,
-            overlap_ms: 0.0,
             triage_ms: 0.0,
             stages,
             report_json: serde_json::Value::Null,

@@ -197,6 +197,11 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         overlap_rows: Vec::new(),
         overlap_stats: Vec::new(),
         fuse_rows: Vec::new(),
+        distributed_info: formal
+            .traces
+            .first()
+            .and_then(|p| find(p))
+            .and_then(|l| l.trace.meta.distributed_info.clone()),
     };
 
     let payloads = kernel_and_fuse_rows(&mut report, &formal, &find, &kernel_map, server_args, opts)?;
@@ -348,6 +353,7 @@ fn overlap_rows<'a>(
             total_busy_us: stats.total_busy_us,
             overlap_us: stats.overlap_us,
             max_concurrent_streams: stats.max_concurrent_streams,
+            exclusive_by_kernel: exclusive_by_kernel(&formal_bundle.events),
         });
         let payload = pick_stage(payloads, &stage).map(|(_, p)| p);
         let rows = overlap::build_action_rows(
@@ -364,6 +370,15 @@ fn overlap_rows<'a>(
             report.overlap_rows.push(RenderedOverlapRow { stage: stage.clone(), row, rendered });
         }
     }
+}
+
+/// Exclusive time summed per (canonical name, category), first-seen order.
+fn exclusive_by_kernel(events: &[overlap::OverlapKernel]) -> Vec<(String, &'static str, f64)> {
+    let mut sums: IndexMap<(&str, &'static str), f64> = IndexMap::new();
+    for e in events {
+        *sums.entry((&e.canonical_name, e.category)).or_insert(0.0) += e.exclusive_us;
+    }
+    sums.into_iter().map(|((n, c), us)| (n.to_string(), c, us)).collect()
 }
 
 #[cfg(test)]

@@ -88,6 +88,9 @@ pub struct OverlapStageStats {
     pub total_busy_us: f64,
     pub overlap_us: f64,
     pub max_concurrent_streams: usize,
+    /// Exclusive (exposed) time per kernel of the sweep: (canonical name,
+    /// overlap category, exclusive µs), first-seen order.
+    pub exclusive_by_kernel: Vec<(String, &'static str, f64)>,
 }
 
 /// A fusion opportunity that cleared the share bar.
@@ -111,4 +114,6 @@ pub struct TriageReport {
     pub overlap_rows: Vec<RenderedOverlapRow>,
     pub overlap_stats: Vec<OverlapStageStats>,
     pub fuse_rows: Vec<RenderedFuseRow>,
+    /// `distributedInfo` of the first formal trace, if it has one.
+    pub distributed_info: Option<serde_json::Value>,
 }

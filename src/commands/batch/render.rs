@@ -237,8 +237,6 @@ pub fn file_line(o: &FileOutcome) -> Value {
     out.insert("path_stage".into(), json!(a.path_stage));
     out.insert("stages".into(), Value::Array(stages));
     out.insert("size_bytes".into(), json!(o.file.size));
-    out.insert("parse_ms".into(), json!(a.parse_ms));
-    out.insert("overlap_ms".into(), json!(a.overlap_ms));
     out.insert("triage_ms".into(), json!(a.triage_ms));
     for (k, val) in std::mem::take(&mut v) {
         out.entry(k).or_insert(val);
