@@ -292,7 +292,7 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
 
 /// Decoded bytes gathered before the event parsing of a stream is split
 /// across two threads.
-const STREAM_BATCH: usize = 16 << 20;
+const STREAM_BATCH: usize = 8 << 20;
 
 /// Parses the complete events of `window[pos..]` on two threads: the second
 /// half starts at a guessed event boundary and is kept only if the first
