@@ -1,5 +1,6 @@
 //! Text rules shared by the kernel and overlap analyses: hex-address
-//! masking of kernel and frame names.
+//! masking of kernel and frame names, and the compacted match form and alias
+//! token groups of the relaxed kernel lookups.
 //!
 //! The reference masks every `0x` followed by hex digits, which also eats the
 //! `0x64` inside tile shapes such as `MT192x160x64` (turning it into
@@ -42,6 +43,38 @@ pub fn mask_hex_addresses(text: &str) -> String {
     }
     out.push_str(&text[copied..]);
     out
+}
+
+/// Only the ASCII letters and digits of the normalized text, lowercased:
+/// the form kernel names and locations are compared in by the relaxed
+/// lookups.
+pub fn normalize_match_text(text: &str) -> String {
+    crate::pyfmt::normalize_text(text)
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// Token groups that identify the launcher of kernels whose names say
+/// little about where they come from (the same kernel family under other
+/// names on other backends).
+pub fn alias_token_groups(kernel_name: &str) -> Vec<&'static [&'static str]> {
+    let lowered = normalize_match_text(kernel_name);
+    let mut groups: Vec<&'static [&'static str]> = Vec::new();
+    if lowered.contains("flashattnfwdcombine") {
+        groups.push(&["flashattnfwdsm90", "flashattnvarlenfunc", "vllmflashattnflashattninterface", "vllmfa3cfwd"]);
+    }
+    if lowered.contains("kernelmha") {
+        groups.push(&["maskedmultiheadattentionkernel", "attentioninplace", "attentionbackendtrtllm"]);
+    }
+    if lowered.contains("applybiasropeupdatekvcachev2") {
+        groups.push(&["fusedqknormropekernel", "applyqknormrope", "modelingqwen3py98applyqknormrope"]);
+    }
+    if lowered.starts_with("memset") {
+        groups.push(&["memset"]);
+    }
+    groups
 }
 
 #[cfg(test)]

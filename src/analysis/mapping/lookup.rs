@@ -3,16 +3,12 @@
 //! then a long common prefix for templated kernels, then hand-written alias
 //! families. Also the row summary (location and CPU op cells) of an entry.
 
+pub use crate::analysis::text::normalize_match_text;
+use crate::analysis::text::alias_token_groups;
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
 use crate::analysis::types::{KernelEntry, StagePayload};
-use crate::pyfmt::normalize_text;
 
 use super::payload::site_display_location;
-
-/// Lowercased ASCII letters and digits only.
-pub fn normalize_match_text(text: &str) -> String {
-    normalize_text(text).chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
-}
 
 /// Stage names tried, in order, when looking a stage up.
 pub fn stage_aliases(stage: &str) -> Vec<&str> {
@@ -82,25 +78,6 @@ pub fn relaxed_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Optio
         return kernels.get(key);
     }
     alias_lookup(kernels, kernel_name)
-}
-
-/// Token groups that identify a kernel family across backends.
-fn alias_token_groups(kernel_name: &str) -> Vec<&'static [&'static str]> {
-    let lowered = normalize_match_text(kernel_name);
-    let mut groups: Vec<&'static [&'static str]> = Vec::new();
-    if lowered.contains("flashattnfwdcombine") {
-        groups.push(&["flashattnfwdsm90", "flashattnvarlenfunc", "vllmflashattnflashattninterface", "vllmfa3cfwd"]);
-    }
-    if lowered.contains("kernelmha") {
-        groups.push(&["maskedmultiheadattentionkernel", "attentioninplace", "attentionbackendtrtllm"]);
-    }
-    if lowered.contains("applybiasropeupdatekvcachev2") {
-        groups.push(&["fusedqknormropekernel", "applyqknormrope", "modelingqwen3py98applyqknormrope"]);
-    }
-    if lowered.starts_with("memset") {
-        groups.push(&["memset"]);
-    }
-    groups
 }
 
 fn entry_lookup_text(kernel_name: &str, entry: &KernelEntry) -> String {

@@ -4,32 +4,8 @@
 
 use super::scopes::source_scope_priority;
 use super::source_map::{SourceMap, SourceStats};
-use crate::pyfmt::normalize_text;
-
-/// Only ASCII letters and digits of the normalized text, lowercased.
-pub fn normalize_match_text(text: &str) -> String {
-    normalize_text(text).chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
-}
-
-/// Token groups that identify the launcher of kernels whose names say
-/// little about where they come from.
-fn alias_token_groups(kernel_name: &str) -> Vec<&'static [&'static str]> {
-    let lowered = normalize_match_text(kernel_name);
-    let mut groups: Vec<&'static [&'static str]> = Vec::new();
-    if lowered.contains("flashattnfwdcombine") {
-        groups.push(&["flashattnfwdsm90", "flashattnvarlenfunc", "vllmflashattnflashattninterface", "vllmfa3cfwd"]);
-    }
-    if lowered.contains("kernelmha") {
-        groups.push(&["maskedmultiheadattentionkernel", "attentioninplace", "attentionbackendtrtllm"]);
-    }
-    if lowered.contains("applybiasropeupdatekvcachev2") {
-        groups.push(&["fusedqknormropekernel", "applyqknormrope", "modelingqwen3py98applyqknormrope"]);
-    }
-    if lowered.starts_with("memset") {
-        groups.push(&["memset"]);
-    }
-    groups
-}
+pub use crate::analysis::text::normalize_match_text;
+use crate::analysis::text::alias_token_groups;
 
 fn lookup_text(key: &str, stats: &SourceStats) -> String {
     let parts =
