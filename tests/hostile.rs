@@ -75,7 +75,10 @@ fn run_measured_stdin(args: &[&std::ffi::OsStr], stdin: Option<&Path>) -> Outcom
         if r == pid {
             break;
         }
-        assert!(r == 0, "wait4 failed");
+        if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        assert!(r == 0, "wait4 failed: {}", std::io::Error::last_os_error());
         if !killed && start.elapsed() > time_limit() {
             unsafe { libc::kill(pid, libc::SIGKILL) };
             killed = true;
