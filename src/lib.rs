@@ -5,6 +5,10 @@
 //! [`columns`], [`analysis`] computes the kernel, overlap and fuse tables,
 //! and [`commands`] renders them for the binary.
 
+// Negated float comparisons (`!(a <= b)`) are deliberate where they
+// reproduce Python's behaviour with NaN.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 pub mod analysis;
 pub mod columns;
 pub mod commands;

@@ -1,17 +1,20 @@
 //! String interner: every name, category, pid and tid string seen by ingest is
 //! stored once and referred to by a 32-bit [`Sym`].
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap as HashMap;
 
 /// An interned string id. Only meaningful with the [`Interner`] that made it.
 pub type Sym = u32;
 
 /// Append-only string table. Lookups by string are hashed; lookups by id are
-/// a slice index.
+/// a slice index. Each string's bytes are stored once, shared by the table
+/// and the index.
 #[derive(Default, Debug, Clone)]
 pub struct Interner {
-    map: HashMap<Box<str>, Sym>,
-    strings: Vec<Box<str>>,
+    map: HashMap<Arc<str>, Sym>,
+    strings: Vec<Arc<str>>,
     bytes: usize,
 }
 
@@ -26,10 +29,10 @@ impl Interner {
             return id;
         }
         let id = self.strings.len() as Sym;
-        let boxed: Box<str> = s.into();
-        self.bytes += boxed.len();
-        self.strings.push(boxed.clone());
-        self.map.insert(boxed, id);
+        let shared: Arc<str> = s.into();
+        self.bytes += shared.len();
+        self.strings.push(shared.clone());
+        self.map.insert(shared, id);
         id
     }
 
@@ -53,7 +56,7 @@ impl Interner {
 
     /// Approximate heap bytes held (string bytes plus table overhead).
     pub fn heap_bytes(&self) -> usize {
-        self.bytes * 2 + self.strings.len() * (16 + 16 + 8)
+        self.bytes + self.strings.len() * (16 + 16 + 16 + 8)
     }
 
     /// Interns every string of `other` here and returns the id translation

@@ -218,7 +218,7 @@ fn parse_args(s: &mut Scanner<'_>, f: &mut Slots, scratch: &mut Vec<u8>, mut hea
             _ => return syntax(s.pos - 1, format!("expected ',' or '}}' in args, found {}", show(c))),
         }
     }
-    if let Some(h) = head.as_deref_mut() {
+    if let Some(h) = head {
         let mut parts: Vec<&str> = Vec::new();
         for (k, v) in head_keys.iter().take(8) {
             parts.push(k);
