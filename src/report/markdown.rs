@@ -39,15 +39,7 @@ pub fn stage_label(stage: &str) -> &str {
     }
 }
 
-/// Short form of the overlap analysis' dependency signal.
-pub fn dependency_risk_label(signal: &str) -> &str {
-    match signal {
-        "serial risk low" => "low",
-        "prev-side serial risk" | "next-side serial risk" | "both-side serial risk" => "high",
-        "adjacency unclear" => "unclear",
-        other => other,
-    }
-}
+pub use crate::analysis::overlap::dependency_risk_label;
 
 /// Groups row indexes by stage, stages in render order.
 fn group_by_stage(stages: &[&str]) -> Vec<(String, Vec<usize>)> {

@@ -53,16 +53,7 @@ const LOW_SIGNAL_PATHS: &[&str] = &[
     "torch/fx/graph_module.py:",
 ];
 
-/// Repo markers, checked in order, and what they normalize to.
-const REPO_MARKERS: &[(&str, &str)] = &[
-    ("python/sglang/", "python/sglang/"),
-    ("sgl_kernel/", "sgl_kernel/"),
-    ("vllm/", "vllm/"),
-    ("python/tokenspeed/", "python/tokenspeed/"),
-    ("tokenspeed/", "tokenspeed/"),
-    ("tensorrt_llm/", "tensorrt_llm/"),
-    ("tensorrt-llm/", "tensorrt_llm/"),
-];
+use crate::analysis::sites::locations::REPO_MARKERS;
 
 /// Finds `needle` in the lowercased text and returns the byte offset of
 /// the same code-point position in the original text.

@@ -37,7 +37,7 @@ const LOW_SIGNAL_PATH_TOKENS: &[&str] = &[
 ];
 
 /// Markers that anchor a repo-relative path, with the prefix they become.
-const REPO_MARKERS: &[(&str, &str)] = &[
+pub const REPO_MARKERS: &[(&str, &str)] = &[
     ("python/sglang/", "python/sglang/"),
     ("sgl_kernel/", "sgl_kernel/"),
     ("vllm/", "vllm/"),
