@@ -279,6 +279,15 @@ pub fn py_round(x: f64) -> f64 {
     x.round_ties_even()
 }
 
+/// The positions the reference keeps when it samples `limit` of `n` items
+/// (`n > limit >= 2`): `round(i * (n - 1) / (limit - 1))` for each `i` below
+/// `limit`, with Python's exact integer product and half-to-even rounding.
+pub fn sample_positions(n: usize, limit: usize) -> impl Iterator<Item = usize> {
+    let span = n.saturating_sub(1);
+    let steps = limit.saturating_sub(1).max(1);
+    (0..limit).map(move |i| py_round(i.saturating_mul(span) as f64 / steps as f64) as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,6 +347,14 @@ mod tests {
         assert!(Scalar::Num("7").truthy());
         assert!(!Scalar::Str("").truthy());
         assert_eq!(Scalar::Missing.py_float_or(0.0), Some(0.0));
+    }
+
+    #[test]
+    fn sample_positions_round_half_to_even() {
+        // round(i * 4 / 8): 0, 0.5 -> 0, 1, 1.5 -> 2, 2, 2.5 -> 2, 3, 3.5 -> 4, 4
+        let got: Vec<usize> = sample_positions(5, 9).collect();
+        assert_eq!(got, vec![0, 0, 1, 2, 2, 2, 3, 4, 4]);
+        assert_eq!(sample_positions(100, 16).last(), Some(99));
     }
 
     #[test]

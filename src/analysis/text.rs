@@ -77,6 +77,20 @@ pub fn alias_token_groups(kernel_name: &str) -> Vec<&'static [&'static str]> {
     groups
 }
 
+/// Score of a candidate's match text against alias token groups: for each
+/// group with a token in `text`, 1000 × (group rank) plus the longest such
+/// token's length; 0 when no group matches.
+pub fn alias_score(groups: &[&[&str]], text: &str) -> i64 {
+    let mut score: i64 = 0;
+    for (i, group) in groups.iter().enumerate() {
+        let group_score = group.iter().filter(|t| text.contains(*t)).map(|t| t.len()).max().unwrap_or(0);
+        if group_score > 0 {
+            score += 1000 * (i as i64 + 1) + group_score as i64;
+        }
+    }
+    score
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! families. Also the row summary (location and CPU op cells) of an entry.
 
 pub use crate::analysis::text::normalize_match_text;
-use crate::analysis::text::alias_token_groups;
+use crate::analysis::text::{alias_score, alias_token_groups};
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
 use crate::analysis::types::{KernelEntry, StagePayload};
 
@@ -103,14 +103,7 @@ pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<
     }
     let mut best: Option<(&str, i64)> = None;
     for (key, entry) in kernels {
-        let text = entry_lookup_text(key, entry);
-        let mut score: i64 = 0;
-        for (i, group) in groups.iter().enumerate() {
-            let group_score = group.iter().filter(|t| text.contains(*t)).map(|t| t.len()).max().unwrap_or(0);
-            if group_score > 0 {
-                score += 1000 * (i as i64 + 1) + group_score as i64;
-            }
-        }
+        let mut score = alias_score(&groups, &entry_lookup_text(key, entry));
         if score <= 0 {
             continue;
         }

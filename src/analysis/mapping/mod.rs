@@ -15,7 +15,6 @@ use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, Kerne
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
 use crate::columns::Trace;
-use crate::pyfmt::py_round;
 
 /// Launches kept per kernel name when sampling a mapping trace.
 pub const SAMPLE_LIMIT_PER_NAME: usize = 16;
@@ -52,8 +51,7 @@ pub fn sample_kernels_for_mapping<'a>(
             sampled.extend(items.iter().copied());
             continue;
         }
-        for i in 0..limit {
-            let pos = py_round(i as f64 * (items.len() - 1) as f64 / (limit - 1) as f64) as usize;
+        for pos in crate::pyfmt::sample_positions(items.len(), limit) {
             if let Some(k) = items.get(pos) {
                 sampled.push(k);
             }

@@ -5,7 +5,7 @@
 use super::scopes::source_scope_priority;
 use super::source_map::{SourceMap, SourceStats};
 pub use crate::analysis::text::normalize_match_text;
-use crate::analysis::text::alias_token_groups;
+use crate::analysis::text::{alias_score, alias_token_groups};
 
 fn lookup_text(key: &str, stats: &SourceStats) -> String {
     let parts =
@@ -87,14 +87,7 @@ pub fn relaxed_lookup<'m>(map: &'m SourceMap, kernel_name: &str) -> Option<&'m S
     let mut best: Option<&str> = None;
     let mut best_score: i64 = -1;
     for (key, stats) in map {
-        let text = lookup_text(key, stats);
-        let mut score: i64 = 0;
-        for (gi, group) in groups.iter().enumerate() {
-            let group_score = group.iter().filter(|t| text.contains(*t)).map(|t| t.len()).max().unwrap_or(0);
-            if group_score > 0 {
-                score += 1000 * (gi as i64 + 1) + group_score as i64;
-            }
-        }
+        let mut score = alias_score(&groups, &lookup_text(key, stats));
         if score <= 0 {
             continue;
         }

@@ -18,7 +18,7 @@ use super::pycmp::{fcmp, most_common_key};
 use super::scopes::{choose_best_scope, scope_chain_key};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::types::{KernelEntry, StagePayload};
-use crate::pyfmt::{is_py_space, normalize_text, py_round};
+use crate::pyfmt::{is_py_space, normalize_text};
 
 /// Python's `str.strip()`.
 fn strip(s: &str) -> &str {
@@ -108,8 +108,7 @@ pub fn sample_events(events: &[OverlapKernel], limit: usize) -> Vec<&OverlapKern
             sampled.extend(items.iter().copied());
             continue;
         }
-        for i in 0..limit {
-            let pos = py_round((i * (items.len() - 1)) as f64 / (limit - 1) as f64) as usize;
+        for pos in crate::pyfmt::sample_positions(items.len(), limit) {
             if let Some(e) = items.get(pos) {
                 sampled.push(*e);
             }
@@ -267,6 +266,7 @@ pub fn merge_stage_payload(map: &mut SourceMap, payload: Option<&StagePayload>) 
 mod tests {
     use super::*;
     use crate::analysis::types::SiteEntry;
+    use crate::pyfmt::py_round;
 
     fn ev(idx: usize, name: &str, ts: f64) -> OverlapKernel {
         OverlapKernel {
