@@ -91,6 +91,24 @@ pub fn alias_score(groups: &[&[&str]], text: &str) -> i64 {
     score
 }
 
+/// Score of a long templated kernel name `cand` against `compact` (both in
+/// match form): their common prefix length, plus 32 for two FlashAttention
+/// cutlass kernels; `None` when `cand` is shorter than 96 or the common prefix
+/// is under 64 or under 40 % of the shorter name.
+pub fn long_prefix_score(compact: &str, cand: &str) -> Option<usize> {
+    if cand.len() < 96 {
+        return None;
+    }
+    let prefix = compact.bytes().zip(cand.bytes()).take_while(|(x, y)| x == y).count();
+    let shorter = compact.len().min(cand.len());
+    if prefix < 64 || prefix < (shorter as f64 * 0.4) as usize {
+        return None;
+    }
+    const FLASH: &str = "voidcutlassdevicekernelflash";
+    let bonus = if compact.starts_with(FLASH) && cand.starts_with(FLASH) { 32 } else { 0 };
+    Some(prefix + bonus)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

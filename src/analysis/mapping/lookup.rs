@@ -4,7 +4,7 @@
 //! families. Also the row summary (location and CPU op cells) of an entry.
 
 pub use crate::analysis::text::normalize_match_text;
-use crate::analysis::text::{alias_score, alias_token_groups};
+use crate::analysis::text::{alias_score, alias_token_groups, long_prefix_score};
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
 use crate::analysis::types::{KernelEntry, StagePayload};
 
@@ -18,10 +18,6 @@ pub fn stage_aliases(stage: &str) -> Vec<&str> {
         "decode" => vec!["decode", "all"],
         other => vec![other, "all"],
     }
-}
-
-fn common_prefix_len(a: &str, b: &str) -> usize {
-    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }
 
 /// The reference's `relaxed_kernel_entry_lookup`.
@@ -56,20 +52,7 @@ pub fn relaxed_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Optio
     }
     let mut best: Option<(&str, usize)> = None;
     for key in kernels.keys() {
-        let cand = normalize_match_text(key);
-        if cand.len() < 96 {
-            continue;
-        }
-        let prefix = common_prefix_len(&compact, &cand);
-        let shorter = compact.len().min(cand.len());
-        if prefix < 64 || prefix < (shorter as f64 * 0.4) as usize {
-            continue;
-        }
-        let mut score = prefix;
-        const FLASH: &str = "voidcutlassdevicekernelflash";
-        if compact.starts_with(FLASH) && cand.starts_with(FLASH) {
-            score += 32;
-        }
+        let Some(score) = long_prefix_score(&compact, &normalize_match_text(key)) else { continue };
         if best.map_or(true, |(_, b)| score > b) {
             best = Some((key, score));
         }

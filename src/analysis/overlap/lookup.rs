@@ -5,16 +5,12 @@
 use super::scopes::source_scope_priority;
 use super::source_map::{SourceMap, SourceStats};
 pub use crate::analysis::text::normalize_match_text;
-use crate::analysis::text::{alias_score, alias_token_groups};
+use crate::analysis::text::{alias_score, alias_token_groups, long_prefix_score};
 
 fn lookup_text(key: &str, stats: &SourceStats) -> String {
     let parts =
         [key, stats.best_scope().unwrap_or(""), stats.best_chain().unwrap_or(""), stats.best_launch_op().unwrap_or("")];
     normalize_match_text(&parts.join(" "))
-}
-
-fn common_prefix_len(a: &str, b: &str) -> usize {
-    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }
 
 /// The best-scoring key (first on ties); an empty key counts as no match.
@@ -56,20 +52,8 @@ pub fn relaxed_lookup<'m>(map: &'m SourceMap, kernel_name: &str) -> Option<&'m S
         let mut best: Option<&str> = None;
         let mut best_score: i64 = -1;
         for key in map.keys() {
-            let cand = normalize_match_text(key);
-            if cand.len() < 96 {
-                continue;
-            }
-            let prefix = common_prefix_len(&compact, &cand);
-            let shorter = compact.len().min(cand.len());
-            if prefix < 64 || (prefix as f64) < (shorter as f64 * 0.4).trunc() {
-                continue;
-            }
-            let mut score = prefix as i64;
-            const FLASH: &str = "voidcutlassdevicekernelflash";
-            if compact.starts_with(FLASH) && cand.starts_with(FLASH) {
-                score += 32;
-            }
+            let Some(score) = long_prefix_score(&compact, &normalize_match_text(key)) else { continue };
+            let score = score as i64;
             if score > best_score {
                 best = Some(key);
                 best_score = score;
