@@ -135,13 +135,12 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
             last = pos;
         })
     };
-    let t0 = std::time::Instant::now();
     let results: Vec<std::result::Result<Chunk, DocError>> = starts
         .par_iter()
         .enumerate()
         .map(|(i, &from)| run(i, from, i == 0, starts.get(i + 1).copied().unwrap_or(usize::MAX)))
         .collect();
-    if std::env::var_os("TT_TIMING").is_some() { eprintln!("chunks {:?} parsed in {:?}", starts, t0.elapsed()); }
+    crate::progress::phase("mapped chunks parsed");
     // Chain the chunks: chunk k is valid only if chunk k-1 stopped exactly
     // where chunk k started (its boundary guess was a real event start).
     let mut pos = p;
@@ -166,7 +165,7 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
         Step::Done(_) => {}
         Step::NeedMore(q) | Step::AtEvents(q) => return Err(Error::bad_input("unexpected end of input").at(q as u64)),
     }
-    if std::env::var_os("TT_TIMING").is_some() { eprintln!("merged at {:?}", t0.elapsed()); }
+    crate::progress::phase("mapped chunks merged");
     consumed.store(buf.len() as u64, Ordering::Relaxed);
     release(map, 0, buf.len());
     finish(doc)
@@ -248,7 +247,10 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
         let in_events = doc.events_state().is_some();
         let wanted = if in_events && parallel { retry_at.max(STREAM_BATCH) } else { retry_at };
         if eof || window.len() >= wanted {
-            if in_events && parallel && !eof && window.len() - pos >= STREAM_BATCH {
+            // At the end of the stream the last batch is split too, if it is
+            // big enough to be worth a second thread.
+            let batch = if eof { STREAM_TAIL_BATCH } else { STREAM_BATCH };
+            if in_events && parallel && window.len() - pos >= batch {
                 pos = events_in_parallel(&window, pos, &mut doc).map_err(|e| doc_err(e, base))?;
             }
             let step = doc.advance(&window, pos, eof, false).map_err(|e| doc_err(e, base))?;
@@ -293,6 +295,10 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
 /// Decoded bytes gathered before the event parsing of a stream is split
 /// across two threads.
 const STREAM_BATCH: usize = 8 << 20;
+
+/// The smallest final batch of a stream that is still split across two
+/// threads.
+const STREAM_TAIL_BATCH: usize = 1 << 20;
 
 /// Parses the complete events of `window[pos..]` on two threads: the second
 /// half starts at a guessed event boundary and is kept only if the first

@@ -53,3 +53,15 @@ impl Drop for Progress {
         }
     }
 }
+
+/// Phase timings for developers: with `TT_TIMING` set in the environment,
+/// prints `timing: <phase> <ms since the first call>` on stderr.
+pub fn phase(name: &str) {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static START: OnceLock<Option<Instant>> = OnceLock::new();
+    let start = START.get_or_init(|| std::env::var_os("TT_TIMING").map(|_| Instant::now()));
+    if let Some(t0) = start {
+        eprintln!("timing: {name} {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+    }
+}

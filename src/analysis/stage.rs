@@ -4,7 +4,7 @@
 //! annotation window containing the kernel start; otherwise the nearest
 //! window within 20 ms.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::columns::Trace;
 use crate::pyfmt::normalize_text;
@@ -227,7 +227,7 @@ pub fn select_heaviest_pid<'a>(
     preferred_substrings: &[&str],
 ) -> Option<String> {
     let mut order: Vec<&'a str> = Vec::new();
-    let mut totals: HashMap<&'a str, f64> = HashMap::new();
+    let mut totals: HashMap<&'a str, f64> = HashMap::default();
     for (pid, dur) in rows {
         if let Some(sub) = pid_substring.filter(|s| !s.is_empty()) {
             if !pid.contains(sub) {

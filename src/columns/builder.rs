@@ -3,7 +3,6 @@
 //! "complete", "kernel-like", "launch", "annotation" and friends. Builders
 //! made on separate chunks of one file merge in file order.
 
-use indexmap::IndexMap;
 use rustc_hash::FxHashMap;
 
 use super::*;
@@ -426,7 +425,7 @@ impl ColumnsBuilder {
     }
 }
 
-fn merge_counts(into: &mut IndexMap<Sym, u64>, from: &IndexMap<Sym, u64>, sym: &[Sym]) {
+fn merge_counts(into: &mut FxIndexMap<Sym, u64>, from: &FxIndexMap<Sym, u64>, sym: &[Sym]) {
     for (k, v) in from {
         *into.entry(sym[*k as usize]).or_insert(0) += v;
     }

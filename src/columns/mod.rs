@@ -15,6 +15,10 @@ pub mod value;
 
 use indexmap::{IndexMap, IndexSet};
 
+/// An insertion-ordered map with the fast (non-DoS-resistant) Fx hash, for
+/// maps keyed by interned ids on hot paths.
+pub type FxIndexMap<K, V> = IndexMap<K, V, rustc_hash::FxBuildHasher>;
+
 pub use builder::{ArgsFields, ColumnsBuilder, RawEvent};
 pub use corrmap::CorrMap;
 pub use interner::{Interner, Sym};
@@ -241,8 +245,8 @@ pub struct TraceMeta {
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
     pub events: u64,
-    pub by_cat: IndexMap<Sym, u64>,
-    pub by_ph: IndexMap<Sym, u64>,
+    pub by_cat: FxIndexMap<Sym, u64>,
+    pub by_ph: FxIndexMap<Sym, u64>,
     /// Events the builder could not use although the reference would have
     /// tried (e.g. a `ph: "X"` event whose ts is not a number).
     pub skipped: u64,
@@ -265,9 +269,9 @@ pub struct Trace {
     pub annotations: AnnotationColumns,
     /// `ph: "M"`, `name == "thread_name"`: `str(args.name)` when non-empty.
     /// Last assignment wins; order is first insertion (a Python dict).
-    pub thread_names: IndexMap<ThreadKey, Sym>,
+    pub thread_names: FxIndexMap<ThreadKey, Sym>,
     /// `ph: "M"`, `name == "process_name"`, keyed by pid string.
-    pub process_names: IndexMap<Sym, Sym>,
+    pub process_names: FxIndexMap<Sym, Sym>,
     /// correlation → External id from any event carrying both (last wins).
     pub corr_to_ext: CorrMap,
     /// The text the reference's framework detection reads: for the first

@@ -37,7 +37,7 @@ pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
     Ok(0)
 }
 
-fn count_map(trace: &Trace, m: &indexmap::IndexMap<u32, u64>) -> Map<String, Value> {
+fn count_map(trace: &Trace, m: &crate::columns::FxIndexMap<u32, u64>) -> Map<String, Value> {
     m.iter().map(|(k, v)| (trace.s(*k).to_string(), json!(v))).collect()
 }
 

@@ -3,7 +3,7 @@
 //! alphanumeric-compacted), the framework / model / TP gates, and the
 //! direct-or-split decision with its share thresholds.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::analysis::types::KernelRow;
 use crate::pyfmt::normalize_text;
@@ -122,7 +122,7 @@ pub fn match_pattern<'r>(
     if !has_direct_match && !has_split_match {
         return None;
     }
-    let mut seen: HashSet<RowKey<'r>> = HashSet::new();
+    let mut seen: HashSet<RowKey<'r>> = HashSet::default();
     let mut related: Vec<&KernelRow> = Vec::new();
     for i in direct.iter().chain(groups.iter().flatten()) {
         let Some(row) = rows.get(*i) else { continue };

@@ -9,7 +9,7 @@ mod registry;
 mod summary;
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use serde_json::Value;
 
@@ -185,8 +185,8 @@ pub fn detect_fusion_opportunities(
             .then_with(|| b.related_us.partial_cmp(&a.related_us).unwrap_or(Ordering::Equal))
     });
 
-    let mut consumed: HashSet<(String, String, String)> = HashSet::new();
-    let mut blocked: HashSet<String> = HashSet::new();
+    let mut consumed: HashSet<(String, String, String)> = HashSet::default();
+    let mut blocked: HashSet<String> = HashSet::default();
     let mut kept = Vec::new();
     for opp in raw {
         if blocked.contains(&opp.pattern) || opp.covered.iter().any(|k| consumed.contains(k)) {

@@ -30,7 +30,15 @@ pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>)
 pub fn categories_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<String, String> {
     let mut out: IndexMap<String, String> = IndexMap::new();
     for k in kernels {
-        out.insert(k.canonical.to_string(), k.category.to_string());
+        // Last category wins, first-seen order (a dict assignment), without
+        // allocating for names already present.
+        match out.get_mut(&*k.canonical) {
+            Some(c) if *c == *k.category => {}
+            Some(c) => *c = k.category.to_string(),
+            None => {
+                out.insert(k.canonical.to_string(), k.category.to_string());
+            }
+        }
     }
     out
 }

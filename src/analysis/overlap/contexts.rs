@@ -4,7 +4,7 @@
 //! correlation, or, failing both, the meaningful frames on any thread that
 //! span the kernel's start (the bisect-based time-window lookup).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -85,14 +85,14 @@ pub fn cpu_launch_contexts(
         }
         ops_by_thread.entry(op.thread).or_default().push(i as u32);
     }
-    let mut out: HashMap<i64, Vec<CpuContext>> = HashMap::new();
+    let mut out: HashMap<i64, Vec<CpuContext>> = HashMap::default();
     if ops_by_thread.is_empty() {
         return out;
     }
 
     // Usable frame rows per CPU-op thread, in trace order.
     let f = &trace.frames;
-    let mut scopes_by_thread: HashMap<ThreadIdx, Vec<u32>> = HashMap::new();
+    let mut scopes_by_thread: HashMap<ThreadIdx, Vec<u32>> = HashMap::default();
     for i in 0..f.len() {
         if !f.complete[i] || !ops_by_thread.contains_key(&f.thread[i]) {
             continue;
@@ -173,7 +173,7 @@ pub fn is_cuda_launch_event(name: &str, cat: &str) -> bool {
 /// which cover everything [`is_cuda_launch_event`] could accept on the
 /// runtime category; in practice it accepts nothing.
 pub fn launch_contexts(trace: &Trace) -> HashMap<i64, Vec<LaunchContext>> {
-    let mut out: HashMap<i64, Vec<LaunchContext>> = HashMap::new();
+    let mut out: HashMap<i64, Vec<LaunchContext>> = HashMap::default();
     for l in trace.launches.iter() {
         if !l.complete {
             continue;
@@ -227,7 +227,7 @@ pub fn temporal_scope_lookup(
     queries: &[(usize, f64)],
     names: &mut FrameNames,
 ) -> HashMap<usize, ScopeChain> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     if queries.is_empty() {
         return out;
     }
@@ -260,7 +260,7 @@ pub fn temporal_scope_lookup(
     }
     for (id, mut scopes) in matches {
         scopes.sort_by(|a, b| fcmp(a.0, b.0).then_with(|| fcmp(b.1, a.1)).then_with(|| a.2.cmp(&b.2)));
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: HashSet<&str> = HashSet::default();
         let chain: Vec<Arc<str>> = scopes.iter().filter(|s| seen.insert(&s.2)).map(|s| s.2.clone()).collect();
         let tail = chain[chain.len().saturating_sub(6)..].to_vec();
         out.insert(id, tail.into());

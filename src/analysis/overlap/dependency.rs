@@ -2,7 +2,7 @@
 //! them: a tight gap plus a shared scope family, a shared launch op, or a
 //! category pairing that usually means a data dependency.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::detect::short_name;
 use super::lookup::relaxed_lookup;
@@ -18,11 +18,11 @@ pub type NeighborIndex = HashMap<usize, (Option<usize>, Option<usize>)>;
 /// The neighbour index, holding entries only for the event idxs `wanted`
 /// accepts (the rows only ask about their representative launches).
 pub fn build_neighbor_index(events: &[OverlapKernel], wanted: impl Fn(usize) -> bool) -> NeighborIndex {
-    let mut by_stream: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_stream: HashMap<&str, Vec<usize>> = HashMap::default();
     for (pos, e) in events.iter().enumerate() {
         by_stream.entry(&e.stream).or_default().push(pos);
     }
-    let mut index = NeighborIndex::new();
+    let mut index = NeighborIndex::default();
     for mut positions in by_stream.into_values() {
         positions.sort_by(|&a, &b| {
             let (x, y) = (&events[a], &events[b]);

@@ -2,7 +2,7 @@
 //! kernels first, then mostly-hidden elementwise / memory work), their
 //! priority P1–P5, recommendation and suggestion text.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use super::aggregate::{Aggregates, KernelAggregate};
 use super::dependency::{build_neighbor_index, classify_dependency_signal, dependency_risk_label, NeighborIndex};
@@ -166,7 +166,7 @@ pub fn build_action_rows(
     let neighbors = build_neighbor_index(events, |idx| representatives.contains(&idx));
     let cx = RowContext { map, events, neighbors, total_busy_us };
     let mut rows = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::default();
     for stats in top_overlap_opportunities(aggregates) {
         let row = make_row(stats, "headroom", headroom_suggestion(stats), &cx);
         if row.priority == "P5" {

@@ -164,43 +164,69 @@ pub fn is_low_signal_scope(scope: &str) -> bool {
     LOW_SIGNAL_FUNCTIONS.iter().any(|t| lowered.contains(t)) || LOW_SIGNAL_PATHS.iter().any(|t| lowered.contains(t))
 }
 
+/// What a scope adds to its depth when ranking a chain: framework code
+/// scores higher, wrappers lower. All terms are small integers, so the sum
+/// is exact in any order.
+fn scope_bonus(scope: &str) -> f64 {
+    let mut score = 0.0;
+    if scope.starts_with("python/sglang/") {
+        score += 50.0;
+    } else if scope.starts_with("sglang/") {
+        score += 48.0;
+    } else if scope.starts_with("vllm/") {
+        score += 46.0;
+    } else if scope.starts_with("python/tokenspeed/") || scope.starts_with("tokenspeed/") {
+        score += 45.0;
+    } else if scope.starts_with("tensorrt_llm/") {
+        score += 44.0;
+    } else if scope.starts_with("sgl_kernel/") {
+        score += 30.0;
+    } else if scope.contains(".py(") {
+        score += 10.0;
+    }
+    if scope.contains("utils.py") && scope.contains("__call__") {
+        score -= 15.0;
+    }
+    if scope.contains("scheduler_profiler_mixin.py") {
+        score -= 20.0;
+    }
+    if is_low_signal_scope(scope) {
+        score -= 25.0;
+    }
+    score
+}
+
 /// The scope of a chain most likely to be the launch site: deeper frames
-/// and framework code score higher, wrappers lower; first best wins.
+/// and framework code score higher, wrappers lower; first best wins. The
+/// uncached definition, kept as the oracle for [`ScopeRanker`].
+#[cfg(test)]
 pub fn choose_best_scope(chain: &[impl AsRef<str>]) -> Option<&str> {
-    let ranked: Vec<(f64, &str)> = chain
-        .iter()
-        .enumerate()
-        .map(|(index, scope)| {
-            let scope = scope.as_ref();
-            let mut score = index as f64;
-            if scope.starts_with("python/sglang/") {
-                score += 50.0;
-            } else if scope.starts_with("sglang/") {
-                score += 48.0;
-            } else if scope.starts_with("vllm/") {
-                score += 46.0;
-            } else if scope.starts_with("python/tokenspeed/") || scope.starts_with("tokenspeed/") {
-                score += 45.0;
-            } else if scope.starts_with("tensorrt_llm/") {
-                score += 44.0;
-            } else if scope.starts_with("sgl_kernel/") {
-                score += 30.0;
-            } else if scope.contains(".py(") {
-                score += 10.0;
-            }
-            if scope.contains("utils.py") && scope.contains("__call__") {
-                score -= 15.0;
-            }
-            if scope.contains("scheduler_profiler_mixin.py") {
-                score -= 20.0;
-            }
-            if is_low_signal_scope(scope) {
-                score -= 25.0;
-            }
-            (score, scope)
-        })
-        .collect();
+    best_scope_by(chain, scope_bonus)
+}
+
+fn best_scope_by<S: AsRef<str>>(chain: &[S], mut bonus: impl FnMut(&str) -> f64) -> Option<&str> {
+    let ranked: Vec<(f64, &str)> =
+        chain.iter().enumerate().map(|(index, scope)| (index as f64 + bonus(scope.as_ref()), scope.as_ref())).collect();
     first_max_by(&ranked, |a, b| fcmp(a.0, b.0)).map(|i| ranked[i].1)
+}
+
+/// [`choose_best_scope`] with each scope's bonus computed once.
+#[derive(Default)]
+pub struct ScopeRanker {
+    bonus: rustc_hash::FxHashMap<std::sync::Arc<str>, f64>,
+}
+
+impl ScopeRanker {
+    pub fn best<'c>(&mut self, chain: &'c [std::sync::Arc<str>]) -> Option<&'c str> {
+        best_scope_by(chain, |scope| match self.bonus.get(scope) {
+            Some(&b) => b,
+            None => {
+                let b = scope_bonus(scope);
+                self.bonus.insert(scope.into(), b);
+                b
+            }
+        })
+    }
 }
 
 /// The last four scopes joined by ` -> `.
@@ -279,6 +305,10 @@ mod tests {
         assert_eq!(choose_best_scope(&chain), Some("vllm/x.py(2): g"));
         let empty: [&str; 0] = [];
         assert_eq!(choose_best_scope(&empty), None);
+        let shared: Vec<std::sync::Arc<str>> = chain.iter().map(|s| std::sync::Arc::from(*s)).collect();
+        let mut ranker = ScopeRanker::default();
+        assert_eq!(ranker.best(&shared), choose_best_scope(&chain));
+        assert_eq!(ranker.best(&shared), choose_best_scope(&chain));
         assert_eq!(scope_chain_key(&["1", "2", "3", "4", "5"]).as_deref(), Some("2 -> 3 -> 4 -> 5"));
         assert_eq!(source_scope_priority(Some("vllm/x.py(2): g")), 285);
         assert_eq!(source_scope_priority(Some("vllm/x.py(2): __call__")), 205);

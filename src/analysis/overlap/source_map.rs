@@ -4,7 +4,7 @@
 //! fallback, else the kernel module's map entry; then topped up from the
 //! formal stage payload.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -15,7 +15,7 @@ use super::contexts::{
 };
 use super::detect::short_name;
 use super::pycmp::{fcmp, most_common_key};
-use super::scopes::{choose_best_scope, scope_chain_key};
+use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::pyfmt::{is_py_space, normalize_text};
@@ -95,7 +95,7 @@ pub fn sample_events(events: &[OverlapKernel], limit: usize) -> Vec<&OverlapKern
     if limit == 0 {
         return events.iter().collect();
     }
-    let mut grouped: HashMap<&str, Vec<&OverlapKernel>> = HashMap::new();
+    let mut grouped: HashMap<&str, Vec<&OverlapKernel>> = HashMap::default();
     for e in events {
         grouped.entry(&e.canonical_name).or_default().push(e);
     }
@@ -159,6 +159,7 @@ pub fn build_kernel_source_map(
     let sampled = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME);
     let targets: HashSet<i64> = sampled.iter().filter_map(|e| e.external_id).collect();
     let mut names = FrameNames::default();
+    let mut ranker = ScopeRanker::default();
     // An empty target set means "no filter", as in the reference.
     let contexts = cpu_launch_contexts(trace, (!targets.is_empty()).then_some(&targets), &mut names);
     let launches = launch_contexts(trace);
@@ -168,7 +169,7 @@ pub fn build_kernel_source_map(
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
 
     let mut map = SourceMap::new();
-    let mut entries: HashMap<Arc<str>, Option<KernelEntry>> = HashMap::new();
+    let mut entries: HashMap<Arc<str>, Option<KernelEntry>> = HashMap::default();
     for e in sampled {
         let stats = map.entry(e.canonical_name.to_string()).or_insert_with(|| SourceStats::new(&e.canonical_name));
         stats.total_count += 1;
@@ -209,7 +210,7 @@ pub fn build_kernel_source_map(
             continue;
         };
         stats.mapped_count += 1;
-        if let Some(scope) = choose_best_scope(&chain).filter(|s| !s.is_empty()) {
+        if let Some(scope) = ranker.best(&chain).filter(|s| !s.is_empty()) {
             bump(&mut stats.scope_counter, scope, 1);
             bump(&mut stats.site_share_counter, scope, 1);
         }

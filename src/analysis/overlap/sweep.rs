@@ -7,7 +7,7 @@
 //! kernel's question without comparing kernels pairwise.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::pycmp::fcmp;
@@ -119,7 +119,7 @@ fn add_overlap(list: &mut Vec<(Arc<str>, f64)>, name: Arc<str>, segment: f64) {
 /// Returns busy time, multi-stream time and the peak number of streams.
 pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
     let n = events.len();
-    let mut stream_ids: HashMap<&str, u32> = HashMap::new();
+    let mut stream_ids: HashMap<&str, u32> = HashMap::default();
     let stream: Vec<u32> = events
         .iter()
         .map(|e| {

@@ -217,24 +217,32 @@ fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex, table: &mut S
 
 /// Resolves query times on one thread with a sweep over its frame rows (in
 /// [`FrameIndex`] order): frames that started at or before the query and
-/// end no earlier than 1 ns before it.
+/// end no earlier than 1 ns before it. `queries` are (time, query id); the
+/// resolution of each is written to `out[id]`.
 fn resolve_thread_queries(
     trace: &Trace,
     frames: &FrameIndex,
     rows: &[u32],
-    mut queries: Vec<f64>,
+    mut queries: Vec<(f64, u32)>,
     stacks: &mut StackTable,
-) -> FxHashMap<u64, FrameResolution> {
-    let mut out = FxHashMap::default();
+    out: &mut [Option<FrameResolution>],
+) {
     if rows.is_empty() || queries.is_empty() {
-        return out;
+        return;
     }
     let f = &trace.frames;
-    queries.sort_by(|a, b| py_cmp(*a, *b));
-    queries.dedup_by(|a, b| a == b);
+    queries.sort_by(|a, b| py_cmp(a.0, b.0));
     let mut active: Vec<ActiveFrame> = Vec::new();
     let mut next = 0;
-    for ts in queries {
+    let mut last: Option<(f64, Option<FrameResolution>)> = None;
+    for (ts, qid) in queries {
+        // Equal times (0.0 == -0.0 included) share one resolution.
+        if let Some((t, r)) = last {
+            if t == ts {
+                out[qid as usize] = r;
+                continue;
+            }
+        }
         while let Some(&r) = rows.get(next) {
             let r = r as usize;
             if !(f.ts[r] <= ts) {
@@ -251,49 +259,34 @@ fn resolve_thread_queries(
             next += 1;
         }
         active.retain(|f| f.end >= ts - 1e-3);
-        if let Some(chosen) = choose_mapping_frame(&active) {
-            let stack = build_stack_display(&active, frames, stacks);
-            out.insert(fkey(ts), FrameResolution { location: chosen.name, stack });
-        }
-    }
-    out
-}
-
-/// Hash key of a query time (0.0 and -0.0 compare equal, as in Python).
-fn fkey(ts: f64) -> u64 {
-    if ts == 0.0 {
-        0
-    } else {
-        ts.to_bits()
+        let resolution = choose_mapping_frame(&active)
+            .map(|chosen| FrameResolution { location: chosen.name, stack: build_stack_display(&active, frames, stacks) });
+        out[qid as usize] = resolution;
+        last = Some((ts, resolution));
     }
 }
 
 /// (location, stack, cpu op name) of one kernel.
 type SiteContext<'a> = (&'a str, &'a str, &'a str);
 
-/// Resolved frames per (thread, query time).
-type Resolved = FxHashMap<ThreadIdx, FxHashMap<u64, FrameResolution>>;
-
+/// The site of one kernel from the resolutions of its CPU-op query and its
+/// launch query.
 fn resolve_site_context<'a>(
     trace: &'a Trace,
     frames: &'a FrameIndex,
     stacks: &'a StackTable,
     cpu_op: Option<CpuOpEvent>,
     launch: Option<LaunchEvent>,
-    resolved: &'a Resolved,
+    (op_res, launch_res): (Option<FrameResolution>, Option<FrameResolution>),
 ) -> SiteContext<'a> {
-    let lookup = |thread: ThreadIdx, ts: f64| {
-        let r = resolved.get(&thread).and_then(|m| m.get(&fkey(ts)))?;
-        Some((frames.name(r.location).map_or("", |n| &*n.normalized), stacks.text(r.stack)))
-    };
+    let show = |r: FrameResolution| (frames.name(r.location).map_or("", |n| &*n.normalized), stacks.text(r.stack));
     if let Some(op) = cpu_op {
-        let probe = op.ts + (op.dur * 0.5).min(1.0);
-        if let Some((location, stack)) = lookup(op.thread, probe) {
+        if let Some((location, stack)) = op_res.map(show) {
             return (location, stack, trace.s(op.name));
         }
     }
     if let Some(launch) = launch {
-        if let Some((location, stack)) = lookup(launch.thread, launch.ts) {
+        if let Some((location, stack)) = launch_res.map(show) {
             let name = cpu_op.map_or(launch.name, |op| op.name);
             return (location, stack, trace.s(name));
         }
@@ -303,14 +296,13 @@ fn resolve_site_context<'a>(
     ("unresolved", "", name)
 }
 
-/// The value under `key`, inserted (default) at the end when missing,
+/// The position of `key`, inserted (default) at the end when missing,
 /// allocating the key only then.
-fn slot<'m, V: Default>(map: &'m mut IndexMap<String, V>, key: &str) -> &'m mut V {
-    let idx = match map.get_index_of(key) {
+fn slot_index<V: Default>(map: &mut IndexMap<String, V>, key: &str) -> usize {
+    match map.get_index_of(key) {
         Some(i) => i,
         None => map.insert_full(key.to_string(), V::default()).0,
-    };
-    &mut map[idx]
+    }
 }
 
 /// The reference's `aggregate_kernel_sites` over `kernels`.
@@ -329,36 +321,46 @@ pub fn aggregate_kernel_sites(
             launch.zip(k.correlation).map(|(r, c)| launch_event(trace, r, c)),
         )
     };
-    let mut queries: IndexMap<ThreadIdx, Vec<f64>> = IndexMap::new();
-    for (k, &rows) in kernels.iter().zip(&found) {
+    // Query 2i is kernel i's CPU op probe, 2i + 1 its launch call.
+    let mut queries: IndexMap<ThreadIdx, Vec<(f64, u32)>> = IndexMap::new();
+    for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
         if let Some(op) = op {
-            queries.entry(op.thread).or_default().push(op.ts + (op.dur * 0.5).min(1.0));
+            queries.entry(op.thread).or_default().push((op.ts + (op.dur * 0.5).min(1.0), 2 * i as u32));
         }
         if let Some(l) = launch {
-            queries.entry(l.thread).or_default().push(l.ts);
+            queries.entry(l.thread).or_default().push((l.ts, 2 * i as u32 + 1));
         }
     }
     let mut stacks = StackTable::default();
-    let resolved: Resolved = queries
-        .into_iter()
-        .map(|(thread, q)| {
-            (thread, resolve_thread_queries(trace, &data.frames, data.frames.thread(thread), q, &mut stacks))
-        })
-        .collect();
+    let mut resolved: Vec<Option<FrameResolution>> = vec![None; 2 * kernels.len()];
+    for (thread, q) in queries {
+        resolve_thread_queries(trace, &data.frames, data.frames.thread(thread), q, &mut stacks, &mut resolved);
+    }
 
+    // Map positions are cached by the address of each key's text (every
+    // text outlives this function), so each distinct string is hashed once.
+    let key = |s: &str| s.as_ptr() as usize ^ (s.len() << 48);
+    let mut kernel_pos: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut location_pos: FxHashMap<(usize, usize), usize> = FxHashMap::default();
+    let mut counter_pos: FxHashMap<(usize, usize, bool), usize> = FxHashMap::default();
     let mut out: SiteStats = IndexMap::new();
-    for (k, &rows) in kernels.iter().zip(&found) {
+    for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
-        let (location, stack, cpu_op) = resolve_site_context(trace, &data.frames, &stacks, op, launch, &resolved);
-        let item = slot(slot(&mut out, &k.canonical), location);
+        let res = (resolved[2 * i], resolved[2 * i + 1]);
+        let (location, stack, cpu_op) = resolve_site_context(trace, &data.frames, &stacks, op, launch, res);
+        let ki = *kernel_pos.entry(key(&k.canonical)).or_insert_with(|| slot_index(&mut out, &k.canonical));
+        let li = *location_pos.entry((ki, key(location))).or_insert_with(|| slot_index(&mut out[ki], location));
+        let item = &mut out[ki][li];
         item.total_us += k.dur;
         item.count += 1;
         if !cpu_op.is_empty() {
-            *slot(&mut item.cpu_ops, cpu_op) += 1;
+            let ci = *counter_pos.entry((ki << 32 | li, key(cpu_op), true)).or_insert_with(|| slot_index(&mut item.cpu_ops, cpu_op));
+            item.cpu_ops[ci] += 1;
         }
         if !stack.is_empty() {
-            *slot(&mut item.stacks, stack) += 1;
+            let si = *counter_pos.entry((ki << 32 | li, key(stack), false)).or_insert_with(|| slot_index(&mut item.stacks, stack));
+            item.stacks[si] += 1;
         }
     }
     out
@@ -411,12 +413,17 @@ mod tests {
         let frames = FrameIndex::build(&trace);
         let thread = trace.frames.thread[0];
         let mut stacks = StackTable::default();
-        let r = resolve_thread_queries(&trace, &frames, frames.thread(thread), vec![12.0, 12.0, 50.0, 200.0], &mut stacks);
-        let location = |ts: f64| frames.name(r[&fkey(ts)].location).map(|n| n.normalized.to_string());
-        assert_eq!(location(12.0).as_deref(), Some("python/sglang/inner.py:2 g"));
-        assert_eq!(stacks.text(r[&fkey(12.0)].stack), "a/outer.py:1 f -> python/sglang/inner.py:2 g");
-        assert_eq!(location(50.0).as_deref(), Some("a/outer.py:1 f"));
-        assert!(!r.contains_key(&fkey(200.0)));
+        let queries = vec![(12.0, 0), (50.0, 1), (12.0, 2), (200.0, 3), (-0.0, 4), (0.0, 5)];
+        let mut r = vec![None; 6];
+        resolve_thread_queries(&trace, &frames, frames.thread(thread), queries, &mut stacks, &mut r);
+        let location = |q: usize| r[q].and_then(|x| frames.name(x.location)).map(|n| n.normalized.to_string());
+        assert_eq!(location(0).as_deref(), Some("python/sglang/inner.py:2 g"));
+        assert_eq!(r[0], r[2]);
+        assert_eq!(stacks.text(r[0].unwrap().stack), "a/outer.py:1 f -> python/sglang/inner.py:2 g");
+        assert_eq!(location(1).as_deref(), Some("a/outer.py:1 f"));
+        assert!(r[3].is_none());
+        assert_eq!(location(4).as_deref(), Some("a/outer.py:1 f"));
+        assert_eq!(r[4], r[5]);
     }
 
     #[test]

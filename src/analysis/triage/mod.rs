@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
+use rayon::prelude::*;
 
 use crate::analysis::discover::{discover_trace_targets, parse_stage, stage_index};
 use crate::analysis::framework::resolve_framework;
@@ -40,9 +41,12 @@ struct Loaded {
 impl Loaded {
     fn load(path: &Path, quiet: bool) -> Result<Self> {
         let trace = load_path(path, &IngestOptions { quiet, ..Default::default() })?;
-        let stages = StageIndex::build(&trace);
-        let data = extract_trace_data(&trace, &stages);
-        let index = SiteIndex::build(&trace);
+        crate::progress::phase("loaded");
+        let (data, index) = rayon::join(
+            || extract_trace_data(&trace, &StageIndex::build(&trace)),
+            || SiteIndex::build(&trace),
+        );
+        crate::progress::phase("kernels extracted, site index built");
         Ok(Loaded { path: path.to_path_buf(), trace, data, index })
     }
 
@@ -119,6 +123,11 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
     })
 }
 
+/// Above this many kernels (all loaded traces), the kernel and overlap steps
+/// run one after the other so that their per-kernel records are never held
+/// at the same time; below it they run side by side on the two cores.
+const PARALLEL_STEPS_MAX_KERNELS: usize = 100_000;
+
 /// Hands freed heap pages back to the OS. glibc keeps large freed blocks
 /// in its arenas once its mmap threshold has adapted upward, so without
 /// this the peak RSS of the kernel step would carry into the overlap step.
@@ -180,7 +189,23 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
 
     let mapping_views: Vec<AttributedTrace<'_>> =
         mapping.traces.iter().filter_map(|p| find(p)).map(Loaded::attributed).collect();
-    let kernel_map = build_mapping_kernel_map(&mapping_views, &mapping.framework);
+    // The mapping kernel map and the formal stage payloads (kernel sites
+    // per stage, which the kernel rows read trace by trace and the overlap
+    // rows the last one per stage) are independent: build them side by side.
+    let (kernel_map, per_trace) = rayon::join(
+        || build_mapping_kernel_map(&mapping_views, &mapping.framework),
+        || -> Vec<Vec<(String, StagePayload)>> {
+            formal
+                .traces
+                .par_iter()
+                .map(|p| match find(p) {
+                    Some(l) if !l.data.kernels.is_empty() => formal_stage_payloads(&l.attributed()),
+                    _ => Vec::new(),
+                })
+                .collect()
+        },
+    );
+    crate::progress::phase("kernel map and stage payloads built");
     // Python truthiness: an empty object counts as absent.
     let server_args = present(&formal.server_args).or_else(|| present(&mapping.server_args));
 
@@ -204,43 +229,92 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             .and_then(|l| l.trace.meta.distributed_info.clone()),
     };
 
-    let payloads = kernel_and_fuse_rows(&mut report, &formal, &find, &kernel_map, server_args, opts)?;
-    drop(mapping_views);
-    // The attribution views are done with: free them before the overlap
-    // step builds its own per-kernel records.
-    for l in &mut loaded {
-        l.data = TraceData::default();
-        l.index = SiteIndex::default();
+    let mut payloads: IndexMap<String, &StagePayload> = IndexMap::new();
+    for (stage, payload) in per_trace.iter().flatten() {
+        payloads.insert(stage.clone(), payload);
     }
-    release_free_memory();
-    let find = |p: &Path| loaded.iter().find(|l| l.path == p);
-    overlap_rows(&mut report, &mapping, &formal, &find, &kernel_map, &payloads, opts);
+    let kernels: usize = loaded.iter().map(|l| l.data.kernels.len()).sum();
+    if kernels <= PARALLEL_STEPS_MAX_KERNELS {
+        // Small enough to hold both steps' records at once: run them side by side.
+        let (kernel_part, overlap_part) = rayon::join(
+            || kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts),
+            || overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts),
+        );
+        kernel_part?.fill(&mut report);
+        overlap_part.fill(&mut report);
+    } else {
+        kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts)?.fill(&mut report);
+        drop(mapping_views);
+        // The attribution views are done with: free them before the overlap
+        // step builds its own per-kernel records.
+        for l in &mut loaded {
+            l.data = TraceData::default();
+            l.index = SiteIndex::default();
+        }
+        release_free_memory();
+        crate::progress::phase("kernel and fuse rows");
+        let find = |p: &Path| loaded.iter().find(|l| l.path == p);
+        overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts).fill(&mut report);
+    }
+    crate::progress::phase("overlap rows");
     Ok(report)
 }
 
+/// What the kernel step adds to the report.
+#[derive(Default)]
+struct KernelPart {
+    kernel_tables: Vec<KernelTable>,
+    kernel_rows: Vec<RenderedKernelRow>,
+    fuse_rows: Vec<RenderedFuseRow>,
+}
+
+impl KernelPart {
+    fn fill(self, report: &mut TriageReport) {
+        report.kernel_tables = self.kernel_tables;
+        report.kernel_rows = self.kernel_rows;
+        report.fuse_rows = self.fuse_rows;
+    }
+}
+
+/// What the overlap step adds to the report.
+#[derive(Default)]
+struct OverlapPart {
+    overlap_rows: Vec<RenderedOverlapRow>,
+    overlap_stats: Vec<OverlapStageStats>,
+}
+
+impl OverlapPart {
+    fn fill(self, report: &mut TriageReport) {
+        report.overlap_rows = self.overlap_rows;
+        report.overlap_stats = self.overlap_stats;
+    }
+}
+
 /// Kernel table rows (and fuse rows) of every formal trace and stage.
-/// Returns the formal stage payloads (the last trace's payload per stage).
+/// `per_trace` holds each formal trace's stage payloads; a stage a trace
+/// lacks falls back to an earlier trace's payload.
 fn kernel_and_fuse_rows<'a>(
-    report: &mut TriageReport,
     formal: &Target,
-    find: &dyn Fn(&Path) -> Option<&'a Loaded>,
+    find: &(dyn Fn(&Path) -> Option<&'a Loaded> + Sync),
+    per_trace: &[Vec<(String, StagePayload)>],
     kernel_map: &KernelMap,
     server_args: Option<&serde_json::Value>,
     opts: &TriageOptions,
-) -> Result<IndexMap<String, StagePayload>> {
+) -> Result<KernelPart> {
     let mut registry = crate::analysis::fusion::Registry::builtin();
     for file in &opts.patterns {
         registry = registry.with_user_file(file)?;
     }
     let registry = &registry;
-    let mut payloads: IndexMap<String, StagePayload> = IndexMap::new();
-    for path in &formal.traces {
+    let mut report = KernelPart::default();
+    let mut payloads: IndexMap<&str, &StagePayload> = IndexMap::new();
+    for (path, trace_payloads) in formal.traces.iter().zip(per_trace) {
         let Some(l) = find(path) else { continue };
         let view = l.attributed();
         if view.data.kernels.is_empty() {
             continue;
         }
-        for (stage, payload) in formal_stage_payloads(&view) {
+        for (stage, payload) in trace_payloads {
             payloads.insert(stage, payload);
         }
         let trace_total = total_dur(&view.data.kernels);
@@ -257,7 +331,7 @@ fn kernel_and_fuse_rows<'a>(
             let stats = aggregate_by_name(kernels.iter().copied());
             let categories = categories_by_name(kernels.iter().copied());
             let empty = StagePayload::new();
-            let local = payloads.get(&stage).unwrap_or(&empty);
+            let local = payloads.get(stage.as_str()).copied().unwrap_or(&empty);
             let rows = build_kernel_rows(&stage, &stats, &categories, local, Some(kernel_map));
             for row in limit_kernel_rows(&rows, opts.kernel_table_limit) {
                 let share = pct(row.total_us(), total);
@@ -292,21 +366,20 @@ fn kernel_and_fuse_rows<'a>(
             });
         }
     }
-
-    Ok(payloads)
+    Ok(report)
 }
 
 /// Overlap rows: per rendered stage, the formal stage bundle analysed
 /// against the mapping bundle of the same (or the `all`) stage.
 fn overlap_rows<'a>(
-    report: &mut TriageReport,
     mapping: &Target,
     formal: &Target,
-    find: &dyn Fn(&Path) -> Option<&'a Loaded>,
+    find: &(dyn Fn(&Path) -> Option<&'a Loaded> + Sync),
     kernel_map: &KernelMap,
-    payloads: &IndexMap<String, StagePayload>,
+    payloads: &IndexMap<String, &StagePayload>,
     opts: &TriageOptions,
-) {
+) -> OverlapPart {
+    let mut report = OverlapPart::default();
     // Overlap: stage bundles of the mapping and formal traces.
     let bundle_map = |paths: &[PathBuf], prefix: &str| -> IndexMap<String, StageBundle<'_>> {
         let mut ordered: Vec<&PathBuf> = paths.iter().collect();
@@ -332,44 +405,63 @@ fn overlap_rows<'a>(
     let shared = mapping.traces == formal.traces;
     let mut formal_bundles = bundle_map(&formal.traces, "formal");
     let mapping_bundles = if shared { IndexMap::new() } else { bundle_map(&mapping.traces, "mapping") };
-    let stages: Vec<(String, String, overlap::OverlapStats)> = render_stages(&formal_bundles)
+    crate::progress::phase("overlap bundles");
+    // Every rendered stage is a key of the formal bundles; keep those that
+    // have a mapping bundle. Each stage is swept, then analysed, on its own
+    // rayon task.
+    let wanted: Vec<String> = render_stages(&formal_bundles)
         .into_iter()
-        .filter_map(|stage| {
-            let (formal_key, _) = pick_stage(&formal_bundles, &stage)?;
-            let formal_key = formal_key.clone();
-            pick_stage(if shared { &formal_bundles } else { &mapping_bundles }, &stage)?;
-            let stats = overlap::analyze_overlap(&mut formal_bundles.get_mut(&formal_key)?.events);
-            Some((stage, formal_key, stats))
-        })
+        .filter(|stage| pick_stage(if shared { &formal_bundles } else { &mapping_bundles }, stage).is_some())
         .collect();
+    let mut swept: Vec<(String, overlap::OverlapStats)> = formal_bundles
+        .iter_mut()
+        .filter(|(key, _)| wanted.contains(key))
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|(key, bundle)| (key.clone(), overlap::analyze_overlap(&mut bundle.events)))
+        .collect();
+    swept.sort_by_key(|(key, _)| wanted.iter().position(|w| w == key));
+    crate::progress::phase("overlap sweeps");
     let mapping_bundles = if shared { &formal_bundles } else { &mapping_bundles };
     let lookup = |stage: &str, name: &str| kernel_map.lookup(stage, name).cloned();
-    for (stage, formal_key, stats) in stages {
-        let Some((_, mapping_bundle)) = pick_stage(mapping_bundles, &stage) else { continue };
-        let Some(formal_bundle) = formal_bundles.get(&formal_key) else { continue };
-        report.overlap_stats.push(OverlapStageStats {
-            bundle: formal_bundle.label.clone(),
-            stage: stage.clone(),
-            total_busy_us: stats.total_busy_us,
-            overlap_us: stats.overlap_us,
-            max_concurrent_streams: stats.max_concurrent_streams,
-            exclusive_by_kernel: exclusive_by_kernel(&formal_bundle.events),
-        });
-        let payload = pick_stage(payloads, &stage).map(|(_, p)| p);
-        let rows = overlap::build_action_rows(
-            formal_bundle,
-            mapping_bundle,
-            &stage,
-            &stats,
-            &lookup,
-            payload,
-            opts.overlap_table_limit,
-        );
-        for row in rows {
-            let rendered = row.share_pct >= opts.min_share;
-            report.overlap_rows.push(RenderedOverlapRow { stage: stage.clone(), row, rendered });
-        }
+    let per_stage: Vec<(OverlapStageStats, Vec<RenderedOverlapRow>)> = swept
+        .into_par_iter()
+        .filter_map(|(stage, stats)| {
+            let (_, mapping_bundle) = pick_stage(mapping_bundles, &stage)?;
+            let formal_bundle = formal_bundles.get(&stage)?;
+            let totals = OverlapStageStats {
+                bundle: formal_bundle.label.clone(),
+                stage: stage.clone(),
+                total_busy_us: stats.total_busy_us,
+                overlap_us: stats.overlap_us,
+                max_concurrent_streams: stats.max_concurrent_streams,
+                exclusive_by_kernel: exclusive_by_kernel(&formal_bundle.events),
+            };
+            let payload = pick_stage(payloads, &stage).map(|(_, p)| *p);
+            let rows = overlap::build_action_rows(
+                formal_bundle,
+                mapping_bundle,
+                &stage,
+                &stats,
+                &lookup,
+                payload,
+                opts.overlap_table_limit,
+            );
+            let rows = rows
+                .into_iter()
+                .map(|row| {
+                    let rendered = row.share_pct >= opts.min_share;
+                    RenderedOverlapRow { stage: stage.clone(), row, rendered }
+                })
+                .collect();
+            Some((totals, rows))
+        })
+        .collect();
+    for (totals, rows) in per_stage {
+        report.overlap_stats.push(totals);
+        report.overlap_rows.extend(rows);
     }
+    report
 }
 
 /// Exclusive time summed per (canonical name, category), first-seen order.
