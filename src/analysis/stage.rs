@@ -217,6 +217,43 @@ impl StageIndex {
     }
 }
 
+/// The stage of every kernel row of a trace (`trace.kernels`), resolved
+/// once, in parallel, and shared by the kernel table and the overlap
+/// bundles: one byte per row.
+#[derive(Clone, Debug, Default)]
+pub struct RowStages {
+    codes: Vec<u8>,
+}
+
+const STAGE_CODES: [Stage; 3] = ["extend", "decode", "all"];
+
+impl RowStages {
+    pub fn build(trace: &Trace) -> Self {
+        use rayon::prelude::*;
+        let index = StageIndex::build(trace);
+        let k = &trace.kernels;
+        let codes = (0..k.len())
+            .into_par_iter()
+            .with_min_len(1 << 12)
+            .map(|i| {
+                let row = k.get(i);
+                let external_id = row.external_id.or_else(|| row.correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()));
+                match index.resolve(row.ts, external_id) {
+                    "extend" => 0,
+                    "decode" => 1,
+                    _ => 2,
+                }
+            })
+            .collect();
+        RowStages { codes }
+    }
+
+    /// The stage of kernel row `row` (`all` for a row out of range).
+    pub fn get(&self, row: usize) -> Stage {
+        STAGE_CODES[self.codes.get(row).map_or(2, |&c| c as usize)]
+    }
+}
+
 /// The reference's `select_heaviest_pid`: sums `dur` per pid string over the
 /// given (pid, dur) pairs (in trace order), optionally filtered by a pid
 /// substring, and returns the heaviest; when a preferred substring matches

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::names::{canonicalize_name, classify_kernel};
 use crate::analysis::sites::frames::FrameIndex;
-use crate::analysis::stage::{select_heaviest_pid, Stage, StageIndex};
+use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
 use crate::columns::{Sym, ThreadIdx, Trace};
 use crate::pyfmt::normalize_text;
 
@@ -100,7 +100,7 @@ pub fn resolve_external(trace: &Trace, external_id: Option<i64>, correlation: Op
 }
 
 /// The reference's `extract_trace_data`.
-pub fn extract_trace_data(trace: &Trace, stages: &StageIndex) -> TraceData {
+pub fn extract_trace_data(trace: &Trace, stages: &RowStages) -> TraceData {
     let mask = gpu_kernel_mask(trace);
     let k = &trace.kernels;
     let chosen_pid = select_heaviest_pid(
@@ -117,7 +117,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &StageIndex) -> TraceData {
     let keep = |i: usize| mask[i] && trace.pid_str(k.thread[i]) == pid;
     out.kernels.reserve_exact((0..k.len()).filter(|&i| keep(i)).count());
     let mut name_cache: HashMap<Sym, (Arc<str>, &'static str)> = HashMap::default();
-    for (row, &is_kernel) in k.iter().zip(&mask) {
+    for (i, (row, &is_kernel)) in k.iter().zip(&mask).enumerate() {
         if !is_kernel || trace.pid_str(row.thread) != pid {
             continue;
         }
@@ -133,7 +133,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &StageIndex) -> TraceData {
             name: row.name,
             canonical,
             category,
-            stage: stages.resolve(row.ts, external_id),
+            stage: stages.get(i),
             thread: row.thread,
             ts: row.ts,
             dur: row.dur,

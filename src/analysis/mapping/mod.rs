@@ -165,7 +165,7 @@ pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(String, StagePaylo
 mod tests {
     use super::*;
     use crate::analysis::kernels::{aggregate_by_name, extract_trace_data};
-    use crate::analysis::stage::StageIndex;
+    use crate::analysis::stage::RowStages;
     use crate::columns::value::trace_from_value;
 
     fn tiny_trace() -> Trace {
@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn attributes_kernels_to_framework_frames() {
         let trace = tiny_trace();
-        let data = extract_trace_data(&trace, &StageIndex::build(&trace));
+        let data = extract_trace_data(&trace, &RowStages::build(&trace));
         assert_eq!(data.kernels.len(), 2);
         assert_eq!(&*data.kernels[0].canonical, "void gemm_kernel<1>");
         assert_eq!(data.kernels[0].external_id, Some(7));

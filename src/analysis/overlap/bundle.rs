@@ -10,13 +10,23 @@ use indexmap::IndexMap;
 
 use super::detect::{canonicalize_name, classify_kernel, is_kernel_event};
 use super::{OverlapKernel, StageBundle};
-use crate::analysis::stage::{select_heaviest_pid, StageIndex};
+use crate::analysis::stage::{select_heaviest_pid, RowStages};
 use crate::columns::{Sym, ThreadIdx, Trace};
 
 /// The chosen process's kernel rows (trace order) and that process's pid.
 fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, String)> {
     let k = &trace.kernels;
-    let kernel_rows: Vec<u32> = (0..k.len()).filter(|&i| is_kernel_event(trace, &k.get(i))).map(|i| i as u32).collect();
+    // The detector reads only the name, category and stream marker: decide
+    // once per distinct triple.
+    let mut verdicts: HashMap<(Sym, Sym, bool), bool> = HashMap::default();
+    let kernel_rows: Vec<u32> = (0..k.len())
+        .filter(|&i| {
+            *verdicts
+                .entry((k.name[i], k.cat[i], k.has_stream_marker[i]))
+                .or_insert_with(|| is_kernel_event(trace, &k.get(i)))
+        })
+        .map(|i| i as u32)
+        .collect();
     let filter_given = pid_substring.is_some_and(|s| !s.is_empty());
     let preferred: &[&str] = if filter_given { &[] } else { &["TP00"] };
     let chosen = select_heaviest_pid(
@@ -24,7 +34,14 @@ fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, 
         pid_substring,
         preferred,
     )?;
-    let rows = kernel_rows.into_iter().filter(|&i| trace.pid_str(k.thread[i as usize]) == chosen).collect();
+    let mut is_chosen: HashMap<ThreadIdx, bool> = HashMap::default();
+    let rows = kernel_rows
+        .into_iter()
+        .filter(|&i| {
+            let thread = k.thread[i as usize];
+            *is_chosen.entry(thread).or_insert_with(|| trace.pid_str(thread) == chosen)
+        })
+        .collect();
     Some((rows, chosen))
 }
 
@@ -32,7 +49,7 @@ fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, 
 /// per-stream strings.
 struct EventBuilder<'t> {
     trace: &'t Trace,
-    stages: StageIndex,
+    stages: &'t RowStages,
     names: HashMap<Sym, (Arc<str>, &'static str)>,
     /// Per thread: the stream name used when args carry none.
     threads: HashMap<ThreadIdx, Arc<str>>,
@@ -40,10 +57,10 @@ struct EventBuilder<'t> {
 }
 
 impl<'t> EventBuilder<'t> {
-    fn new(trace: &'t Trace) -> Self {
+    fn new(trace: &'t Trace, stages: &'t RowStages) -> Self {
         EventBuilder {
             trace,
-            stages: StageIndex::build(trace),
+            stages,
             names: HashMap::default(),
             threads: HashMap::default(),
             streams: HashMap::default(),
@@ -57,7 +74,7 @@ impl<'t> EventBuilder<'t> {
     }
 
     fn stage(&self, row: usize) -> &'static str {
-        self.stages.resolve(self.trace.kernels.ts[row], self.external_id(row))
+        self.stages.get(row)
     }
 
     fn build(&mut self, idx: usize, row: usize) -> OverlapKernel {
@@ -110,7 +127,8 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
     let Some((rows, chosen)) = chosen_rows(trace, pid_substring) else {
         return (Vec::new(), None);
     };
-    let mut builder = EventBuilder::new(trace);
+    let stages = RowStages::build(trace);
+    let mut builder = EventBuilder::new(trace, &stages);
     let events = rows.iter().enumerate().map(|(idx, &row)| builder.build(idx, row as usize)).collect();
     (events, Some(chosen))
 }
@@ -122,6 +140,7 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
 /// all events is ever held twice.
 pub fn extract_events_by_stage(
     trace: &Trace,
+    stages: &RowStages,
     pid_substring: Option<&str>,
     default_stage: &str,
 ) -> (IndexMap<String, Vec<OverlapKernel>>, Option<String>) {
@@ -129,7 +148,7 @@ pub fn extract_events_by_stage(
     let Some((rows, chosen)) = chosen_rows(trace, pid_substring) else {
         return (grouped, None);
     };
-    let mut builder = EventBuilder::new(trace);
+    let mut builder = EventBuilder::new(trace, stages);
     let stage_of = |b: &EventBuilder, row: u32| if default_stage != "all" { default_stage } else { b.stage(row as usize) };
     let mut sizes: IndexMap<&str, usize> = IndexMap::new();
     for &row in &rows {
@@ -176,7 +195,18 @@ pub fn stage_bundles<'t>(
     label_prefix: &str,
     pid_substring: Option<&str>,
 ) -> Vec<(String, StageBundle<'t>)> {
-    let (mut groups, pid) = extract_events_by_stage(trace, pid_substring, default_stage);
+    stage_bundles_with(trace, &RowStages::build(trace), default_stage, label_prefix, pid_substring)
+}
+
+/// [`stage_bundles`] with the kernel rows' stages already resolved.
+pub fn stage_bundles_with<'t>(
+    trace: &'t Trace,
+    stages: &RowStages,
+    default_stage: &str,
+    label_prefix: &str,
+    pid_substring: Option<&str>,
+) -> Vec<(String, StageBundle<'t>)> {
+    let (mut groups, pid) = extract_events_by_stage(trace, stages, pid_substring, default_stage);
     if groups.is_empty() {
         return Vec::new();
     }

@@ -161,12 +161,16 @@ pub fn build_kernel_source_map(
     let mut names = FrameNames::default();
     let mut ranker = ScopeRanker::default();
     // An empty target set means "no filter", as in the reference.
+    crate::progress::phase("  source map: sampled");
     let contexts = cpu_launch_contexts(trace, (!targets.is_empty()).then_some(&targets), &mut names);
+    crate::progress::phase("  source map: cpu launch contexts");
     let launches = launch_contexts(trace);
+    crate::progress::phase("  source map: launch contexts");
     let has_context = |ext: Option<i64>| ext.and_then(|x| contexts.get(&x)).is_some_and(|v| !v.is_empty());
     let fallback_queries: Vec<(usize, f64)> =
         sampled.iter().filter(|e| !has_context(e.external_id)).map(|e| (e.idx, e.ts)).collect();
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
+    crate::progress::phase("  source map: temporal");
 
     let mut map = SourceMap::new();
     let mut entries: HashMap<Arc<str>, Option<KernelEntry>> = HashMap::default();

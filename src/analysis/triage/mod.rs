@@ -20,7 +20,7 @@ use crate::analysis::mapping::{
 };
 use crate::analysis::overlap::{self, StageBundle};
 use crate::analysis::sites::SiteIndex;
-use crate::analysis::stage::StageIndex;
+use crate::analysis::stage::RowStages;
 use crate::analysis::types::StagePayload;
 use crate::columns::Trace;
 use crate::error::{Error, Result};
@@ -34,6 +34,8 @@ pub use report::*;
 struct Loaded {
     path: PathBuf,
     trace: Trace,
+    /// Stage of every kernel row, shared by the kernel and overlap steps.
+    stages: RowStages,
     data: TraceData,
     index: SiteIndex,
 }
@@ -42,12 +44,10 @@ impl Loaded {
     fn load(path: &Path, quiet: bool) -> Result<Self> {
         let trace = load_path(path, &IngestOptions { quiet, ..Default::default() })?;
         crate::progress::phase("loaded");
-        let (data, index) = rayon::join(
-            || extract_trace_data(&trace, &StageIndex::build(&trace)),
-            || SiteIndex::build(&trace),
-        );
+        let stages = RowStages::build(&trace);
+        let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages), || SiteIndex::build(&trace));
         crate::progress::phase("kernels extracted, site index built");
-        Ok(Loaded { path: path.to_path_buf(), trace, data, index })
+        Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index })
     }
 
     fn attributed(&self) -> AttributedTrace<'_> {
@@ -392,7 +392,7 @@ fn overlap_rows<'a>(
         for p in ordered {
             let Some(l) = find(p) else { continue };
             for (stage, bundle) in
-                overlap::stage_bundles(&l.trace, parse_stage(p), prefix, opts.pid_substring.as_deref())
+                overlap::stage_bundles_with(&l.trace, &l.stages, parse_stage(p), prefix, opts.pid_substring.as_deref())
             {
                 out.entry(stage).or_insert(bundle);
             }
