@@ -227,6 +227,20 @@ pub struct RowStages {
 
 const STAGE_CODES: [Stage; 3] = ["extend", "decode", "all"];
 
+/// One-byte code of a stage (`all` for anything else).
+pub fn stage_code(stage: Stage) -> u8 {
+    match stage {
+        "extend" => 0,
+        "decode" => 1,
+        _ => 2,
+    }
+}
+
+/// The stage behind a [`stage_code`].
+pub fn stage_from_code(code: u8) -> Stage {
+    STAGE_CODES[(code as usize).min(2)]
+}
+
 impl RowStages {
     pub fn build(trace: &Trace) -> Self {
         use rayon::prelude::*;
@@ -238,11 +252,7 @@ impl RowStages {
             .map(|i| {
                 let row = k.get(i);
                 let external_id = row.external_id.or_else(|| row.correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()));
-                match index.resolve(row.ts, external_id) {
-                    "extend" => 0,
-                    "decode" => 1,
-                    _ => 2,
-                }
+                stage_code(index.resolve(row.ts, external_id))
             })
             .collect();
         RowStages { codes }
@@ -250,7 +260,7 @@ impl RowStages {
 
     /// The stage of kernel row `row` (`all` for a row out of range).
     pub fn get(&self, row: usize) -> Stage {
-        STAGE_CODES[self.codes.get(row).map_or(2, |&c| c as usize)]
+        stage_from_code(self.codes.get(row).copied().unwrap_or(2))
     }
 }
 

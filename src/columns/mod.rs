@@ -10,6 +10,7 @@
 
 pub mod builder;
 pub mod corrmap;
+pub mod frames;
 pub mod interner;
 pub mod value;
 
@@ -21,6 +22,7 @@ pub type FxIndexMap<K, V> = IndexMap<K, V, rustc_hash::FxBuildHasher>;
 
 pub use builder::{ArgsFields, ColumnsBuilder, RawEvent};
 pub use corrmap::CorrMap;
+pub use frames::{FrameColumns, FrameRow};
 pub use interner::{Interner, Sym};
 
 /// A `(pid, tid)` pair as Python strings.
@@ -195,19 +197,6 @@ columns!(
         dur: f64,
         complete: bool,
         correlation: i64,
-    }
-);
-
-columns!(
-    /// `ph: "X"`, `cat == "python_function"` frames, all threads. (The
-    /// frames' `Python id` / `Python parent id` are not kept: no analysis
-    /// reads them, and frames are most of a trace's events.)
-    FrameColumns, FrameRow {
-        name: Sym,
-        thread: ThreadIdx,
-        ts: f64,
-        dur: f64,
-        complete: bool,
     }
 );
 

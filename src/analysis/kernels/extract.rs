@@ -8,26 +8,82 @@ use std::sync::Arc;
 
 use super::names::{canonicalize_name, classify_kernel};
 use crate::analysis::sites::frames::FrameIndex;
-use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
-use crate::columns::{Sym, ThreadIdx, Trace};
+use crate::analysis::stage::{select_heaviest_pid, stage_code, stage_from_code, RowStages, Stage};
+use crate::columns::{Pack, Sym, ThreadIdx, Trace};
 use crate::pyfmt::normalize_text;
 
 /// Process ids preferred when choosing the process whose kernels are ranked.
 pub const PREFERRED_PIDS: &[&str] = &["TP00", "TP-0"];
 
-/// One GPU kernel execution.
+/// Canonical name and category of one raw kernel name, shared by all of
+/// its launches.
+#[derive(Debug, PartialEq)]
+pub struct KernelName {
+    pub canonical: Box<str>,
+    pub category: &'static str,
+}
+
+/// One GPU kernel execution. Kept compact (56 bytes): the name's derived
+/// forms are shared, optional ids are packed with a sentinel and the stage
+/// is a one-byte code.
 #[derive(Clone, Debug)]
 pub struct KernelEvent {
-    pub name: Sym,
-    pub canonical: Arc<str>,
-    pub category: &'static str,
-    pub stage: Stage,
-    pub thread: ThreadIdx,
+    info: Arc<KernelName>,
     pub ts: f64,
     pub dur: f64,
-    /// `External id`, or the one its correlation maps to.
-    pub external_id: Option<i64>,
-    pub correlation: Option<i64>,
+    external_id: i64,
+    correlation: i64,
+    pub name: Sym,
+    pub thread: ThreadIdx,
+    stage: u8,
+}
+
+impl KernelEvent {
+    /// `external_id` is the row's External id, or the one its correlation
+    /// maps to.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: Sym,
+        info: Arc<KernelName>,
+        stage: Stage,
+        thread: ThreadIdx,
+        ts: f64,
+        dur: f64,
+        external_id: Option<i64>,
+        correlation: Option<i64>,
+    ) -> Self {
+        KernelEvent {
+            info,
+            ts,
+            dur,
+            external_id: Pack::pack(external_id),
+            correlation: Pack::pack(correlation),
+            name,
+            thread,
+            stage: stage_code(stage),
+        }
+    }
+
+    pub fn canonical(&self) -> &str {
+        &self.info.canonical
+    }
+
+    /// compute / communication / memory / ... (the kernel module's classifier).
+    pub fn category(&self) -> &'static str {
+        self.info.category
+    }
+
+    pub fn stage(&self) -> Stage {
+        stage_from_code(self.stage)
+    }
+
+    pub fn external_id(&self) -> Option<i64> {
+        Pack::unpack(self.external_id)
+    }
+
+    pub fn correlation(&self) -> Option<i64> {
+        Pack::unpack(self.correlation)
+    }
 }
 
 /// A CPU operator that carries (or maps to) an External id.
@@ -116,30 +172,29 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages) -> TraceData {
     };
     let keep = |i: usize| mask[i] && trace.pid_str(k.thread[i]) == pid;
     out.kernels.reserve_exact((0..k.len()).filter(|&i| keep(i)).count());
-    let mut name_cache: HashMap<Sym, (Arc<str>, &'static str)> = HashMap::default();
+    let mut name_cache: HashMap<Sym, Arc<KernelName>> = HashMap::default();
     for (i, (row, &is_kernel)) in k.iter().zip(&mask).enumerate() {
         if !is_kernel || trace.pid_str(row.thread) != pid {
             continue;
         }
-        let (canonical, category) = name_cache
+        let info = name_cache
             .entry(row.name)
             .or_insert_with(|| {
                 let name = trace.s(row.name);
-                (Arc::from(canonicalize_name(name)), classify_kernel(name))
+                Arc::new(KernelName { canonical: canonicalize_name(name).into(), category: classify_kernel(name) })
             })
             .clone();
         let external_id = resolve_external(trace, row.external_id, row.correlation);
-        out.kernels.push(KernelEvent {
-            name: row.name,
-            canonical,
-            category,
-            stage: stages.get(i),
-            thread: row.thread,
-            ts: row.ts,
-            dur: row.dur,
+        out.kernels.push(KernelEvent::new(
+            row.name,
+            info,
+            stages.get(i),
+            row.thread,
+            row.ts,
+            row.dur,
             external_id,
-            correlation: row.correlation,
-        });
+            row.correlation,
+        ));
     }
     out
 }
@@ -152,7 +207,7 @@ pub fn group_kernels_by_stage<'a>(
 ) -> Vec<(String, Vec<&'a KernelEvent>)> {
     let mut groups: Vec<(String, Vec<&'a KernelEvent>)> = Vec::new();
     for kernel in kernels {
-        let stage = if default_stage != "all" { default_stage } else { kernel.stage };
+        let stage = if default_stage != "all" { default_stage } else { kernel.stage() };
         match groups.iter_mut().find(|(s, _)| s == stage) {
             Some((_, v)) => v.push(kernel),
             None => groups.push((stage.to_string(), vec![kernel])),
@@ -164,6 +219,15 @@ pub fn group_kernels_by_stage<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_events_stay_compact() {
+        assert!(std::mem::size_of::<KernelEvent>() <= 56);
+        let info = Arc::new(KernelName { canonical: "k".into(), category: "other" });
+        let e = KernelEvent::new(3, info, "decode", 1, 2.0, 4.0, Some(-5), None);
+        assert_eq!((e.canonical(), e.category(), e.stage()), ("k", "other", "decode"));
+        assert_eq!((e.external_id(), e.correlation()), (Some(-5), None));
+    }
 
     #[test]
     fn python_scope_names() {

@@ -7,7 +7,7 @@ pub mod names;
 use indexmap::IndexMap;
 
 pub use extract::{
-    extract_trace_data, group_kernels_by_stage, CpuOpEvent, KernelEvent, LaunchEvent, TraceData,
+    extract_trace_data, group_kernels_by_stage, CpuOpEvent, KernelEvent, KernelName, LaunchEvent, TraceData,
 };
 pub use names::{canonicalize_name, classify_kernel, short_name};
 
@@ -17,7 +17,10 @@ use crate::analysis::types::Aggregate;
 pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<String, Aggregate> {
     let mut out: IndexMap<String, Aggregate> = IndexMap::new();
     for k in kernels {
-        let item = out.entry(k.canonical.to_string()).or_default();
+        let item = match out.get_index_of(k.canonical()) {
+            Some(i) => &mut out[i],
+            None => out.entry(k.canonical().to_string()).or_default(),
+        };
         item.total_us += k.dur;
         item.count += 1;
         item.max_us = item.max_us.max(k.dur);
@@ -32,11 +35,11 @@ pub fn categories_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>
     for k in kernels {
         // Last category wins, first-seen order (a dict assignment), without
         // allocating for names already present.
-        match out.get_mut(&*k.canonical) {
-            Some(c) if *c == *k.category => {}
-            Some(c) => *c = k.category.to_string(),
+        match out.get_mut(k.canonical()) {
+            Some(c) if *c == *k.category() => {}
+            Some(c) => *c = k.category().to_string(),
             None => {
-                out.insert(k.canonical.to_string(), k.category.to_string());
+                out.insert(k.canonical().to_string(), k.category().to_string());
             }
         }
     }

@@ -40,7 +40,7 @@ pub fn sample_kernels_for_mapping<'a>(
     }
     let mut grouped: IndexMap<&str, Vec<&'a KernelEvent>> = IndexMap::new();
     for &k in kernels {
-        grouped.entry(&k.canonical).or_default().push(k);
+        grouped.entry(k.canonical()).or_default().push(k);
     }
     let mut names: Vec<&str> = grouped.keys().copied().collect();
     names.sort();
@@ -185,8 +185,8 @@ mod tests {
         let trace = tiny_trace();
         let data = extract_trace_data(&trace, &RowStages::build(&trace));
         assert_eq!(data.kernels.len(), 2);
-        assert_eq!(&*data.kernels[0].canonical, "void gemm_kernel<1>");
-        assert_eq!(data.kernels[0].external_id, Some(7));
+        assert_eq!(data.kernels[0].canonical(), "void gemm_kernel<1>");
+        assert_eq!(data.kernels[0].external_id(), Some(7));
         let index = SiteIndex::build(&trace);
         let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: "all".into() };
         let map = build_mapping_kernel_map(std::slice::from_ref(&view), "vllm");
@@ -215,16 +215,9 @@ mod tests {
         let mut trace = Trace::default();
         let name = trace.strings.intern("k");
         let kernels: Vec<KernelEvent> = (0..20)
-            .map(|i| KernelEvent {
-                name,
-                canonical: std::sync::Arc::from("k"),
-                category: "other",
-                stage: "all",
-                thread: 0,
-                ts: i as f64,
-                dur: 1.0,
-                external_id: None,
-                correlation: None,
+            .map(|i| {
+                let info = std::sync::Arc::new(crate::analysis::kernels::KernelName { canonical: "k".into(), category: "other" });
+                KernelEvent::new(name, info, "all", 0, i as f64, 1.0, None, None)
             })
             .collect();
         let refs: Vec<&KernelEvent> = kernels.iter().collect();

@@ -94,7 +94,7 @@ pub fn cpu_launch_contexts(
     let f = &trace.frames;
     let mut scopes_by_thread: HashMap<ThreadIdx, Vec<u32>> = HashMap::default();
     for i in 0..f.len() {
-        if !f.complete[i] || !ops_by_thread.contains_key(&f.thread[i]) {
+        if !f.complete(i) || !ops_by_thread.contains_key(&f.thread[i]) {
             continue;
         }
         let (_, meaningful, fallback) = names.get(trace, f.name[i]);
@@ -105,7 +105,7 @@ pub fn cpu_launch_contexts(
     }
 
     let ops_ts = &trace.cpu_ops.ts;
-    let end = |r: u32| f.ts[r as usize] + f.dur[r as usize];
+    let end = |r: u32| f.ts[r as usize] + f.dur(r as usize);
     for (thread, ops) in ops_by_thread.iter_mut() {
         let mut scopes = scopes_by_thread.remove(thread).unwrap_or_default();
         // Rows are in trace order, so the row breaks ties as a stable sort

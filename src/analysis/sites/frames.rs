@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 
 use super::locations::{frame_priority, normalize_source_location};
 use crate::analysis::kernels::extract::py_cmp;
-use crate::columns::{Sym, ThreadIdx, Trace};
+use crate::columns::{FrameColumns, Sym, ThreadIdx, Trace};
 
 /// Display form and rank of one frame name.
 #[derive(Clone, Debug)]
@@ -32,14 +32,15 @@ pub struct FrameIndex {
 /// stable. Without NaNs that is one in-place sort with the row index as the
 /// last key; with them the original two stable passes (by (ts, end), then
 /// by (ts, -end)) are replayed so the result does not change.
-fn sort_rows(rows: &mut [u32], ts: &[f64], dur: &[f64]) {
-    let t = |r: u32| ts[r as usize];
-    let e = |r: u32| ts[r as usize] + dur[r as usize];
+fn sort_rows(rows: &mut [u32], f: &FrameColumns) {
+    let t = |r: u32| f.ts[r as usize];
+    let e = |r: u32| f.ts[r as usize] + f.dur(r as usize);
     if rows.iter().any(|&r| t(r).is_nan() || e(r).is_nan()) {
-        rows.sort_by(|&a, &b| py_cmp(t(a), t(b)).then(py_cmp(e(a), e(b))));
-        rows.sort_by(|&a, &b| py_cmp(t(a), t(b)).then(py_cmp(e(b), e(a))));
+        rows.sort_by(|&a, &b| py_cmp(t(a), t(b)).then_with(|| py_cmp(e(a), e(b))));
+        rows.sort_by(|&a, &b| py_cmp(t(a), t(b)).then_with(|| py_cmp(e(b), e(a))));
     } else {
-        rows.sort_unstable_by(|&a, &b| py_cmp(t(a), t(b)).then(py_cmp(e(b), e(a))).then(a.cmp(&b)));
+        // Ends are only computed on equal starts.
+        rows.sort_unstable_by(|&a, &b| py_cmp(t(a), t(b)).then_with(|| py_cmp(e(b), e(a))).then(a.cmp(&b)));
     }
 }
 
@@ -73,7 +74,7 @@ impl FrameIndex {
         }
         for rows in by_thread.values_mut() {
             rows.shrink_to_fit();
-            sort_rows(rows, &f.ts, &f.dur);
+            sort_rows(rows, f);
         }
         FrameIndex { by_thread, names }
     }

@@ -117,14 +117,14 @@ impl SiteIndex {
     /// External id.
     fn cpu_op_row(&self, trace: &Trace, kernel: &KernelEvent) -> Option<u32> {
         let ops = &trace.cpu_ops;
-        nearest(self.cpu_ops.group(kernel.external_id?), &ops.ts, &ops.dur, kernel.ts)
+        nearest(self.cpu_ops.group(kernel.external_id()?), &ops.ts, &ops.dur, kernel.ts)
     }
 
     /// Row (in `trace.launches`) of the launch call nearest the kernel with
     /// its correlation.
     fn launch_row(&self, trace: &Trace, kernel: &KernelEvent) -> Option<u32> {
         let l = &trace.launches;
-        nearest(self.launches.group(kernel.correlation?), &l.ts, &l.dur, kernel.ts)
+        nearest(self.launches.group(kernel.correlation()?), &l.ts, &l.dur, kernel.ts)
     }
 }
 
@@ -252,8 +252,8 @@ fn resolve_thread_queries(
             active.push(ActiveFrame {
                 name,
                 ts: f.ts[r],
-                dur: f.dur[r],
-                end: f.ts[r] + f.dur[r],
+                dur: f.dur(r),
+                end: f.ts[r] + f.dur(r),
                 priority: frames.name(name).map_or(0, |n| n.priority),
             });
             next += 1;
@@ -317,8 +317,8 @@ pub fn aggregate_kernel_sites(
         kernels.iter().map(|k| (index.cpu_op_row(trace, k), index.launch_row(trace, k))).collect();
     let events = |k: &KernelEvent, (op, launch): (Option<u32>, Option<u32>)| {
         (
-            op.zip(k.external_id).map(|(r, x)| cpu_op_event(trace, r, x)),
-            launch.zip(k.correlation).map(|(r, c)| launch_event(trace, r, c)),
+            op.zip(k.external_id()).map(|(r, x)| cpu_op_event(trace, r, x)),
+            launch.zip(k.correlation()).map(|(r, c)| launch_event(trace, r, c)),
         )
     };
     // Query 2i is kernel i's CPU op probe, 2i + 1 its launch call.
@@ -349,7 +349,7 @@ pub fn aggregate_kernel_sites(
         let (op, launch) = events(k, rows);
         let res = (resolved[2 * i], resolved[2 * i + 1]);
         let (location, stack, cpu_op) = resolve_site_context(trace, &data.frames, &stacks, op, launch, res);
-        let ki = *kernel_pos.entry(key(&k.canonical)).or_insert_with(|| slot_index(&mut out, &k.canonical));
+        let ki = *kernel_pos.entry(key(k.canonical())).or_insert_with(|| slot_index(&mut out, k.canonical()));
         let li = *location_pos.entry((ki, key(location))).or_insert_with(|| slot_index(&mut out[ki], location));
         let item = &mut out[ki][li];
         item.total_us += k.dur;
