@@ -381,11 +381,19 @@ impl ColumnsBuilder {
         for (pid_tid, i) in self.t.threads.iter().zip(0..) {
             self.thread_cache.insert((pid_tid.pid, pid_tid.tid), i);
         }
-        self.t.kernels.append_mapped(o.kernels, &sym, &thread);
-        self.t.cpu_ops.append_mapped(o.cpu_ops, &sym, &thread);
-        self.t.launches.append_mapped(o.launches, &sym, &thread);
-        self.t.frames.append_mapped(o.frames, &sym, &thread);
-        self.t.annotations.append_mapped(o.annotations, &sym, &thread);
+        // Frames (most rows) on one thread, everything else on the other.
+        let t = &mut self.t;
+        let (sym, thread) = (&sym, &thread);
+        rayon::join(
+            || t.frames.append_mapped(o.frames, sym, thread),
+            || {
+                t.kernels.append_mapped(o.kernels, sym, thread);
+                t.cpu_ops.append_mapped(o.cpu_ops, sym, thread);
+                t.launches.append_mapped(o.launches, sym, thread);
+                t.annotations.append_mapped(o.annotations, sym, thread);
+                t.corr_to_ext.append(o.corr_to_ext);
+            },
+        );
         for (k, v) in &o.thread_names {
             let key = ThreadKey { pid: sym[k.pid as usize], tid: sym[k.tid as usize] };
             self.t.thread_names.insert(key, sym[*v as usize]);
@@ -393,12 +401,11 @@ impl ColumnsBuilder {
         for (k, v) in &o.process_names {
             self.t.process_names.insert(sym[*k as usize], sym[*v as usize]);
         }
-        self.t.corr_to_ext.append(o.corr_to_ext);
         let c = &mut self.t.counts;
         c.events += o.counts.events;
         c.skipped += o.counts.skipped;
-        merge_counts(&mut c.by_cat, &o.counts.by_cat, &sym);
-        merge_counts(&mut c.by_ph, &o.counts.by_ph, &sym);
+        merge_counts(&mut c.by_cat, &o.counts.by_cat, sym);
+        merge_counts(&mut c.by_ph, &o.counts.by_ph, sym);
         c.min_ts = min_opt(c.min_ts, o.counts.min_ts, f64::min);
         c.max_end = min_opt(c.max_end, o.counts.max_end, f64::max);
         let room = SAMPLE_EVENTS.saturating_sub(self.sample.len());

@@ -65,7 +65,7 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
                 top_slot(&mut f, key)
             };
             match slot {
-                TopSlot::Field(p) => *p = s.value(&mut scratch.bytes)?,
+                TopSlot::Field(p) => s.value_into(&mut scratch.bytes, p)?,
                 TopSlot::Args => {
                     if s.peek()? == b'{' {
                         f.args_object = true;
@@ -189,7 +189,7 @@ fn parse_args(s: &mut Scanner<'_>, f: &mut Slots, scratch: &mut Vec<u8>, mut hea
         };
         let v = match args_slot(f, key) {
             Some(slot) => {
-                *slot = s.value(scratch)?;
+                s.value_into(scratch, slot)?;
                 *slot
             }
             None if head.is_some() => s.value(scratch)?,
@@ -231,6 +231,7 @@ fn parse_args(s: &mut Scanner<'_>, f: &mut Slots, scratch: &mut Vec<u8>, mut hea
     Ok(())
 }
 
+#[inline(always)]
 fn loc_bytes<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> &'a [u8] {
     match loc {
         Loc::Str(a, b) | Loc::Num(a, b) => &buf[a..b],
@@ -241,7 +242,7 @@ fn loc_bytes<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> &'a [u8] {
 
 /// Text of a scanned string: borrowed when valid UTF-8 (checked with an
 /// ASCII fast path), else a fixed replacement marker.
-#[inline]
+#[inline(always)]
 fn text(bytes: &[u8]) -> &str {
     if bytes.is_ascii() {
         // SAFETY: ASCII is valid UTF-8.
@@ -252,7 +253,7 @@ fn text(bytes: &[u8]) -> &str {
     std::str::from_utf8(bytes).unwrap_or("\u{FFFD}")
 }
 
-#[inline]
+#[inline(always)]
 fn scalar<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> Scalar<'a> {
     match loc {
         Loc::Missing => Scalar::Missing,

@@ -40,6 +40,12 @@ pub enum Loc {
     Compound,
 }
 
+#[cold]
+#[inline(never)]
+fn expected<T>(pos: usize, what: &str, found: u8) -> ScanResult<T> {
+    syntax(pos, format!("expected {what}, found {}", show(found)))
+}
+
 #[inline]
 pub fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
@@ -74,11 +80,11 @@ impl<'a> Scanner<'a> {
     }
 
     /// Consumes `want` (after whitespace) or fails with `what`.
-    #[inline]
+    #[inline(always)]
     pub fn expect(&mut self, want: u8, what: &str) -> ScanResult<()> {
         let b = self.peek()?;
         if b != want {
-            return syntax(self.pos, format!("expected {what}, found {}", show(b)));
+            return expected(self.pos, what, b);
         }
         self.pos += 1;
         Ok(())
@@ -124,6 +130,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scans a string and returns where its decoded contents live.
+    #[inline(always)]
     pub fn string(&mut self, scratch: &mut Vec<u8>) -> ScanResult<Loc> {
         let (s, e, escaped) = self.string_raw()?;
         if !escaped {
@@ -135,6 +142,38 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scans any value at `pos` into a [`Loc`] (containers are skipped).
+    /// Inlined: returning the 32-byte result through memory stalls on
+    /// store forwarding in the per-field loop.
+    #[inline(always)]
+    pub fn value_into(&mut self, scratch: &mut Vec<u8>, out: &mut Loc) -> ScanResult<()> {
+        let b = self.peek()?;
+        match b {
+            b'"' => {
+                let (s, e, escaped) = self.string_raw()?;
+                if !escaped {
+                    *out = Loc::Str(s, e);
+                } else {
+                    let from = scratch.len();
+                    decode_escapes(self.buf, s, e, scratch)?;
+                    *out = Loc::Scratch(from, scratch.len());
+                }
+                Ok(())
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = self.pos;
+                let end = self.number_end()?;
+                *out = Loc::Num(start, end);
+                Ok(())
+            }
+            _ => {
+                *out = self.value(scratch)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Scans any value at `pos` into a [`Loc`] (containers are skipped).
+    #[inline]
     pub fn value(&mut self, scratch: &mut Vec<u8>) -> ScanResult<Loc> {
         let b = self.peek()?;
         match b {
@@ -168,20 +207,62 @@ impl<'a> Scanner<'a> {
 
     fn number(&mut self) -> ScanResult<Loc> {
         let start = self.pos;
+        self.number_end().map(|end| Loc::Num(start, end))
+    }
+
+    /// Scans the number at `pos`; returns its end and leaves `pos` there.
+    #[inline(always)]
+    fn number_end(&mut self) -> ScanResult<usize> {
+        let start = self.pos;
         let rest = &self.buf[start..];
-        if rest.starts_with(b"-Infinity") {
-            self.pos += 9;
-            return Ok(Loc::Num(start, self.pos));
+        if rest.get(1) == Some(&b'I') || rest.len() == 1 {
+            if rest.starts_with(b"-Infinity") {
+                self.pos += 9;
+                return Ok(self.pos);
+            }
+            if rest.len() < 9 && b"-Infinity".starts_with(rest) {
+                // `-Inf` at the end of a stream window: the rest may follow.
+                return Err(ScanError::Incomplete);
+            }
         }
-        if rest.len() > 1 && rest.len() < 9 && b"-Infinity".starts_with(rest) {
-            // `-Inf` at the end of a stream window: the rest may follow.
+        // One pass along the grammar; anything unusual takes the general
+        // path, which first takes every byte of the number alphabet.
+        let buf = self.buf;
+        let digits = |mut i: usize| {
+            while buf.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            i
+        };
+        let mut i = start + usize::from(buf.get(start) == Some(&b'-'));
+        let d0 = i;
+        i = digits(i);
+        let mut ok = i > d0 && !(buf[d0] == b'0' && i - d0 > 1);
+        if ok && buf.get(i) == Some(&b'.') {
+            let f0 = i + 1;
+            i = digits(f0);
+            ok = i > f0;
+        }
+        if ok && matches!(buf.get(i), Some(b'e' | b'E')) {
+            let e0 = i + 1 + usize::from(matches!(buf.get(i + 1), Some(b'+' | b'-')));
+            i = digits(e0);
+            ok = i > e0;
+        }
+        if !ok || buf.get(i).is_some_and(|&b| in_number_alphabet(b)) {
+            return self.number_end_general(start);
+        }
+        if i == buf.len() {
+            // The number may continue in the next window.
             return Err(ScanError::Incomplete);
         }
+        self.pos = i;
+        Ok(i)
+    }
+
+    #[cold]
+    fn number_end_general(&mut self, start: usize) -> ScanResult<usize> {
         let mut i = start;
-        while let Some(&b) = self.buf.get(i) {
-            if !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
-                break;
-            }
+        while self.buf.get(i).is_some_and(|&b| in_number_alphabet(b)) {
             i += 1;
         }
         if i == self.buf.len() {
@@ -192,7 +273,7 @@ impl<'a> Scanner<'a> {
             return syntax(start, "invalid number");
         }
         self.pos = i;
-        Ok(Loc::Num(start, i))
+        Ok(i)
     }
 
     /// Skips an object or array whose opening bracket is at `pos`.
@@ -240,6 +321,11 @@ impl<'a> Scanner<'a> {
             }
         }
     }
+}
+
+#[inline(always)]
+fn in_number_alphabet(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
 }
 
 fn valid_number(t: &[u8]) -> bool {
@@ -366,6 +452,30 @@ mod tests {
         assert_eq!(l, Ok(Loc::Scratch(0, scratch.len())));
         assert_eq!(std::str::from_utf8(&scratch).unwrap(), "a\"bé😀");
         assert_eq!(loc_of("\"abc").0, Err(ScanError::Incomplete));
+    }
+
+    #[test]
+    fn number_fast_path_agrees_with_the_general_one() {
+        // Every string of up to five bytes over the number alphabet, a
+        // space and 'x', as a whole window.
+        let alphabet = b"0123-+.eE x";
+        let mut cases: Vec<Vec<u8>> = vec![vec![]];
+        for _ in 0..5 {
+            let longer: Vec<Vec<u8>> = cases.iter().flat_map(|c| alphabet.iter().map(move |&b| [c.clone(), vec![b]].concat())).collect();
+            cases.extend(longer);
+        }
+        for case in cases.iter().filter(|c| matches!(c.first(), Some(b'-' | b'0'..=b'9'))) {
+            let mut fast = Scanner::new(case, 0);
+            let mut general = Scanner::new(case, 0);
+            let a = fast.number_end();
+            let b = general.number_end_general(0);
+            assert_eq!(a, b, "{:?}", String::from_utf8_lossy(case));
+            assert_eq!(fast.pos, general.pos);
+            let mut into = Loc::Missing;
+            let mut scratch = Vec::new();
+            let c = Scanner::new(case, 0).value_into(&mut scratch, &mut into).map(|_| into);
+            assert_eq!(c, a.map(|end| Loc::Num(0, end)));
+        }
     }
 
     #[test]

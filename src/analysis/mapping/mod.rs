@@ -151,8 +151,9 @@ pub fn limit_kernel_rows(rows: &[KernelRow], limit: usize) -> &[KernelRow] {
 
 /// Formal stage payload of every stage of one trace (stage order as seen).
 pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(String, StagePayload)> {
+    use rayon::prelude::*;
     group_kernels_by_stage(&t.data.kernels, &t.default_stage)
-        .into_iter()
+        .into_par_iter()
         .map(|(stage, kernels)| {
             let local = aggregate_kernel_sites(t.trace, t.data, t.index, &kernels);
             let payload = build_stage_payload(&local, &categories_by_name(kernels.iter().copied()));

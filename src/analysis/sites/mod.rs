@@ -313,8 +313,10 @@ pub fn aggregate_kernel_sites(
     kernels: &[&KernelEvent],
 ) -> SiteStats {
     // Per kernel: rows of its CPU op and launch call (found once, used twice).
-    let found: Vec<(Option<u32>, Option<u32>)> =
-        kernels.iter().map(|k| (index.cpu_op_row(trace, k), index.launch_row(trace, k))).collect();
+    let found: Vec<(Option<u32>, Option<u32>)> = {
+        use rayon::prelude::*;
+        kernels.par_iter().with_min_len(1 << 12).map(|k| (index.cpu_op_row(trace, k), index.launch_row(trace, k))).collect()
+    };
     let events = |k: &KernelEvent, (op, launch): (Option<u32>, Option<u32>)| {
         (
             op.zip(k.external_id()).map(|(r, x)| cpu_op_event(trace, r, x)),
