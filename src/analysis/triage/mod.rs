@@ -19,6 +19,7 @@ use crate::analysis::mapping::{
     KernelMap,
 };
 use crate::analysis::overlap::{self, StageBundle};
+use crate::analysis::sites::frames::FrameIndex;
 use crate::analysis::sites::SiteIndex;
 use crate::analysis::stage::RowStages;
 use crate::analysis::types::StagePayload;
@@ -124,9 +125,10 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
 }
 
 /// Above this many kernels (all loaded traces), the kernel and overlap steps
-/// run one after the other so that their per-kernel records are never held
-/// at the same time; below it they run side by side on the two cores.
-const PARALLEL_STEPS_MAX_KERNELS: usize = 100_000;
+/// run one after the other so that the kernel events are freed before the
+/// overlap records exist; below it they run side by side on the two cores.
+/// (A 1 GB trace has about 300,000 kernels; 56 bytes each.)
+const PARALLEL_STEPS_MAX_KERNELS: usize = 1_000_000;
 
 /// Hands freed heap pages back to the OS. glibc keeps large freed blocks
 /// in its arenas once its mmap threshold has adapted upward, so without
@@ -234,8 +236,18 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         payloads.insert(stage.clone(), payload);
     }
     let kernels: usize = loaded.iter().map(|l| l.data.kernels.len()).sum();
+    // Site attribution is done: free its indexes (frames by thread, CPU ops
+    // and launches by id) before the overlap step builds its records.
+    drop(mapping_views);
+    for l in &mut loaded {
+        l.data.frames = FrameIndex::default();
+        l.index = SiteIndex::default();
+    }
+    release_free_memory();
+    let find = |p: &Path| loaded.iter().find(|l| l.path == p);
     if kernels <= PARALLEL_STEPS_MAX_KERNELS {
-        // Small enough to hold both steps' records at once: run them side by side.
+        // The kernel rows need only the kernel events, which are small next
+        // to the overlap records: run the two steps side by side.
         let (kernel_part, overlap_part) = rayon::join(
             || kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts),
             || overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts),
@@ -244,12 +256,9 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         overlap_part.fill(&mut report);
     } else {
         kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts)?.fill(&mut report);
-        drop(mapping_views);
-        // The attribution views are done with: free them before the overlap
-        // step builds its own per-kernel records.
+        // Free the kernel events too before the overlap step.
         for l in &mut loaded {
             l.data = TraceData::default();
-            l.index = SiteIndex::default();
         }
         release_free_memory();
         crate::progress::phase("kernel and fuse rows");
