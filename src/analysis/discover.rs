@@ -112,6 +112,25 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     if !(name.ends_with(".json") || name.ends_with(".json.gz")) {
         return false;
     }
+    // Discovery asks about the same file several times (stage folders, the
+    // newest-trace choice, rank selection); read each file's content once.
+    static CHECKED: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+    let known = |checked: &Vec<(PathBuf, bool)>| checked.iter().find(|(p, _)| p == path).map(|(_, v)| *v);
+    if let Some(v) = CHECKED.lock().ok().and_then(|c| known(&c)) {
+        return v;
+    }
+    let verdict = content_looks_like_trace(path);
+    if let Ok(mut c) = CHECKED.lock() {
+        c.push((path.to_path_buf(), verdict));
+    }
+    verdict
+}
+
+/// The content test: an object with `traceEvents`, or a non-empty event
+/// array, that parses completely (the reference loads the whole file).
+fn content_looks_like_trace(path: &Path) -> bool {
+    #[cfg(test)]
+    CONTENT_CHECKS.lock().unwrap_or_else(|e| e.into_inner()).push(path.to_path_buf());
     match load_path(path, &IngestOptions { quiet: true, ..Default::default() }) {
         Ok(t) => {
             if t.meta.top_level_array {
@@ -123,6 +142,10 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
         Err(_) => false,
     }
 }
+
+/// Every path whose content was checked, in order (tests count them).
+#[cfg(test)]
+static CONTENT_CHECKS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 fn walk(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -271,6 +294,26 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_s_content_is_read_once_per_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("a.json");
+        std::fs::write(&trace, r#"{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": 1, "dur": 2}]}"#).unwrap();
+        let other = dir.path().join("b.json");
+        std::fs::write(&other, r#"{"not": "a trace"}"#).unwrap();
+        for _ in 0..3 {
+            let found = discover_trace_files(dir.path(), false, None);
+            assert_eq!(found, vec![trace.canonicalize().unwrap()]);
+        }
+        assert!(file_looks_like_trace(&trace.canonicalize().unwrap()));
+        assert!(!file_looks_like_trace(&other.canonicalize().unwrap()));
+        let checks = CONTENT_CHECKS.lock().unwrap().clone();
+        for p in [&trace, &other] {
+            let p = p.canonicalize().unwrap();
+            assert_eq!(checks.iter().filter(|c| **c == p).count(), 1, "{}", p.display());
+        }
+    }
 
     #[test]
     fn stages_from_paths() {
