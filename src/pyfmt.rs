@@ -288,9 +288,45 @@ pub fn sample_positions(n: usize, limit: usize) -> impl Iterator<Item = usize> {
     (0..limit).map(move |i| py_round(i.saturating_mul(span) as f64 / steps as f64) as usize)
 }
 
+/// The reference's per-name sampling: items grouped by `name`, names in
+/// sorted order, every item of a name with at most `limit` items, else the
+/// [`sample_positions`] of its items (in their given order). `limit == 0`
+/// keeps everything, in the given order. Callers order the result.
+pub fn sample_per_name<'a, T>(items: impl IntoIterator<Item = &'a T>, name: impl Fn(&T) -> &str, limit: usize) -> Vec<&'a T> {
+    let items = items.into_iter();
+    if limit == 0 {
+        return items.collect();
+    }
+    let mut grouped: rustc_hash::FxHashMap<&str, Vec<&'a T>> = rustc_hash::FxHashMap::default();
+    for item in items {
+        grouped.entry(name(item)).or_default().push(item);
+    }
+    let mut names: Vec<&str> = grouped.keys().copied().collect();
+    names.sort_unstable();
+    let mut sampled = Vec::new();
+    for n in names {
+        let group = &grouped[n];
+        if group.len() <= limit {
+            sampled.extend(group.iter().copied());
+        } else {
+            sampled.extend(sample_positions(group.len(), limit).filter_map(|pos| group.get(pos).copied()));
+        }
+    }
+    sampled
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn per_name_sampling_groups_sorts_and_spreads() {
+        let items: Vec<(&str, usize)> = (0..10).map(|i| (if i % 3 == 0 { "b" } else { "a" }, i)).collect();
+        let picked: Vec<usize> = sample_per_name(&items, |x| x.0, 3).iter().map(|x| x.1).collect();
+        // "a" has 6 items (1 2 4 5 7 8): positions 0, round(2.5) = 2, 5; "b" has 4 (0 3 6 9).
+        assert_eq!(picked, vec![1, 4, 8, 0, 6, 9]);
+        assert_eq!(sample_per_name(&items, |x| x.0, 0).len(), 10);
+    }
 
     #[test]
     fn str_of_scalars_matches_python() {

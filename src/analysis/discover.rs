@@ -114,14 +114,14 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     }
     // Discovery asks about the same file several times (stage folders, the
     // newest-trace choice, rank selection); read each file's content once.
-    static CHECKED: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
-    let known = |checked: &Vec<(PathBuf, bool)>| checked.iter().find(|(p, _)| p == path).map(|(_, v)| *v);
-    if let Some(v) = CHECKED.lock().ok().and_then(|c| known(&c)) {
+    type Verdicts = std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>;
+    static CHECKED: std::sync::LazyLock<Verdicts> = std::sync::LazyLock::new(Default::default);
+    if let Some(&v) = CHECKED.lock().ok().as_ref().and_then(|c| c.get(path)) {
         return v;
     }
     let verdict = content_looks_like_trace(path);
     if let Ok(mut c) = CHECKED.lock() {
-        c.push((path.to_path_buf(), verdict));
+        c.insert(path.to_path_buf(), verdict);
     }
     verdict
 }

@@ -6,6 +6,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::analysis::kernels::extract::resolve_external;
 use crate::columns::Trace;
 use crate::pyfmt::normalize_text;
 
@@ -250,9 +251,8 @@ impl RowStages {
             .into_par_iter()
             .with_min_len(1 << 12)
             .map(|i| {
-                let row = k.get(i);
-                let external_id = row.external_id.or_else(|| row.correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()));
-                stage_code(index.resolve(row.ts, external_id))
+                let external_id = resolve_external(trace, k.get(i).external_id, k.get(i).correlation);
+                stage_code(index.resolve(k.ts[i], external_id))
             })
             .collect();
         RowStages { codes }

@@ -109,9 +109,62 @@ pub fn long_prefix_score(compact: &str, cand: &str) -> Option<usize> {
     Some(prefix + bonus)
 }
 
+/// The first key with the highest score, skipping keys scored `None`.
+fn first_best_key<'k>(keys: impl IntoIterator<Item = &'k str>, score: impl Fn(&str) -> Option<usize>) -> Option<&'k str> {
+    let mut best: Option<(&'k str, usize)> = None;
+    for key in keys {
+        let Some(s) = score(key) else { continue };
+        if best.map_or(true, |(_, b)| s > b) {
+            best = Some((key, s));
+        }
+    }
+    best.map(|(k, _)| k)
+}
+
+/// The relaxed lookup's first pass: the key whose lowercase form is a
+/// prefix of the lowercase name or has it as a prefix (scored by the
+/// shorter length in characters), else contains it or is contained in it
+/// (half that); first on ties.
+pub fn best_substring_key<'k>(keys: impl IntoIterator<Item = &'k str>, name: &str) -> Option<&'k str> {
+    let lowered = name.to_lowercase();
+    let lowered_len = lowered.chars().count();
+    first_best_key(keys, |key| {
+        let cand = key.to_lowercase();
+        let shorter = cand.chars().count().min(lowered_len);
+        if cand.starts_with(&lowered) || lowered.starts_with(&cand) {
+            Some(shorter)
+        } else if cand.contains(&lowered) || lowered.contains(&cand) {
+            Some(shorter / 2)
+        } else {
+            None
+        }
+    })
+}
+
+/// The relaxed lookup's second pass: the key with the best
+/// [`long_prefix_score`] against `compact` (the name in match form); first
+/// on ties.
+pub fn best_long_prefix_key<'k>(keys: impl IntoIterator<Item = &'k str>, compact: &str) -> Option<&'k str> {
+    first_best_key(keys, |key| long_prefix_score(compact, &normalize_match_text(key)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relaxed_passes_keep_the_first_best_key() {
+        // Prefix matches score the shorter length (4 for both), first wins.
+        assert_eq!(best_substring_key(["gemm_a", "GEMM", "xgemmx", "other"], "gemm"), Some("gemm_a"));
+        assert_eq!(best_substring_key(["xgemmx", "GEMM"], "gemm"), Some("GEMM"));
+        assert_eq!(best_substring_key(["xgemmx", "gemmy"], "gemm"), Some("gemmy"));
+        assert_eq!(best_substring_key(["xgemmx", "ygemmy"], "gemm"), Some("xgemmx"));
+        assert_eq!(best_substring_key(["other"], "gemm"), None);
+        let long = "void cutlass::device_kernel<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>>, cutlass::bfloat16_t>, flash::CollectiveEpilogueFwd<cute::tuple<cute::C<128>>>>>(int)";
+        let compact = normalize_match_text(long);
+        assert_eq!(best_long_prefix_key(["short", long], &compact), Some(long));
+        assert_eq!(best_long_prefix_key(["short"], &compact), None);
+    }
 
     #[test]
     fn masks_addresses_but_not_tile_shapes() {

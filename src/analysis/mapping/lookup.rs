@@ -4,7 +4,7 @@
 //! families. Also the row summary (location and CPU op cells) of an entry.
 
 pub use crate::analysis::text::normalize_match_text;
-use crate::analysis::text::{alias_score, alias_token_groups, long_prefix_score};
+use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
 use crate::analysis::types::{KernelEntry, StagePayload};
 
@@ -25,40 +25,15 @@ pub fn relaxed_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Optio
     if let Some(e) = kernels.get(kernel_name) {
         return Some(e);
     }
-    let lowered = kernel_name.to_lowercase();
-    let lowered_len = lowered.chars().count();
-    let mut best: Option<(&str, usize)> = None;
-    for key in kernels.keys() {
-        let cand = key.to_lowercase();
-        let shorter = cand.chars().count().min(lowered_len);
-        let score = if cand.starts_with(&lowered) || lowered.starts_with(&cand) {
-            shorter
-        } else if cand.contains(&lowered) || lowered.contains(&cand) {
-            shorter / 2
-        } else {
-            continue;
-        };
-        if best.map_or(true, |(_, b)| score > b) {
-            best = Some((key, score));
-        }
+    let get = |key: Option<&str>| key.filter(|k| !k.is_empty()).and_then(|k| kernels.get(k));
+    if let Some(e) = get(best_substring_key(kernels.keys().map(String::as_str), kernel_name)) {
+        return Some(e);
     }
-    if let Some((key, _)) = best.filter(|(k, _)| !k.is_empty()) {
-        return kernels.get(key);
-    }
-
     let compact = normalize_match_text(kernel_name);
-    if compact.len() < 96 {
-        return alias_lookup(kernels, kernel_name);
-    }
-    let mut best: Option<(&str, usize)> = None;
-    for key in kernels.keys() {
-        let Some(score) = long_prefix_score(&compact, &normalize_match_text(key)) else { continue };
-        if best.map_or(true, |(_, b)| score > b) {
-            best = Some((key, score));
+    if compact.len() >= 96 {
+        if let Some(e) = get(best_long_prefix_key(kernels.keys().map(String::as_str), &compact)) {
+            return Some(e);
         }
-    }
-    if let Some((key, _)) = best.filter(|(k, _)| !k.is_empty()) {
-        return kernels.get(key);
     }
     alias_lookup(kernels, kernel_name)
 }

@@ -35,27 +35,10 @@ pub fn sample_kernels_for_mapping<'a>(
     kernels: &[&'a KernelEvent],
     limit: usize,
 ) -> Vec<&'a KernelEvent> {
+    let mut sampled: Vec<&'a KernelEvent> =
+        crate::pyfmt::sample_per_name(kernels.iter().copied(), KernelEvent::canonical, limit);
     if limit == 0 {
-        return kernels.to_vec();
-    }
-    let mut grouped: IndexMap<&str, Vec<&'a KernelEvent>> = IndexMap::new();
-    for &k in kernels {
-        grouped.entry(k.canonical()).or_default().push(k);
-    }
-    let mut names: Vec<&str> = grouped.keys().copied().collect();
-    names.sort();
-    let mut sampled: Vec<&'a KernelEvent> = Vec::new();
-    for name in names {
-        let items = &grouped[name];
-        if items.len() <= limit {
-            sampled.extend(items.iter().copied());
-            continue;
-        }
-        for pos in crate::pyfmt::sample_positions(items.len(), limit) {
-            if let Some(k) = items.get(pos) {
-                sampled.push(k);
-            }
-        }
+        return sampled;
     }
     sampled.sort_by(|a, b| py_cmp(a.ts, b.ts).then_with(|| trace.s(a.name).cmp(trace.s(b.name))));
     sampled

@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 
 use super::detect::{canonicalize_name, classify_kernel, is_kernel_event};
 use super::{OverlapKernel, StageBundle};
+use crate::analysis::kernels::extract::resolve_external;
 use crate::analysis::stage::{select_heaviest_pid, RowStages};
 use crate::columns::{Sym, ThreadIdx, Trace};
 
@@ -67,12 +68,6 @@ impl<'t> EventBuilder<'t> {
         }
     }
 
-    fn external_id(&self, row: usize) -> Option<i64> {
-        let k = &self.trace.kernels;
-        let (ext, corr) = (k.get(row).external_id, k.get(row).correlation);
-        ext.or_else(|| corr.and_then(|c| self.trace.corr_to_ext.get(&c).copied()))
-    }
-
     fn stage(&self, row: usize) -> &'static str {
         self.stages.get(row)
     }
@@ -102,7 +97,7 @@ impl<'t> EventBuilder<'t> {
                 (Arc::from(canonicalize_name(raw)), classify_kernel(raw))
             })
             .clone();
-        let external_id = self.external_id(row);
+        let external_id = resolve_external(trace, r.external_id, r.correlation);
         OverlapKernel {
             idx,
             canonical_name,

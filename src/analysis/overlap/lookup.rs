@@ -5,7 +5,7 @@
 use super::scopes::source_scope_priority;
 use super::source_map::{SourceMap, SourceStats};
 pub use crate::analysis::text::normalize_match_text;
-use crate::analysis::text::{alias_score, alias_token_groups, long_prefix_score};
+use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
 
 fn lookup_text(key: &str, stats: &SourceStats) -> String {
     let parts =
@@ -24,42 +24,12 @@ pub fn relaxed_lookup<'m>(map: &'m SourceMap, kernel_name: &str) -> Option<&'m S
         return Some(s);
     }
 
-    let lowered = kernel_name.to_lowercase();
-    let lowered_len = lowered.chars().count();
-    let mut best: Option<&str> = None;
-    let mut best_score: i64 = -1;
-    for key in map.keys() {
-        let cand = key.to_lowercase();
-        let shorter = cand.chars().count().min(lowered_len) as i64;
-        let score = if cand.starts_with(&lowered) || lowered.starts_with(&cand) {
-            shorter
-        } else if cand.contains(&lowered) || lowered.contains(&cand) {
-            shorter / 2
-        } else {
-            continue;
-        };
-        if score > best_score {
-            best = Some(key);
-            best_score = score;
-        }
-    }
-    if let Some(s) = pick(map, best) {
+    if let Some(s) = pick(map, best_substring_key(map.keys().map(String::as_str), kernel_name)) {
         return Some(s);
     }
-
     let compact = normalize_match_text(kernel_name);
     if compact.len() >= 96 {
-        let mut best: Option<&str> = None;
-        let mut best_score: i64 = -1;
-        for key in map.keys() {
-            let Some(score) = long_prefix_score(&compact, &normalize_match_text(key)) else { continue };
-            let score = score as i64;
-            if score > best_score {
-                best = Some(key);
-                best_score = score;
-            }
-        }
-        if let Some(s) = pick(map, best) {
+        if let Some(s) = pick(map, best_long_prefix_key(map.keys().map(String::as_str), &compact)) {
             return Some(s);
         }
     }

@@ -120,10 +120,8 @@ pub fn build_action_rows(
     table_limit: usize,
 ) -> Vec<ActionRow> {
     let aggregates = aggregate::aggregate_events(&formal.events);
-    crate::progress::phase("  aggregated");
     let mut source_map = source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage);
     source_map::merge_stage_payload(&mut source_map, formal_stage_payload);
-    crate::progress::phase("  source map done");
     rows::build_action_rows(&aggregates, &source_map, &formal.events, stats.total_busy_us, table_limit)
 }
 

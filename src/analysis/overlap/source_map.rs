@@ -92,27 +92,9 @@ pub type SourceMap = IndexMap<String, SourceStats>;
 /// At most `limit` launches per canonical name, evenly spread over each
 /// name's launches (names in sorted order), then ordered by (ts, idx).
 pub fn sample_events(events: &[OverlapKernel], limit: usize) -> Vec<&OverlapKernel> {
+    let mut sampled = crate::pyfmt::sample_per_name(events, |e: &OverlapKernel| &*e.canonical_name, limit);
     if limit == 0 {
-        return events.iter().collect();
-    }
-    let mut grouped: HashMap<&str, Vec<&OverlapKernel>> = HashMap::default();
-    for e in events {
-        grouped.entry(&e.canonical_name).or_default().push(e);
-    }
-    let mut names: Vec<&str> = grouped.keys().copied().collect();
-    names.sort_unstable();
-    let mut sampled = Vec::new();
-    for name in names {
-        let items = &grouped[name];
-        if items.len() <= limit {
-            sampled.extend(items.iter().copied());
-            continue;
-        }
-        for pos in crate::pyfmt::sample_positions(items.len(), limit) {
-            if let Some(e) = items.get(pos) {
-                sampled.push(*e);
-            }
-        }
+        return sampled;
     }
     sampled.sort_by(|a, b| fcmp(a.ts, b.ts).then(a.idx.cmp(&b.idx)));
     sampled
@@ -161,16 +143,12 @@ pub fn build_kernel_source_map(
     let mut names = FrameNames::default();
     let mut ranker = ScopeRanker::default();
     // An empty target set means "no filter", as in the reference.
-    crate::progress::phase("  source map: sampled");
     let contexts = cpu_launch_contexts(trace, (!targets.is_empty()).then_some(&targets), &mut names);
-    crate::progress::phase("  source map: cpu launch contexts");
     let launches = launch_contexts(trace);
-    crate::progress::phase("  source map: launch contexts");
     let has_context = |ext: Option<i64>| ext.and_then(|x| contexts.get(&x)).is_some_and(|v| !v.is_empty());
     let fallback_queries: Vec<(usize, f64)> =
         sampled.iter().filter(|e| !has_context(e.external_id)).map(|e| (e.idx, e.ts)).collect();
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
-    crate::progress::phase("  source map: temporal");
 
     let mut map = SourceMap::new();
     let mut entries: HashMap<Arc<str>, Option<KernelEntry>> = HashMap::default();

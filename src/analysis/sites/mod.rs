@@ -340,12 +340,15 @@ pub fn aggregate_kernel_sites(
         resolve_thread_queries(trace, &data.frames, data.frames.thread(thread), q, &mut stacks, &mut resolved);
     }
 
-    // Map positions are cached by the address of each key's text (every
-    // text outlives this function), so each distinct string is hashed once.
-    let key = |s: &str| s.as_ptr() as usize ^ (s.len() << 48);
-    let mut kernel_pos: FxHashMap<usize, usize> = FxHashMap::default();
-    let mut location_pos: FxHashMap<(usize, usize), usize> = FxHashMap::default();
-    let mut counter_pos: FxHashMap<(usize, usize, bool), usize> = FxHashMap::default();
+    // Map positions are cached by where each key's text lives (every text
+    // is borrowed from a table that outlives this loop), so each distinct
+    // string is hashed and compared once.
+    type TextKey = (usize, usize);
+    let key = |s: &str| -> TextKey { (s.as_ptr() as usize, s.len()) };
+    let mut kernel_pos: FxHashMap<TextKey, usize> = FxHashMap::default();
+    let mut location_pos: FxHashMap<(usize, TextKey), usize> = FxHashMap::default();
+    // (kernel, location, text, is the CPU-op counter) → position.
+    let mut counter_pos: FxHashMap<(usize, usize, TextKey, bool), usize> = FxHashMap::default();
     let mut out: SiteStats = IndexMap::new();
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
@@ -357,11 +360,11 @@ pub fn aggregate_kernel_sites(
         item.total_us += k.dur;
         item.count += 1;
         if !cpu_op.is_empty() {
-            let ci = *counter_pos.entry((ki << 32 | li, key(cpu_op), true)).or_insert_with(|| slot_index(&mut item.cpu_ops, cpu_op));
+            let ci = *counter_pos.entry((ki, li, key(cpu_op), true)).or_insert_with(|| slot_index(&mut item.cpu_ops, cpu_op));
             item.cpu_ops[ci] += 1;
         }
         if !stack.is_empty() {
-            let si = *counter_pos.entry((ki << 32 | li, key(stack), false)).or_insert_with(|| slot_index(&mut item.stacks, stack));
+            let si = *counter_pos.entry((ki, li, key(stack), false)).or_insert_with(|| slot_index(&mut item.stacks, stack));
             item.stacks[si] += 1;
         }
     }
