@@ -368,7 +368,7 @@ mod tests {
             t.cpu_ops.len(),
             t.launches.len(),
             t.kernels.iter().map(|k| k.ts).sum(),
-            t.frames.iter().map(|f| f.ts + f.dur).sum(),
+            t.frames.in_trace_order().iter().map(|f| f.ts + f.dur).sum(),
             t.corr_to_ext.len(),
             t.meta.top_level_keys.clone(),
         )

@@ -44,7 +44,7 @@ pub fn fingerprint(t: &Trace) -> Vec<String> {
     for l in t.launches.iter() {
         v.push(format!("L {} {} {:?} {:?} {} {}", t.s(l.name), th(l.thread), l.ts, l.dur, l.complete, l.correlation));
     }
-    for f in t.frames.iter() {
+    for f in t.frames.in_trace_order() {
         v.push(format!("F {} {} {:?} {:?} {}", t.s(f.name), th(f.thread), f.ts, f.dur, f.complete));
     }
     for a in t.annotations.iter() {

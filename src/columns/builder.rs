@@ -426,7 +426,7 @@ impl ColumnsBuilder {
         self.t.kernels.shrink_to_fit();
         self.t.cpu_ops.shrink_to_fit();
         self.t.launches.shrink_to_fit();
-        self.t.frames.shrink_to_fit();
+        self.t.frames.seal();
         self.t.annotations.shrink_to_fit();
         self.t
     }

@@ -22,7 +22,7 @@ pub type FxIndexMap<K, V> = IndexMap<K, V, rustc_hash::FxBuildHasher>;
 
 pub use builder::{ArgsFields, ColumnsBuilder, RawEvent};
 pub use corrmap::CorrMap;
-pub use frames::{FrameColumns, FrameRow};
+pub use frames::{Frame, FrameRow, FrameStore};
 pub use interner::{Interner, Sym};
 
 /// A `(pid, tid)` pair as Python strings.
@@ -254,7 +254,7 @@ pub struct Trace {
     pub kernels: KernelColumns,
     pub cpu_ops: CpuOpColumns,
     pub launches: LaunchColumns,
-    pub frames: FrameColumns,
+    pub frames: FrameStore,
     pub annotations: AnnotationColumns,
     /// `ph: "M"`, `name == "thread_name"`: `str(args.name)` when non-empty.
     /// Last assignment wins; order is first insertion (a Python dict).

@@ -11,7 +11,7 @@ use indexmap::IndexMap;
 
 use super::pycmp::fcmp;
 use super::scopes::{canonicalize_python_scope_name, is_fallback_python_scope, is_meaningful_python_scope};
-use crate::columns::{Sym, ThreadIdx, Trace};
+use crate::columns::{Frame, Sym, ThreadIdx, Trace};
 use crate::pyfmt::normalize_text;
 
 /// A Python scope chain, outermost first, at most six entries.
@@ -90,48 +90,36 @@ pub fn cpu_launch_contexts(
         return out;
     }
 
-    // Usable frame rows per CPU-op thread, in trace order.
-    let f = &trace.frames;
-    let mut scopes_by_thread: HashMap<ThreadIdx, Vec<u32>> = HashMap::default();
-    for i in 0..f.len() {
-        if !f.complete(i) || !ops_by_thread.contains_key(&f.thread[i]) {
-            continue;
-        }
-        let (_, meaningful, fallback) = names.get(trace, f.name[i]);
-        if !*meaningful && !*fallback {
-            continue;
-        }
-        scopes_by_thread.entry(f.thread[i]).or_default().push(i as u32);
-    }
-
     let ops_ts = &trace.cpu_ops.ts;
-    let end = |r: u32| f.ts[r as usize] + f.dur(r as usize);
     for (thread, ops) in ops_by_thread.iter_mut() {
-        let mut scopes = scopes_by_thread.remove(thread).unwrap_or_default();
-        // Rows are in trace order, so the row breaks ties as a stable sort
-        // would (fcmp is a total order), without the stable sort's buffer.
-        scopes.sort_unstable_by(|&a, &b| fcmp(f.ts[a as usize], f.ts[b as usize]).then(a.cmp(&b)));
+        // The store yields a thread's frames by (start, trace order), as a
+        // stable sort by start would (fcmp is a total order).
+        let mut frames = trace.frames.cursor(*thread);
         ops.sort_unstable_by(|&a, &b| fcmp(ops_ts[a as usize], ops_ts[b as usize]).then(a.cmp(&b)));
-        let mut open: Vec<u32> = Vec::new();
-        let mut next = 0;
+        let mut open: Vec<Frame> = Vec::new();
         for &op_row in ops.iter() {
             let t = ops_ts[op_row as usize];
-            while let Some(&s) = scopes.get(next) {
-                if fcmp(f.ts[s as usize], t) == std::cmp::Ordering::Greater {
-                    break;
+            // Only complete frames with a meaningful or fallback name
+            // count as scopes.
+            while let Some(&s) = frames.peek().filter(|s| fcmp(s.ts, t) != std::cmp::Ordering::Greater) {
+                frames.advance();
+                if !s.complete {
+                    continue;
                 }
-                open.push(s);
-                next += 1;
+                let (_, meaningful, fallback) = names.get(trace, s.name);
+                if *meaningful || *fallback {
+                    open.push(s);
+                }
             }
-            open.retain(|&s| {
-                let e = end(s);
-                fcmp(e, t) != std::cmp::Ordering::Less || fcmp(e, f.ts[s as usize]) == std::cmp::Ordering::Less
+            open.retain(|s| {
+                let e = s.end();
+                fcmp(e, t) != std::cmp::Ordering::Less || fcmp(e, s.ts) == std::cmp::Ordering::Less
             });
             let mut last_six = |meaningful: bool| -> Vec<Arc<str>> {
                 open.iter()
                     .rev()
-                    .filter_map(|&s| {
-                        let (name, m, fb) = names.get(trace, f.name[s as usize]);
+                    .filter_map(|s| {
+                        let (name, m, fb) = names.get(trace, s.name);
                         (if meaningful { *m } else { *fb }).then(|| name.clone())
                     })
                     .take(6)
@@ -238,24 +226,32 @@ pub fn temporal_scope_lookup(
 
     // Per query position: matched frames as (ts, dur, name).
     let mut matches: IndexMap<usize, Vec<(f64, f64, Arc<str>)>> = IndexMap::new();
-    for f in trace.frames.iter() {
-        if !f.complete {
-            continue;
-        }
-        let end = f.ts + f.dur;
-        if end < first || f.ts > last {
-            continue;
-        }
-        let (name, meaningful, _) = names.get(trace, f.name);
-        if !*meaningful {
-            continue;
-        }
-        let lo = f.ts - 1e-3;
-        let hi = end + 1e-3;
-        let left = times.partition_point(|&t| t < lo);
-        let right = times.partition_point(|&t| t <= hi);
-        for q in ordered.get(left..right).unwrap_or(&[]) {
-            matches.entry(q.1).or_default().push((f.ts, f.dur, name.clone()));
+    for thread in trace.frames.threads() {
+        let mut cursor = trace.frames.cursor(thread);
+        while let Some(&f) = cursor.peek() {
+            cursor.advance();
+            if f.ts > last {
+                // Starts only grow from here (a NaN start matches nothing).
+                break;
+            }
+            if !f.complete {
+                continue;
+            }
+            let end = f.ts + f.dur;
+            if end < first {
+                continue;
+            }
+            let (name, meaningful, _) = names.get(trace, f.name);
+            if !*meaningful {
+                continue;
+            }
+            let lo = f.ts - 1e-3;
+            let hi = end + 1e-3;
+            let left = times.partition_point(|&t| t < lo);
+            let right = times.partition_point(|&t| t <= hi);
+            for q in ordered.get(left..right).unwrap_or(&[]) {
+                matches.entry(q.1).or_default().push((f.ts, f.dur, name.clone()));
+            }
         }
     }
     for (id, mut scopes) in matches {

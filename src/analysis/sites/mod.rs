@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use crate::analysis::kernels::extract::{py_cmp, resolve_external};
 use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent, TraceData};
 use crate::columns::{Sym, ThreadIdx, Trace};
-use frames::FrameIndex;
+use frames::{sweep_order, FrameIndex};
 
 /// Launch totals of one (kernel, location) pair, with the CPU op names and
 /// stacks seen there (insertion-ordered counters).
@@ -215,25 +215,24 @@ fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex, table: &mut S
     id
 }
 
-/// Resolves query times on one thread with a sweep over its frame rows (in
-/// [`FrameIndex`] order): frames that started at or before the query and
-/// end no earlier than 1 ns before it. `queries` are (time, query id); the
+/// Resolves query times on one thread with a sweep over its frames (in
+/// [`sweep_order`]): frames that started at or before the query and end no
+/// earlier than 1 ns before it. `queries` are (time, query id); the
 /// resolution of each is written to `out[id]`.
 fn resolve_thread_queries(
     trace: &Trace,
     frames: &FrameIndex,
-    rows: &[u32],
+    thread: ThreadIdx,
     mut queries: Vec<(f64, u32)>,
     stacks: &mut StackTable,
     out: &mut [Option<FrameResolution>],
 ) {
-    if rows.is_empty() || queries.is_empty() {
+    if queries.is_empty() || trace.frames.thread_len(thread) == 0 {
         return;
     }
-    let f = &trace.frames;
     queries.sort_by(|a, b| py_cmp(a.0, b.0));
+    let mut sweep = sweep_order(&trace.frames, thread);
     let mut active: Vec<ActiveFrame> = Vec::new();
-    let mut next = 0;
     let mut last: Option<(f64, Option<FrameResolution>)> = None;
     for (ts, qid) in queries {
         // Equal times (0.0 == -0.0 included) share one resolution.
@@ -243,20 +242,15 @@ fn resolve_thread_queries(
                 continue;
             }
         }
-        while let Some(&r) = rows.get(next) {
-            let r = r as usize;
-            if !(f.ts[r] <= ts) {
-                break;
-            }
-            let name = f.name[r];
+        while let Some(f) = sweep.peek().filter(|f| f.ts <= ts) {
             active.push(ActiveFrame {
-                name,
-                ts: f.ts[r],
-                dur: f.dur(r),
-                end: f.ts[r] + f.dur(r),
-                priority: frames.name(name).map_or(0, |n| n.priority),
+                name: f.name,
+                ts: f.ts,
+                dur: f.dur,
+                end: f.end(),
+                priority: frames.name(f.name).map_or(0, |n| n.priority),
             });
-            next += 1;
+            sweep.advance();
         }
         active.retain(|f| f.end >= ts - 1e-3);
         let resolution = choose_mapping_frame(&active)
@@ -337,7 +331,7 @@ pub fn aggregate_kernel_sites(
     let mut stacks = StackTable::default();
     let mut resolved: Vec<Option<FrameResolution>> = vec![None; 2 * kernels.len()];
     for (thread, q) in queries {
-        resolve_thread_queries(trace, &data.frames, data.frames.thread(thread), q, &mut stacks, &mut resolved);
+        resolve_thread_queries(trace, &data.frames, thread, q, &mut stacks, &mut resolved);
     }
 
     // Map positions are cached by where each key's text lives (every text
@@ -416,11 +410,11 @@ mod tests {
             {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 11, "dur": 1, "args": {"External id": 7}},
         ]}));
         let frames = FrameIndex::build(&trace);
-        let thread = trace.frames.thread[0];
+        let thread = trace.frames.threads().next().unwrap();
         let mut stacks = StackTable::default();
         let queries = vec![(12.0, 0), (50.0, 1), (12.0, 2), (200.0, 3), (-0.0, 4), (0.0, 5)];
         let mut r = vec![None; 6];
-        resolve_thread_queries(&trace, &frames, frames.thread(thread), queries, &mut stacks, &mut r);
+        resolve_thread_queries(&trace, &frames, thread, queries, &mut stacks, &mut r);
         let location = |q: usize| r[q].and_then(|x| frames.name(x.location)).map(|n| n.normalized.to_string());
         assert_eq!(location(0).as_deref(), Some("python/sglang/inner.py:2 g"));
         assert_eq!(r[0], r[2]);
