@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 
 use super::detect::{canonicalize_name, classify_kernel, is_kernel_event};
 use super::{OverlapKernel, StageBundle};
-use crate::analysis::kernels::extract::resolve_external;
+use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::stage::{select_heaviest_pid, RowStages};
 use crate::columns::{Sym, ThreadIdx, Trace};
 
@@ -51,7 +51,9 @@ fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, 
 struct EventBuilder<'t> {
     trace: &'t Trace,
     stages: &'t RowStages,
-    names: HashMap<Sym, (Arc<str>, &'static str)>,
+    /// Per raw name; equal (canonical, category) pairs share one value.
+    names: HashMap<Sym, Arc<KernelName>>,
+    shared: HashMap<(Box<str>, &'static str), Arc<KernelName>>,
     /// Per thread: the stream name used when args carry none.
     threads: HashMap<ThreadIdx, Arc<str>>,
     streams: HashMap<Sym, Arc<str>>,
@@ -63,6 +65,7 @@ impl<'t> EventBuilder<'t> {
             trace,
             stages,
             names: HashMap::default(),
+            shared: HashMap::default(),
             threads: HashMap::default(),
             streams: HashMap::default(),
         }
@@ -89,30 +92,20 @@ impl<'t> EventBuilder<'t> {
                 })
                 .clone(),
         };
-        let (canonical_name, category) = self
+        let shared = &mut self.shared;
+        let name = self
             .names
             .entry(r.name)
             .or_insert_with(|| {
                 let raw = trace.s(r.name);
-                (Arc::from(canonicalize_name(raw)), classify_kernel(raw))
+                let key = (Box::from(canonicalize_name(raw)), classify_kernel(raw));
+                shared
+                    .entry(key)
+                    .or_insert_with_key(|k| Arc::new(KernelName { canonical: k.0.clone(), category: k.1 }))
+                    .clone()
             })
             .clone();
-        let external_id = resolve_external(trace, r.external_id, r.correlation);
-        OverlapKernel {
-            idx,
-            canonical_name,
-            category,
-            stream,
-            ts: r.ts,
-            dur: r.dur,
-            end: r.ts + r.dur,
-            external_id,
-            correlation: r.correlation,
-            hidden_us: 0.0,
-            exclusive_us: 0.0,
-            hidden_by_compute_us: 0.0,
-            overlap_with: Vec::new(),
-        }
+        OverlapKernel::new(idx, row as u32, name, stream, r.ts, r.dur)
     }
 }
 
@@ -247,12 +240,12 @@ mod tests {
         let (events, pid) = extract_kernel_events(&trace, None);
         assert_eq!(pid.as_deref(), Some("TP00 a"));
         let got: Vec<(&str, &str, Option<i64>)> =
-            events.iter().map(|e| (&*e.canonical_name, &*e.stream, e.external_id)).collect();
+            events.iter().map(|e| (e.canonical_name(), &*e.stream, e.external_id(&trace))).collect();
         assert_eq!(
             got,
             vec![("void k", "stream five", Some(77)), ("gemm_op", "9", Some(4)), ("void k", "tid=8", None)]
         );
-        assert_eq!(events.iter().map(|e| e.idx).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(events.iter().map(|e| e.idx()).collect::<Vec<_>>(), vec![0, 1, 2]);
         let (_, pid) = extract_kernel_events(&trace, Some("TP01"));
         assert_eq!(pid.as_deref(), Some("TP01 b"));
 

@@ -26,15 +26,15 @@ pub fn build_neighbor_index(events: &[OverlapKernel], wanted: impl Fn(usize) -> 
     for mut positions in by_stream.into_values() {
         positions.sort_by(|&a, &b| {
             let (x, y) = (&events[a], &events[b]);
-            fcmp(x.ts, y.ts).then_with(|| fcmp(x.end, y.end)).then(x.idx.cmp(&y.idx))
+            fcmp(x.ts, y.ts).then_with(|| fcmp(x.end(), y.end())).then(x.idx().cmp(&y.idx()))
         });
         for (i, &pos) in positions.iter().enumerate() {
-            if !wanted(events[pos].idx) {
+            if !wanted(events[pos].idx()) {
                 continue;
             }
             let prev = i.checked_sub(1).map(|j| positions[j]);
             let next = positions.get(i + 1).copied();
-            index.insert(events[pos].idx, (prev, next));
+            index.insert(events[pos].idx(), (prev, next));
         }
     }
     index
@@ -95,9 +95,9 @@ fn same_scope_family(left: &str, right: &str) -> bool {
 
 fn dependency_like(current: &OverlapKernel, neighbor: Option<&OverlapKernel>) -> bool {
     let Some(n) = neighbor else { return false };
-    match current.category {
-        "communication" => matches!(n.category, "compute" | "elementwise" | "memory" | "other"),
-        "elementwise" | "memory" => matches!(n.category, "compute" | "communication" | "elementwise" | "memory"),
+    match current.category() {
+        "communication" => matches!(n.category(), "compute" | "elementwise" | "memory" | "other"),
+        "elementwise" | "memory" => matches!(n.category(), "compute" | "communication" | "elementwise" | "memory"),
         _ => false,
     }
 }
@@ -115,12 +115,12 @@ fn describe_neighbor(neighbor: Option<&OverlapKernel>, gap: Option<f64>, map: &S
     let Some(n) = neighbor else {
         return "none".to_string();
     };
-    let scope = scope_of(relaxed_lookup(map, &n.canonical_name));
+    let scope = scope_of(relaxed_lookup(map, n.canonical_name()));
     let gap_text = match gap {
         Some(g) => format!("{:.1} us", py_max(g, 0.0)),
         None => "n/a".to_string(),
     };
-    format!("{} @ {} (gap {gap_text})", short_name(&n.canonical_name, 28), short_name(scope, 28))
+    format!("{} @ {} (gap {gap_text})", short_name(n.canonical_name(), 28), short_name(scope, 28))
 }
 
 /// The dependency signal of a kernel and descriptions of its neighbours.
@@ -133,12 +133,12 @@ pub fn classify_dependency_signal(
 ) -> (String, String, String) {
     let current_scope = scope_of(source);
     let current_launch = launch_of(source);
-    let prev_source = prev.and_then(|p| relaxed_lookup(map, &p.canonical_name));
-    let next_source = next.and_then(|n| relaxed_lookup(map, &n.canonical_name));
+    let prev_source = prev.and_then(|p| relaxed_lookup(map, p.canonical_name()));
+    let next_source = next.and_then(|n| relaxed_lookup(map, n.canonical_name()));
     let (prev_scope, next_scope) = (scope_of(prev_source), scope_of(next_source));
     let (prev_launch, next_launch) = (launch_of(prev_source), launch_of(next_source));
-    let prev_gap = prev.map(|p| py_max(current.ts - p.end, 0.0));
-    let next_gap = next.map(|n| py_max(n.ts - current.end, 0.0));
+    let prev_gap = prev.map(|p| py_max(current.ts - p.end(), 0.0));
+    let next_gap = next.map(|n| py_max(n.ts - current.end(), 0.0));
 
     let tight = py_max(2.0, py_min(20.0, current.dur * 0.15));
     let prev_tight = prev_gap.is_some_and(|g| g <= tight);

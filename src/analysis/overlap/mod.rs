@@ -24,6 +24,7 @@ mod sweep;
 
 use std::sync::Arc;
 
+use crate::analysis::kernels::extract::{resolve_external, KernelName};
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
 
@@ -33,32 +34,129 @@ pub use detect::{canonicalize_name, classify_kernel};
 pub use sweep::analyze_overlap;
 
 /// One GPU kernel of the chosen process, with the time split the sweep
-/// fills in (`KernelEvent` in the reference).
+/// fills in (`KernelEvent` in the reference). Kept to 96 bytes, since a
+/// 20 GB trace holds millions: the canonical name and category are one
+/// shared [`KernelName`], the ids are read from the trace row on demand,
+/// and the usual single overlapper is stored inline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OverlapKernel {
-    /// Position among the chosen process's kernels, in trace order.
-    pub idx: usize,
-    pub canonical_name: Arc<str>,
-    /// compute / communication / memory / elementwise / other.
-    pub category: &'static str,
-    /// `args.stream`, else `args.cuda_stream`, else the thread name, else
-    /// `tid=<tid>`.
-    pub stream: Arc<str>,
     pub ts: f64,
     pub dur: f64,
-    pub end: f64,
-    pub external_id: Option<i64>,
-    pub correlation: Option<i64>,
     /// Time with at least one kernel active on another stream.
     pub hidden_us: f64,
     /// Time with no kernel active on another stream.
     pub exclusive_us: f64,
     /// Hidden time during which a compute kernel ran on another stream.
     pub hidden_by_compute_us: f64,
-    /// Hidden time per dominant overlapping kernel (canonical name), in
-    /// first-seen order (a short list: one entry per distinct dominant
-    /// overlapper, allocated only for kernels that were hidden).
-    pub overlap_with: Vec<(Arc<str>, f64)>,
+    /// Canonical name and category (compute / communication / memory /
+    /// elementwise / other).
+    pub name: Arc<KernelName>,
+    /// `args.stream`, else `args.cuda_stream`, else the thread name, else
+    /// `tid=<tid>`.
+    pub stream: Arc<str>,
+    /// Hidden time per dominant overlapping kernel, in first-seen order.
+    pub overlap_with: OverlapList,
+    /// Position among the chosen process's kernels, in trace order.
+    idx: u32,
+    /// Row in `trace.kernels`, [`NO_ROW`] for a kernel built by hand.
+    row: u32,
+}
+
+/// [`OverlapKernel::row`] of a kernel with no trace row.
+pub const NO_ROW: u32 = u32::MAX;
+
+impl OverlapKernel {
+    pub fn new(idx: usize, row: u32, name: Arc<KernelName>, stream: Arc<str>, ts: f64, dur: f64) -> Self {
+        OverlapKernel {
+            ts,
+            dur,
+            hidden_us: 0.0,
+            exclusive_us: 0.0,
+            hidden_by_compute_us: 0.0,
+            name,
+            stream,
+            overlap_with: OverlapList::default(),
+            idx: u32::try_from(idx).unwrap_or(u32::MAX),
+            row,
+        }
+    }
+
+    #[inline]
+    pub fn idx(&self) -> usize {
+        self.idx as usize
+    }
+
+    #[inline]
+    pub fn end(&self) -> f64 {
+        self.ts + self.dur
+    }
+
+    #[inline]
+    pub fn canonical_name(&self) -> &str {
+        &self.name.canonical
+    }
+
+    #[inline]
+    pub fn category(&self) -> &'static str {
+        self.name.category
+    }
+
+    /// `External id`, else the one its correlation maps to.
+    pub fn external_id(&self, trace: &Trace) -> Option<i64> {
+        let r = self.trace_row(trace)?;
+        resolve_external(trace, r.external_id, r.correlation)
+    }
+
+    pub fn correlation(&self, trace: &Trace) -> Option<i64> {
+        self.trace_row(trace)?.correlation
+    }
+
+    fn trace_row(&self, trace: &Trace) -> Option<crate::columns::KernelRow> {
+        let row = self.row as usize;
+        (self.row != NO_ROW && row < trace.kernels.len()).then(|| trace.kernels.get(row))
+    }
+}
+
+/// Per dominant overlapper (by canonical name): hidden time, first-seen
+/// order. The first entry is inline: most hidden kernels have one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OverlapList {
+    first: Option<(Arc<KernelName>, f64)>,
+    rest: Option<Box<Vec<(Arc<KernelName>, f64)>>>,
+}
+
+impl OverlapList {
+    /// Adds `segment` to `name`'s entry, appending one if needed.
+    pub fn add(&mut self, name: &Arc<KernelName>, segment: f64) {
+        let same = |n: &Arc<KernelName>| Arc::ptr_eq(n, name) || n.canonical == name.canonical;
+        match &mut self.first {
+            None => {
+                self.first = Some((name.clone(), segment));
+                return;
+            }
+            Some((n, v)) if same(n) => {
+                *v += segment;
+                return;
+            }
+            Some(_) => {}
+        }
+        let rest = self.rest.get_or_insert_with(Default::default);
+        match rest.iter_mut().find(|(n, _)| same(n)) {
+            Some((_, v)) => *v += segment,
+            None => {
+                rest.reserve_exact(1);
+                rest.push((name.clone(), segment));
+            }
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.first.iter().chain(self.rest.iter().flat_map(|r| r.iter())).map(|(n, v)| (&*n.canonical, *v))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
 }
 
 /// Totals of one sweep.
@@ -161,6 +259,12 @@ mod tests {
         assert_eq!(rows[0].dependency_signal, "serial risk low");
         assert_eq!(rows[0].share_pct, 50.0 / 60.0 * 100.0);
         assert_eq!(rows[1].prev_neighbor, "none");
+    }
+
+    #[test]
+    fn overlap_kernels_stay_small() {
+        // Millions of them exist at once on a 20 GB trace.
+        assert!(std::mem::size_of::<OverlapKernel>() <= 96, "{}", std::mem::size_of::<OverlapKernel>());
     }
 
     #[test]

@@ -124,7 +124,7 @@ fn make_row(stats: &KernelAggregate, verdict: &str, suggestion: String, cx: &Row
     let mut prev_neighbor = "none".to_string();
     let mut next_neighbor = "none".to_string();
     if let Some(rep) = stats.representative_idx {
-        if let Some(current) = cx.events.iter().find(|e| e.idx == rep) {
+        if let Some(current) = cx.events.iter().find(|e| e.idx() == rep) {
             let (prev, next) = cx.neighbors.get(&rep).copied().unwrap_or((None, None));
             let prev = prev.and_then(|p| cx.events.get(p));
             let next = next.and_then(|n| cx.events.get(n));

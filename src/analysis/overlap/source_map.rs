@@ -5,7 +5,6 @@
 //! formal stage payload.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::sync::Arc;
 
 use indexmap::IndexMap;
 
@@ -92,11 +91,11 @@ pub type SourceMap = IndexMap<String, SourceStats>;
 /// At most `limit` launches per canonical name, evenly spread over each
 /// name's launches (names in sorted order), then ordered by (ts, idx).
 pub fn sample_events(events: &[OverlapKernel], limit: usize) -> Vec<&OverlapKernel> {
-    let mut sampled = crate::pyfmt::sample_per_name(events, |e: &OverlapKernel| &*e.canonical_name, limit);
+    let mut sampled = crate::pyfmt::sample_per_name(events, |e: &OverlapKernel| e.canonical_name(), limit);
     if limit == 0 {
         return sampled;
     }
-    sampled.sort_by(|a, b| fcmp(a.ts, b.ts).then(a.idx.cmp(&b.idx)));
+    sampled.sort_by(|a, b| fcmp(a.ts, b.ts).then(a.idx().cmp(&b.idx())));
     sampled
 }
 
@@ -139,7 +138,7 @@ pub fn build_kernel_source_map(
 ) -> SourceMap {
     let trace = mapping.trace;
     let sampled = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME);
-    let targets: HashSet<i64> = sampled.iter().filter_map(|e| e.external_id).collect();
+    let targets: HashSet<i64> = sampled.iter().filter_map(|e| e.external_id(trace)).collect();
     let mut names = FrameNames::default();
     let mut ranker = ScopeRanker::default();
     // An empty target set means "no filter", as in the reference.
@@ -147,17 +146,18 @@ pub fn build_kernel_source_map(
     let launches = launch_contexts(trace);
     let has_context = |ext: Option<i64>| ext.and_then(|x| contexts.get(&x)).is_some_and(|v| !v.is_empty());
     let fallback_queries: Vec<(usize, f64)> =
-        sampled.iter().filter(|e| !has_context(e.external_id)).map(|e| (e.idx, e.ts)).collect();
+        sampled.iter().filter(|e| !has_context(e.external_id(trace))).map(|e| (e.idx(), e.ts)).collect();
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
 
     let mut map = SourceMap::new();
-    let mut entries: HashMap<Arc<str>, Option<KernelEntry>> = HashMap::default();
+    let mut entries: HashMap<&str, Option<KernelEntry>> = HashMap::default();
     for e in sampled {
-        let stats = map.entry(e.canonical_name.to_string()).or_insert_with(|| SourceStats::new(&e.canonical_name));
+        let stats = map.entry(e.canonical_name().to_string()).or_insert_with(|| SourceStats::new(e.canonical_name()));
         stats.total_count += 1;
-        let mut external_id = e.external_id;
+        let correlation = e.correlation(trace);
+        let mut external_id = e.external_id(trace);
         if external_id.is_none() {
-            external_id = e.correlation.and_then(|c| trace.corr_to_ext.get(&c).copied());
+            external_id = correlation.and_then(|c| trace.corr_to_ext.get(&c).copied());
         }
         let cpu = external_id.and_then(|x| contexts.get(&x)).and_then(|v| choose_cpu_context(v, e.ts));
 
@@ -167,16 +167,16 @@ pub fn build_kernel_source_map(
             launch_op = Some(canonicalize_cpu_op_name(trace.s(cpu.cpu_op_name)));
             chain = Some(cpu.scope_chain.clone());
         } else {
-            let launch = e.correlation.and_then(|c| launches.get(&c)).and_then(|v| choose_launch_context(v, e.ts));
+            let launch = correlation.and_then(|c| launches.get(&c)).and_then(|v| choose_launch_context(v, e.ts));
             if let Some(launch) = launch {
-                let found = temporal_scope_lookup(trace, &[(e.idx, launch.ts)], &mut names).remove(&e.idx);
+                let found = temporal_scope_lookup(trace, &[(e.idx(), launch.ts)], &mut names).remove(&e.idx());
                 if found.as_ref().is_some_and(|c| !c.is_empty()) {
                     launch_op = Some(canonicalize_cpu_op_name(trace.s(launch.launch_name)));
                     chain = found;
                 }
             }
             if chain.as_ref().map_or(true, |c| c.is_empty()) {
-                chain = temporal.get(&e.idx).cloned();
+                chain = temporal.get(&e.idx()).cloned();
             }
             if chain.as_ref().is_some_and(|c| !c.is_empty()) {
                 launch_op = Some("time-window fallback".to_string());
@@ -185,7 +185,7 @@ pub fn build_kernel_source_map(
 
         let chain = chain.filter(|c| !c.is_empty());
         let Some(chain) = chain else {
-            let entry = entries.entry(e.canonical_name.clone()).or_insert_with(|| lookup(stage, &e.canonical_name));
+            let entry = entries.entry(e.canonical_name()).or_insert_with(|| lookup(stage, e.canonical_name()));
             if let Some(entry) = entry {
                 credit_kernel_entry(stats, entry);
             }
@@ -248,31 +248,19 @@ pub fn merge_stage_payload(map: &mut SourceMap, payload: Option<&StagePayload>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use crate::analysis::types::SiteEntry;
     use crate::pyfmt::py_round;
 
     fn ev(idx: usize, name: &str, ts: f64) -> OverlapKernel {
-        OverlapKernel {
-            idx,
-            canonical_name: Arc::from(name),
-            category: "other",
-            stream: Arc::from("7"),
-            ts,
-            dur: 1.0,
-            end: ts + 1.0,
-            external_id: None,
-            correlation: None,
-            hidden_us: 0.0,
-            exclusive_us: 0.0,
-            hidden_by_compute_us: 0.0,
-            overlap_with: Vec::new(),
-        }
+        let name = Arc::new(crate::analysis::kernels::extract::KernelName { canonical: name.into(), category: "other" });
+        OverlapKernel::new(idx, super::super::NO_ROW, name, Arc::from("7"), ts, 1.0)
     }
 
     #[test]
     fn sampling_spreads_evenly_with_bankers_rounding() {
         let events: Vec<OverlapKernel> = (0..20).map(|i| ev(i, "k", i as f64)).collect();
-        let picked: Vec<usize> = sample_events(&events, 16).iter().map(|e| e.idx).collect();
+        let picked: Vec<usize> = sample_events(&events, 16).iter().map(|e| e.idx()).collect();
         // round(i * 19 / 15): 2.5 → 2 and 7.6 → 8 etc.
         let expect: Vec<usize> = (0..16).map(|i| py_round((i * 19) as f64 / 15.0) as usize).collect();
         assert_eq!(picked, expect);

@@ -8,7 +8,6 @@
 
 use std::cmp::Ordering;
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::Arc;
 
 use super::pycmp::fcmp;
 use super::{OverlapKernel, OverlapStats};
@@ -102,18 +101,6 @@ fn tally_slice(
     (compute, first, second)
 }
 
-/// Adds `segment` to `name`'s entry (appending it when new, with exact
-/// capacity: most kernels have one or two overlappers).
-fn add_overlap(list: &mut Vec<(Arc<str>, f64)>, name: Arc<str>, segment: f64) {
-    match list.iter_mut().find(|(n, _)| **n == *name) {
-        Some((_, v)) => *v += segment,
-        None => {
-            list.reserve_exact(1);
-            list.push((name, segment));
-        }
-    }
-}
-
 /// Splits every kernel's time into exclusive / hidden / hidden-by-compute
 /// and fills `overlap_with`, adding onto the values already there.
 /// Returns busy time, multi-stream time and the peak number of streams.
@@ -131,9 +118,9 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
     drop(stream_ids);
     let mut keys = Keys {
         stream,
-        priority: events.iter().map(|e| category_priority(e.category)).collect(),
+        priority: events.iter().map(|e| category_priority(e.category())).collect(),
         dur: events.iter().map(|e| e.dur).collect(),
-        compute: events.iter().map(|e| e.category == "compute").collect(),
+        compute: events.iter().map(|e| e.category() == "compute").collect(),
         entered: vec![0; n],
     };
 
@@ -142,7 +129,7 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
     let mut points: Vec<(f64, u8, u32)> = Vec::with_capacity(2 * n);
     for (pos, e) in events.iter().enumerate() {
         points.push((e.ts, 1, pos as u32));
-        points.push((e.end, 0, pos as u32));
+        points.push((e.end(), 0, pos as u32));
     }
     points.sort_by(|a, b| fcmp(a.0, b.0).then(a.1.cmp(&b.1)));
 
@@ -175,15 +162,15 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
                     let other_compute = compute > tally[s as usize].compute;
                     let other_stream = if first == Some(s) { second } else { first };
                     let dominant = other_stream.map(|o| tally[o as usize].best);
-                    let name = dominant.map(|d| events[d as usize].canonical_name.clone());
+                    let name = dominant.map(|d| events[d as usize].name.clone());
                     let ev = &mut events[e as usize];
                     ev.hidden_us += segment;
                     if other_compute {
                         ev.hidden_by_compute_us += segment;
                     }
                     // An empty name is falsy in the reference and not counted.
-                    if let Some(name) = name.filter(|n| !n.is_empty()) {
-                        add_overlap(&mut ev.overlap_with, name, segment);
+                    if let Some(name) = name.filter(|n| !n.canonical.is_empty()) {
+                        ev.overlap_with.add(&name, segment);
                     }
                 }
                 for t in touched.drain(..) {
@@ -220,21 +207,8 @@ mod tests {
     use std::sync::Arc;
 
     pub fn kernel(idx: usize, name: &str, category: &'static str, stream: &str, ts: f64, dur: f64) -> OverlapKernel {
-        OverlapKernel {
-            idx,
-            canonical_name: Arc::from(name),
-            category,
-            stream: Arc::from(stream),
-            ts,
-            dur,
-            end: ts + dur,
-            external_id: None,
-            correlation: None,
-            hidden_us: 0.0,
-            exclusive_us: 0.0,
-            hidden_by_compute_us: 0.0,
-            overlap_with: Vec::new(),
-        }
+        let name = Arc::new(crate::analysis::kernels::extract::KernelName { canonical: name.into(), category });
+        OverlapKernel::new(idx, super::super::NO_ROW, name, Arc::from(stream), ts, dur)
     }
 
     /// The reference's quadratic sweep, transcribed literally.
@@ -242,7 +216,7 @@ mod tests {
         let mut points: Vec<(f64, u8, usize)> = Vec::new();
         for (p, e) in events.iter().enumerate() {
             points.push((e.ts, 1, p));
-            points.push((e.end, 0, p));
+            points.push((e.end(), 0, p));
         }
         points.sort_by(|a, b| fcmp(a.0, b.0).then(a.1.cmp(&b.1)));
         let mut active: Vec<usize> = Vec::new();
@@ -272,19 +246,19 @@ mod tests {
                             events[a].exclusive_us += seg;
                             continue;
                         }
-                        let any_compute = others.iter().any(|o| o.category == "compute");
+                        let any_compute = others.iter().any(|o| o.category() == "compute");
                         others.sort_by(|x, y| {
-                            (category_priority(y.category), y.dur)
-                                .partial_cmp(&(category_priority(x.category), x.dur))
+                            (category_priority(y.category()), y.dur)
+                                .partial_cmp(&(category_priority(x.category()), x.dur))
                                 .unwrap()
                         });
-                        let name = others[0].canonical_name.clone();
+                        let name = others[0].name.clone();
                         let e = &mut events[a];
                         e.hidden_us += seg;
                         if any_compute {
                             e.hidden_by_compute_us += seg;
                         }
-                        add_overlap(&mut e.overlap_with, name, seg);
+                        e.overlap_with.add(&name, seg);
                     }
                 }
             }
@@ -331,14 +305,14 @@ mod tests {
         assert_eq!(st, OverlapStats { total_busy_us: 15.0, overlap_us: 5.0, max_concurrent_streams: 2 });
         assert_eq!((evs[0].exclusive_us, evs[0].hidden_us, evs[0].hidden_by_compute_us), (5.0, 5.0, 0.0));
         assert_eq!((evs[1].exclusive_us, evs[1].hidden_us, evs[1].hidden_by_compute_us), (5.0, 5.0, 5.0));
-        assert_eq!(evs[1].overlap_with, vec![(Arc::from("gemm"), 5.0)]);
+        assert_eq!(evs[1].overlap_with.iter().collect::<Vec<_>>(), vec![("gemm", 5.0)]);
     }
 
     #[test]
     fn kernel_whose_end_rounds_onto_start_stays_active() {
         let ts = 1.0e16;
         let mut evs = vec![kernel(0, "a", "other", "1", ts, 0.5), kernel(1, "b", "other", "2", ts, 4.0)];
-        assert_eq!(evs[0].end, evs[0].ts);
+        assert_eq!(evs[0].end(), evs[0].ts);
         let st = analyze_overlap(&mut evs);
         assert_eq!(st.max_concurrent_streams, 2);
         assert_eq!(evs[0].hidden_us, 4.0);

@@ -477,7 +477,7 @@ fn overlap_rows<'a>(
 fn exclusive_by_kernel(events: &[overlap::OverlapKernel]) -> Vec<(String, &'static str, f64)> {
     let mut sums: IndexMap<(&str, &'static str), f64> = IndexMap::new();
     for e in events {
-        *sums.entry((&e.canonical_name, e.category)).or_insert(0.0) += e.exclusive_us;
+        *sums.entry((e.canonical_name(), e.category())).or_insert(0.0) += e.exclusive_us;
     }
     sums.into_iter().map(|((n, c), us)| (n.to_string(), c, us)).collect()
 }
