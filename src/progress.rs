@@ -55,13 +55,23 @@ impl Drop for Progress {
 }
 
 /// Phase timings for developers: with `TT_TIMING` set in the environment,
-/// prints `timing: <phase> <ms since the first call>` on stderr.
+/// prints `timing: <phase> <ms since the first call>` on stderr, and on
+/// Linux the resident set now and its peak so far (`rss`, `hwm`, in KiB).
 pub fn phase(name: &str) {
     use std::sync::OnceLock;
     use std::time::Instant;
     static START: OnceLock<Option<Instant>> = OnceLock::new();
     let start = START.get_or_init(|| std::env::var_os("TT_TIMING").map(|_| Instant::now()));
     if let Some(t0) = start {
-        eprintln!("timing: {name} {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let field = |key: &str| {
+            status.lines().find_map(|l| l.strip_prefix(key)).map_or("?", |v| v.trim().trim_end_matches(" kB"))
+        };
+        eprintln!(
+            "timing: {name} {:.1} ms rss {} hwm {}",
+            t0.elapsed().as_secs_f64() * 1e3,
+            field("VmRSS:"),
+            field("VmHWM:")
+        );
     }
 }

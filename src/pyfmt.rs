@@ -292,27 +292,48 @@ pub fn sample_positions(n: usize, limit: usize) -> impl Iterator<Item = usize> {
 /// sorted order, every item of a name with at most `limit` items, else the
 /// [`sample_positions`] of its items (in their given order). `limit == 0`
 /// keeps everything, in the given order. Callers order the result.
-pub fn sample_per_name<'a, T>(items: impl IntoIterator<Item = &'a T>, name: impl Fn(&T) -> &str, limit: usize) -> Vec<&'a T> {
+///
+/// Two passes over `items` (counts, then picks), so the memory is per name
+/// and per pick, not per item: the overlap step samples millions of kernels.
+pub fn sample_per_name<'a, T, I>(items: I, name: impl Fn(&T) -> &str, limit: usize) -> Vec<&'a T>
+where
+    I: IntoIterator<Item = &'a T>,
+    I::IntoIter: Clone,
+{
     let items = items.into_iter();
     if limit == 0 {
         return items.collect();
     }
-    let mut grouped: rustc_hash::FxHashMap<&str, Vec<&'a T>> = rustc_hash::FxHashMap::default();
+    let mut counts: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    for item in items.clone() {
+        *counts.entry(name(item)).or_insert(0) += 1;
+    }
+    // Per name: the positions kept (ascending: `sample_positions` never
+    // decreases), how many items were seen, and the picks.
+    struct Picks<'a, T> {
+        positions: Vec<usize>,
+        next: usize,
+        seen: usize,
+        picked: Vec<&'a T>,
+    }
+    let mut picks: rustc_hash::FxHashMap<&str, Picks<'a, T>> = counts
+        .iter()
+        .map(|(&n, &count)| {
+            let positions = if count <= limit { (0..count).collect() } else { sample_positions(count, limit).collect() };
+            (n, Picks { positions, next: 0, seen: 0, picked: Vec::new() })
+        })
+        .collect();
     for item in items {
-        grouped.entry(name(item)).or_default().push(item);
-    }
-    let mut names: Vec<&str> = grouped.keys().copied().collect();
-    names.sort_unstable();
-    let mut sampled = Vec::new();
-    for n in names {
-        let group = &grouped[n];
-        if group.len() <= limit {
-            sampled.extend(group.iter().copied());
-        } else {
-            sampled.extend(sample_positions(group.len(), limit).filter_map(|pos| group.get(pos).copied()));
+        let Some(p) = picks.get_mut(name(item)) else { continue };
+        while p.positions.get(p.next) == Some(&p.seen) {
+            p.picked.push(item);
+            p.next += 1;
         }
+        p.seen += 1;
     }
-    sampled
+    let mut names: Vec<&str> = picks.keys().copied().collect();
+    names.sort_unstable();
+    names.into_iter().flat_map(|n| picks.remove(n).map(|p| p.picked).unwrap_or_default()).collect()
 }
 
 #[cfg(test)]

@@ -56,13 +56,15 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
             continue;
         }
         for (stage, kernels) in group_kernels_by_stage(&t.data.kernels, &t.default_stage) {
+            let categories = categories_by_name(kernels.iter().copied());
             let sampled = if framework == "sglang" {
-                kernels.clone()
+                kernels
             } else {
+                // The stage's full list is dropped before the sweep: on a
+                // large trace it is tens of megabytes, the sample is small.
                 sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME)
             };
             let local = aggregate_kernel_sites(t.trace, t.data, t.index, &sampled);
-            let categories = categories_by_name(kernels.iter().copied());
             merge_site_stats(stage_stats.entry(stage.clone()).or_default(), &local);
             merge_site_stats(&mut global_stats, &local);
             let sc = stage_categories.entry(stage).or_default();

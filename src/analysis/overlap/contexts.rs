@@ -106,6 +106,12 @@ pub fn cpu_launch_contexts(
                 if !s.complete {
                     continue;
                 }
+                // A scope that would be closed right below is not opened:
+                // between two sparse ops most frames start and end.
+                let e = s.end();
+                if fcmp(e, t) == std::cmp::Ordering::Less && fcmp(e, s.ts) != std::cmp::Ordering::Less {
+                    continue;
+                }
                 let (_, meaningful, fallback) = names.get(trace, s.name);
                 if *meaningful || *fallback {
                     open.push(s);

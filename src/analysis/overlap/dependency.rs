@@ -18,23 +18,25 @@ pub type NeighborIndex = HashMap<usize, (Option<usize>, Option<usize>)>;
 /// The neighbour index, holding entries only for the event idxs `wanted`
 /// accepts (the rows only ask about their representative launches).
 pub fn build_neighbor_index(events: &[OverlapKernel], wanted: impl Fn(usize) -> bool) -> NeighborIndex {
-    let mut by_stream: HashMap<&str, Vec<usize>> = HashMap::default();
+    // Positions as u32: 4 bytes per kernel of the stage.
+    let mut by_stream: HashMap<&str, Vec<u32>> = HashMap::default();
     for (pos, e) in events.iter().enumerate() {
-        by_stream.entry(&e.stream).or_default().push(pos);
+        by_stream.entry(&e.stream).or_default().push(pos as u32);
     }
     let mut index = NeighborIndex::default();
     for mut positions in by_stream.into_values() {
         positions.sort_by(|&a, &b| {
-            let (x, y) = (&events[a], &events[b]);
+            let (x, y) = (&events[a as usize], &events[b as usize]);
             fcmp(x.ts, y.ts).then_with(|| fcmp(x.end(), y.end())).then(x.idx().cmp(&y.idx()))
         });
         for (i, &pos) in positions.iter().enumerate() {
-            if !wanted(events[pos].idx()) {
+            let idx = events[pos as usize].idx();
+            if !wanted(idx) {
                 continue;
             }
-            let prev = i.checked_sub(1).map(|j| positions[j]);
-            let next = positions.get(i + 1).copied();
-            index.insert(events[pos].idx(), (prev, next));
+            let prev = i.checked_sub(1).map(|j| positions[j] as usize);
+            let next = positions.get(i + 1).map(|&n| n as usize);
+            index.insert(idx, (prev, next));
         }
     }
     index

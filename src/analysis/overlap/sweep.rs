@@ -42,7 +42,7 @@ struct Keys {
     compute: Vec<bool>,
     /// Order in which each kernel entered the active set: among equally
     /// strong overlappers the reference picks the earliest entered.
-    entered: Vec<u64>,
+    entered: Vec<u32>,
 }
 
 impl Keys {
@@ -124,25 +124,42 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
         entered: vec![0; n],
     };
 
-    // Start and end points in event order, then a stable sort by
-    // (time, kind) so that at equal times ends (0) come before starts (1).
-    let mut points: Vec<(f64, u8, u32)> = Vec::with_capacity(2 * n);
-    for (pos, e) in events.iter().enumerate() {
-        points.push((e.ts, 1, pos as u32));
-        points.push((e.end(), 0, pos as u32));
-    }
-    points.sort_by(|a, b| fcmp(a.0, b.0).then(a.1.cmp(&b.1)));
+    // The reference sorts one list of (time, kind) points, pushed start
+    // then end per kernel, stably, ends (kind 0) first on equal times. The
+    // same order comes from merging the starts and the ends, each sorted
+    // stably by time, taking the end on a tie: 8 bytes a kernel instead of
+    // 32 for the point list.
+    let mut starts: Vec<u32> = (0..n as u32).collect();
+    starts.sort_by(|&a, &b| fcmp(events[a as usize].ts, events[b as usize].ts));
+    let mut ends: Vec<u32> = (0..n as u32).collect();
+    ends.sort_by(|&a, &b| fcmp(events[a as usize].end(), events[b as usize].end()));
+    let (mut next_start, mut next_end) = (0, 0);
 
     // Active set as positions, with each one's slot for O(1) removal.
     let mut active: Vec<u32> = Vec::new();
     let mut slot: Vec<u32> = vec![NONE; n];
     let mut tally = vec![StreamTally { count: 0, compute: 0, best: NONE }; n_streams];
     let mut touched: Vec<u32> = Vec::new();
-    let mut entered_seq: u64 = 0;
+    let mut entered_seq: u32 = 0;
     let mut prev_time: Option<f64> = None;
     let mut stats = OverlapStats::default();
 
-    for &(time, kind, pos) in &points {
+    loop {
+        let (time, kind, pos) = match (starts.get(next_start), ends.get(next_end)) {
+            (Some(&s), Some(&e)) if fcmp(events[e as usize].end(), events[s as usize].ts) != Ordering::Greater => {
+                next_end += 1;
+                (events[e as usize].end(), 0u8, e)
+            }
+            (Some(&s), _) => {
+                next_start += 1;
+                (events[s as usize].ts, 1, s)
+            }
+            (None, Some(&e)) => {
+                next_end += 1;
+                (events[e as usize].end(), 0, e)
+            }
+            (None, None) => break,
+        };
         if let Some(prev) = prev_time {
             if time > prev && !active.is_empty() {
                 let segment = time - prev;

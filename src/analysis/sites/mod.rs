@@ -38,17 +38,20 @@ struct KeyedRows {
 }
 
 impl KeyedRows {
-    /// `pairs` are (id, row) in trace order; `ts` is the rows' start column.
-    fn build(mut pairs: Vec<(i64, u32)>, ts: &[f64]) -> Self {
-        pairs.sort_by_key(|p| p.0);
+    /// `rows` are the rows that have an id, in trace order; `key_by_row`
+    /// gives each row's id and `ts` its start. (Row indexes are sorted
+    /// rather than (id, row) pairs: 4 bytes a row instead of 16.)
+    fn build(key_by_row: &[i64], mut rows: Vec<u32>, ts: &[f64]) -> Self {
+        let key = |r: u32| key_by_row[r as usize];
+        rows.sort_by_key(|&r| key(r));
         let mut start = 0;
-        while start < pairs.len() {
-            let key = pairs[start].0;
-            let len = pairs[start..].partition_point(|p| p.0 == key);
-            pairs[start..start + len].sort_by(|a, b| py_cmp(ts[a.1 as usize], ts[b.1 as usize]));
+        while start < rows.len() {
+            let k = key(rows[start]);
+            let len = rows[start..].partition_point(|&r| key(r) == k);
+            rows[start..start + len].sort_by(|&a, &b| py_cmp(ts[a as usize], ts[b as usize]));
             start += len;
         }
-        let (keys, rows) = pairs.into_iter().unzip();
+        let keys = rows.iter().map(|&r| key(r)).collect();
         KeyedRows { keys, rows }
     }
 
@@ -91,6 +94,9 @@ fn nearest(rows: &[u32], ts: &[f64], dur: &[f64], probe: f64) -> Option<u32> {
     first_min_by(candidates.iter().copied(), |r| (t(r) - probe).abs())
 }
 
+/// "No row" in the packed per-kernel row pairs.
+const NO_ROW: u32 = u32::MAX;
+
 /// Lookup tables built once per trace: CPU ops by (resolved) External id,
 /// launch calls by correlation.
 #[derive(Clone, Debug, Default)]
@@ -102,15 +108,20 @@ pub struct SiteIndex {
 impl SiteIndex {
     pub fn build(trace: &Trace) -> Self {
         let ops = &trace.cpu_ops;
-        let cpu: Vec<(i64, u32)> = (0..ops.len())
-            .filter_map(|i| {
-                let row = ops.get(i);
-                resolve_external(trace, row.external_id, row.correlation).map(|x| (x, i as u32))
-            })
-            .collect();
+        let mut key_by_row = vec![0i64; ops.len()];
+        let mut rows = Vec::new();
+        for (i, key) in key_by_row.iter_mut().enumerate() {
+            let row = ops.get(i);
+            if let Some(x) = resolve_external(trace, row.external_id, row.correlation) {
+                *key = x;
+                rows.push(i as u32);
+            }
+        }
+        let cpu_ops = KeyedRows::build(&key_by_row, rows, &ops.ts);
+        drop(key_by_row);
         let l = &trace.launches;
-        let launches: Vec<(i64, u32)> = l.correlation.iter().enumerate().map(|(i, &c)| (c, i as u32)).collect();
-        SiteIndex { cpu_ops: KeyedRows::build(cpu, &ops.ts), launches: KeyedRows::build(launches, &l.ts) }
+        let launches = KeyedRows::build(&l.correlation, (0..l.len() as u32).collect(), &l.ts);
+        SiteIndex { cpu_ops, launches }
     }
 
     /// Row (in `trace.cpu_ops`) of the CPU op nearest the kernel with its
@@ -144,6 +155,23 @@ fn launch_event(trace: &Trace, row: u32, correlation: i64) -> LaunchEvent {
 struct FrameResolution {
     location: Sym,
     stack: u32,
+}
+
+/// An optional [`FrameResolution`] in 8 bytes (`location == Sym::MAX` is
+/// none): there are two per kernel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Resolved(FrameResolution);
+
+impl Resolved {
+    const NONE: Resolved = Resolved(FrameResolution { location: Sym::MAX, stack: 0 });
+
+    fn new(r: Option<FrameResolution>) -> Self {
+        r.map_or(Resolved::NONE, Resolved)
+    }
+
+    fn get(self) -> Option<FrameResolution> {
+        (self.0.location != Sym::MAX).then_some(self.0)
+    }
 }
 
 /// Stack texts of one aggregation, each built once: keyed by the frame
@@ -215,26 +243,30 @@ fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex, table: &mut S
     id
 }
 
-/// Resolves query times on one thread with a sweep over its frames (in
-/// [`sweep_order`]): frames that started at or before the query and end no
-/// earlier than 1 ns before it. `queries` are (time, query id); the
-/// resolution of each is written to `out[id]`.
+/// Resolves queries on one thread with a sweep over its frames (in
+/// [`sweep_order`]): frames that started at or before the query time and
+/// end no earlier than 1 ns before it. `queries` are query ids in the order
+/// asked, `time` gives each one's time; the resolution of query `q` is
+/// written to `out[q]`.
 fn resolve_thread_queries(
     trace: &Trace,
     frames: &FrameIndex,
     thread: ThreadIdx,
-    mut queries: Vec<(f64, u32)>,
+    mut queries: Vec<u32>,
+    time: impl Fn(u32) -> f64,
     stacks: &mut StackTable,
-    out: &mut [Option<FrameResolution>],
+    out: &mut [Resolved],
 ) {
     if queries.is_empty() || trace.frames.thread_len(thread) == 0 {
         return;
     }
-    queries.sort_by(|a, b| py_cmp(a.0, b.0));
+    // Stable: equal times keep the order asked.
+    queries.sort_by(|&a, &b| py_cmp(time(a), time(b)));
     let mut sweep = sweep_order(&trace.frames, thread);
     let mut active: Vec<ActiveFrame> = Vec::new();
-    let mut last: Option<(f64, Option<FrameResolution>)> = None;
-    for (ts, qid) in queries {
+    let mut last: Option<(f64, Resolved)> = None;
+    for qid in queries {
+        let ts = time(qid);
         // Equal times (0.0 == -0.0 included) share one resolution.
         if let Some((t, r)) = last {
             if t == ts {
@@ -243,6 +275,12 @@ fn resolve_thread_queries(
             }
         }
         while let Some(f) = sweep.peek().filter(|f| f.ts <= ts) {
+            // A frame the retain below would drop is not added: between
+            // sparse queries most frames start and end.
+            if !(f.end() >= ts - 1e-3) {
+                sweep.advance();
+                continue;
+            }
             active.push(ActiveFrame {
                 name: f.name,
                 ts: f.ts,
@@ -253,8 +291,10 @@ fn resolve_thread_queries(
             sweep.advance();
         }
         active.retain(|f| f.end >= ts - 1e-3);
-        let resolution = choose_mapping_frame(&active)
-            .map(|chosen| FrameResolution { location: chosen.name, stack: build_stack_display(&active, frames, stacks) });
+        let resolution = Resolved::new(
+            choose_mapping_frame(&active)
+                .map(|chosen| FrameResolution { location: chosen.name, stack: build_stack_display(&active, frames, stacks) }),
+        );
         out[qid as usize] = resolution;
         last = Some((ts, resolution));
     }
@@ -306,32 +346,50 @@ pub fn aggregate_kernel_sites(
     index: &SiteIndex,
     kernels: &[&KernelEvent],
 ) -> SiteStats {
-    // Per kernel: rows of its CPU op and launch call (found once, used twice).
-    let found: Vec<(Option<u32>, Option<u32>)> = {
+    // Per kernel: rows of its CPU op and launch call (found once, used
+    // twice), `NO_ROW` for none.
+    let found: Vec<(u32, u32)> = {
         use rayon::prelude::*;
-        kernels.par_iter().with_min_len(1 << 12).map(|k| (index.cpu_op_row(trace, k), index.launch_row(trace, k))).collect()
+        let pack = |r: Option<u32>| r.unwrap_or(NO_ROW);
+        kernels
+            .par_iter()
+            .with_min_len(1 << 12)
+            .map(|k| (pack(index.cpu_op_row(trace, k)), pack(index.launch_row(trace, k))))
+            .collect()
     };
-    let events = |k: &KernelEvent, (op, launch): (Option<u32>, Option<u32>)| {
+    let unpack = |r: u32| (r != NO_ROW).then_some(r);
+    let events = |k: &KernelEvent, (op, launch): (u32, u32)| {
         (
-            op.zip(k.external_id()).map(|(r, x)| cpu_op_event(trace, r, x)),
-            launch.zip(k.correlation()).map(|(r, c)| launch_event(trace, r, c)),
+            unpack(op).zip(k.external_id()).map(|(r, x)| cpu_op_event(trace, r, x)),
+            unpack(launch).zip(k.correlation()).map(|(r, c)| launch_event(trace, r, c)),
         )
     };
-    // Query 2i is kernel i's CPU op probe, 2i + 1 its launch call.
-    let mut queries: IndexMap<ThreadIdx, Vec<(f64, u32)>> = IndexMap::new();
+    // Query 2i is kernel i's CPU op probe, 2i + 1 its launch call; a
+    // thread's queries are kept as ids and their times computed on demand.
+    let mut queries: IndexMap<ThreadIdx, Vec<u32>> = IndexMap::new();
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
         if let Some(op) = op {
-            queries.entry(op.thread).or_default().push((op.ts + (op.dur * 0.5).min(1.0), 2 * i as u32));
+            queries.entry(op.thread).or_default().push(2 * i as u32);
         }
         if let Some(l) = launch {
-            queries.entry(l.thread).or_default().push((l.ts, 2 * i as u32 + 1));
+            queries.entry(l.thread).or_default().push(2 * i as u32 + 1);
         }
     }
+    let (ops, launches) = (&trace.cpu_ops, &trace.launches);
+    let time = |q: u32| -> f64 {
+        let (op, launch) = found[q as usize / 2];
+        if q % 2 == 0 {
+            let r = op as usize;
+            ops.ts[r] + (ops.dur[r] * 0.5).min(1.0)
+        } else {
+            launches.ts[launch as usize]
+        }
+    };
     let mut stacks = StackTable::default();
-    let mut resolved: Vec<Option<FrameResolution>> = vec![None; 2 * kernels.len()];
+    let mut resolved: Vec<Resolved> = vec![Resolved::NONE; 2 * kernels.len()];
     for (thread, q) in queries {
-        resolve_thread_queries(trace, &data.frames, thread, q, &mut stacks, &mut resolved);
+        resolve_thread_queries(trace, &data.frames, thread, q, time, &mut stacks, &mut resolved);
     }
 
     // Map positions are cached by where each key's text lives (every text
@@ -346,7 +404,7 @@ pub fn aggregate_kernel_sites(
     let mut out: SiteStats = IndexMap::new();
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
-        let res = (resolved[2 * i], resolved[2 * i + 1]);
+        let res = (resolved[2 * i].get(), resolved[2 * i + 1].get());
         let (location, stack, cpu_op) = resolve_site_context(trace, &data.frames, &stacks, op, launch, res);
         let ki = *kernel_pos.entry(key(k.canonical())).or_insert_with(|| slot_index(&mut out, k.canonical()));
         let li = *location_pos.entry((ki, key(location))).or_insert_with(|| slot_index(&mut out[ki], location));
@@ -412,9 +470,10 @@ mod tests {
         let frames = FrameIndex::build(&trace);
         let thread = trace.frames.threads().next().unwrap();
         let mut stacks = StackTable::default();
-        let queries = vec![(12.0, 0), (50.0, 1), (12.0, 2), (200.0, 3), (-0.0, 4), (0.0, 5)];
-        let mut r = vec![None; 6];
-        resolve_thread_queries(&trace, &frames, thread, queries, &mut stacks, &mut r);
+        let times = [12.0, 50.0, 12.0, 200.0, -0.0, 0.0];
+        let mut r = vec![Resolved::NONE; 6];
+        resolve_thread_queries(&trace, &frames, thread, (0..6).collect(), |q| times[q as usize], &mut stacks, &mut r);
+        let r: Vec<Option<FrameResolution>> = r.into_iter().map(Resolved::get).collect();
         let location = |q: usize| r[q].and_then(|x| frames.name(x.location)).map(|n| n.normalized.to_string());
         assert_eq!(location(0).as_deref(), Some("python/sglang/inner.py:2 g"));
         assert_eq!(r[0], r[2]);
@@ -427,10 +486,10 @@ mod tests {
 
     #[test]
     fn nearest_prefers_earlier_events_by_end() {
-        let idx = KeyedRows::build(vec![(1, 0), (1, 1), (1, 2)], &[0.0, 5.0, 20.0]);
+        let idx = KeyedRows::build(&[1, 1, 1], vec![0, 1, 2], &[0.0, 5.0, 20.0]);
         let at = |rows: &KeyedRows, ts: &[f64], dur: &[f64]| nearest(rows.group(1), ts, dur, 10.0).map(|r| ts[r as usize]);
         assert_eq!(at(&idx, &[0.0, 5.0, 20.0], &[1.0, 4.0, 1.0]), Some(5.0));
-        let later = KeyedRows::build(vec![(2, 0), (1, 1), (1, 2)], &[0.0, 30.0, 20.0]);
+        let later = KeyedRows::build(&[2, 1, 1], vec![0, 1, 2], &[0.0, 30.0, 20.0]);
         assert_eq!(at(&later, &[0.0, 30.0, 20.0], &[1.0, 1.0, 1.0]), Some(20.0));
         assert!(later.group(3).is_empty());
     }
