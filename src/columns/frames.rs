@@ -210,14 +210,10 @@ struct RunIter<'a> {
     code: i64,
 }
 
-impl Iterator for RunIter<'_> {
-    type Item = Frame;
-
-    #[inline]
-    fn next(&mut self) -> Option<Frame> {
-        if self.left == 0 {
-            return None;
-        }
+impl RunIter<'_> {
+    /// Decodes the next frame; `self.left` must be positive.
+    #[inline(always)]
+    fn decode(&mut self) -> Frame {
         self.left -= 1;
         let b = &self.run.bytes;
         self.row = self.row.wrapping_add(unzigzag(get(b, &mut self.pos)) as u64);
@@ -235,7 +231,26 @@ impl Iterator for RunIter<'_> {
             self.code = self.code.wrapping_add(unzigzag(get(b, &mut self.pos)));
             (decode_time(self.code), decode_time(get(b, &mut self.pos) as i64))
         };
-        Some(Frame { name, ts, dur, complete: head & 2 == 2, row: self.row })
+        Frame { name, ts, dur, complete: head & 2 == 2, row: self.row }
+    }
+
+    /// Decodes frames straight into `buf` until it holds `target` or the
+    /// run ends. (Returning each frame through `next` and copying it cost a
+    /// store-forwarding stall per frame.)
+    fn fill(&mut self, buf: &mut Vec<Frame>, target: usize) {
+        while self.left > 0 && buf.len() < target {
+            let f = self.decode();
+            buf.push(f);
+        }
+    }
+}
+
+impl Iterator for RunIter<'_> {
+    type Item = Frame;
+
+    #[inline]
+    fn next(&mut self) -> Option<Frame> {
+        (self.left > 0).then(|| self.decode())
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -354,6 +369,30 @@ impl ThreadIter<'_> {
     fn empty() -> Self {
         ThreadIter { runs: &[], current: None, pending: [].iter() }
     }
+
+    /// Appends frames to `buf` until it holds `target` or the thread ends.
+    fn fill(&mut self, buf: &mut Vec<Frame>, target: usize) {
+        while buf.len() < target {
+            if let Some(cur) = self.current.as_mut() {
+                cur.fill(buf, target);
+                if buf.len() >= target {
+                    return;
+                }
+            }
+            match self.runs.split_first() {
+                Some((run, rest)) => {
+                    self.runs = rest;
+                    self.current = Some(run.iter());
+                }
+                None => {
+                    self.current = None;
+                    let room = target - buf.len();
+                    buf.extend(self.pending.by_ref().take(room).copied());
+                    return;
+                }
+            }
+        }
+    }
 }
 
 impl Iterator for ThreadIter<'_> {
@@ -420,12 +459,7 @@ impl<'a> FrameCursor<'a> {
         self.buf.clear();
         self.pos = 0;
         self.buf.extend(self.carry.take());
-        while self.buf.len() < CURSOR_BATCH {
-            match self.iter.next() {
-                Some(f) => self.buf.push(f),
-                None => break,
-            }
-        }
+        self.iter.fill(&mut self.buf, CURSOR_BATCH);
         if let Some(last) = self.buf.last().map(|f| f.ts) {
             for f in self.iter.by_ref() {
                 if fcmp(f.ts, last) != Ordering::Equal {
