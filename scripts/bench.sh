@@ -9,7 +9,8 @@
 # with the synthetic generator (examples/gen_trace.rs), runs
 # `torchtriage <cmd> --quiet` --runs times and prints the median wall time,
 # MB/s of uncompressed JSON (1 MB = 10^6 bytes) and the largest peak RSS (GNU
-# time's maximum resident set size) of the runs.
+# time's maximum resident set size, converted from KiB to MB) of the runs,
+# with the scale bar 64 MB + 10% of the JSON size beside it.
 #
 # With --real DIR it also times `triage` on every *.json / *.json.gz trace in
 # DIR (for example ../shared/traces/traceMap), with at least 15 runs.
@@ -67,9 +68,11 @@ time_runs() {
   echo "$(printf '%s\n' "${times[@]}" | median) $(printf '%s\n' "${rss[@]}" | sort -n | tail -1)"
 }
 
+# Peak RSS is printed in MB of 10^6 bytes (GNU time reports KiB), like the
+# JSON size, and "RSS bar MB" is the scale bar: 64 MB + 10% of the JSON size.
 row() { # FILE CMD SECONDS RSS_KB BYTES
   awk -v f="$1" -v c="$2" -v t="$3" -v r="$4" -v b="$5" \
-    'BEGIN { printf "%-44s %-7s %10s %10.0f %12.1f %12.1f\n", f, c, t, b / 1e6 / t, r / 1024, b / 1e6 }'
+    'BEGIN { printf "%-44s %-7s %10s %10.0f %12.1f %12.1f %12.1f\n", f, c, t, b / 1e6 / t, r * 1024 / 1e6, b / 1e6, 64 + b / 1e7 }'
 }
 
 # reference_run FILE: one run of the Python reference; prints "SECONDS RSS_KB EXIT".
@@ -79,7 +82,7 @@ reference_run() {
 }
 
 echo "# $(date -u '+%F %T UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), runs $runs"
-printf '%-44s %-7s %10s %10s %12s %12s\n' file cmd "median s" "MB/s" "peak RSS MB" "json MB"
+printf '%-44s %-7s %10s %10s %12s %12s %12s\n' file cmd "median s" "MB/s" "peak RSS MB" "json MB" "RSS bar MB"
 for gb in ${sizes//,/ }; do
   plain="$data/${gb}g.json"
   [ -f "$plain" ] || ./target/release/examples/gen_trace --size-mb $((gb * 1024)) "$plain" 2>/dev/null
@@ -114,14 +117,14 @@ if [ -n "$reference" ]; then
     read -r t r code <<< "$(reference_run "$f")"
     ours=$(awk -v f="$f" '$1 == f { v = $2 } END { print v }' "$data/ours.real")
     awk -v f="$(basename "$f")" -v t="$t" -v r="$r" -v c="$code" -v o="$ours" \
-      'BEGIN { printf "reference %-34s %8s s, peak RSS %8.1f MB, exit %s; torchtriage %s s: %.0fx faster\n", f, t, r / 1024, c, o, t / o }'
+      'BEGIN { printf "reference %-34s %8s s, peak RSS %8.1f MB, exit %s; torchtriage %s s: %.0fx faster\n", f, t, r * 1024 / 1e6, c, o, t / o }'
   done
   f="$data/1g.json"
   if [ -f "$f" ]; then
     echo "reference on $f (timeout ${ref_timeout} s) started $(date -u '+%T UTC')"
     read -r t r code <<< "$(reference_run "$f")"
     awk -v t="$t" -v r="$r" -v c="$code" -v e="$data/reference.stderr" \
-      'BEGIN { printf "reference 1g.json: %s s, peak RSS %.1f MB, exit %s%s (stderr in %s)\n", t, r / 1024, c, (c == 124 ? " = stopped by the timeout" : ""), e }'
+      'BEGIN { printf "reference 1g.json: %s s, peak RSS %.1f MB, exit %s%s (stderr in %s)\n", t, r * 1024 / 1e6, c, (c == 124 ? " = stopped by the timeout" : ""), e }'
   fi
 fi
 rm -f "$data/ours.real"

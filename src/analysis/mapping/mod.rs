@@ -55,15 +55,22 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
         if t.data.kernels.is_empty() {
             continue;
         }
-        for (stage, kernels) in group_kernels_by_stage(&t.data.kernels, &t.default_stage) {
-            let categories = categories_by_name(kernels.iter().copied());
-            let sampled = if framework == "sglang" {
-                kernels
-            } else {
-                // The stage's full list is dropped before the sweep: on a
-                // large trace it is tens of megabytes, the sample is small.
-                sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME)
-            };
+        // Sample every stage first, so that the stages' full lists (tens of
+        // megabytes on a large trace) are gone before the sweeps.
+        let sampled: Vec<(String, IndexMap<String, String>, Vec<&KernelEvent>)> =
+            group_kernels_by_stage(&t.data.kernels, &t.default_stage)
+                .into_iter()
+                .map(|(stage, kernels)| {
+                    let categories = categories_by_name(kernels.iter().copied());
+                    let sampled = if framework == "sglang" {
+                        kernels
+                    } else {
+                        sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME)
+                    };
+                    (stage, categories, sampled)
+                })
+                .collect();
+        for (stage, categories, sampled) in sampled {
             let local = aggregate_kernel_sites(t.trace, t.data, t.index, &sampled);
             merge_site_stats(stage_stats.entry(stage.clone()).or_default(), &local);
             merge_site_stats(&mut global_stats, &local);

@@ -157,21 +157,13 @@ struct FrameResolution {
     stack: u32,
 }
 
-/// An optional [`FrameResolution`] in 8 bytes (`location == Sym::MAX` is
-/// none): there are two per kernel.
+/// An optional [`FrameResolution`] as a 4-byte id into the aggregation's
+/// [`StackTable`] (there are two per kernel, and few distinct ones).
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Resolved(FrameResolution);
+struct Resolved(u32);
 
 impl Resolved {
-    const NONE: Resolved = Resolved(FrameResolution { location: Sym::MAX, stack: 0 });
-
-    fn new(r: Option<FrameResolution>) -> Self {
-        r.map_or(Resolved::NONE, Resolved)
-    }
-
-    fn get(self) -> Option<FrameResolution> {
-        (self.0.location != Sym::MAX).then_some(self.0)
-    }
+    const NONE: Resolved = Resolved(u32::MAX);
 }
 
 /// Stack texts of one aggregation, each built once: keyed by the frame
@@ -180,11 +172,28 @@ impl Resolved {
 struct StackTable {
     ids: FxHashMap<([Sym; 4], u8), u32>,
     texts: Vec<String>,
+    /// Distinct resolutions, for [`Resolved`] ids.
+    resolutions: Vec<FrameResolution>,
+    resolution_ids: FxHashMap<(Sym, u32), u32>,
 }
 
 impl StackTable {
     fn text(&self, id: u32) -> &str {
         self.texts.get(id as usize).map_or("", String::as_str)
+    }
+
+    fn resolved(&mut self, r: Option<FrameResolution>) -> Resolved {
+        let Some(r) = r else { return Resolved::NONE };
+        let next = self.resolutions.len() as u32;
+        let id = *self.resolution_ids.entry((r.location, r.stack)).or_insert(next);
+        if id == next {
+            self.resolutions.push(r);
+        }
+        Resolved(id)
+    }
+
+    fn resolution(&self, r: Resolved) -> Option<FrameResolution> {
+        self.resolutions.get(r.0 as usize).copied()
     }
 }
 
@@ -291,10 +300,9 @@ fn resolve_thread_queries(
             sweep.advance();
         }
         active.retain(|f| f.end >= ts - 1e-3);
-        let resolution = Resolved::new(
-            choose_mapping_frame(&active)
-                .map(|chosen| FrameResolution { location: chosen.name, stack: build_stack_display(&active, frames, stacks) }),
-        );
+        let chosen = choose_mapping_frame(&active)
+            .map(|chosen| FrameResolution { location: chosen.name, stack: build_stack_display(&active, frames, stacks) });
+        let resolution = stacks.resolved(chosen);
         out[qid as usize] = resolution;
         last = Some((ts, resolution));
     }
@@ -404,7 +412,7 @@ pub fn aggregate_kernel_sites(
     let mut out: SiteStats = IndexMap::new();
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
-        let res = (resolved[2 * i].get(), resolved[2 * i + 1].get());
+        let res = (stacks.resolution(resolved[2 * i]), stacks.resolution(resolved[2 * i + 1]));
         let (location, stack, cpu_op) = resolve_site_context(trace, &data.frames, &stacks, op, launch, res);
         let ki = *kernel_pos.entry(key(k.canonical())).or_insert_with(|| slot_index(&mut out, k.canonical()));
         let li = *location_pos.entry((ki, key(location))).or_insert_with(|| slot_index(&mut out[ki], location));
@@ -473,7 +481,7 @@ mod tests {
         let times = [12.0, 50.0, 12.0, 200.0, -0.0, 0.0];
         let mut r = vec![Resolved::NONE; 6];
         resolve_thread_queries(&trace, &frames, thread, (0..6).collect(), |q| times[q as usize], &mut stacks, &mut r);
-        let r: Vec<Option<FrameResolution>> = r.into_iter().map(Resolved::get).collect();
+        let r: Vec<Option<FrameResolution>> = r.into_iter().map(|x| stacks.resolution(x)).collect();
         let location = |q: usize| r[q].and_then(|x| frames.name(x.location)).map(|n| n.normalized.to_string());
         assert_eq!(location(0).as_deref(), Some("python/sglang/inner.py:2 g"));
         assert_eq!(r[0], r[2]);
