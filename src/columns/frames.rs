@@ -157,6 +157,28 @@ struct Run {
     remap: Option<Arc<[Sym]>>,
     first_ts: f64,
     last_ts: f64,
+    /// One mark per [`BLOCK`] frames: where decoding resumes and what the
+    /// block spans, so readers can pass over blocks without decoding them.
+    blocks: Vec<BlockMark>,
+}
+
+/// Frames per block of a run.
+pub const BLOCK: usize = 512;
+
+/// The decoder state at the start of a block, and the block's span.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockMark {
+    pos: u32,
+    verbatim: u32,
+    row: u64,
+    code: i64,
+    /// Start of the first and of the last frame.
+    pub first_ts: f64,
+    pub last_ts: f64,
+    /// Largest `ts + dur` (NaNs ignored).
+    pub max_end: f64,
+    /// Smallest duration (NaNs ignored).
+    pub min_dur: f64,
 }
 
 impl Run {
@@ -168,6 +190,23 @@ impl Run {
         for (i, f) in frames.enumerate() {
             if i == 0 {
                 run.first_ts = f.ts;
+            }
+            if i % BLOCK == 0 {
+                run.blocks.push(BlockMark {
+                    pos: run.bytes.len() as u32,
+                    verbatim: run.verbatim.len() as u32,
+                    row: prev_row,
+                    code: prev_code,
+                    first_ts: f.ts,
+                    last_ts: f.ts,
+                    max_end: f64::NEG_INFINITY,
+                    min_dur: f64::INFINITY,
+                });
+            }
+            if let Some(b) = run.blocks.last_mut() {
+                b.last_ts = f.ts;
+                b.max_end = b.max_end.max(f.end());
+                b.min_dur = b.min_dur.min(f.dur);
             }
             run.last_ts = f.ts;
             put(&mut run.bytes, zigzag(f.row.wrapping_sub(prev_row) as i64));
@@ -188,6 +227,7 @@ impl Run {
         }
         run.bytes.shrink_to_fit();
         run.verbatim.shrink_to_fit();
+        run.blocks.shrink_to_fit();
         run
     }
 
@@ -196,7 +236,7 @@ impl Run {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.bytes.capacity() + self.verbatim.capacity() * 16
+        self.bytes.capacity() + self.verbatim.capacity() * 16 + self.blocks.capacity() * std::mem::size_of::<BlockMark>()
     }
 }
 
@@ -234,15 +274,42 @@ impl RunIter<'_> {
         Frame { name, ts, dur, complete: head & 2 == 2, row: self.row }
     }
 
-    /// Decodes frames straight into `buf` until it holds `target` or the
-    /// run ends. (Returning each frame through `next` and copying it cost a
-    /// store-forwarding stall per frame.)
-    fn fill(&mut self, buf: &mut Vec<Frame>, target: usize) {
-        while self.left > 0 && buf.len() < target {
+    /// Frames decoded so far.
+    fn consumed(&self) -> usize {
+        self.run.len - self.left
+    }
+
+    /// The mark of the next block when the decoder stands at its start.
+    fn block_ahead(&self) -> Option<&BlockMark> {
+        let done = self.consumed();
+        (self.left > 0 && done % BLOCK == 0).then(|| self.run.blocks.get(done / BLOCK)).flatten()
+    }
+
+    /// Passes over the block ahead without decoding it (the decoder must
+    /// stand at its start).
+    fn skip_block(&mut self) {
+        let next = self.consumed() / BLOCK + 1;
+        match self.run.blocks.get(next) {
+            Some(m) => {
+                self.pos = m.pos as usize;
+                self.verbatim = m.verbatim as usize;
+                self.row = m.row;
+                self.code = m.code;
+                self.left = self.run.len - next * BLOCK;
+            }
+            None => self.left = 0,
+        }
+    }
+
+    /// Decodes to the end of the current block.
+    fn fill_block(&mut self, buf: &mut Vec<Frame>) {
+        let end = (self.consumed() / BLOCK + 1) * BLOCK;
+        while self.left > 0 && self.consumed() < end {
             let f = self.decode();
             buf.push(f);
         }
     }
+
 }
 
 impl Iterator for RunIter<'_> {
@@ -365,31 +432,51 @@ pub struct ThreadIter<'a> {
     pending: std::slice::Iter<'a, Frame>,
 }
 
-impl ThreadIter<'_> {
+impl<'a> ThreadIter<'a> {
     fn empty() -> Self {
         ThreadIter { runs: &[], current: None, pending: [].iter() }
     }
 
-    /// Appends frames to `buf` until it holds `target` or the thread ends.
-    fn fill(&mut self, buf: &mut Vec<Frame>, target: usize) {
-        while buf.len() < target {
-            if let Some(cur) = self.current.as_mut() {
-                cur.fill(buf, target);
-                if buf.len() >= target {
-                    return;
-                }
+    /// The run being read, moving to the next one when it is exhausted;
+    /// `None` once only pending rows (or nothing) are left.
+    fn current_run(&mut self) -> Option<&mut RunIter<'a>> {
+        while self.current.as_ref().map_or(true, |c| c.left == 0) {
+            let (run, rest) = self.runs.split_first()?;
+            self.runs = rest;
+            self.current = Some(run.iter());
+        }
+        self.current.as_mut()
+    }
+
+    /// Appends the rest of the current block (or the pending rows) to
+    /// `buf`; false when the thread is exhausted.
+    fn fill_block(&mut self, buf: &mut Vec<Frame>) -> bool {
+        match self.current_run() {
+            Some(cur) => {
+                cur.fill_block(buf);
+                true
             }
-            match self.runs.split_first() {
-                Some((run, rest)) => {
-                    self.runs = rest;
-                    self.current = Some(run.iter());
-                }
-                None => {
-                    self.current = None;
-                    let room = target - buf.len();
-                    buf.extend(self.pending.by_ref().take(room).copied());
-                    return;
-                }
+            None => {
+                let before = buf.len();
+                buf.extend(self.pending.by_ref().copied());
+                buf.len() > before
+            }
+        }
+    }
+
+    /// The start of the next frame when it begins a block (known without
+    /// decoding it), `None` when it does not or the thread is exhausted.
+    fn next_block_start(&mut self) -> Option<f64> {
+        self.current_run().and_then(|c| c.block_ahead()).map(|b| b.first_ts)
+    }
+
+    /// Passes over whole blocks ahead while `skip` says so; stops at the
+    /// first block it keeps or when not at a block start.
+    fn skip_blocks(&mut self, skip: &dyn Fn(&BlockMark) -> bool) {
+        while let Some(cur) = self.current_run() {
+            match cur.block_ahead() {
+                Some(b) if skip(b) => cur.skip_block(),
+                _ => return,
             }
         }
     }
@@ -420,25 +507,26 @@ impl Iterator for ThreadIter<'_> {
 /// the frames are read in place instead of being handed through layers of
 /// iterator adapters. A refill never splits a run of equal starts, and
 /// `on_refill` (if given) may reorder each refilled batch within such runs.
+/// Sparse readers pass over whole blocks with [`FrameCursor::skip_blocks`].
 pub struct FrameCursor<'a> {
     iter: ThreadIter<'a>,
     carry: Option<Frame>,
     buf: Vec<Frame>,
     pos: usize,
     on_refill: Option<fn(&mut [Frame])>,
+    /// Blocks may be skipped (not for a thread with NaN times, whose block
+    /// spans ignore the NaNs).
+    skippable: bool,
 }
 
-/// Frames decoded per cursor refill.
-pub const CURSOR_BATCH: usize = 512;
-
 impl<'a> FrameCursor<'a> {
-    pub fn new(iter: ThreadIter<'a>, on_refill: Option<fn(&mut [Frame])>) -> Self {
-        FrameCursor { iter, carry: None, buf: Vec::with_capacity(CURSOR_BATCH + 16), pos: 0, on_refill }
+    fn new(iter: ThreadIter<'a>, on_refill: Option<fn(&mut [Frame])>, skippable: bool) -> Self {
+        FrameCursor { iter, carry: None, buf: Vec::with_capacity(BLOCK + 16), pos: 0, on_refill, skippable }
     }
 
     /// A cursor over frames already in memory, in the given order.
     pub fn from_vec(frames: Vec<Frame>) -> Self {
-        FrameCursor { iter: ThreadIter::empty(), carry: None, buf: frames, pos: 0, on_refill: None }
+        FrameCursor { iter: ThreadIter::empty(), carry: None, buf: frames, pos: 0, on_refill: None, skippable: false }
     }
 
     #[inline]
@@ -459,10 +547,16 @@ impl<'a> FrameCursor<'a> {
         self.buf.clear();
         self.pos = 0;
         self.buf.extend(self.carry.take());
-        self.iter.fill(&mut self.buf, CURSOR_BATCH);
-        if let Some(last) = self.buf.last().map(|f| f.ts) {
+        // Decode to a block end (so the next refill may skip blocks), and
+        // past it only while the next frame starts where the last did.
+        if !self.iter.fill_block(&mut self.buf) {
+            return;
+        }
+        let Some(last) = self.buf.last().map(|f| f.ts) else { return };
+        let same = |t: f64| fcmp(t, last) == Ordering::Equal;
+        if self.iter.next_block_start().map_or(true, same) {
             for f in self.iter.by_ref() {
-                if fcmp(f.ts, last) != Ordering::Equal {
+                if !same(f.ts) {
                     self.carry = Some(f);
                     break;
                 }
@@ -471,6 +565,17 @@ impl<'a> FrameCursor<'a> {
         }
         if let Some(hook) = self.on_refill {
             hook(&mut self.buf);
+        }
+    }
+
+    /// Passes, without decoding them, over the whole blocks ahead for which
+    /// `skip` holds — only when nothing is buffered and the next frame
+    /// begins a block; otherwise does nothing. A reader calls it before
+    /// `peek` with a test that the block's frames would all be read and
+    /// dropped.
+    pub fn skip_blocks(&mut self, skip: impl Fn(&BlockMark) -> bool) {
+        if self.skippable && self.pos == self.buf.len() && self.carry.is_none() {
+            self.iter.skip_blocks(&skip);
         }
     }
 }
@@ -638,7 +743,13 @@ impl FrameStore {
 
     /// A batched reader of one thread's frames (see [`FrameCursor`]).
     pub fn cursor(&self, thread: ThreadIdx) -> FrameCursor<'_> {
-        FrameCursor::new(self.thread(thread), None)
+        FrameCursor::new(self.thread(thread), None, !self.thread_has_nan(thread))
+    }
+
+    /// [`FrameStore::cursor`] with a hook that may reorder each refilled
+    /// batch within its runs of equal starts.
+    pub fn cursor_with(&self, thread: ThreadIdx, on_refill: fn(&mut [Frame])) -> FrameCursor<'_> {
+        FrameCursor::new(self.thread(thread), Some(on_refill), !self.thread_has_nan(thread))
     }
 
     /// Every frame with its thread, thread by thread.

@@ -101,6 +101,11 @@ pub fn cpu_launch_contexts(
             let t = ops_ts[op_row as usize];
             // Only complete frames with a meaningful or fallback name
             // count as scopes.
+            // Blocks whose frames all start by the op and end before it
+            // (none ending before its own start) open no scope.
+            frames.skip_blocks(|b| {
+                fcmp(b.last_ts, t) != std::cmp::Ordering::Greater && b.max_end < t && b.min_dur >= 0.0
+            });
             while let Some(&s) = frames.peek().filter(|s| fcmp(s.ts, t) != std::cmp::Ordering::Greater) {
                 frames.advance();
                 if !s.complete {
@@ -234,7 +239,12 @@ pub fn temporal_scope_lookup(
     let mut matches: IndexMap<usize, Vec<(f64, f64, Arc<str>)>> = IndexMap::new();
     for thread in trace.frames.threads() {
         let mut cursor = trace.frames.cursor(thread);
-        while let Some(&f) = cursor.peek() {
+        // A block none of whose spans (widened by 1 ns) holds a query time
+        // matches nothing.
+        let no_query_in = |lo: f64, hi: f64| times.get(times.partition_point(|&t| t < lo)).map_or(true, |&t| t > hi);
+        loop {
+            cursor.skip_blocks(|b| no_query_in(b.first_ts - 1e-3, b.max_end + 1e-3));
+            let Some(&f) = cursor.peek() else { break };
             cursor.advance();
             if f.ts > last {
                 // Starts only grow from here (a NaN start matches nothing).

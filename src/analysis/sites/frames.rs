@@ -65,7 +65,7 @@ pub fn sweep_order(frames: &FrameStore, thread: ThreadIdx) -> FrameCursor<'_> {
         rows.sort_by(|a, b| py_cmp(a.ts, b.ts).then_with(|| py_cmp(b.end(), a.end())));
         FrameCursor::from_vec(rows)
     } else {
-        FrameCursor::new(frames.thread(thread), Some(later_end_first))
+        frames.cursor_with(thread, later_end_first)
     }
 }
 

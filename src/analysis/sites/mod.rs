@@ -30,7 +30,9 @@ pub type SiteStats = IndexMap<String, IndexMap<String, MappingSiteAggregate>>;
 
 /// Rows of one column set grouped by an id, each group sorted by start
 /// time (stable, so equal starts keep trace order): the keys are sorted and
-/// a group is found by binary search, with no per-id allocation.
+/// a group is found by binary search, with no per-id allocation. When the
+/// ids are a column of the trace (launch correlations), `keys` is left
+/// empty and the search reads the column instead.
 #[derive(Clone, Debug, Default)]
 struct KeyedRows {
     keys: Vec<i64>,
@@ -41,7 +43,7 @@ impl KeyedRows {
     /// `rows` are the rows that have an id, in trace order; `key_by_row`
     /// gives each row's id and `ts` its start. (Row indexes are sorted
     /// rather than (id, row) pairs: 4 bytes a row instead of 16.)
-    fn build(key_by_row: &[i64], mut rows: Vec<u32>, ts: &[f64]) -> Self {
+    fn build(key_by_row: &[i64], mut rows: Vec<u32>, ts: &[f64], keep_keys: bool) -> Self {
         let key = |r: u32| key_by_row[r as usize];
         rows.sort_by_key(|&r| key(r));
         let mut start = 0;
@@ -51,15 +53,66 @@ impl KeyedRows {
             rows[start..start + len].sort_by(|&a, &b| py_cmp(ts[a as usize], ts[b as usize]));
             start += len;
         }
-        let keys = rows.iter().map(|&r| key(r)).collect();
+        let keys = if keep_keys { rows.iter().map(|&r| key(r)).collect() } else { Vec::new() };
         KeyedRows { keys, rows }
     }
 
-    fn group(&self, key: i64) -> &[u32] {
-        let lo = self.keys.partition_point(|&k| k < key);
-        let hi = lo + self.keys[lo..].partition_point(|&k| k == key);
+    /// The group of `key`. `hint` is where the previous lookup ended:
+    /// kernels come in trace order, so their ids are usually close and the
+    /// search gallops from there instead of bisecting the whole index.
+    fn group(&self, key: i64, key_by_row: &[i64], hint: &mut usize) -> &[u32] {
+        let k = |pos: usize| -> i64 {
+            match self.keys.get(pos) {
+                Some(&k) => k,
+                None => key_by_row[self.rows[pos] as usize],
+            }
+        };
+        let lo = gallop(self.rows.len(), *hint, |pos| k(pos) < key);
+        let hi = gallop(self.rows.len(), lo, |pos| k(pos) <= key);
+        *hint = lo;
         &self.rows[lo..hi]
     }
+}
+
+/// The first position in `0..n` where `below` turns false (`below` must be
+/// true then false along the positions), searched outward from `from`.
+fn gallop(n: usize, from: usize, below: impl Fn(usize) -> bool) -> usize {
+    let from = from.min(n);
+    // Find lo <= answer <= hi: every position before lo is below, and hi
+    // is n or a position that is not.
+    let (mut lo, mut hi) = (0, n);
+    let mut step = 1;
+    if from < n && below(from) {
+        lo = from + 1;
+        while from + step < n {
+            if below(from + step) {
+                lo = from + step + 1;
+                step *= 2;
+            } else {
+                hi = from + step;
+                break;
+            }
+        }
+    } else {
+        hi = from;
+        while step <= from {
+            if below(from - step) {
+                lo = from - step + 1;
+                break;
+            }
+            hi = from - step;
+            step *= 2;
+        }
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// First element with the smallest key (Python's `min(key=...)`).
@@ -117,25 +170,25 @@ impl SiteIndex {
                 rows.push(i as u32);
             }
         }
-        let cpu_ops = KeyedRows::build(&key_by_row, rows, &ops.ts);
+        let cpu_ops = KeyedRows::build(&key_by_row, rows, &ops.ts, true);
         drop(key_by_row);
         let l = &trace.launches;
-        let launches = KeyedRows::build(&l.correlation, (0..l.len() as u32).collect(), &l.ts);
+        let launches = KeyedRows::build(&l.correlation, (0..l.len() as u32).collect(), &l.ts, false);
         SiteIndex { cpu_ops, launches }
     }
 
     /// Row (in `trace.cpu_ops`) of the CPU op nearest the kernel with its
     /// External id.
-    fn cpu_op_row(&self, trace: &Trace, kernel: &KernelEvent) -> Option<u32> {
+    fn cpu_op_row(&self, trace: &Trace, kernel: &KernelEvent, hint: &mut usize) -> Option<u32> {
         let ops = &trace.cpu_ops;
-        nearest(self.cpu_ops.group(kernel.external_id()?), &ops.ts, &ops.dur, kernel.ts)
+        nearest(self.cpu_ops.group(kernel.external_id()?, &[], hint), &ops.ts, &ops.dur, kernel.ts)
     }
 
     /// Row (in `trace.launches`) of the launch call nearest the kernel with
     /// its correlation.
-    fn launch_row(&self, trace: &Trace, kernel: &KernelEvent) -> Option<u32> {
+    fn launch_row(&self, trace: &Trace, kernel: &KernelEvent, hint: &mut usize) -> Option<u32> {
         let l = &trace.launches;
-        nearest(self.launches.group(kernel.correlation()?), &l.ts, &l.dur, kernel.ts)
+        nearest(self.launches.group(kernel.correlation()?, &l.correlation, hint), &l.ts, &l.dur, kernel.ts)
     }
 }
 
@@ -283,6 +336,9 @@ fn resolve_thread_queries(
                 continue;
             }
         }
+        // Whole blocks of frames that start by the query and end before
+        // it would be read and dropped: pass over them.
+        sweep.skip_blocks(|b| b.last_ts <= ts && b.max_end < ts - 1e-3);
         while let Some(f) = sweep.peek().filter(|f| f.ts <= ts) {
             // A frame the retain below would drop is not added: between
             // sparse queries most frames start and end.
@@ -360,9 +416,16 @@ pub fn aggregate_kernel_sites(
         use rayon::prelude::*;
         let pack = |r: Option<u32>| r.unwrap_or(NO_ROW);
         kernels
-            .par_iter()
-            .with_min_len(1 << 12)
-            .map(|k| (pack(index.cpu_op_row(trace, k)), pack(index.launch_row(trace, k))))
+            .par_chunks(1 << 12)
+            .flat_map_iter(|chunk| {
+                let (mut op_hint, mut launch_hint) = (0, 0);
+                chunk.iter().map(move |k| {
+                    (
+                        pack(index.cpu_op_row(trace, k, &mut op_hint)),
+                        pack(index.launch_row(trace, k, &mut launch_hint)),
+                    )
+                })
+            })
             .collect()
     };
     let unpack = |r: u32| (r != NO_ROW).then_some(r);
@@ -494,12 +557,30 @@ mod tests {
 
     #[test]
     fn nearest_prefers_earlier_events_by_end() {
-        let idx = KeyedRows::build(&[1, 1, 1], vec![0, 1, 2], &[0.0, 5.0, 20.0]);
-        let at = |rows: &KeyedRows, ts: &[f64], dur: &[f64]| nearest(rows.group(1), ts, dur, 10.0).map(|r| ts[r as usize]);
+        let idx = KeyedRows::build(&[1, 1, 1], vec![0, 1, 2], &[0.0, 5.0, 20.0], true);
+        let at = |rows: &KeyedRows, ts: &[f64], dur: &[f64]| nearest(rows.group(1, &[], &mut 0), ts, dur, 10.0).map(|r| ts[r as usize]);
         assert_eq!(at(&idx, &[0.0, 5.0, 20.0], &[1.0, 4.0, 1.0]), Some(5.0));
-        let later = KeyedRows::build(&[2, 1, 1], vec![0, 1, 2], &[0.0, 30.0, 20.0]);
+        let later = KeyedRows::build(&[2, 1, 1], vec![0, 1, 2], &[0.0, 30.0, 20.0], true);
+        let unkeyed = KeyedRows::build(&[2, 1, 1], vec![0, 1, 2], &[0.0, 30.0, 20.0], false);
+        for key in 0..4 {
+            for hint in 0..4 {
+                assert_eq!(unkeyed.group(key, &[2, 1, 1], &mut hint.clone()), later.group(key, &[], &mut 0));
+            }
+        }
         assert_eq!(at(&later, &[0.0, 30.0, 20.0], &[1.0, 1.0, 1.0]), Some(20.0));
-        assert!(later.group(3).is_empty());
+        assert!(later.group(3, &[], &mut 2).is_empty());
+    }
+
+    #[test]
+    fn galloping_finds_the_bisection_point_from_any_hint() {
+        let keys: Vec<i64> = vec![1, 1, 2, 4, 4, 4, 7, 9, 9, 12];
+        for key in 0..14 {
+            let want = keys.partition_point(|&k| k < key);
+            for hint in 0..=keys.len() + 2 {
+                assert_eq!(gallop(keys.len(), hint, |p| keys[p] < key), want, "key {key} hint {hint}");
+            }
+        }
+        assert_eq!(gallop(0, 5, |_| true), 0);
     }
 
     #[test]
