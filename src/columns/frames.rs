@@ -450,16 +450,19 @@ impl<'a> ThreadIter<'a> {
 
     /// Appends the rest of the current block (or the pending rows) to
     /// `buf`; false when the thread is exhausted.
-    fn fill_block(&mut self, buf: &mut Vec<Frame>) -> bool {
+    /// Returns whether anything was added, and the mark of the block
+    /// when a whole one was decoded from its start.
+    fn fill_block(&mut self, buf: &mut Vec<Frame>) -> (bool, Option<BlockMark>) {
         match self.current_run() {
             Some(cur) => {
+                let mark = cur.block_ahead().copied();
                 cur.fill_block(buf);
-                true
+                (true, mark)
             }
             None => {
                 let before = buf.len();
                 buf.extend(self.pending.by_ref().copied());
-                buf.len() > before
+                (buf.len() > before, None)
             }
         }
     }
@@ -507,7 +510,7 @@ impl Iterator for ThreadIter<'_> {
 /// the frames are read in place instead of being handed through layers of
 /// iterator adapters. A refill never splits a run of equal starts, and
 /// `on_refill` (if given) may reorder each refilled batch within such runs.
-/// Sparse readers pass over whole blocks with [`FrameCursor::skip_blocks`].
+/// Sparse readers pass over whole blocks with [`FrameCursor::peek_skipping`].
 pub struct FrameCursor<'a> {
     iter: ThreadIter<'a>,
     carry: Option<Frame>,
@@ -517,16 +520,26 @@ pub struct FrameCursor<'a> {
     /// Blocks may be skipped (not for a thread with NaN times, whose block
     /// spans ignore the NaNs).
     skippable: bool,
+    /// The mark of the buffered block when the buffer holds exactly one.
+    buf_mark: Option<BlockMark>,
 }
 
 impl<'a> FrameCursor<'a> {
     fn new(iter: ThreadIter<'a>, on_refill: Option<fn(&mut [Frame])>, skippable: bool) -> Self {
-        FrameCursor { iter, carry: None, buf: Vec::with_capacity(BLOCK + 16), pos: 0, on_refill, skippable }
+        FrameCursor { iter, carry: None, buf: Vec::with_capacity(BLOCK + 16), pos: 0, on_refill, skippable, buf_mark: None }
     }
 
     /// A cursor over frames already in memory, in the given order.
     pub fn from_vec(frames: Vec<Frame>) -> Self {
-        FrameCursor { iter: ThreadIter::empty(), carry: None, buf: frames, pos: 0, on_refill: None, skippable: false }
+        FrameCursor {
+            iter: ThreadIter::empty(),
+            carry: None,
+            buf: frames,
+            pos: 0,
+            on_refill: None,
+            skippable: false,
+            buf_mark: None,
+        }
     }
 
     #[inline]
@@ -546,10 +559,13 @@ impl<'a> FrameCursor<'a> {
     fn refill(&mut self) {
         self.buf.clear();
         self.pos = 0;
+        self.buf_mark = None;
+        let carried = self.carry.is_some();
         self.buf.extend(self.carry.take());
         // Decode to a block end (so the next refill may skip blocks), and
         // past it only while the next frame starts where the last did.
-        if !self.iter.fill_block(&mut self.buf) {
+        let (filled, mark) = self.iter.fill_block(&mut self.buf);
+        if !filled {
             return;
         }
         let Some(last) = self.buf.last().map(|f| f.ts) else { return };
@@ -562,21 +578,31 @@ impl<'a> FrameCursor<'a> {
                 }
                 self.buf.push(f);
             }
+        } else if !carried {
+            // The buffer is exactly one block.
+            self.buf_mark = mark;
         }
         if let Some(hook) = self.on_refill {
             hook(&mut self.buf);
         }
     }
 
-    /// Passes, without decoding them, over the whole blocks ahead for which
-    /// `skip` holds — only when nothing is buffered and the next frame
-    /// begins a block; otherwise does nothing. A reader calls it before
-    /// `peek` with a test that the block's frames would all be read and
-    /// dropped.
-    pub fn skip_blocks(&mut self, skip: impl Fn(&BlockMark) -> bool) {
-        if self.skippable && self.pos == self.buf.len() && self.carry.is_none() {
-            self.iter.skip_blocks(&skip);
+    /// [`FrameCursor::peek`] for a sparse reader: before decoding a block
+    /// it passes over every whole block for which `skip` holds — a test
+    /// that all of the block's frames would be read and dropped. An unread
+    /// buffered block (the reader peeked one frame past its probe) counts
+    /// as ahead.
+    #[inline]
+    pub fn peek_skipping(&mut self, skip: impl Fn(&BlockMark) -> bool) -> Option<&Frame> {
+        if self.skippable && self.carry.is_none() {
+            if self.pos == 0 && !self.buf.is_empty() && self.buf_mark.as_ref().is_some_and(&skip) {
+                self.pos = self.buf.len();
+            }
+            if self.pos == self.buf.len() {
+                self.iter.skip_blocks(&skip);
+            }
         }
+        self.peek()
     }
 }
 
@@ -839,6 +865,47 @@ mod tests {
             }
             assert!(a.thread_has_nan(t));
         }
+    }
+
+    #[test]
+    fn skipped_blocks_are_exactly_the_ones_the_test_accepts() {
+        // Short frames with one long frame every 2,000: a sparse reader
+        // that drops frames ending before its probe may skip most blocks.
+        let mut s = FrameStore::default();
+        for i in 0..50_000u32 {
+            let dur = if i % 2_000 == 0 { 900.0 } else { 0.5 };
+            s.push(FrameRow { name: i % 9, thread: 0, ts: f64::from(i), dur, complete: true });
+        }
+        s.seal();
+        let all: Vec<Frame> = s.thread(0).collect();
+        let mut cursor = s.cursor(0);
+        let mut seen = Vec::new();
+        for probe in (0..50_000).step_by(7_919).map(f64::from) {
+            let skip = |b: &BlockMark| b.last_ts <= probe && b.max_end < probe;
+            while let Some(&f) = cursor.peek_skipping(skip).filter(|f| f.ts <= probe) {
+                seen.push(f);
+                cursor.advance();
+            }
+        }
+        while let Some(&f) = cursor.peek() {
+            seen.push(f);
+            cursor.advance();
+        }
+        assert!(seen.len() < all.len() / 2, "{} of {} read", seen.len(), all.len());
+        // Read frames come in store order, and every frame not read would
+        // have been dropped: it ends before the probe that would read it.
+        let rows: Vec<u64> = seen.iter().map(|f| f.row).collect();
+        assert!(rows.windows(2).all(|w| w[0] < w[1]));
+        let probes: Vec<f64> = (0..50_000).step_by(7_919).map(f64::from).collect();
+        let mut read = rows.iter().peekable();
+        for f in &all {
+            if read.next_if(|&&r| r == f.row).is_some() {
+                continue;
+            }
+            let reader = probes.iter().find(|&&p| f.ts <= p).expect("frames past the last probe are all read");
+            assert!(f.end() < *reader, "frame {} skipped but alive at {reader}", f.row);
+        }
+        assert!(read.next().is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::detect::{canonicalize_name, classify_kernel, is_kernel_event};
-use super::{OverlapKernel, StageBundle};
+use super::{OverlapKernel, StageBundle, StreamName};
 use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::stage::{select_heaviest_pid, RowStages};
 use crate::columns::{Sym, ThreadIdx, Trace};
@@ -55,8 +55,8 @@ struct EventBuilder<'t> {
     names: HashMap<Sym, Arc<KernelName>>,
     shared: HashMap<(Box<str>, &'static str), Arc<KernelName>>,
     /// Per thread: the stream name used when args carry none.
-    threads: HashMap<ThreadIdx, Arc<str>>,
-    streams: HashMap<Sym, Arc<str>>,
+    threads: HashMap<ThreadIdx, StreamName>,
+    streams: HashMap<Sym, StreamName>,
 }
 
 impl<'t> EventBuilder<'t> {
@@ -79,15 +79,15 @@ impl<'t> EventBuilder<'t> {
         let trace = self.trace;
         let r = trace.kernels.get(row);
         let stream = match r.stream.or(r.cuda_stream) {
-            Some(sym) => self.streams.entry(sym).or_insert_with(|| Arc::from(trace.s(sym))).clone(),
+            Some(sym) => self.streams.entry(sym).or_insert_with(|| Arc::new(Box::from(trace.s(sym)))).clone(),
             None => self
                 .threads
                 .entry(r.thread)
                 .or_insert_with(|| {
                     let key = trace.thread(r.thread);
                     match trace.thread_names.get(&key) {
-                        Some(&n) => Arc::from(trace.s(n)),
-                        None => Arc::from(format!("tid={}", trace.s(key.tid))),
+                        Some(&n) => Arc::new(Box::from(trace.s(n))),
+                        None => Arc::new(format!("tid={}", trace.s(key.tid)).into_boxed_str()),
                     }
                 })
                 .clone(),
@@ -240,7 +240,7 @@ mod tests {
         let (events, pid) = extract_kernel_events(&trace, None);
         assert_eq!(pid.as_deref(), Some("TP00 a"));
         let got: Vec<(&str, &str, Option<i64>)> =
-            events.iter().map(|e| (e.canonical_name(), &*e.stream, e.external_id(&trace))).collect();
+            events.iter().map(|e| (e.canonical_name(), &**e.stream, e.external_id(&trace))).collect();
         assert_eq!(
             got,
             vec![("void k", "stream five", Some(77)), ("gemm_op", "9", Some(4)), ("void k", "tid=8", None)]

@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 
 use super::pycmp::fcmp;
 use super::scopes::{canonicalize_python_scope_name, is_fallback_python_scope, is_meaningful_python_scope};
+use crate::columns::frames::BlockMark;
 use crate::columns::{Frame, Sym, ThreadIdx, Trace};
 use crate::pyfmt::normalize_text;
 
@@ -103,10 +104,10 @@ pub fn cpu_launch_contexts(
             // count as scopes.
             // Blocks whose frames all start by the op and end before it
             // (none ending before its own start) open no scope.
-            frames.skip_blocks(|b| {
+            let skip = |b: &BlockMark| {
                 fcmp(b.last_ts, t) != std::cmp::Ordering::Greater && b.max_end < t && b.min_dur >= 0.0
-            });
-            while let Some(&s) = frames.peek().filter(|s| fcmp(s.ts, t) != std::cmp::Ordering::Greater) {
+            };
+            while let Some(&s) = frames.peek_skipping(skip).filter(|s| fcmp(s.ts, t) != std::cmp::Ordering::Greater) {
                 frames.advance();
                 if !s.complete {
                     continue;
@@ -243,8 +244,7 @@ pub fn temporal_scope_lookup(
         // matches nothing.
         let no_query_in = |lo: f64, hi: f64| times.get(times.partition_point(|&t| t < lo)).map_or(true, |&t| t > hi);
         loop {
-            cursor.skip_blocks(|b| no_query_in(b.first_ts - 1e-3, b.max_end + 1e-3));
-            let Some(&f) = cursor.peek() else { break };
+            let Some(&f) = cursor.peek_skipping(|b| no_query_in(b.first_ts - 1e-3, b.max_end + 1e-3)) else { break };
             cursor.advance();
             if f.ts > last {
                 // Starts only grow from here (a NaN start matches nothing).

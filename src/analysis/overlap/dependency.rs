@@ -21,7 +21,7 @@ pub fn build_neighbor_index(events: &[OverlapKernel], wanted: impl Fn(usize) -> 
     // Positions as u32: 4 bytes per kernel of the stage.
     let mut by_stream: HashMap<&str, Vec<u32>> = HashMap::default();
     for (pos, e) in events.iter().enumerate() {
-        by_stream.entry(&e.stream).or_default().push(pos as u32);
+        by_stream.entry(&**e.stream).or_default().push(pos as u32);
     }
     let mut index = NeighborIndex::default();
     for mut positions in by_stream.into_values() {

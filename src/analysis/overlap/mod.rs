@@ -34,7 +34,7 @@ pub use detect::{canonicalize_name, classify_kernel};
 pub use sweep::analyze_overlap;
 
 /// One GPU kernel of the chosen process, with the time split the sweep
-/// fills in (`KernelEvent` in the reference). Kept to 96 bytes, since a
+/// fills in (`KernelEvent` in the reference). Kept to 88 bytes, since a
 /// 20 GB trace holds millions: the canonical name and category are one
 /// shared [`KernelName`], the ids are read from the trace row on demand,
 /// and the usual single overlapper is stored inline.
@@ -53,7 +53,7 @@ pub struct OverlapKernel {
     pub name: Arc<KernelName>,
     /// `args.stream`, else `args.cuda_stream`, else the thread name, else
     /// `tid=<tid>`.
-    pub stream: Arc<str>,
+    pub stream: StreamName,
     /// Hidden time per dominant overlapping kernel, in first-seen order.
     pub overlap_with: OverlapList,
     /// Position among the chosen process's kernels, in trace order.
@@ -62,11 +62,14 @@ pub struct OverlapKernel {
     row: u32,
 }
 
+/// A stream's name, shared by its kernels behind a thin (8-byte) pointer.
+pub type StreamName = Arc<Box<str>>;
+
 /// [`OverlapKernel::row`] of a kernel with no trace row.
 pub const NO_ROW: u32 = u32::MAX;
 
 impl OverlapKernel {
-    pub fn new(idx: usize, row: u32, name: Arc<KernelName>, stream: Arc<str>, ts: f64, dur: f64) -> Self {
+    pub fn new(idx: usize, row: u32, name: Arc<KernelName>, stream: StreamName, ts: f64, dur: f64) -> Self {
         OverlapKernel {
             ts,
             dur,
@@ -264,7 +267,7 @@ mod tests {
     #[test]
     fn overlap_kernels_stay_small() {
         // Millions of them exist at once on a 20 GB trace.
-        assert!(std::mem::size_of::<OverlapKernel>() <= 96, "{}", std::mem::size_of::<OverlapKernel>());
+        assert!(std::mem::size_of::<OverlapKernel>() <= 88, "{}", std::mem::size_of::<OverlapKernel>());
     }
 
     #[test]

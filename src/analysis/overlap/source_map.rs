@@ -254,7 +254,7 @@ mod tests {
 
     fn ev(idx: usize, name: &str, ts: f64) -> OverlapKernel {
         let name = Arc::new(crate::analysis::kernels::extract::KernelName { canonical: name.into(), category: "other" });
-        OverlapKernel::new(idx, super::super::NO_ROW, name, Arc::from("7"), ts, 1.0)
+        OverlapKernel::new(idx, super::super::NO_ROW, name, Arc::new(Box::from("7")), ts, 1.0)
     }
 
     #[test]

@@ -39,7 +39,6 @@ struct Keys {
     stream: Vec<u32>,
     priority: Vec<u8>,
     dur: Vec<f64>,
-    compute: Vec<bool>,
     /// Order in which each kernel entered the active set: among equally
     /// strong overlappers the reference picks the earliest entered.
     entered: Vec<u32>,
@@ -74,7 +73,8 @@ fn tally_slice(
             touched.push(s);
         }
         t.count += 1;
-        if keys.compute[e as usize] {
+        // Priority 4 is exactly the compute category.
+        if keys.priority[e as usize] == 4 {
             t.compute += 1;
             compute += 1;
         }
@@ -111,7 +111,7 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
         .iter()
         .map(|e| {
             let next = stream_ids.len() as u32;
-            *stream_ids.entry(&e.stream).or_insert(next)
+            *stream_ids.entry(&**e.stream).or_insert(next)
         })
         .collect();
     let n_streams = stream_ids.len();
@@ -120,7 +120,6 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
         stream,
         priority: events.iter().map(|e| category_priority(e.category())).collect(),
         dur: events.iter().map(|e| e.dur).collect(),
-        compute: events.iter().map(|e| e.category() == "compute").collect(),
         entered: vec![0; n],
     };
 
@@ -225,7 +224,7 @@ mod tests {
 
     pub fn kernel(idx: usize, name: &str, category: &'static str, stream: &str, ts: f64, dur: f64) -> OverlapKernel {
         let name = Arc::new(crate::analysis::kernels::extract::KernelName { canonical: name.into(), category });
-        OverlapKernel::new(idx, super::super::NO_ROW, name, Arc::from(stream), ts, dur)
+        OverlapKernel::new(idx, super::super::NO_ROW, name, Arc::new(Box::from(stream)), ts, dur)
     }
 
     /// The reference's quadratic sweep, transcribed literally.
@@ -243,7 +242,7 @@ mod tests {
             if let Some(pt) = prev {
                 if t > pt && !active.is_empty() {
                     let seg = t - pt;
-                    let mut streams: Vec<&str> = active.iter().map(|&a| &*events[a].stream).collect();
+                    let mut streams: Vec<&str> = active.iter().map(|&a| &**events[a].stream).collect();
                     streams.sort();
                     streams.dedup();
                     st.total_busy_us += seg;

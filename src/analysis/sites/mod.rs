@@ -12,6 +12,7 @@ use rustc_hash::FxHashMap;
 
 use crate::analysis::kernels::extract::{py_cmp, resolve_external};
 use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent, TraceData};
+use crate::columns::frames::BlockMark;
 use crate::columns::{Sym, ThreadIdx, Trace};
 use frames::{sweep_order, FrameIndex};
 
@@ -338,8 +339,8 @@ fn resolve_thread_queries(
         }
         // Whole blocks of frames that start by the query and end before
         // it would be read and dropped: pass over them.
-        sweep.skip_blocks(|b| b.last_ts <= ts && b.max_end < ts - 1e-3);
-        while let Some(f) = sweep.peek().filter(|f| f.ts <= ts) {
+        let skip = |b: &BlockMark| b.last_ts <= ts && b.max_end < ts - 1e-3;
+        while let Some(f) = sweep.peek_skipping(skip).filter(|f| f.ts <= ts) {
             // A frame the retain below would drop is not added: between
             // sparse queries most frames start and end.
             if !(f.end() >= ts - 1e-3) {

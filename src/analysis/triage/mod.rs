@@ -250,7 +250,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         // to the overlap records: run the two steps side by side.
         let (kernel_part, overlap_part) = rayon::join(
             || kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts),
-            || overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts),
+            || overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, true),
         );
         kernel_part?.fill(&mut report);
         overlap_part.fill(&mut report);
@@ -263,7 +263,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         release_free_memory();
         crate::progress::phase("kernel and fuse rows");
         let find = |p: &Path| loaded.iter().find(|l| l.path == p);
-        overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts).fill(&mut report);
+        overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, false).fill(&mut report);
     }
     crate::progress::phase("overlap rows");
     Ok(report)
@@ -387,6 +387,7 @@ fn overlap_rows<'a>(
     kernel_map: &KernelMap,
     payloads: &IndexMap<String, &StagePayload>,
     opts: &TriageOptions,
+    parallel_sweeps: bool,
 ) -> OverlapPart {
     let mut report = OverlapPart::default();
     // Overlap: stage bundles of the mapping and formal traces.
@@ -417,18 +418,20 @@ fn overlap_rows<'a>(
     crate::progress::phase("overlap bundles");
     // Every rendered stage is a key of the formal bundles; keep those that
     // have a mapping bundle. Each stage is swept, then analysed, on its own
-    // rayon task.
+    // rayon task (the sweeps one after the other on a large trace).
     let wanted: Vec<String> = render_stages(&formal_bundles)
         .into_iter()
         .filter(|stage| pick_stage(if shared { &formal_bundles } else { &mapping_bundles }, stage).is_some())
         .collect();
-    let mut swept: Vec<(String, overlap::OverlapStats)> = formal_bundles
-        .iter_mut()
-        .filter(|(key, _)| wanted.contains(key))
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .map(|(key, bundle)| (key.clone(), overlap::analyze_overlap(&mut bundle.events)))
-        .collect();
+    let stages: Vec<_> = formal_bundles.iter_mut().filter(|(key, _)| wanted.contains(key)).collect();
+    let sweep = |(key, bundle): (&String, &mut StageBundle<'_>)| (key.clone(), overlap::analyze_overlap(&mut bundle.events));
+    // On a large trace the stages are swept one after the other, so that
+    // only one stage's sweep state (about 30 bytes a kernel) exists at once.
+    let mut swept: Vec<(String, overlap::OverlapStats)> = if parallel_sweeps {
+        stages.into_par_iter().map(sweep).collect()
+    } else {
+        stages.into_iter().map(sweep).collect()
+    };
     swept.sort_by_key(|(key, _)| wanted.iter().position(|w| w == key));
     crate::progress::phase("overlap sweeps");
     let mapping_bundles = if shared { &formal_bundles } else { &mapping_bundles };
