@@ -44,6 +44,9 @@ struct Loaded {
 impl Loaded {
     fn load(path: &Path, quiet: bool) -> Result<Self> {
         let trace = load_path(path, &IngestOptions { quiet, ..Default::default() })?;
+        // Ingest's chunk builders and stream buffers are gone: hand their
+        // pages back before the analyses allocate.
+        release_free_memory();
         crate::progress::phase("loaded");
         let stages = RowStages::build(&trace);
         let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages), || SiteIndex::build(&trace));
