@@ -124,9 +124,15 @@ impl OverlapKernel {
 /// order. The first entry is inline: most hidden kernels have one.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OverlapList {
-    first: Option<(Arc<KernelName>, f64)>,
-    rest: Option<Box<Vec<(Arc<KernelName>, f64)>>>,
+    first: Option<Overlapper>,
+    // Boxed so that the rare second and later entries cost 8 bytes, not
+    // 24, in every kernel.
+    #[allow(clippy::box_collection)]
+    rest: Option<Box<Vec<Overlapper>>>,
 }
+
+/// One dominant overlapper and the hidden time under it.
+type Overlapper = (Arc<KernelName>, f64);
 
 impl OverlapList {
     /// Adds `segment` to `name`'s entry, appending one if needed.

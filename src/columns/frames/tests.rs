@@ -1,0 +1,127 @@
+//! Tests of the frame store: exact values, store order, skipping.
+
+use super::run::{decode_time, encode_time, get, put, unzigzag, zigzag};
+use super::*;
+
+#[test]
+fn times_round_trip_exactly_or_go_verbatim() {
+    for text in ["0", "1", "0.001", "12.345", "999.999", "1718000000000.123", "-5.5", "1e-3", "0.5"] {
+        let t: f64 = text.parse().unwrap();
+        let n = encode_time(t).unwrap_or_else(|| panic!("{text} has a code"));
+        assert_eq!(decode_time(n).to_bits(), t.to_bits(), "{text}");
+    }
+    for t in [-0.0, f64::NAN, f64::INFINITY, 0.0001, 1.23456, 1e300, 1718000000000000.5] {
+        assert_eq!(encode_time(t), None, "{t}");
+    }
+    for v in [0i64, 1, -1, i64::MAX, i64::MIN, 300, -300] {
+        assert_eq!(unzigzag(zigzag(v)), v);
+        let mut b = Vec::new();
+        put(&mut b, zigzag(v));
+        assert_eq!(unzigzag(get(&b, &mut 0)), v);
+    }
+}
+
+fn row(i: u32) -> FrameRow {
+    // Out-of-order starts, equal starts, odd values, three threads.
+    let ts = [5.0, 1.5, 1.5, -0.0, 0.0, 1e300, f64::NAN, 3.25, 1.23456, 2.0][i as usize % 10] + (i / 10) as f64;
+    let dur = [0.0, 2.5, -1.0, 1.23456, f64::NAN, 1e12, 0.001][i as usize % 7];
+    FrameRow { name: i % 7, thread: i % 3, ts, dur, complete: i % 5 == 0 }
+}
+
+fn same(a: &FrameRow, b: &FrameRow) -> bool {
+    (a.name, a.thread, a.complete, a.ts.to_bits(), a.dur.to_bits())
+        == (b.name, b.thread, b.complete, b.ts.to_bits(), b.dur.to_bits())
+}
+
+#[test]
+fn store_keeps_every_value_and_reads_threads_in_start_order() {
+    let rows: Vec<FrameRow> = (0..300_000).map(row).collect();
+    // Split across two builders: the second's names and threads are
+    // translated on append.
+    let mut a = FrameStore::default();
+    let mut b = FrameStore::default();
+    let sym: Vec<Sym> = (0..7).map(|s| (s + 3) % 7).collect();
+    let unsym: Vec<Sym> = (0..7).map(|s| (s + 4) % 7).collect();
+    let thread: Vec<ThreadIdx> = vec![2, 0, 1];
+    let unthread: Vec<ThreadIdx> = vec![1, 2, 0];
+    for (i, r) in rows.iter().enumerate() {
+        if i < 123_457 {
+            a.push(*r);
+        } else {
+            b.push(FrameRow { name: unsym[r.name as usize], thread: unthread[r.thread as usize], ..*r });
+        }
+    }
+    a.append_mapped(b, &sym, &thread);
+    a.seal();
+    assert_eq!(a.len(), rows.len());
+    let back = a.in_trace_order();
+    assert_eq!(back.len(), rows.len());
+    for (i, (got, want)) in back.iter().zip(&rows).enumerate() {
+        assert!(same(got, want), "row {i}: {got:?} vs {want:?}");
+    }
+    for t in 0..3 {
+        let mut want: Vec<(usize, FrameRow)> = rows.iter().copied().enumerate().filter(|r| r.1.thread == t).collect();
+        want.sort_by(|x, y| fcmp(x.1.ts, y.1.ts).then(x.0.cmp(&y.0)));
+        let got: Vec<Frame> = a.thread(t).collect();
+        assert_eq!(got.len(), want.len());
+        for (g, (r, w)) in got.iter().zip(&want) {
+            assert_eq!(g.row, *r as u64);
+            assert!(same(&FrameRow { name: g.name, thread: t, ts: g.ts, dur: g.dur, complete: g.complete }, w));
+        }
+        assert!(a.thread_has_nan(t));
+    }
+}
+
+#[test]
+fn skipped_blocks_are_exactly_the_ones_the_test_accepts() {
+    // Short frames with one long frame every 2,000: a sparse reader
+    // that drops frames ending before its probe may skip most blocks.
+    let mut s = FrameStore::default();
+    for i in 0..50_000u32 {
+        let dur = if i % 2_000 == 0 { 900.0 } else { 0.5 };
+        s.push(FrameRow { name: i % 9, thread: 0, ts: f64::from(i), dur, complete: true });
+    }
+    s.seal();
+    let all: Vec<Frame> = s.thread(0).collect();
+    let mut cursor = s.cursor(0);
+    let mut seen = Vec::new();
+    for probe in (0..50_000).step_by(7_919).map(f64::from) {
+        let skip = |b: &BlockMark| b.last_ts <= probe && b.max_end < probe;
+        while let Some(&f) = cursor.peek_skipping(skip).filter(|f| f.ts <= probe) {
+            seen.push(f);
+            cursor.advance();
+        }
+    }
+    while let Some(&f) = cursor.peek() {
+        seen.push(f);
+        cursor.advance();
+    }
+    assert!(seen.len() < all.len() / 2, "{} of {} read", seen.len(), all.len());
+    // Read frames come in store order, and every frame not read would
+    // have been dropped: it ends before the probe that would read it.
+    let rows: Vec<u64> = seen.iter().map(|f| f.row).collect();
+    assert!(rows.windows(2).all(|w| w[0] < w[1]));
+    let probes: Vec<f64> = (0..50_000).step_by(7_919).map(f64::from).collect();
+    let mut read = rows.iter().peekable();
+    for f in &all {
+        if read.next_if(|&&r| r == f.row).is_some() {
+            continue;
+        }
+        let reader = probes.iter().find(|&&p| f.ts <= p).expect("frames past the last probe are all read");
+        assert!(f.end() < *reader, "frame {} skipped but alive at {reader}", f.row);
+    }
+    assert!(read.next().is_none());
+}
+
+#[test]
+fn sorted_input_packs_small() {
+    let mut s = FrameStore::default();
+    for i in 0..100_000u32 {
+        let ts = 1_700_000_000.0 + f64::from(i) * 1.5;
+        s.push(FrameRow { name: i % 50, thread: 0, ts, dur: 1.25, complete: true });
+    }
+    s.seal();
+    assert!(s.heap_bytes() < 100_000 * 8, "{} bytes", s.heap_bytes());
+    assert!(!s.thread_has_nan(0));
+    assert_eq!(s.thread(0).map(|f| f.row).collect::<Vec<_>>(), (0..100_000).collect::<Vec<u64>>());
+}
