@@ -123,6 +123,18 @@ impl<'a> Scalar<'a> {
     }
 }
 
+/// Orders floats the way Python's `<` does for every non-NaN value (so
+/// `-0.0 == 0.0`), and totally (NaN sorts by bit pattern) so that Rust's
+/// sorts never see an inconsistent comparator.
+#[inline]
+pub fn fcmp(a: f64, b: f64) -> std::cmp::Ordering {
+    if a == b {
+        std::cmp::Ordering::Equal
+    } else {
+        a.total_cmp(&b)
+    }
+}
+
 /// True when a JSON number literal has no fraction or exponent (Python's
 /// `json` turns it into an `int`).
 pub fn is_int_literal(raw: &str) -> bool {

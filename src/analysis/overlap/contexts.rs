@@ -100,8 +100,12 @@ pub fn cpu_launch_contexts(
         let mut open: Vec<Frame> = Vec::new();
         for &op_row in ops.iter() {
             let t = ops_ts[op_row as usize];
-            // Only complete frames with a meaningful or fallback name
-            // count as scopes.
+            // A scope stays open at the op unless it ended before it (one
+            // that ends before its own start is never closed).
+            let stays_open = |s: &Frame| {
+                let e = s.end();
+                fcmp(e, t) != std::cmp::Ordering::Less || fcmp(e, s.ts) == std::cmp::Ordering::Less
+            };
             // Blocks whose frames all start by the op and end before it
             // (none ending before its own start) open no scope.
             let skip = |b: &BlockMark| {
@@ -109,13 +113,10 @@ pub fn cpu_launch_contexts(
             };
             while let Some(&s) = frames.peek_skipping(skip).filter(|s| fcmp(s.ts, t) != std::cmp::Ordering::Greater) {
                 frames.advance();
-                if !s.complete {
-                    continue;
-                }
-                // A scope that would be closed right below is not opened:
-                // between two sparse ops most frames start and end.
-                let e = s.end();
-                if fcmp(e, t) == std::cmp::Ordering::Less && fcmp(e, s.ts) != std::cmp::Ordering::Less {
+                // Only complete frames with a meaningful or fallback name
+                // count as scopes; one the retain below would close is not
+                // opened (between two sparse ops most frames start and end).
+                if !s.complete || !stays_open(&s) {
                     continue;
                 }
                 let (_, meaningful, fallback) = names.get(trace, s.name);
@@ -123,10 +124,7 @@ pub fn cpu_launch_contexts(
                     open.push(s);
                 }
             }
-            open.retain(|s| {
-                let e = s.end();
-                fcmp(e, t) != std::cmp::Ordering::Less || fcmp(e, s.ts) == std::cmp::Ordering::Less
-            });
+            open.retain(stays_open);
             let mut last_six = |meaningful: bool| -> Vec<Arc<str>> {
                 open.iter()
                     .rev()

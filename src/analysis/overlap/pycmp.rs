@@ -4,16 +4,7 @@
 
 use std::cmp::Ordering;
 
-/// Orders floats the way Python's `<` does for every non-NaN value (so
-/// `-0.0 == 0.0`), and totally (NaN sorts by bit pattern) so that Rust's
-/// sorts never see an inconsistent comparator.
-pub fn fcmp(a: f64, b: f64) -> Ordering {
-    if a == b {
-        Ordering::Equal
-    } else {
-        a.total_cmp(&b)
-    }
-}
+pub use crate::pyfmt::fcmp;
 
 /// Python's `max(a, b)`: `a` unless `b > a`.
 pub fn py_max(a: f64, b: f64) -> f64 {

@@ -340,10 +340,12 @@ fn resolve_thread_queries(
         // Whole blocks of frames that start by the query and end before
         // it would be read and dropped: pass over them.
         let skip = |b: &BlockMark| b.last_ts <= ts && b.max_end < ts - 1e-3;
+        // Active at the query: ends no earlier than 1 ns before it.
+        let alive = |end: f64| end >= ts - 1e-3;
         while let Some(f) = sweep.peek_skipping(skip).filter(|f| f.ts <= ts) {
             // A frame the retain below would drop is not added: between
             // sparse queries most frames start and end.
-            if !(f.end() >= ts - 1e-3) {
+            if !alive(f.end()) {
                 sweep.advance();
                 continue;
             }
@@ -356,7 +358,7 @@ fn resolve_thread_queries(
             });
             sweep.advance();
         }
-        active.retain(|f| f.end >= ts - 1e-3);
+        active.retain(|f| alive(f.end));
         let chosen = choose_mapping_frame(&active)
             .map(|chosen| FrameResolution { location: chosen.name, stack: build_stack_display(&active, frames, stacks) });
         let resolution = stacks.resolved(chosen);

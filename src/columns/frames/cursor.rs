@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use super::fcmp;
+use crate::pyfmt::fcmp;
 use super::run::{BlockMark, Run, RunIter, BLOCK};
 use super::Frame;
 
@@ -35,9 +35,8 @@ impl<'a> ThreadIter<'a> {
     }
 
     /// Appends the rest of the current block (or the pending rows) to
-    /// `buf`; false when the thread is exhausted.
-    /// Returns whether anything was added, and the mark of the block
-    /// when a whole one was decoded from its start.
+    /// `buf`. Returns whether anything was added (false once the thread is
+    /// exhausted), and the block's mark when it was decoded from its start.
     fn fill_block(&mut self, buf: &mut Vec<Frame>) -> (bool, Option<BlockMark>) {
         match self.current_run() {
             Some(cur) => {
@@ -76,23 +75,15 @@ impl Iterator for ThreadIter<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Frame> {
-        loop {
-            if let Some(f) = self.current.as_mut().and_then(Iterator::next) {
-                return Some(f);
-            }
-            match self.runs.split_first() {
-                Some((run, rest)) => {
-                    self.runs = rest;
-                    self.current = Some(run.iter());
-                }
-                None => return self.pending.next().copied(),
-            }
+        match self.current_run() {
+            Some(cur) => cur.next(),
+            None => self.pending.next().copied(),
         }
     }
 }
 
 /// Batched reader of one thread's frames in store order: `peek` /
-/// `advance` over a buffer refilled [`CURSOR_BATCH`] frames at a time, so
+/// `advance` over a buffer refilled a [`BLOCK`] of frames at a time, so
 /// the frames are read in place instead of being handed through layers of
 /// iterator adapters. A refill never splits a run of equal starts, and
 /// `on_refill` (if given) may reorder each refilled batch within such runs.

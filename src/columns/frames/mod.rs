@@ -24,6 +24,7 @@ pub use run::{BlockMark, BLOCK};
 use run::{merge_runs, pack_block, Run};
 
 use super::{Sym, ThreadIdx};
+use crate::pyfmt::fcmp;
 
 /// A frame as pushed by the builder: `ph: "X"`, `cat == "python_function"`.
 /// (The frames' `Python id` / `Python parent id` are not kept: no analysis
@@ -56,17 +57,6 @@ impl Frame {
     }
 }
 
-/// Python's `<` for non-NaN floats (`-0.0 == 0.0`), total over NaNs: the
-/// start order of the store.
-#[inline]
-fn fcmp(a: f64, b: f64) -> Ordering {
-    if a == b {
-        Ordering::Equal
-    } else {
-        a.total_cmp(&b)
-    }
-}
-
 /// Pending rows of one thread packed into a run once there are this many.
 const FLUSH_ROWS: usize = 1 << 16;
 /// All threads' pending rows are packed once there are this many in total.
@@ -93,8 +83,7 @@ impl ThreadFrames {
         // Pending rows are in trace order: a stable sort by start leaves
         // equal starts in row order.
         pending.sort_by(|a, b| fcmp(a.ts, b.ts));
-        let base = pending.iter().map(|f| f.row).min().unwrap_or(0);
-        self.runs.push(Run::pack(pending.into_iter(), base));
+        self.runs.push(pack_block(&mut pending));
         self.sealed = false;
     }
 
@@ -103,7 +92,7 @@ impl ThreadFrames {
     fn seal(&mut self) {
         self.flush();
         self.runs.sort_by_key(|r| r.row_base);
-        let ordered = self.runs.windows(2).all(|w| fcmp(w[0].last_ts, w[1].first_ts) != Ordering::Greater);
+        let ordered = self.runs.windows(2).all(|w| fcmp(w[0].last_ts(), w[1].first_ts()) != Ordering::Greater);
         if !ordered {
             let runs = std::mem::take(&mut self.runs);
             let mut merged = Vec::new();
@@ -150,11 +139,7 @@ impl FrameStore {
         if self.threads.len() <= t {
             self.threads.resize_with(t + 1, ThreadFrames::default);
         }
-        let w = row.name as usize / 64;
-        if self.names.len() <= w {
-            self.names.resize(w + 1, 0);
-        }
-        self.names[w] |= 1 << (row.name % 64);
+        self.mark_name(row.name);
         let frame = Frame { name: row.name, ts: row.ts, dur: row.dur, complete: row.complete, row: self.len as u64 };
         let th = &mut self.threads[t];
         th.has_nan |= frame.ts.is_nan() || frame.end().is_nan();
@@ -168,6 +153,14 @@ impl FrameStore {
         } else if self.pending >= FLUSH_TOTAL {
             self.flush_all();
         }
+    }
+
+    fn mark_name(&mut self, name: Sym) {
+        let w = name as usize / 64;
+        if self.names.len() <= w {
+            self.names.resize(w + 1, 0);
+        }
+        self.names[w] |= 1 << (name % 64);
     }
 
     fn flush_all(&mut self) {
@@ -221,11 +214,7 @@ impl FrameStore {
         let mut composed: Vec<(*const Sym, Arc<[Sym]>)> = Vec::new();
         let FrameStore { threads, len, names, .. } = other;
         for s in set_bits(&names) {
-            let to = sym.get(s as usize).copied().unwrap_or(s) as usize;
-            if self.names.len() <= to / 64 {
-                self.names.resize(to / 64 + 1, 0);
-            }
-            self.names[to / 64] |= 1 << (to % 64);
+            self.mark_name(sym.get(s as usize).copied().unwrap_or(s));
         }
         for (t, mut th) in threads.into_iter().enumerate() {
             th.flush();

@@ -6,7 +6,8 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use super::{fcmp, Frame};
+use super::Frame;
+use crate::pyfmt::fcmp;
 use crate::columns::Sym;
 
 /// Largest exact time code: beyond 2^53 an integer no longer converts to
@@ -100,8 +101,6 @@ pub(super) struct Run {
     /// Translation of the names to the owning store's symbols, for runs
     /// packed by another builder.
     pub(super) remap: Option<Arc<[Sym]>>,
-    pub(super) first_ts: f64,
-    pub(super) last_ts: f64,
     /// One mark per [`BLOCK`] frames: where decoding resumes and what the
     /// block spans, so readers can pass over blocks without decoding them.
     pub(super) blocks: Vec<BlockMark>,
@@ -133,9 +132,6 @@ impl Run {
         run.bytes.reserve(run.len * 8);
         let (mut prev_row, mut prev_code) = (row_base, 0i64);
         for (i, f) in frames.enumerate() {
-            if i == 0 {
-                run.first_ts = f.ts;
-            }
             if i % BLOCK == 0 {
                 run.blocks.push(BlockMark {
                     pos: run.bytes.len() as u32,
@@ -153,7 +149,6 @@ impl Run {
                 b.max_end = b.max_end.max(f.end());
                 b.min_dur = b.min_dur.min(f.dur);
             }
-            run.last_ts = f.ts;
             put(&mut run.bytes, zigzag(f.row.wrapping_sub(prev_row) as i64));
             prev_row = f.row;
             let head = u64::from(f.name) << 2 | u64::from(f.complete) << 1;
@@ -174,6 +169,16 @@ impl Run {
         run.verbatim.shrink_to_fit();
         run.blocks.shrink_to_fit();
         run
+    }
+
+    /// Start of the first frame (runs are never empty).
+    pub(super) fn first_ts(&self) -> f64 {
+        self.blocks.first().map_or(f64::NAN, |b| b.first_ts)
+    }
+
+    /// Start of the last frame.
+    pub(super) fn last_ts(&self) -> f64 {
+        self.blocks.last().map_or(f64::NAN, |b| b.last_ts)
     }
 
     pub(super) fn iter(&self) -> RunIter<'_> {
@@ -254,7 +259,6 @@ impl RunIter<'_> {
             buf.push(f);
         }
     }
-
 }
 
 impl Iterator for RunIter<'_> {
