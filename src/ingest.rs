@@ -14,14 +14,11 @@ use rayon::prelude::*;
 use crate::columns::Trace;
 use crate::error::{Error, Result};
 use crate::input::{self, Source};
-use crate::progress::Progress;
 use crate::tokenizer::{find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Step};
 
 /// Knobs for one ingest.
 #[derive(Clone, Debug, Default)]
 pub struct IngestOptions {
-    /// Suppress progress output.
-    pub quiet: bool,
     /// Split a mapped file into this many parallel chunks (default: the
     /// rayon pool size).
     pub chunks: Option<usize>,
@@ -50,9 +47,12 @@ fn doc_err(e: DocError, base: u64) -> Error {
 
 /// Reads a whole trace file (plain, gzip, zstd or `-`) into columns.
 pub fn load_path(path: &Path, opts: &IngestOptions) -> Result<Trace> {
-    let opened = input::open(path)?;
-    let label = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let _progress = Progress::start(label, opened.disk_len, opened.consumed.clone(), opts.quiet);
+    load_opened(path, input::open(path)?, opts)
+}
+
+/// Reads an input [`input::open`] has opened into columns. `opened.consumed`
+/// counts the bytes read from disk as it goes, for a progress display.
+pub fn load_opened(path: &Path, opened: input::Opened, opts: &IngestOptions) -> Result<Trace> {
     let consumed = opened.consumed.clone();
     let compressed = opened.encoding != input::Encoding::Plain;
     let trace = match opened.source {
@@ -140,7 +140,6 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
         .enumerate()
         .map(|(i, &from)| run(i, from, i == 0, starts.get(i + 1).copied().unwrap_or(usize::MAX)))
         .collect();
-    crate::progress::phase("mapped chunks parsed");
     // Chain the chunks: chunk k is valid only if chunk k-1 stopped exactly
     // where chunk k started (its boundary guess was a real event start).
     let mut pos = p;
@@ -165,7 +164,6 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
         Step::Done(_) => {}
         Step::NeedMore(q) | Step::AtEvents(q) => return Err(Error::bad_input("unexpected end of input").at(q as u64)),
     }
-    crate::progress::phase("mapped chunks merged");
     consumed.store(buf.len() as u64, Ordering::Relaxed);
     release(map, 0, buf.len());
     finish(doc)

@@ -1,9 +1,14 @@
 //! torchtriage: streaming triage of PyTorch-profiler (Kineto) traces.
 //!
-//! Data flows input → tokenizer → columns → analysis → report:
-//! [`input`] opens and decompresses, [`ingest`] drives the tokenizer into
-//! [`columns`], [`analysis`] computes the kernel, overlap and fuse tables,
-//! and [`commands`] renders them for the binary.
+//! The layers follow the data:
+//! [`input`] opens and decompresses, [`tokenizer`] scans the JSON,
+//! [`ingest`] drives it into the per-category [`columns`] of a
+//! [`columns::Trace`]; [`analysis`] holds pure functions from a trace (and
+//! options) to typed rows; [`report`] holds the one report model and its
+//! renderers; [`run`] finds files, loads them, schedules batches and shows
+//! progress; [`commands`] turns command-line arguments into options for
+//! the run layer. [`pysem`] keeps the Python value semantics every layer
+//! agrees on.
 
 // Negated float comparisons (`!(a <= b)`) are deliberate where they
 // reproduce Python's behaviour with NaN.
@@ -15,9 +20,9 @@ pub mod commands;
 pub mod error;
 pub mod ingest;
 pub mod input;
-pub mod progress;
-pub mod pyfmt;
+pub mod pysem;
 pub mod report;
+pub mod run;
 pub mod tokenizer;
 
 pub use error::{Error, ErrorKind, Result};

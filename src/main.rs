@@ -26,7 +26,7 @@ enum Command {
 }
 
 fn main() {
-    torchtriage::progress::phase("start");
+    torchtriage::run::progress::phase("start");
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -25,7 +25,7 @@ fn all_paths(data: &[u8]) -> Result<Trace> {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.json");
     std::fs::write(&p, data).unwrap();
-    let opts = IngestOptions { quiet: true, chunks: Some(3), parallel_min: Some(1) };
+    let opts = IngestOptions { chunks: Some(3), parallel_min: Some(1) };
     assert_eq!(summary(&load_path(&p, &opts)), w, "mapped path");
     for chunk in [1usize, 2, 3, 7, 64] {
         let r: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(data.to_vec()));

@@ -90,7 +90,7 @@ fn streaming_columns_equal_serde_json_oracle() {
     for (name, path) in common::shared_traces(&shared) {
         let want = fingerprint(&oracle(&path));
         for chunks in [1usize, 3] {
-            let opts = IngestOptions { quiet: true, chunks: Some(chunks), parallel_min: Some(1) };
+            let opts = IngestOptions { chunks: Some(chunks), parallel_min: Some(1) };
             let got = fingerprint(&load_path(&path, &opts).unwrap());
             assert_eq!(got.len(), want.len(), "{name} (chunks={chunks}): row count");
             for (g, w) in got.iter().zip(&want) {

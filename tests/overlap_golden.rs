@@ -105,7 +105,7 @@ fn overlap_stats_match_goldens() {
     let mut matched = 0;
     let mut failures = Vec::new();
     for case in &cases {
-        let trace = load_path(&case.trace, &IngestOptions { quiet: true, ..Default::default() }).unwrap();
+        let trace = load_path(&case.trace, &IngestOptions::default()).unwrap();
         let bundles = stage_bundles(&trace, parse_stage(&case.trace), "formal", None);
         let want_bundles = case.golden["overlap"].as_array().cloned().unwrap_or_default();
         let want_stats = case.golden["overlap_stats"].as_array().cloned().unwrap_or_default();
@@ -219,7 +219,7 @@ fn row_problems(got: &ActionRow, want: &Value) -> Vec<String> {
 /// stats and every action row); returns the problems found.
 fn check_against_dump(dump: &Value) -> Vec<String> {
     let trace_path = PathBuf::from(dump["trace"].as_str().unwrap_or(""));
-    let trace = match load_path(&trace_path, &IngestOptions { quiet: true, ..Default::default() }) {
+    let trace = match load_path(&trace_path, &IngestOptions::default()) {
         Ok(t) => t,
         Err(e) => return vec![format!("load failed: {e}")],
     };

@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     if let Err(e) = &want {
         common::check_error(e, data.len());
     }
-    let quiet = IngestOptions { quiet: true, chunks: Some(3), parallel_min: Some(1) };
+    let quiet = IngestOptions { chunks: Some(3), parallel_min: Some(1) };
 
     // Mapped file, parallel chunks.
     let plain = temp("plain.json");

@@ -2,11 +2,7 @@
 //! TokenSpeed): an explicit choice, else hints from `server_args.json`, the
 //! path, and the first events of the trace; SGLang when nothing matches.
 
-use std::path::Path;
-
-use crate::pyfmt::normalize_text;
-
-use super::discover::{discover_trace_files, load_server_args};
+use crate::pysem::normalize_text;
 
 /// The canonical framework id for a user-supplied name (`auto` if unknown).
 pub fn canonicalize_framework(value: &str) -> &'static str {
@@ -89,36 +85,6 @@ pub fn detect_from_server_args(server_args: Option<&serde_json::Value>) -> Optio
         return Some("sglang");
     }
     None
-}
-
-/// Framework hinted by an input path: its text, its server args, then the
-/// sample text of the trace (for a directory, of its three newest traces).
-/// `sample_of` loads a trace and returns its framework sample text.
-pub fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) -> Option<&'static str> {
-    if let Some(h) = detect_from_text(&path.to_string_lossy()) {
-        return Some(h);
-    }
-    if let Some(h) = detect_from_server_args(load_server_args(path).as_ref()) {
-        return Some(h);
-    }
-    if path.is_file() {
-        return sample_of(path).and_then(|s| detect_from_text(&s));
-    }
-    discover_trace_files(path, true, Some(3)).iter().find_map(|t| sample_of(t).and_then(|s| detect_from_text(&s)))
-}
-
-/// The reference's `resolve_framework` for a local input.
-pub fn resolve_framework(
-    requested: &str,
-    input_path: &Path,
-    server_args: Option<&serde_json::Value>,
-    sample_of: &dyn Fn(&Path) -> Option<String>,
-) -> &'static str {
-    let explicit = canonicalize_framework(requested);
-    if explicit != "auto" {
-        return explicit;
-    }
-    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, sample_of)).unwrap_or("sglang")
 }
 
 #[cfg(test)]

@@ -5,13 +5,59 @@
 //! window within 20 ms.
 
 use rustc_hash::FxHashMap as HashMap;
+use std::path::{Component, Path};
 
 use crate::analysis::kernels::extract::resolve_external;
 use crate::columns::Trace;
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 /// A stage name as the reference spells it: "extend", "decode" or "all".
 pub type Stage = &'static str;
+
+/// Sort rank of a stage: extend/prefill, decode, all, anything else.
+pub fn stage_index(stage: &str) -> u32 {
+    match stage {
+        "extend" | "prefill" => 0,
+        "decode" => 1,
+        "all" => 2,
+        _ => 99,
+    }
+}
+
+/// The last six path components as the reference sees them (the root `/`
+/// counts as a component).
+fn last_parts(path: &Path) -> Vec<String> {
+    let parts: Vec<String> = path
+        .components()
+        .map(|c| match c {
+            Component::RootDir => "/".to_string(),
+            other => other.as_os_str().to_string_lossy().into_owned(),
+        })
+        .collect();
+    let start = parts.len().saturating_sub(6);
+    parts[start..].iter().map(|p| p.to_lowercase()).collect()
+}
+
+/// The stage a path names (`-extend`, `_prefill`, a `decode/` directory,
+/// ...), or `all`.
+pub fn parse_stage(path: &Path) -> &'static str {
+    let parts = last_parts(path);
+    let name = parts.join(" ");
+    let segments = format!("/{}/", parts.join("/"));
+    if ["-extend", "-prefill", "_extend", "_prefill"].iter().any(|m| name.contains(m)) {
+        return "extend";
+    }
+    if ["extend", "prefill"].iter().any(|s| segments.contains(&format!("/{s}/"))) {
+        return "extend";
+    }
+    if ["-decode", "_decode"].iter().any(|m| name.contains(m)) {
+        return "decode";
+    }
+    if segments.contains("/decode/") {
+        return "decode";
+    }
+    "all"
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Annotation {

@@ -49,7 +49,7 @@ pub fn mask_hex_addresses(text: &str) -> String {
 /// the form kernel names and locations are compared in by the relaxed
 /// lookups.
 pub fn normalize_match_text(text: &str) -> String {
-    crate::pyfmt::normalize_text(text)
+    crate::pysem::normalize_text(text)
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())

@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 
 use super::*;
-use crate::pyfmt::{normalize_text, Scalar};
+use crate::pysem::{normalize_text, Scalar};
 
 /// The fields of `args` that the analyses read.
 #[derive(Clone, Copy, Debug, Default)]

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{ArgsFields, ColumnsBuilder, Trace};
-use crate::pyfmt::Scalar;
+use crate::pysem::Scalar;
 
 /// Holds the text of numbers so a `Scalar` can borrow it.
 fn scalar<'a>(v: Option<&'a Value>, num_buf: &'a str) -> Scalar<'a> {

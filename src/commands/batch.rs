@@ -3,8 +3,6 @@
 //! per stage, optionally write one JSON line per file. Failed files are
 //! listed at the end and make the exit code 1.
 
-mod render;
-
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -12,11 +10,12 @@ use std::time::Duration;
 
 use super::triage::Format;
 use super::Global;
-use crate::analysis::batch::memory::{default_budget, footprint, uncompressed_size};
-use crate::analysis::batch::schedule::{run_bounded, Observer, Task};
-use crate::analysis::batch::summary::summarize;
-use crate::analysis::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileAnalysis, FileOutcome};
-use crate::analysis::triage::TriageOptions;
+use crate::analysis::ranks::{summarize, RankFacts};
+use crate::report::batch as render;
+use crate::run::batch::memory::{default_budget, footprint, uncompressed_size};
+use crate::run::batch::schedule::{run_bounded, Observer, Task};
+use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileOutcome};
+use crate::run::triage::TriageOptions;
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -182,7 +181,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
                 bar.phase(f, p);
             }
         };
-        analyze_file(f, &opts, 0, &phase)
+        analyze_file(f, &opts, &phase)
     };
     let on_panic = |msg: String| Error::bad_input(format!("internal error: {msg}"));
     let (results, _peak) = run_bounded(tasks, jobs, budget, observer, &work, &on_panic);
@@ -192,8 +191,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     if let (Some(out), Some(path)) = (jsonl.as_mut(), args.jsonl.as_deref()) {
         write_jsonl(out, &outcomes).map_err(|e| Error::io(e).in_file(path))?;
     }
-    let ok: Vec<(PathBuf, &FileAnalysis)> =
-        outcomes.iter().filter_map(|o| o.result.as_ref().ok().map(|a| (o.file.path.clone(), a))).collect();
+    let ok: Vec<&RankFacts> = outcomes.iter().filter_map(|o| o.result.as_ref().ok().map(|a| &a.facts)).collect();
     let failures: Vec<(&Path, &Error)> =
         outcomes.iter().filter_map(|o| o.result.as_ref().err().map(|e| (o.file.path.as_path(), e))).collect();
     let summary = summarize(&ok, args.straggler_pct);

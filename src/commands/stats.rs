@@ -11,7 +11,6 @@ use serde_json::{json, Map, Value};
 use super::{print_report, Global};
 use crate::columns::Trace;
 use crate::error::Result;
-use crate::ingest::{load_path, IngestOptions};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct StatsArgs {
@@ -23,7 +22,7 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
-    let trace = load_path(&args.input, &IngestOptions { quiet: global.quiet, ..Default::default() })?;
+    let trace = crate::run::progress::load_trace(&args.input, global.quiet)?;
     if !global.quiet && trace.counts.skipped > 0 {
         eprintln!(
             "torchtriage: warning: {}: {} complete events skipped (non-numeric ts or dur)",

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::Global;
-use crate::analysis::triage::{run_triage, TriageInput, TriageOptions};
+use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 use crate::error::{Error, Result};
 use crate::report;
 

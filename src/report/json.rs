@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::analysis::mapping::pct;
-use crate::analysis::triage::TriageReport;
+use crate::report::model::TriageReport;
 
 fn paths(p: &[std::path::PathBuf]) -> Value {
     Value::Array(p.iter().map(|p| Value::String(p.display().to_string())).collect())

@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use crate::analysis::discover::stage_index;
+use crate::analysis::stage::stage_index;
 use crate::analysis::framework::framework_display_name;
-use crate::analysis::triage::TriageReport;
+use crate::report::model::TriageReport;
 
 /// Markdown-safe table cell.
 pub fn escape_md_cell(text: &str) -> String {

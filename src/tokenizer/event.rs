@@ -4,7 +4,7 @@
 
 use super::scan::{show, syntax, Loc, ScanResult, Scanner};
 use crate::columns::{ArgsFields, ColumnsBuilder, RawEvent};
-use crate::pyfmt::Scalar;
+use crate::pysem::Scalar;
 
 /// Field slots of one event, as scanned.
 #[derive(Default)]

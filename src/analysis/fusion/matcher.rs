@@ -6,7 +6,7 @@
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::analysis::types::KernelRow;
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 use super::registry::PatternSpec;
 use super::summary::pct;

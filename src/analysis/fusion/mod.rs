@@ -14,7 +14,7 @@ use rustc_hash::FxHashSet as HashSet;
 use serde_json::Value;
 
 use crate::analysis::types::KernelRow;
-use crate::pyfmt::{py_float_repr, py_int_of_str};
+use crate::pysem::{py_float_repr, py_int_of_str};
 
 pub use matcher::{compact_match_text, MatchContext, Needle, RowText};
 pub use registry::{framework_hints, Origin, PatternSpec, Registry, Source, FRAMEWORKS};

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 /// The built-in pattern file.
 const BUILTIN_TOML: &str = include_str!("builtin.toml");

@@ -3,7 +3,7 @@
 //! and capped the way the reference's table shows them.
 
 use crate::analysis::types::KernelRow;
-use crate::pyfmt::{is_py_space, normalize_text};
+use crate::pysem::{is_py_space, normalize_text};
 
 use crate::analysis::mapping::site_display_location;
 

@@ -10,7 +10,7 @@ use super::names::{canonicalize_name, classify_kernel};
 use crate::analysis::sites::frames::FrameIndex;
 use crate::analysis::stage::{select_heaviest_pid, stage_code, stage_from_code, RowStages, Stage};
 use crate::columns::{Pack, Sym, ThreadIdx, Trace};
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 /// Process ids preferred when choosing the process whose kernels are ranked.
 pub const PREFERRED_PIDS: &[&str] = &["TP00", "TP-0"];

@@ -2,7 +2,7 @@
 //! list of `void f(...)` signatures dropped), the coarse category from name
 //! keywords, and display truncation.
 
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 /// Ordered (category, keywords) list; the first category whose keyword occurs
 /// in the lowercased name wins.

@@ -36,7 +36,7 @@ pub fn sample_kernels_for_mapping<'a>(
     limit: usize,
 ) -> Vec<&'a KernelEvent> {
     let mut sampled: Vec<&'a KernelEvent> =
-        crate::pyfmt::sample_per_name(kernels.iter().copied(), KernelEvent::canonical, limit);
+        crate::pysem::sample_per_name(kernels.iter().copied(), KernelEvent::canonical, limit);
     if limit == 0 {
         return sampled;
     }

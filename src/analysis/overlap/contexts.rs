@@ -13,7 +13,7 @@ use super::pycmp::fcmp;
 use super::scopes::{canonicalize_python_scope_name, is_fallback_python_scope, is_meaningful_python_scope};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Frame, Sym, ThreadIdx, Trace};
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 /// A Python scope chain, outermost first, at most six entries.
 pub type ScopeChain = Arc<[Arc<str>]>;

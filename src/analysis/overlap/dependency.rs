@@ -9,7 +9,7 @@ use super::lookup::relaxed_lookup;
 use super::pycmp::{fcmp, py_max, py_min};
 use super::source_map::{SourceMap, SourceStats};
 use super::OverlapKernel;
-use crate::pyfmt::is_py_space;
+use crate::pysem::is_py_space;
 
 /// Event idx → positions (in the event slice) of the previous and next
 /// kernels on the same stream, ordered by (ts, end, idx).

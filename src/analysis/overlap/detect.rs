@@ -4,7 +4,7 @@
 //! be confused with the kernel-table module's versions.
 
 use crate::columns::{KernelRow, Trace};
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 pub const COMMUNICATION_STRONG: &[&str] = &[
     "allreduce",

@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-pub use crate::pyfmt::fcmp;
+pub use crate::pysem::fcmp;
 
 /// Python's `max(a, b)`: `a` unless `b > a`.
 pub fn py_max(a: f64, b: f64) -> f64 {

@@ -5,7 +5,7 @@
 
 use super::detect::mask_hex_addresses;
 use super::pycmp::{fcmp, first_max_by};
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 /// Frames from these files or packages never name a launch site.
 const IGNORE_PREFIXES: &[&str] = &[

@@ -17,7 +17,7 @@ use super::pycmp::{fcmp, most_common_key};
 use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::types::{KernelEntry, StagePayload};
-use crate::pyfmt::{is_py_space, normalize_text};
+use crate::pysem::{is_py_space, normalize_text};
 
 /// Python's `str.strip()`.
 fn strip(s: &str) -> &str {
@@ -91,7 +91,7 @@ pub type SourceMap = IndexMap<String, SourceStats>;
 /// At most `limit` launches per canonical name, evenly spread over each
 /// name's launches (names in sorted order), then ordered by (ts, idx).
 pub fn sample_events(events: &[OverlapKernel], limit: usize) -> Vec<&OverlapKernel> {
-    let mut sampled = crate::pyfmt::sample_per_name(events, |e: &OverlapKernel| e.canonical_name(), limit);
+    let mut sampled = crate::pysem::sample_per_name(events, |e: &OverlapKernel| e.canonical_name(), limit);
     if limit == 0 {
         return sampled;
     }
@@ -250,7 +250,7 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use crate::analysis::types::SiteEntry;
-    use crate::pyfmt::py_round;
+    use crate::pysem::py_round;
 
     fn ev(idx: usize, name: &str, ts: f64) -> OverlapKernel {
         let name = Arc::new(crate::analysis::kernels::extract::KernelName { canonical: name.into(), category: "other" });

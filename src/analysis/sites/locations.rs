@@ -3,7 +3,7 @@
 //! ranking frames and locations by how useful they are to a reader (serving
 //! framework code first, torch internals and dispatch wrappers last).
 
-use crate::pyfmt::normalize_text;
+use crate::pysem::normalize_text;
 
 const NOISE_FRAME_PREFIXES: &[&str] = &[
     "threading.py(",
@@ -49,7 +49,7 @@ pub const REPO_MARKERS: &[(&str, &str)] = &[
 
 /// Python's `str.strip()` (whitespace only).
 pub fn py_strip(s: &str) -> &str {
-    s.trim_matches(crate::pyfmt::is_py_space)
+    s.trim_matches(crate::pysem::is_py_space)
 }
 
 /// Cuts a path down to its serving-framework repo-relative form.

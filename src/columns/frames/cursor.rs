@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 
-use crate::pyfmt::fcmp;
+use crate::pysem::fcmp;
 use super::run::{BlockMark, Run, RunIter, BLOCK};
 use super::Frame;
 

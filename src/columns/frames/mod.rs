@@ -24,7 +24,7 @@ pub use run::{BlockMark, BLOCK};
 use run::{merge_runs, pack_block, Run};
 
 use super::{Sym, ThreadIdx};
-use crate::pyfmt::fcmp;
+use crate::pysem::fcmp;
 
 /// A frame as pushed by the builder: `ph: "X"`, `cat == "python_function"`.
 /// (The frames' `Python id` / `Python parent id` are not kept: no analysis

@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use super::Frame;
-use crate::pyfmt::fcmp;
+use crate::pysem::fcmp;
 use crate::columns::Sym;
 
 /// Largest exact time code: beyond 2^53 an integer no longer converts to

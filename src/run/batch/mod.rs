@@ -11,37 +11,18 @@
 
 pub mod memory;
 pub mod schedule;
-pub mod summary;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indexmap::IndexMap;
 
-use crate::analysis::discover::{discover_trace_files, parse_stage, parse_tp_rank};
-use crate::analysis::triage::{run_triage, TriageInput, TriageOptions, TriageReport};
+use crate::analysis::ranks::{RankFacts, RankSource, StageFacts};
+use crate::analysis::stage::parse_stage;
+use crate::report::model::TriageReport;
+use crate::run::discover::{discover_trace_files, parse_tp_rank};
+use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 use crate::error::{Error, Result};
-
-/// Where a file's rank came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RankSource {
-    /// `tp3`, `rank3`, `worker3`, ... in the file name.
-    FileName,
-    /// `distributedInfo.rank` in the trace.
-    DistributedInfo,
-    /// Neither: the file's position in the batch.
-    Index,
-}
-
-impl RankSource {
-    pub fn name(self) -> &'static str {
-        match self {
-            RankSource::FileName => "file-name",
-            RankSource::DistributedInfo => "distributed-info",
-            RankSource::Index => "index",
-        }
-    }
-}
 
 /// One trace file of the batch, in batch order.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,39 +33,16 @@ pub struct BatchFile {
     pub size: u64,
 }
 
-/// What one stage of one file contributes to the summary.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StageFacts {
-    pub stage: String,
-    /// Overlap bundle label (`formal-<stage>`); empty without a bundle.
-    pub bundle: String,
-    /// Time with at least one kernel running (the overlap sweep).
-    pub busy_us: f64,
-    /// Time with kernels on two or more streams.
-    pub overlap_us: f64,
-    /// Exclusive (exposed) time of communication kernels.
-    pub exposed_comm_us: f64,
-    /// The communication kernel with the most exclusive time.
-    pub top_exposed: Option<(String, f64)>,
-    /// First `headroom` row of the overlap table: (priority, kernel).
-    pub top_headroom: Option<(String, String)>,
-    /// Kernel table of the stage: (kernel, category, GPU time µs), ranked.
-    pub kernels: Vec<(String, String, f64)>,
-    /// Sum of the stage's kernel GPU time (kernel table total).
-    pub gpu_time_us: f64,
-}
-
 /// A triaged file.
 #[derive(Clone, Debug)]
 pub struct FileAnalysis {
-    pub rank: u64,
-    pub rank_source: RankSource,
+    /// Rank and per-stage facts, as the cross-rank comparison reads them.
+    pub facts: RankFacts,
     /// Stage the file's path names (`all` when none).
     pub path_stage: String,
     /// Wall time of [`run_triage`] (its load plus all analyses), ms.
     pub triage_ms: f64,
-    pub stages: Vec<StageFacts>,
-    /// The triage report as JSON ([`crate::report::json::to_value`]).
+    /// The file's triage report as JSON ([`crate::report::json::to_value`]).
     pub report_json: serde_json::Value,
 }
 
@@ -263,7 +221,6 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
 pub fn analyze_file(
     file: &BatchFile,
     opts: &TriageOptions,
-    kernel_table_limit: usize,
     phase: &dyn Fn(&'static str),
 ) -> Result<FileAnalysis> {
     phase("triage");
@@ -280,12 +237,10 @@ pub fn analyze_file(
         })
         .collect();
     Ok(FileAnalysis {
-        rank,
-        rank_source,
+        facts: RankFacts { file: file.path.clone(), rank, rank_source, stages: stage_facts(&report, &exposure) },
         path_stage: parse_stage(&file.path).to_string(),
         triage_ms,
-        stages: stage_facts(&report, &exposure),
-        report_json: crate::report::json::to_value(&report, kernel_table_limit),
+        report_json: crate::report::json::to_value(&report, 0),
     })
 }
 

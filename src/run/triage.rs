@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use rayon::prelude::*;
 
-use crate::analysis::discover::{discover_trace_targets, parse_stage, stage_index};
-use crate::analysis::framework::resolve_framework;
+use crate::analysis::stage::{parse_stage, stage_index};
+use crate::run::discover::{discover_trace_targets, resolve_framework};
 use crate::analysis::fusion::detect_fusion_opportunities;
 use crate::analysis::kernels::{
     aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
@@ -27,9 +27,47 @@ use crate::columns::Trace;
 use crate::error::{Error, Result};
 use crate::ingest::{load_path, IngestOptions};
 
-mod report;
+use crate::report::model::*;
 
-pub use report::*;
+/// What to triage.
+#[derive(Clone, Debug)]
+pub enum TriageInput {
+    /// One trace or profile directory that is its own mapping trace.
+    Single(PathBuf),
+    /// A graph-off mapping input and a graph-on formal input.
+    Pair { mapping: PathBuf, formal: PathBuf },
+}
+
+/// Knobs of a triage run.
+#[derive(Clone, Debug)]
+pub struct TriageOptions {
+    pub framework: String,
+    pub pid_substring: Option<String>,
+    /// Kernel rows per stage before the share filter (0 = all).
+    pub kernel_table_limit: usize,
+    /// Overlap rows per stage (0 = all).
+    pub overlap_table_limit: usize,
+    /// Rows under this share (percent) are not rendered.
+    pub min_share: f64,
+    pub quiet: bool,
+    /// User fuse-pattern files layered over the built-in registry.
+    pub patterns: Vec<PathBuf>,
+}
+
+impl Default for TriageOptions {
+    fn default() -> Self {
+        TriageOptions {
+            framework: "auto".into(),
+            pid_substring: None,
+            kernel_table_limit: 0,
+            overlap_table_limit: 0,
+            min_share: 1.0,
+            quiet: true,
+            patterns: Vec::new(),
+        }
+    }
+}
+
 
 /// One loaded trace and its attribution view.
 struct Loaded {
@@ -43,14 +81,14 @@ struct Loaded {
 
 impl Loaded {
     fn load(path: &Path, quiet: bool) -> Result<Self> {
-        let trace = load_path(path, &IngestOptions { quiet, ..Default::default() })?;
+        let trace = crate::run::progress::load_trace(path, quiet)?;
         // Ingest's chunk builders and stream buffers are gone: hand their
         // pages back before the analyses allocate.
         release_free_memory();
-        crate::progress::phase("loaded");
+        crate::run::progress::phase("loaded");
         let stages = RowStages::build(&trace);
         let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages), || SiteIndex::build(&trace));
-        crate::progress::phase("kernels extracted, site index built");
+        crate::run::progress::phase("kernels extracted, site index built");
         Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index })
     }
 
@@ -75,7 +113,7 @@ fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_jso
     let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
     let (traces, mut server_args) = discover_trace_targets(&resolved)?;
     if server_args.is_none() {
-        server_args = super::discover::load_server_args(&resolved);
+        server_args = crate::run::discover::load_server_args(&resolved);
     }
     Ok((resolved, traces, server_args))
 }
@@ -169,7 +207,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let sample_of = |p: &Path| -> Option<String> {
         match find(p) {
             Some(l) => Some(l.trace.framework_sample.clone()),
-            None => load_path(p, &IngestOptions { quiet: true, ..Default::default() }).ok().map(|t| t.framework_sample),
+            None => load_path(p, &IngestOptions::default()).ok().map(|t| t.framework_sample),
         }
     };
     let mapping = Target {
@@ -210,7 +248,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
                 .collect()
         },
     );
-    crate::progress::phase("kernel map and stage payloads built");
+    crate::run::progress::phase("kernel map and stage payloads built");
     // Python truthiness: an empty object counts as absent.
     let server_args = present(&formal.server_args).or_else(|| present(&mapping.server_args));
 
@@ -264,11 +302,11 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             l.data = TraceData::default();
         }
         release_free_memory();
-        crate::progress::phase("kernel and fuse rows");
+        crate::run::progress::phase("kernel and fuse rows");
         let find = |p: &Path| loaded.iter().find(|l| l.path == p);
         overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, false).fill(&mut report);
     }
-    crate::progress::phase("overlap rows");
+    crate::run::progress::phase("overlap rows");
     Ok(report)
 }
 
@@ -418,7 +456,7 @@ fn overlap_rows<'a>(
     let shared = mapping.traces == formal.traces;
     let mut formal_bundles = bundle_map(&formal.traces, "formal");
     let mapping_bundles = if shared { IndexMap::new() } else { bundle_map(&mapping.traces, "mapping") };
-    crate::progress::phase("overlap bundles");
+    crate::run::progress::phase("overlap bundles");
     // Every rendered stage is a key of the formal bundles; keep those that
     // have a mapping bundle. Each stage is swept, then analysed, on its own
     // rayon task (the sweeps one after the other on a large trace).
@@ -436,7 +474,7 @@ fn overlap_rows<'a>(
         stages.into_iter().map(sweep).collect()
     };
     swept.sort_by_key(|(key, _)| wanted.iter().position(|w| w == key));
-    crate::progress::phase("overlap sweeps");
+    crate::run::progress::phase("overlap sweeps");
     let mapping_bundles = if shared { &formal_bundles } else { &mapping_bundles };
     let lookup = |stage: &str, name: &str| kernel_map.lookup(stage, name).cloned();
     let per_stage: Vec<(OverlapStageStats, Vec<RenderedOverlapRow>)> = swept

@@ -10,8 +10,59 @@
 
 use std::path::PathBuf;
 
-use super::{FileAnalysis, RankSource, StageFacts};
-use crate::analysis::discover::stage_index;
+use crate::analysis::stage::stage_index;
+
+/// Where a file's rank came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankSource {
+    /// `tp3`, `rank3`, `worker3`, ... in the file name.
+    FileName,
+    /// `distributedInfo.rank` in the trace.
+    DistributedInfo,
+    /// Neither: the file's position in the batch.
+    Index,
+}
+
+impl RankSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            RankSource::FileName => "file-name",
+            RankSource::DistributedInfo => "distributed-info",
+            RankSource::Index => "index",
+        }
+    }
+}
+
+/// What one stage of one file contributes to the summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageFacts {
+    pub stage: String,
+    /// Overlap bundle label (`formal-<stage>`); empty without a bundle.
+    pub bundle: String,
+    /// Time with at least one kernel running (the overlap sweep).
+    pub busy_us: f64,
+    /// Time with kernels on two or more streams.
+    pub overlap_us: f64,
+    /// Exclusive (exposed) time of communication kernels.
+    pub exposed_comm_us: f64,
+    /// The communication kernel with the most exclusive time.
+    pub top_exposed: Option<(String, f64)>,
+    /// First `headroom` row of the overlap table: (priority, kernel).
+    pub top_headroom: Option<(String, String)>,
+    /// Kernel table of the stage: (kernel, category, GPU time µs), ranked.
+    pub kernels: Vec<(String, String, f64)>,
+    /// Sum of the stage's kernel GPU time (kernel table total).
+    pub gpu_time_us: f64,
+}
+
+/// One triaged file as the cross-rank comparison sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankFacts {
+    pub file: PathBuf,
+    pub rank: u64,
+    pub rank_source: RankSource,
+    pub stages: Vec<StageFacts>,
+}
 
 /// One file's row in a stage table.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,10 +128,10 @@ fn above(value: f64, median: f64, pct: f64) -> bool {
     value > 0.0 && value > median * (1.0 + pct / 100.0)
 }
 
-/// Builds the per-stage summaries from the triaged files (path, analysis).
-pub fn summarize(files: &[(PathBuf, &FileAnalysis)], straggler_pct: f64) -> Vec<StageSummary> {
+/// Builds the per-stage summaries from the triaged files.
+pub fn summarize(files: &[&RankFacts], straggler_pct: f64) -> Vec<StageSummary> {
     let mut stages: Vec<String> = Vec::new();
-    for (_, a) in files {
+    for a in files {
         for f in &a.stages {
             if !stages.contains(&f.stage) {
                 stages.push(f.stage.clone());
@@ -91,14 +142,14 @@ pub fn summarize(files: &[(PathBuf, &FileAnalysis)], straggler_pct: f64) -> Vec<
     stages.into_iter().map(|s| summarize_stage(&s, files, straggler_pct)).collect()
 }
 
-fn summarize_stage(stage: &str, files: &[(PathBuf, &FileAnalysis)], straggler_pct: f64) -> StageSummary {
+fn summarize_stage(stage: &str, files: &[&RankFacts], straggler_pct: f64) -> StageSummary {
     let mut rows: Vec<RankRow> = files
         .iter()
-        .flat_map(|(path, a)| {
+        .flat_map(|a| {
             a.stages.iter().filter(|f| f.stage == stage).map(move |f| RankRow {
                 rank: a.rank,
                 rank_source: a.rank_source,
-                file: path.clone(),
+                file: a.file.clone(),
                 overlap_pct: ratio_pct(f.overlap_us, f.busy_us),
                 exposed_comm_pct: ratio_pct(f.exposed_comm_us, f.busy_us),
                 facts: f.clone(),
@@ -192,15 +243,8 @@ mod tests {
         }
     }
 
-    fn analysis(rank: u64, stages: Vec<StageFacts>) -> FileAnalysis {
-        FileAnalysis {
-            rank,
-            rank_source: RankSource::FileName,
-            path_stage: "all".into(),
-            triage_ms: 0.0,
-            stages,
-            report_json: serde_json::Value::Null,
-        }
+    fn analysis(rank: u64, stages: Vec<StageFacts>) -> RankFacts {
+        RankFacts { file: PathBuf::new(), rank, rank_source: RankSource::FileName, stages }
     }
 
     #[test]
@@ -218,8 +262,11 @@ mod tests {
             analysis(2, vec![facts("decode", 115.0, 10.0, &[("nccl", 70.0), ("gemm", 40.0)])]),
             analysis(3, vec![facts("extend", 5.0, 0.0, &[("gemm", 5.0)]), facts("decode", 100.0, 30.0, &[])]),
         ];
-        let files: Vec<(PathBuf, &FileAnalysis)> =
-            a.iter().enumerate().map(|(i, x)| (PathBuf::from(format!("f{i}")), x)).collect();
+        let mut a = a;
+        for (i, x) in a.iter_mut().enumerate() {
+            x.file = PathBuf::from(format!("f{i}"));
+        }
+        let files: Vec<&RankFacts> = a.iter().collect();
         let s = summarize(&files, 10.0);
         assert_eq!(s.iter().map(|x| x.stage.as_str()).collect::<Vec<_>>(), vec!["extend", "decode"]);
         let d = &s[1];

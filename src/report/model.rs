@@ -1,50 +1,10 @@
-//! What a triage run takes (inputs, options) and produces (the report the
-//! renderers in [`crate::report`] read).
+//! The report model: what a triage run produces and every renderer reads.
 
 use std::path::PathBuf;
 
 use crate::analysis::fusion::FusionOpportunity;
 use crate::analysis::overlap::ActionRow;
 use crate::analysis::types::KernelRow;
-
-/// What to triage.
-#[derive(Clone, Debug)]
-pub enum TriageInput {
-    /// One trace or profile directory that is its own mapping trace.
-    Single(PathBuf),
-    /// A graph-off mapping input and a graph-on formal input.
-    Pair { mapping: PathBuf, formal: PathBuf },
-}
-
-/// Knobs of a triage run.
-#[derive(Clone, Debug)]
-pub struct TriageOptions {
-    pub framework: String,
-    pub pid_substring: Option<String>,
-    /// Kernel rows per stage before the share filter (0 = all).
-    pub kernel_table_limit: usize,
-    /// Overlap rows per stage (0 = all).
-    pub overlap_table_limit: usize,
-    /// Rows under this share (percent) are not rendered.
-    pub min_share: f64,
-    pub quiet: bool,
-    /// User fuse-pattern files layered over the built-in registry.
-    pub patterns: Vec<PathBuf>,
-}
-
-impl Default for TriageOptions {
-    fn default() -> Self {
-        TriageOptions {
-            framework: "auto".into(),
-            pid_substring: None,
-            kernel_table_limit: 0,
-            overlap_table_limit: 0,
-            min_share: 1.0,
-            quiet: true,
-            patterns: Vec::new(),
-        }
-    }
-}
 
 /// All kernel rows of one (formal trace, stage), before the share filter.
 #[derive(Clone, Debug)]

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::analysis::batch::summary::{KernelSpread, RankRow, StageSummary};
-use crate::analysis::batch::FileOutcome;
+use crate::analysis::ranks::{KernelSpread, RankRow, StageSummary};
+use crate::run::batch::FileOutcome;
 use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms, stage_label};
 
@@ -217,6 +217,7 @@ pub fn file_line(o: &FileOutcome) -> Value {
         _ => serde_json::Map::new(),
     };
     let stages: Vec<Value> = a
+        .facts
         .stages
         .iter()
         .map(|f| {
@@ -232,8 +233,8 @@ pub fn file_line(o: &FileOutcome) -> Value {
     // Batch fields first, then the triage JSON's own keys.
     let mut out = serde_json::Map::new();
     out.insert("file".into(), json!(file));
-    out.insert("rank".into(), json!(a.rank));
-    out.insert("rank_source".into(), json!(a.rank_source.name()));
+    out.insert("rank".into(), json!(a.facts.rank));
+    out.insert("rank_source".into(), json!(a.facts.rank_source.name()));
     out.insert("path_stage".into(), json!(a.path_stage));
     out.insert("stages".into(), Value::Array(stages));
     out.insert("size_bytes".into(), json!(o.file.size));

@@ -3,58 +3,16 @@
 //! present), skipping `merged-` files. Also the stage and rank a path names,
 //! and the `server_args.json` kept beside a trace.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use crate::analysis::framework::{canonicalize_framework, detect_from_server_args, detect_from_text};
+use crate::analysis::stage::{parse_stage, stage_index};
 use std::time::SystemTime;
 
 use crate::error::{Error, Result};
 use crate::ingest::{load_path, IngestOptions};
 
 const IGNORED_NAMES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
-
-/// Sort rank of a stage: extend/prefill, decode, all, anything else.
-pub fn stage_index(stage: &str) -> u32 {
-    match stage {
-        "extend" | "prefill" => 0,
-        "decode" => 1,
-        "all" => 2,
-        _ => 99,
-    }
-}
-
-/// The last six path components as the reference sees them (the root `/`
-/// counts as a component).
-fn last_parts(path: &Path) -> Vec<String> {
-    let parts: Vec<String> = path
-        .components()
-        .map(|c| match c {
-            Component::RootDir => "/".to_string(),
-            other => other.as_os_str().to_string_lossy().into_owned(),
-        })
-        .collect();
-    let start = parts.len().saturating_sub(6);
-    parts[start..].iter().map(|p| p.to_lowercase()).collect()
-}
-
-/// The stage a path names (`-extend`, `_prefill`, a `decode/` directory,
-/// ...), or `all`.
-pub fn parse_stage(path: &Path) -> &'static str {
-    let parts = last_parts(path);
-    let name = parts.join(" ");
-    let segments = format!("/{}/", parts.join("/"));
-    if ["-extend", "-prefill", "_extend", "_prefill"].iter().any(|m| name.contains(m)) {
-        return "extend";
-    }
-    if ["extend", "prefill"].iter().any(|s| segments.contains(&format!("/{s}/"))) {
-        return "extend";
-    }
-    if ["-decode", "_decode"].iter().any(|m| name.contains(m)) {
-        return "decode";
-    }
-    if segments.contains("/decode/") {
-        return "decode";
-    }
-    "all"
-}
 
 /// Finds `word` + digits in `name` (ASCII case-insensitive), optionally
 /// requiring a `_`/`-` (or the start) before and `_`/`.`/`-` (or the end)
@@ -131,7 +89,7 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
 fn content_looks_like_trace(path: &Path) -> bool {
     #[cfg(test)]
     CONTENT_CHECKS.lock().unwrap_or_else(|e| e.into_inner()).push(path.to_path_buf());
-    match load_path(path, &IngestOptions { quiet: true, ..Default::default() }) {
+    match load_path(path, &IngestOptions::default()) {
         Ok(t) => {
             if t.meta.top_level_array {
                 t.counts.events > 0
@@ -289,6 +247,36 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
         stage_index(parse_stage(a)).cmp(&stage_index(parse_stage(b))).then_with(|| a.file_name().cmp(&b.file_name()))
     });
     Ok((selected, load_server_args(&trace_dir)))
+}
+
+/// Framework hinted by an input path: its text, its server args, then the
+/// sample text of the trace (for a directory, of its three newest traces).
+/// `sample_of` loads a trace and returns its framework sample text.
+pub fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) -> Option<&'static str> {
+    if let Some(h) = detect_from_text(&path.to_string_lossy()) {
+        return Some(h);
+    }
+    if let Some(h) = detect_from_server_args(load_server_args(path).as_ref()) {
+        return Some(h);
+    }
+    if path.is_file() {
+        return sample_of(path).and_then(|s| detect_from_text(&s));
+    }
+    discover_trace_files(path, true, Some(3)).iter().find_map(|t| sample_of(t).and_then(|s| detect_from_text(&s)))
+}
+
+/// The reference's `resolve_framework` for a local input.
+pub fn resolve_framework(
+    requested: &str,
+    input_path: &Path,
+    server_args: Option<&serde_json::Value>,
+    sample_of: &dyn Fn(&Path) -> Option<String>,
+) -> &'static str {
+    let explicit = canonicalize_framework(requested);
+    if explicit != "auto" {
+        return explicit;
+    }
+    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, sample_of)).unwrap_or("sglang")
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! Progress on stderr: an indicatif bar (bytes, rate, ETA) driven by a shared
-//! byte counter, shown only when stderr is a terminal and not `--quiet`.
+//! byte counter, shown only when stderr is a terminal and not `--quiet`;
+//! loading a trace with that bar ([`load_trace`]); and phase timing for
+//! developers ([`phase`]).
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -74,4 +76,13 @@ pub fn phase(name: &str) {
             field("VmHWM:")
         );
     }
+}
+
+/// Loads one trace (plain, gzip, zstd or `-`), with a progress bar on a
+/// terminal unless `quiet`.
+pub fn load_trace(path: &std::path::Path, quiet: bool) -> crate::Result<crate::columns::Trace> {
+    let opened = crate::input::open(path)?;
+    let label = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let _bar = Progress::start(label, opened.disk_len, opened.consumed.clone(), quiet);
+    crate::ingest::load_opened(path, opened, &crate::ingest::IngestOptions::default())
 }
