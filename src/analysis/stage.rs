@@ -7,7 +7,6 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Component, Path};
 
-use crate::analysis::kernels::extract::resolve_external;
 use crate::columns::Trace;
 use crate::pysem::normalize_text;
 
@@ -297,7 +296,7 @@ impl RowStages {
             .into_par_iter()
             .with_min_len(1 << 12)
             .map(|i| {
-                let external_id = resolve_external(trace, k.get(i).external_id, k.get(i).correlation);
+                let external_id = trace.resolve_external(k.get(i).external_id, k.get(i).correlation);
                 stage_code(index.resolve(k.ts[i], external_id))
             })
             .collect();

@@ -271,6 +271,10 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// A row's External id, else the one its correlation maps to.
+    pub fn resolve_external(&self, external_id: Option<i64>, correlation: Option<i64>) -> Option<i64> {
+        external_id.or_else(|| correlation.and_then(|c| self.corr_to_ext.get(&c).copied()))
+    }
     /// The string behind a symbol.
     pub fn s(&self, sym: Sym) -> &str {
         self.strings.resolve(sym)

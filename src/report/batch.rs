@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::analysis::ranks::{KernelSpread, RankRow, StageSummary};
-use crate::run::batch::FileOutcome;
+use crate::report::model::FileOutcome;
 use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms, stage_label};
 

@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::analysis::ranks::RankFacts;
+use crate::error::Result;
+
 use crate::analysis::fusion::FusionOpportunity;
 use crate::analysis::overlap::ActionRow;
 use crate::analysis::types::KernelRow;
@@ -76,4 +79,33 @@ pub struct TriageReport {
     pub fuse_rows: Vec<RenderedFuseRow>,
     /// `distributedInfo` of the first formal trace, if it has one.
     pub distributed_info: Option<serde_json::Value>,
+}
+
+/// One trace file of the batch, in batch order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchFile {
+    /// Position in the batch (sorted by path); the rank of last resort.
+    pub index: usize,
+    pub path: PathBuf,
+    pub size: u64,
+}
+
+/// A triaged file.
+#[derive(Clone, Debug)]
+pub struct FileAnalysis {
+    /// Rank and per-stage facts, as the cross-rank comparison reads them.
+    pub facts: RankFacts,
+    /// Stage the file's path names (`all` when none).
+    pub path_stage: String,
+    /// Wall time of the triage run (its load plus all analyses), ms.
+    pub triage_ms: f64,
+    /// The file's triage report as JSON ([`crate::report::json::to_value`]).
+    pub report_json: serde_json::Value,
+}
+
+/// The result for one file.
+#[derive(Debug)]
+pub struct FileOutcome {
+    pub file: BatchFile,
+    pub result: Result<FileAnalysis>,
 }

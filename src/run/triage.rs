@@ -19,7 +19,6 @@ use crate::analysis::mapping::{
     KernelMap,
 };
 use crate::analysis::overlap::{self, StageBundle};
-use crate::analysis::sites::frames::FrameIndex;
 use crate::analysis::sites::SiteIndex;
 use crate::analysis::stage::RowStages;
 use crate::analysis::types::StagePayload;
@@ -281,7 +280,6 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     // and launches by id) before the overlap step builds its records.
     drop(mapping_views);
     for l in &mut loaded {
-        l.data.frames = FrameIndex::default();
         l.index = SiteIndex::default();
     }
     release_free_memory();

@@ -1,13 +1,11 @@
 //! The attribution view of one trace: GPU kernels of the heaviest process
-//! (with canonical name, category and stage) and the Python frames of the
-//! threads site queries can land on (CPU ops and launch calls are read from
-//! the trace's columns by the site index).
+//! with canonical name, category and stage (CPU ops, launch calls and Python
+//! frames are read from the trace's columns by the site index).
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::names::{canonicalize_name, classify_kernel};
-use crate::analysis::sites::frames::FrameIndex;
 use crate::analysis::stage::{select_heaviest_pid, stage_code, stage_from_code, RowStages, Stage};
 use crate::columns::{Pack, Sym, ThreadIdx, Trace};
 use crate::pysem::normalize_text;
@@ -110,14 +108,7 @@ pub struct LaunchEvent {
 #[derive(Clone, Debug, Default)]
 pub struct TraceData {
     pub kernels: Vec<KernelEvent>,
-    /// Python frames of the threads site queries can land on.
-    pub frames: FrameIndex,
     pub chosen_pid: Option<String>,
-}
-
-/// Float ordering as Python's sort sees it (-0.0 == 0.0; NaN never less).
-pub fn py_cmp(a: f64, b: f64) -> std::cmp::Ordering {
-    a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal)
 }
 
 /// `looks_like_python_scope_name`: frames and module scopes that carry a
@@ -150,11 +141,6 @@ pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
         .collect()
 }
 
-/// A row's External id, else the one its correlation maps to.
-pub fn resolve_external(trace: &Trace, external_id: Option<i64>, correlation: Option<i64>) -> Option<i64> {
-    external_id.or_else(|| correlation.and_then(|c| trace.corr_to_ext.get(&c).copied()))
-}
-
 /// The reference's `extract_trace_data`.
 pub fn extract_trace_data(trace: &Trace, stages: &RowStages) -> TraceData {
     let mask = gpu_kernel_mask(trace);
@@ -165,7 +151,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages) -> TraceData {
         PREFERRED_PIDS,
     );
 
-    let mut out = TraceData { kernels: Vec::new(), frames: FrameIndex::build(trace), chosen_pid: chosen_pid.clone() };
+    let mut out = TraceData { kernels: Vec::new(), chosen_pid: chosen_pid.clone() };
 
     let Some(pid) = chosen_pid else {
         return out;
@@ -184,7 +170,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages) -> TraceData {
                 Arc::new(KernelName { canonical: canonicalize_name(name).into(), category: classify_kernel(name) })
             })
             .clone();
-        let external_id = resolve_external(trace, row.external_id, row.correlation);
+        let external_id = trace.resolve_external(row.external_id, row.correlation);
         out.kernels.push(KernelEvent::new(
             row.name,
             info,

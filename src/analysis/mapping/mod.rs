@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 pub use lookup::{best_site_summary, relaxed_lookup, KernelMap};
 pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
 
-use crate::analysis::kernels::extract::py_cmp;
+use crate::pysem::py_cmp;
 use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, KernelEvent, TraceData};
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
@@ -71,7 +71,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
                 })
                 .collect();
         for (stage, categories, sampled) in sampled {
-            let local = aggregate_kernel_sites(t.trace, t.data, t.index, &sampled);
+            let local = aggregate_kernel_sites(t.trace, t.index, &sampled);
             merge_site_stats(stage_stats.entry(stage.clone()).or_default(), &local);
             merge_site_stats(&mut global_stats, &local);
             let sc = stage_categories.entry(stage).or_default();
@@ -147,7 +147,7 @@ pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(String, StagePaylo
     group_kernels_by_stage(&t.data.kernels, &t.default_stage)
         .into_par_iter()
         .map(|(stage, kernels)| {
-            let local = aggregate_kernel_sites(t.trace, t.data, t.index, &kernels);
+            let local = aggregate_kernel_sites(t.trace, t.index, &kernels);
             let payload = build_stage_payload(&local, &categories_by_name(kernels.iter().copied()));
             (stage, payload)
         })

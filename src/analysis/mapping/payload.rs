@@ -8,7 +8,8 @@ use crate::analysis::sites::locations::{
     extract_preferred_stack_location, is_low_signal_source_location, is_preferred_source_location, py_strip,
     source_location_priority,
 };
-use crate::analysis::sites::{most_common, MappingSiteAggregate, SiteStats};
+use crate::analysis::sites::{MappingSiteAggregate, SiteStats};
+use crate::pysem::most_common_key;
 use crate::analysis::types::{KernelEntry, SiteEntry, StagePayload};
 
 /// `100 * part / whole`, 0 when `whole` is 0.
@@ -60,7 +61,7 @@ fn kernel_entry(locations: &IndexMap<String, MappingSiteAggregate>, category: &s
     let mut sites: Vec<SiteEntry> = ordered
         .into_iter()
         .map(|(location, agg)| {
-            let stack = most_common(&agg.stacks).map(str::to_string);
+            let stack = most_common_key(&agg.stacks).cloned();
             SiteEntry {
                 location: location.clone(),
                 display_location: extract_preferred_stack_location(stack.as_deref())
@@ -68,7 +69,7 @@ fn kernel_entry(locations: &IndexMap<String, MappingSiteAggregate>, category: &s
                 launches: agg.count,
                 total_us: py_round_digits(agg.total_us, 3),
                 share_pct_within_kernel: py_round_digits(pct(agg.total_us, total), 3),
-                top_cpu_op: most_common(&agg.cpu_ops).map(str::to_string),
+                top_cpu_op: most_common_key(&agg.cpu_ops).cloned(),
                 stack,
             }
         })

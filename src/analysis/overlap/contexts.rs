@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use super::pycmp::fcmp;
+use crate::pysem::fcmp;
 use super::scopes::{canonicalize_python_scope_name, is_fallback_python_scope, is_meaningful_python_scope};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Frame, Sym, ThreadIdx, Trace};

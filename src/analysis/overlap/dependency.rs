@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::detect::short_name;
 use super::lookup::relaxed_lookup;
-use super::pycmp::{fcmp, py_max, py_min};
+use crate::pysem::{fcmp, py_max, py_min};
 use super::source_map::{SourceMap, SourceStats};
 use super::OverlapKernel;
 use crate::pysem::is_py_space;

@@ -16,7 +16,6 @@ mod contexts;
 mod dependency;
 mod detect;
 mod lookup;
-mod pycmp;
 mod rows;
 mod scopes;
 mod source_map;
@@ -24,7 +23,7 @@ mod sweep;
 
 use std::sync::Arc;
 
-use crate::analysis::kernels::extract::{resolve_external, KernelName};
+use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
 
@@ -107,7 +106,7 @@ impl OverlapKernel {
     /// `External id`, else the one its correlation maps to.
     pub fn external_id(&self, trace: &Trace) -> Option<i64> {
         let r = self.trace_row(trace)?;
-        resolve_external(trace, r.external_id, r.correlation)
+        trace.resolve_external(r.external_id, r.correlation)
     }
 
     pub fn correlation(&self, trace: &Trace) -> Option<i64> {

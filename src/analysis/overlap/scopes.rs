@@ -4,7 +4,7 @@
 //! and the scoring that picks one scope out of a chain.
 
 use super::detect::mask_hex_addresses;
-use super::pycmp::{fcmp, first_max_by};
+use crate::pysem::{fcmp, first_max_by};
 use crate::pysem::normalize_text;
 
 /// Frames from these files or packages never name a launch site.

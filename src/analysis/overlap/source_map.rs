@@ -13,7 +13,7 @@ use super::contexts::{
     ScopeChain,
 };
 use super::detect::short_name;
-use super::pycmp::{fcmp, most_common_key};
+use crate::pysem::{fcmp, most_common_key};
 use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::types::{KernelEntry, StagePayload};

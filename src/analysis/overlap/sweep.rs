@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 use rustc_hash::FxHashMap as HashMap;
 
-use super::pycmp::fcmp;
+use crate::pysem::fcmp;
 use super::{OverlapKernel, OverlapStats};
 
 /// Rank of a category when choosing the dominant overlapper.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::locations::{frame_priority, normalize_source_location};
-use crate::analysis::kernels::extract::py_cmp;
+use crate::pysem::py_cmp;
 use crate::columns::frames::FrameCursor;
 use crate::columns::{Frame, FrameStore, Sym, ThreadIdx, Trace};
 

@@ -10,8 +10,8 @@ pub mod locations;
 use indexmap::IndexMap;
 use rustc_hash::FxHashMap;
 
-use crate::analysis::kernels::extract::{py_cmp, resolve_external};
-use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent, TraceData};
+use crate::pysem::py_cmp;
+use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Sym, ThreadIdx, Trace};
 use frames::{sweep_order, FrameIndex};
@@ -157,6 +157,8 @@ const NO_ROW: u32 = u32::MAX;
 pub struct SiteIndex {
     cpu_ops: KeyedRows,
     launches: KeyedRows,
+    /// Display form and rank of every Python frame name.
+    frames: FrameIndex,
 }
 
 impl SiteIndex {
@@ -166,7 +168,7 @@ impl SiteIndex {
         let mut rows = Vec::new();
         for (i, key) in key_by_row.iter_mut().enumerate() {
             let row = ops.get(i);
-            if let Some(x) = resolve_external(trace, row.external_id, row.correlation) {
+            if let Some(x) = trace.resolve_external(row.external_id, row.correlation) {
                 *key = x;
                 rows.push(i as u32);
             }
@@ -175,7 +177,7 @@ impl SiteIndex {
         drop(key_by_row);
         let l = &trace.launches;
         let launches = KeyedRows::build(&l.correlation, (0..l.len() as u32).collect(), &l.ts, false);
-        SiteIndex { cpu_ops, launches }
+        SiteIndex { cpu_ops, launches, frames: FrameIndex::build(trace) }
     }
 
     /// Row (in `trace.cpu_ops`) of the CPU op nearest the kernel with its
@@ -409,7 +411,6 @@ fn slot_index<V: Default>(map: &mut IndexMap<String, V>, key: &str) -> usize {
 /// The reference's `aggregate_kernel_sites` over `kernels`.
 pub fn aggregate_kernel_sites(
     trace: &Trace,
-    data: &TraceData,
     index: &SiteIndex,
     kernels: &[&KernelEvent],
 ) -> SiteStats {
@@ -463,7 +464,7 @@ pub fn aggregate_kernel_sites(
     let mut stacks = StackTable::default();
     let mut resolved: Vec<Resolved> = vec![Resolved::NONE; 2 * kernels.len()];
     for (thread, q) in queries {
-        resolve_thread_queries(trace, &data.frames, thread, q, time, &mut stacks, &mut resolved);
+        resolve_thread_queries(trace, &index.frames, thread, q, time, &mut stacks, &mut resolved);
     }
 
     // Map positions are cached by where each key's text lives (every text
@@ -479,7 +480,7 @@ pub fn aggregate_kernel_sites(
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
         let res = (stacks.resolution(resolved[2 * i]), stacks.resolution(resolved[2 * i + 1]));
-        let (location, stack, cpu_op) = resolve_site_context(trace, &data.frames, &stacks, op, launch, res);
+        let (location, stack, cpu_op) = resolve_site_context(trace, &index.frames, &stacks, op, launch, res);
         let ki = *kernel_pos.entry(key(k.canonical())).or_insert_with(|| slot_index(&mut out, k.canonical()));
         let li = *location_pos.entry((ki, key(location))).or_insert_with(|| slot_index(&mut out[ki], location));
         let item = &mut out[ki][li];
@@ -513,17 +514,6 @@ pub fn merge_site_stats(dest: &mut SiteStats, source: &SiteStats) {
             }
         }
     }
-}
-
-/// `Counter.most_common(1)`: highest count, first inserted on ties.
-pub fn most_common(counter: &IndexMap<String, u64>) -> Option<&str> {
-    let mut best: Option<(&str, u64)> = None;
-    for (k, &v) in counter {
-        if best.map_or(true, |(_, b)| v > b) {
-            best = Some((k, v));
-        }
-    }
-    best.map(|(k, _)| k)
 }
 
 #[cfg(test)]
@@ -586,11 +576,4 @@ mod tests {
         assert_eq!(gallop(0, 5, |_| true), 0);
     }
 
-    #[test]
-    fn most_common_first_on_ties() {
-        let mut c = IndexMap::new();
-        c.insert("a".to_string(), 2);
-        c.insert("b".to_string(), 2);
-        assert_eq!(most_common(&c), Some("a"));
-    }
 }

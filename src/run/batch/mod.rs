@@ -20,38 +20,10 @@ use indexmap::IndexMap;
 use crate::analysis::ranks::{RankFacts, RankSource, StageFacts};
 use crate::analysis::stage::parse_stage;
 use crate::report::model::TriageReport;
+pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::run::discover::{discover_trace_files, parse_tp_rank};
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 use crate::error::{Error, Result};
-
-/// One trace file of the batch, in batch order.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BatchFile {
-    /// Position in the batch (sorted by path); the rank of last resort.
-    pub index: usize,
-    pub path: PathBuf,
-    pub size: u64,
-}
-
-/// A triaged file.
-#[derive(Clone, Debug)]
-pub struct FileAnalysis {
-    /// Rank and per-stage facts, as the cross-rank comparison reads them.
-    pub facts: RankFacts,
-    /// Stage the file's path names (`all` when none).
-    pub path_stage: String,
-    /// Wall time of [`run_triage`] (its load plus all analyses), ms.
-    pub triage_ms: f64,
-    /// The file's triage report as JSON ([`crate::report::json::to_value`]).
-    pub report_json: serde_json::Value,
-}
-
-/// The result for one file.
-#[derive(Debug)]
-pub struct FileOutcome {
-    pub file: BatchFile,
-    pub result: Result<FileAnalysis>,
-}
 
 /// Names `triage` never reads as traces.
 const SIDE_FILES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
