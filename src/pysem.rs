@@ -497,7 +497,7 @@ mod tests {
 
     #[test]
     fn most_common_ties_go_to_first_inserted() {
-        let mut c: IndexMap<&str, i64> = IndexMap::new();
+        let mut c: indexmap::IndexMap<&str, i64> = indexmap::IndexMap::new();
         c.insert("b", 2);
         c.insert("a", 2);
         c.insert("c", 1);
@@ -508,7 +508,7 @@ mod tests {
     fn python_two_argument_max_keeps_negative_zero() {
         assert!(py_max(-0.0, 0.0).is_sign_negative());
         assert_eq!(py_min(20.0, 3.0), 3.0);
-        assert_eq!(fcmp(-0.0, 0.0), Ordering::Equal);
-        assert_eq!(fcmp(1.0, f64::NAN), Ordering::Less);
+        assert_eq!(fcmp(-0.0, 0.0), std::cmp::Ordering::Equal);
+        assert_eq!(fcmp(1.0, f64::NAN), std::cmp::Ordering::Less);
     }
 }

@@ -11,7 +11,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
-use torchtriage::analysis::overlap::{analyze_overlap, build_action_rows, stage_bundles, ActionRow};
+use torchtriage::analysis::overlap::{analyze_overlap, build_action_rows, stage_bundles, ActionRow, Masking};
 use torchtriage::analysis::types::{KernelEntry, SiteEntry, StagePayload};
 use torchtriage::ingest::{load_path, IngestOptions};
 
@@ -106,7 +106,7 @@ fn overlap_stats_match_goldens() {
     let mut failures = Vec::new();
     for case in &cases {
         let trace = load_path(&case.trace, &IngestOptions::default()).unwrap();
-        let bundles = stage_bundles(&trace, parse_stage(&case.trace), "formal", None);
+        let bundles = stage_bundles(&trace, parse_stage(&case.trace), "formal", None, Masking::WordStart);
         let want_bundles = case.golden["overlap"].as_array().cloned().unwrap_or_default();
         let want_stats = case.golden["overlap_stats"].as_array().cloned().unwrap_or_default();
         let mut problems = Vec::new();
@@ -225,8 +225,10 @@ fn check_against_dump(dump: &Value) -> Vec<String> {
     };
     let stage = parse_stage(&trace_path);
     let started = std::time::Instant::now();
-    let mut formal = stage_bundles(&trace, stage, "formal", None);
-    let mapping = stage_bundles(&trace, stage, "mapping", None);
+    // The dumps come from the reference itself: mask addresses its way
+    // (docs/deviations.md, item 1).
+    let mut formal = stage_bundles(&trace, stage, "formal", None, Masking::Reference);
+    let mapping = stage_bundles(&trace, stage, "mapping", None, Masking::Reference);
     let stages = dump["stages"].as_array().cloned().unwrap_or_default();
     let mut problems = Vec::new();
     if formal.len() != stages.len() {
@@ -283,9 +285,6 @@ fn check_against_dump(dump: &Value) -> Vec<String> {
 #[test]
 #[ignore = "needs OVERLAP_HARNESS_DUMPS from an instrumented reference run"]
 fn overlap_rows_match_harness_dumps() {
-    // The dumps come from the reference itself: mask addresses its way
-    // (docs/deviations.md, item 1).
-    torchtriage::analysis::text::use_reference_masking(true);
     let Ok(dumps) = std::env::var("OVERLAP_HARNESS_DUMPS") else {
         eprintln!("skipping: OVERLAP_HARNESS_DUMPS not set");
         return;

@@ -165,6 +165,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         min_share: args.min_share,
         quiet: true,
         patterns: Vec::new(),
+        masking: Default::default(),
     };
     let tasks: Vec<Task<BatchFile>> = files
         .iter()

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::Global;
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
+use crate::analysis::text::Masking;
 use crate::error::{Error, Result};
 use crate::report;
 
@@ -71,8 +72,8 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         min_share: args.min_share,
         quiet: global.quiet,
         patterns: args.patterns.clone(),
+        masking: if args.reference_masking { Masking::Reference } else { Masking::WordStart },
     };
-    crate::analysis::text::use_reference_masking(args.reference_masking);
     let rep = run_triage(&input, &opts)?;
     let text = match args.format {
         Format::Markdown => report::markdown::render(&rep),

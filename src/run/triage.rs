@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 
 use crate::analysis::stage::{parse_stage, stage_index};
+use crate::analysis::text::Masking;
 use crate::run::discover::{discover_trace_targets, resolve_framework};
 use crate::analysis::fusion::detect_fusion_opportunities;
 use crate::analysis::kernels::{
@@ -51,6 +52,8 @@ pub struct TriageOptions {
     pub quiet: bool,
     /// User fuse-pattern files layered over the built-in registry.
     pub patterns: Vec<PathBuf>,
+    /// Which hex addresses in kernel and scope names are masked.
+    pub masking: Masking,
 }
 
 impl Default for TriageOptions {
@@ -63,6 +66,7 @@ impl Default for TriageOptions {
             min_share: 1.0,
             quiet: true,
             patterns: Vec::new(),
+            masking: Masking::default(),
         }
     }
 }
@@ -79,14 +83,14 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn load(path: &Path, quiet: bool) -> Result<Self> {
+    fn load(path: &Path, quiet: bool, masking: Masking) -> Result<Self> {
         let trace = crate::run::progress::load_trace(path, quiet)?;
         // Ingest's chunk builders and stream buffers are gone: hand their
         // pages back before the analyses allocate.
         release_free_memory();
         crate::run::progress::phase("loaded");
         let stages = RowStages::build(&trace);
-        let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages), || SiteIndex::build(&trace));
+        let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages, masking), || SiteIndex::build(&trace));
         crate::run::progress::phase("kernels extracted, site index built");
         Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index })
     }
@@ -199,7 +203,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let mut loaded: Vec<Loaded> = Vec::new();
     for p in mapping_traces.iter().chain(formal_traces.iter()) {
         if !loaded.iter().any(|l| &l.path == p) {
-            loaded.push(Loaded::load(p, opts.quiet)?);
+            loaded.push(Loaded::load(p, opts.quiet, opts.masking)?);
         }
     }
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
@@ -441,7 +445,7 @@ fn overlap_rows<'a>(
         for p in ordered {
             let Some(l) = find(p) else { continue };
             for (stage, bundle) in
-                overlap::stage_bundles_with(&l.trace, &l.stages, parse_stage(p), prefix, opts.pid_substring.as_deref())
+                overlap::stage_bundles_with(&l.trace, &l.stages, parse_stage(p), prefix, opts.pid_substring.as_deref(), opts.masking)
             {
                 out.entry(stage).or_insert(bundle);
             }

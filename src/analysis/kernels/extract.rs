@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::names::{canonicalize_name, classify_kernel};
+use crate::analysis::text::Masking;
 use crate::analysis::stage::{select_heaviest_pid, stage_code, stage_from_code, RowStages, Stage};
 use crate::columns::{Pack, Sym, ThreadIdx, Trace};
 use crate::pysem::normalize_text;
@@ -142,7 +143,7 @@ pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
 }
 
 /// The reference's `extract_trace_data`.
-pub fn extract_trace_data(trace: &Trace, stages: &RowStages) -> TraceData {
+pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -> TraceData {
     let mask = gpu_kernel_mask(trace);
     let k = &trace.kernels;
     let chosen_pid = select_heaviest_pid(
@@ -167,7 +168,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages) -> TraceData {
             .entry(row.name)
             .or_insert_with(|| {
                 let name = trace.s(row.name);
-                Arc::new(KernelName { canonical: canonicalize_name(name).into(), category: classify_kernel(name) })
+                Arc::new(KernelName { canonical: canonicalize_name(name, masking).into(), category: classify_kernel(name) })
             })
             .clone();
         let external_id = trace.resolve_external(row.external_id, row.correlation);

@@ -116,14 +116,14 @@ pub fn classify_kernel(name: &str) -> &'static str {
     "other"
 }
 
-use crate::analysis::text::mask_hex_addresses as mask_addresses;
+use crate::analysis::text::{mask_hex_addresses as mask_addresses, Masking};
 
 /// The grouping key of a kernel name: whitespace normalized, hex addresses
 /// masked, and for `void name(...)` signatures the trailing balanced argument
 /// list removed.
-pub fn canonicalize_name(name: &str) -> String {
+pub fn canonicalize_name(name: &str, masking: Masking) -> String {
     let normalized = normalize_text(name);
-    let text = if normalized.contains("0x") { mask_addresses(&normalized) } else { normalized.into_owned() };
+    let text = if normalized.contains("0x") { mask_addresses(&normalized, masking) } else { normalized.into_owned() };
     if text.starts_with("void ") && text.ends_with(')') {
         let mut depth: i64 = 0;
         for (idx, ch) in text.char_indices().rev() {
@@ -158,11 +158,11 @@ mod tests {
 
     #[test]
     fn canonical_names() {
-        assert_eq!(canonicalize_name("void foo<int>(int*, float)"), "void foo<int>");
-        assert_eq!(canonicalize_name("void f(a(b)) "), "void f");
-        assert_eq!(canonicalize_name("kernel 0x1aF2 at 0x"), "kernel 0xADDR at 0x");
-        assert_eq!(canonicalize_name("ncclKernel_X(ncclWorkElem)"), "ncclKernel_X(ncclWorkElem)");
-        assert_eq!(canonicalize_name("void g)"), "void g)");
+        assert_eq!(canonicalize_name("void foo<int>(int*, float)", Masking::WordStart), "void foo<int>");
+        assert_eq!(canonicalize_name("void f(a(b)) ", Masking::WordStart), "void f");
+        assert_eq!(canonicalize_name("kernel 0x1aF2 at 0x", Masking::WordStart), "kernel 0xADDR at 0x");
+        assert_eq!(canonicalize_name("ncclKernel_X(ncclWorkElem)", Masking::WordStart), "ncclKernel_X(ncclWorkElem)");
+        assert_eq!(canonicalize_name("void g)", Masking::WordStart), "void g)");
     }
 
     #[test]

@@ -159,6 +159,7 @@ mod tests {
     use super::*;
     use crate::analysis::kernels::{aggregate_by_name, extract_trace_data};
     use crate::analysis::stage::RowStages;
+    use crate::analysis::text::Masking;
     use crate::columns::value::trace_from_value;
 
     fn tiny_trace() -> Trace {
@@ -176,7 +177,7 @@ mod tests {
     #[test]
     fn attributes_kernels_to_framework_frames() {
         let trace = tiny_trace();
-        let data = extract_trace_data(&trace, &RowStages::build(&trace));
+        let data = extract_trace_data(&trace, &RowStages::build(&trace), Masking::WordStart);
         assert_eq!(data.kernels.len(), 2);
         assert_eq!(data.kernels[0].canonical(), "void gemm_kernel<1>");
         assert_eq!(data.kernels[0].external_id(), Some(7));

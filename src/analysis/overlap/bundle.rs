@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use super::Masking;
 use super::detect::{canonicalize_name, classify_kernel, is_kernel_event};
 use super::{OverlapKernel, StageBundle, StreamName};
 use crate::analysis::kernels::extract::KernelName;
@@ -57,13 +58,15 @@ struct EventBuilder<'t> {
     /// Per thread: the stream name used when args carry none.
     threads: HashMap<ThreadIdx, StreamName>,
     streams: HashMap<Sym, StreamName>,
+    masking: Masking,
 }
 
 impl<'t> EventBuilder<'t> {
-    fn new(trace: &'t Trace, stages: &'t RowStages) -> Self {
+    fn new(trace: &'t Trace, stages: &'t RowStages, masking: Masking) -> Self {
         EventBuilder {
             trace,
             stages,
+            masking,
             names: HashMap::default(),
             shared: HashMap::default(),
             threads: HashMap::default(),
@@ -93,12 +96,13 @@ impl<'t> EventBuilder<'t> {
                 .clone(),
         };
         let shared = &mut self.shared;
+        let masking = self.masking;
         let name = self
             .names
             .entry(r.name)
             .or_insert_with(|| {
                 let raw = trace.s(r.name);
-                let key = (Box::from(canonicalize_name(raw)), classify_kernel(raw));
+                let key = (Box::from(canonicalize_name(raw, masking)), classify_kernel(raw));
                 shared
                     .entry(key)
                     .or_insert_with_key(|k| Arc::new(KernelName { canonical: k.0.clone(), category: k.1 }))
@@ -116,7 +120,7 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
         return (Vec::new(), None);
     };
     let stages = RowStages::build(trace);
-    let mut builder = EventBuilder::new(trace, &stages);
+    let mut builder = EventBuilder::new(trace, &stages, Masking::WordStart);
     let events = rows.iter().enumerate().map(|(idx, &row)| builder.build(idx, row as usize)).collect();
     (events, Some(chosen))
 }
@@ -131,12 +135,13 @@ pub fn extract_events_by_stage(
     stages: &RowStages,
     pid_substring: Option<&str>,
     default_stage: &str,
+    masking: Masking,
 ) -> (IndexMap<String, Vec<OverlapKernel>>, Option<String>) {
     let mut grouped: IndexMap<String, Vec<OverlapKernel>> = IndexMap::new();
     let Some((rows, chosen)) = chosen_rows(trace, pid_substring) else {
         return (grouped, None);
     };
-    let mut builder = EventBuilder::new(trace, stages);
+    let mut builder = EventBuilder::new(trace, stages, masking);
     let stage_of = |b: &EventBuilder, row: u32| if default_stage != "all" { default_stage } else { b.stage(row as usize) };
     let mut sizes: IndexMap<&str, usize> = IndexMap::new();
     for &row in &rows {
@@ -182,8 +187,9 @@ pub fn stage_bundles<'t>(
     default_stage: &str,
     label_prefix: &str,
     pid_substring: Option<&str>,
+    masking: Masking,
 ) -> Vec<(String, StageBundle<'t>)> {
-    stage_bundles_with(trace, &RowStages::build(trace), default_stage, label_prefix, pid_substring)
+    stage_bundles_with(trace, &RowStages::build(trace), default_stage, label_prefix, pid_substring, masking)
 }
 
 /// [`stage_bundles`] with the kernel rows' stages already resolved.
@@ -193,22 +199,23 @@ pub fn stage_bundles_with<'t>(
     default_stage: &str,
     label_prefix: &str,
     pid_substring: Option<&str>,
+    masking: Masking,
 ) -> Vec<(String, StageBundle<'t>)> {
-    let (mut groups, pid) = extract_events_by_stage(trace, stages, pid_substring, default_stage);
+    let (mut groups, pid) = extract_events_by_stage(trace, stages, pid_substring, default_stage, masking);
     if groups.is_empty() {
         return Vec::new();
     }
     let mut out = Vec::new();
     for stage in render_stages(&groups) {
         let events = groups.get_mut(&stage).map(std::mem::take).unwrap_or_default();
-        let bundle = StageBundle { label: format!("{label_prefix}-{stage}"), trace, events, pid: pid.clone() };
+        let bundle = StageBundle { label: format!("{label_prefix}-{stage}"), trace, events, pid: pid.clone(), masking };
         out.push((stage, bundle));
     }
     // Mirrors the reference's "all" fallback; with one file the rendered
     // stages are never empty, so this only guards odd inputs.
     if out.is_empty() {
         if let Some(events) = groups.shift_remove("all") {
-            let bundle = StageBundle { label: format!("{label_prefix}-all"), trace, events, pid };
+            let bundle = StageBundle { label: format!("{label_prefix}-all"), trace, events, pid, masking };
             out.push(("all".to_string(), bundle));
         }
     }
@@ -249,11 +256,11 @@ mod tests {
         let (_, pid) = extract_kernel_events(&trace, Some("TP01"));
         assert_eq!(pid.as_deref(), Some("TP01 b"));
 
-        let bundles = stage_bundles(&trace, "decode", "formal", None);
+        let bundles = stage_bundles(&trace, "decode", "formal", None, Masking::WordStart);
         assert_eq!(bundles.len(), 1);
         assert_eq!((bundles[0].0.as_str(), bundles[0].1.label.as_str()), ("decode", "formal-decode"));
         assert_eq!(bundles[0].1.events.len(), 3);
-        assert!(stage_bundles(&trace_from_value(&json!({"traceEvents": []})), "all", "f", None).is_empty());
+        assert!(stage_bundles(&trace_from_value(&json!({"traceEvents": []})), "all", "f", None, Masking::WordStart).is_empty());
     }
 
     #[test]

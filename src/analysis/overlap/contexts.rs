@@ -10,6 +10,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use crate::pysem::fcmp;
+use super::detect::Masking;
 use super::scopes::{canonicalize_python_scope_name, is_fallback_python_scope, is_meaningful_python_scope};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Frame, Sym, ThreadIdx, Trace};
@@ -19,20 +20,24 @@ use crate::pysem::normalize_text;
 pub type ScopeChain = Arc<[Arc<str>]>;
 
 /// Per frame name: canonical form and whether it is meaningful / fallback.
-#[derive(Default)]
 pub struct FrameNames {
     /// Indexed by frame-name symbol, filled on first use.
     by_sym: Vec<Option<(Arc<str>, bool, bool)>>,
+    masking: Masking,
 }
 
 impl FrameNames {
+    pub fn new(masking: Masking) -> Self {
+        FrameNames { by_sym: Vec::new(), masking }
+    }
+
     fn get(&mut self, trace: &Trace, sym: Sym) -> &(Arc<str>, bool, bool) {
         let i = sym as usize;
         if self.by_sym.len() <= i {
             self.by_sym.resize(i + 1, None);
         }
         self.by_sym[i].get_or_insert_with(|| {
-            let normalized = canonicalize_python_scope_name(trace.s(sym));
+            let normalized = canonicalize_python_scope_name(trace.s(sym), self.masking);
             let meaningful = is_meaningful_python_scope(&normalized);
             let fallback = is_fallback_python_scope(&normalized);
             (Arc::from(normalized), meaningful, fallback)

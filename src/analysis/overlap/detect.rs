@@ -105,12 +105,12 @@ pub fn classify_kernel(name: &str) -> &'static str {
     }
 }
 
-pub use crate::analysis::text::mask_hex_addresses;
+pub use crate::analysis::text::{mask_hex_addresses, Masking};
 
 /// The kernel name used to group launches: whitespace-normalized, hex
 /// addresses masked, and for `void f(args)` the argument list dropped.
-pub fn canonicalize_name(name: &str) -> String {
-    let mut name = mask_hex_addresses(&normalize_text(name));
+pub fn canonicalize_name(name: &str, masking: Masking) -> String {
+    let mut name = mask_hex_addresses(&normalize_text(name), masking);
     if name.starts_with("void ") && name.ends_with(')') {
         let mut depth: i64 = 0;
         let mut split = None;
@@ -194,13 +194,13 @@ mod tests {
 
     #[test]
     fn canonical_names() {
-        assert_eq!(canonicalize_name("void foo<int>(float*, int)"), "void foo<int>");
-        assert_eq!(canonicalize_name("void f(a(b))"), "void f");
-        assert_eq!(canonicalize_name("k 0x7f12 0x 0xg"), "k 0xADDR 0x 0xg");
-        assert_eq!(canonicalize_name("  a   b "), "a b");
-        assert_eq!(mask_hex_addresses("0x0x1"), "0xADDRx1");
-        assert_eq!(mask_hex_addresses("0xADDR"), "0xADDRR");
-        assert_eq!(canonicalize_name("void g)"), "void g)");
+        assert_eq!(canonicalize_name("void foo<int>(float*, int)", Masking::WordStart), "void foo<int>");
+        assert_eq!(canonicalize_name("void f(a(b))", Masking::WordStart), "void f");
+        assert_eq!(canonicalize_name("k 0x7f12 0x 0xg", Masking::WordStart), "k 0xADDR 0x 0xg");
+        assert_eq!(canonicalize_name("  a   b ", Masking::WordStart), "a b");
+        assert_eq!(mask_hex_addresses("0x0x1", Masking::WordStart), "0xADDRx1");
+        assert_eq!(mask_hex_addresses("0xADDR", Masking::WordStart), "0xADDRR");
+        assert_eq!(canonicalize_name("void g)", Masking::WordStart), "void g)");
     }
 
     #[test]

@@ -23,6 +23,8 @@ mod sweep;
 
 use std::sync::Arc;
 
+pub use crate::analysis::text::Masking;
+
 use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
@@ -208,6 +210,8 @@ pub struct StageBundle<'t> {
     pub events: Vec<OverlapKernel>,
     /// The process whose kernels were kept.
     pub pid: Option<String>,
+    /// How kernel and scope names were masked.
+    pub masking: Masking,
 }
 
 /// Aggregates the analysed `formal` kernels, builds the kernel → Python
@@ -247,8 +251,8 @@ mod tests {
             ev("nccl_allreduce", "kernel", 7, 20.0, 50.0, json!({"stream": 7, "External id": 1})),
             ev("void gemm(int)", "kernel", 8, 100.0, 10.0, json!({"stream": 8, "External id": 2})),
         ]}));
-        let mut formal = stage_bundles(&trace, "all", "formal", None);
-        let mapping = stage_bundles(&trace, "all", "mapping", None);
+        let mut formal = stage_bundles(&trace, "all", "formal", None, Masking::WordStart);
+        let mapping = stage_bundles(&trace, "all", "mapping", None, Masking::WordStart);
         let (stage, bundle) = &mut formal[0];
         let stats = analyze_overlap(&mut bundle.events);
         assert_eq!(stats, OverlapStats { total_busy_us: 60.0, overlap_us: 0.0, max_concurrent_streams: 1 });
@@ -291,7 +295,7 @@ mod tests {
             {"ph": "X", "name": "aten::x", "cat": "cpu_op", "pid": 0, "tid": 9, "ts": 0.0, "dur": 1.0,
              "args": {"External id": 1}},
         ]}));
-        for (stage, mut bundle) in stage_bundles(&trace, "all", "f", None) {
+        for (stage, mut bundle) in stage_bundles(&trace, "all", "f", None, Masking::WordStart) {
             let stats = analyze_overlap(&mut bundle.events);
             let entry = KernelEntry { best_location: " loc ".into(), ..Default::default() };
             let lookup = move |_: &str, _: &str| Some(entry.clone());

@@ -3,7 +3,7 @@
 //! meaningful (framework code) or acceptable fallbacks, low-signal wrappers,
 //! and the scoring that picks one scope out of a chain.
 
-use super::detect::mask_hex_addresses;
+use super::detect::{mask_hex_addresses, Masking};
 use crate::pysem::{fcmp, first_max_by};
 use crate::pysem::normalize_text;
 
@@ -113,8 +113,8 @@ fn split_frame_name(name: &str) -> Option<(&str, &str, &str)> {
 }
 
 /// The canonical form of a Python frame name.
-pub fn canonicalize_python_scope_name(name: &str) -> String {
-    let name = mask_hex_addresses(&normalize_text(name));
+pub fn canonicalize_python_scope_name(name: &str, masking: Masking) -> String {
+    let name = mask_hex_addresses(&normalize_text(name), masking);
     match split_frame_name(&name) {
         Some((path, line, func)) => {
             format!("{}({line}): {func}", normalize_repo_relative_path(path))
@@ -123,12 +123,18 @@ pub fn canonicalize_python_scope_name(name: &str) -> String {
     }
 }
 
+/// Masking for the scope tests below. They look for fixed path and
+/// function tokens, none of which holds a `0x` + hex run, so either rule
+/// gives the same answer on real names; the reference's rule keeps parity
+/// runs exact.
+const TOKEN_TESTS: Masking = Masking::Reference;
+
 /// Framework code (sglang / vllm / tokenspeed / TensorRT-LLM / sgl_kernel)
 /// or any other `.py(` frame outside the ignored libraries. Takes any name
 /// and canonicalizes it first (again, as the reference does, which matters
 /// only for `0xADDR` → `0xADDRR`).
 pub fn is_meaningful_python_scope(name: &str) -> bool {
-    let n = canonicalize_python_scope_name(name);
+    let n = canonicalize_python_scope_name(name, TOKEN_TESTS);
     if n.is_empty() || n.starts_with("<built-in method") || n.starts_with("nn.Module:") {
         return false;
     }
@@ -145,7 +151,7 @@ pub fn is_meaningful_python_scope(name: &str) -> bool {
 
 /// Any `.py(` or `python/...` frame except built-ins, modules and threading.
 pub fn is_fallback_python_scope(name: &str) -> bool {
-    let n = canonicalize_python_scope_name(name);
+    let n = canonicalize_python_scope_name(name, TOKEN_TESTS);
     if n.is_empty() || n.starts_with("<built-in method") || n.starts_with("nn.Module:") {
         return false;
     }
@@ -157,7 +163,7 @@ pub fn is_fallback_python_scope(name: &str) -> bool {
 
 /// Wrapper frames (`__call__`, `_call_impl`, cuda-graph runners, ...).
 pub fn is_low_signal_scope(scope: &str) -> bool {
-    let lowered = canonicalize_python_scope_name(scope).to_lowercase();
+    let lowered = canonicalize_python_scope_name(scope, TOKEN_TESTS).to_lowercase();
     if lowered.is_empty() {
         return false;
     }
@@ -240,7 +246,7 @@ pub fn scope_chain_key(chain: &[impl AsRef<str>]) -> Option<String> {
 
 /// How much a scope is worth when ranking alias matches.
 pub fn source_scope_priority(scope: Option<&str>) -> i64 {
-    let n = canonicalize_python_scope_name(scope.unwrap_or(""));
+    let n = canonicalize_python_scope_name(scope.unwrap_or(""), TOKEN_TESTS);
     if n.is_empty() || n == "unmapped" {
         return 0;
     }
@@ -281,12 +287,12 @@ mod tests {
     #[test]
     fn frame_names_canonicalize() {
         assert_eq!(
-            canonicalize_python_scope_name("/opt/vllm/worker.py(12): run at 0x7fff"),
+            canonicalize_python_scope_name("/opt/vllm/worker.py(12): run at 0x7fff", Masking::WordStart),
             "vllm/worker.py(12): run at 0xADDR"
         );
-        assert_eq!(canonicalize_python_scope_name("a(b)(3): f"), "a(b)(3): f");
-        assert_eq!(canonicalize_python_scope_name("<built-in method foo>"), "<built-in method foo>");
-        assert_eq!(canonicalize_python_scope_name("x(1):f"), "x(1):f");
+        assert_eq!(canonicalize_python_scope_name("a(b)(3): f", Masking::WordStart), "a(b)(3): f");
+        assert_eq!(canonicalize_python_scope_name("<built-in method foo>", Masking::WordStart), "<built-in method foo>");
+        assert_eq!(canonicalize_python_scope_name("x(1):f", Masking::WordStart), "x(1):f");
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub fn build_kernel_source_map(
     let trace = mapping.trace;
     let sampled = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME);
     let targets: HashSet<i64> = sampled.iter().filter_map(|e| e.external_id(trace)).collect();
-    let mut names = FrameNames::default();
+    let mut names = FrameNames::new(mapping.masking);
     let mut ranker = ScopeRanker::default();
     // An empty target set means "no filter", as in the reference.
     let contexts = cpu_launch_contexts(trace, (!targets.is_empty()).then_some(&targets), &mut names);
