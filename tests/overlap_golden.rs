@@ -11,7 +11,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
-use torchtriage::analysis::overlap::{analyze_overlap, build_action_rows, stage_bundles, ActionRow, Masking};
+use torchtriage::analysis::overlap::{analyze_overlap, build_action_rows, stage_bundles, ActionRow, Masking, Stage};
 use torchtriage::analysis::types::{KernelEntry, SiteEntry, StagePayload};
 use torchtriage::ingest::{load_path, IngestOptions};
 
@@ -49,7 +49,7 @@ fn golden_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The reference's stage-from-path rule (last six path parts).
-fn parse_stage(path: &Path) -> &'static str {
+fn parse_stage(path: &Path) -> Stage {
     let parts: Vec<String> = path
         .components()
         .map(|c| match c {
@@ -63,12 +63,12 @@ fn parse_stage(path: &Path) -> &'static str {
     if ["-extend", "-prefill", "_extend", "_prefill"].iter().any(|m| name.contains(m))
         || ["extend", "prefill"].iter().any(|s| segments.contains(&format!("/{s}/")))
     {
-        return "extend";
+        return Stage::Extend;
     }
     if ["-decode", "_decode"].iter().any(|m| name.contains(m)) || segments.contains("/decode/") {
-        return "decode";
+        return Stage::Decode;
     }
-    "all"
+    Stage::All
 }
 
 /// Equal within 1e-9 relative, or exactly equal when `OVERLAP_EXACT` is set.
@@ -255,19 +255,19 @@ fn check_against_dump(dump: &Value) -> Vec<String> {
         let pick = mapping
             .iter()
             .find(|(s, _)| s == stage_name)
-            .or_else(|| mapping.iter().find(|(s, _)| s == "all"))
+            .or_else(|| mapping.iter().find(|(s, _)| *s == Stage::All))
             .or_else(|| if mapping.len() == 1 { mapping.first() } else { None });
         let Some((_, mapping_bundle)) = pick else {
             continue;
         };
         let lookups = sd["lookups"].clone();
-        let lookup = move |_stage: &str, name: &str| -> Option<KernelEntry> {
+        let lookup = move |_stage: Stage, name: &str| -> Option<KernelEntry> {
             lookups.get(name).filter(|v| !v.is_null()).map(entry_from_json)
         };
         let payload: Option<StagePayload> = sd["payload"]["kernels"]
             .as_object()
             .map(|m| m.iter().map(|(k, v)| (k.clone(), entry_from_json(v))).collect());
-        let rows = build_action_rows(bundle, mapping_bundle, stage_name, &stats, &lookup, payload.as_ref(), 0);
+        let rows = build_action_rows(bundle, mapping_bundle, *stage_name, &stats, &lookup, payload.as_ref(), 0);
         let want_rows = sd["rows"].as_array().cloned().unwrap_or_default();
         if rows.len() != want_rows.len() {
             problems.push(format!("{stage_name}: {} rows want {}", rows.len(), want_rows.len()));

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use crate::analysis::stage::stage_index;
+use crate::analysis::stage::Stage;
 
 /// Where a file's rank came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +36,7 @@ impl RankSource {
 /// What one stage of one file contributes to the summary.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageFacts {
-    pub stage: String,
+    pub stage: Stage,
     /// Overlap bundle label (`formal-<stage>`); empty without a bundle.
     pub bundle: String,
     /// Time with at least one kernel running (the overlap sweep).
@@ -98,7 +98,7 @@ pub struct KernelSpread {
 /// Everything the batch report shows for one stage.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageSummary {
-    pub stage: String,
+    pub stage: Stage,
     pub rows: Vec<RankRow>,
     pub median_busy_us: f64,
     pub median_exposed_comm_us: f64,
@@ -130,19 +130,19 @@ fn above(value: f64, median: f64, pct: f64) -> bool {
 
 /// Builds the per-stage summaries from the triaged files.
 pub fn summarize(files: &[&RankFacts], straggler_pct: f64) -> Vec<StageSummary> {
-    let mut stages: Vec<String> = Vec::new();
+    let mut stages: Vec<Stage> = Vec::new();
     for a in files {
         for f in &a.stages {
             if !stages.contains(&f.stage) {
-                stages.push(f.stage.clone());
+                stages.push(f.stage);
             }
         }
     }
-    stages.sort_by(|a, b| stage_index(a).cmp(&stage_index(b)).then_with(|| a.cmp(b)));
-    stages.into_iter().map(|s| summarize_stage(&s, files, straggler_pct)).collect()
+    stages.sort();
+    stages.into_iter().map(|s| summarize_stage(s, files, straggler_pct)).collect()
 }
 
-fn summarize_stage(stage: &str, files: &[&RankFacts], straggler_pct: f64) -> StageSummary {
+fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> StageSummary {
     let mut rows: Vec<RankRow> = files
         .iter()
         .flat_map(|a| {
@@ -170,7 +170,7 @@ fn summarize_stage(stage: &str, files: &[&RankFacts], straggler_pct: f64) -> Sta
         }
     }
     let kernels = kernel_spreads(&rows);
-    StageSummary { stage: stage.to_string(), rows, median_busy_us, median_exposed_comm_us, kernels }
+    StageSummary { stage, rows, median_busy_us, median_exposed_comm_us, kernels }
 }
 
 /// The kernels topping some row's kernel table, with their GPU time over
@@ -229,9 +229,9 @@ fn kernel_spreads(rows: &[RankRow]) -> Vec<KernelSpread> {
 mod tests {
     use super::*;
 
-    fn facts(stage: &str, busy: f64, comm: f64, kernels: &[(&str, f64)]) -> StageFacts {
+    fn facts(stage: Stage, busy: f64, comm: f64, kernels: &[(&str, f64)]) -> StageFacts {
         StageFacts {
-            stage: stage.into(),
+            stage,
             bundle: format!("formal-{stage}"),
             busy_us: busy,
             overlap_us: busy / 10.0,
@@ -257,10 +257,10 @@ mod tests {
     #[test]
     fn stragglers_and_spreads() {
         let a = [
-            analysis(1, vec![facts("decode", 100.0, 10.0, &[("gemm", 60.0), ("nccl", 10.0)])]),
-            analysis(0, vec![facts("decode", 100.0, 10.0, &[("gemm", 50.0), ("nccl", 10.0)])]),
-            analysis(2, vec![facts("decode", 115.0, 10.0, &[("nccl", 70.0), ("gemm", 40.0)])]),
-            analysis(3, vec![facts("extend", 5.0, 0.0, &[("gemm", 5.0)]), facts("decode", 100.0, 30.0, &[])]),
+            analysis(1, vec![facts(Stage::Decode, 100.0, 10.0, &[("gemm", 60.0), ("nccl", 10.0)])]),
+            analysis(0, vec![facts(Stage::Decode, 100.0, 10.0, &[("gemm", 50.0), ("nccl", 10.0)])]),
+            analysis(2, vec![facts(Stage::Decode, 115.0, 10.0, &[("nccl", 70.0), ("gemm", 40.0)])]),
+            analysis(3, vec![facts(Stage::Extend, 5.0, 0.0, &[("gemm", 5.0)]), facts(Stage::Decode, 100.0, 30.0, &[])]),
         ];
         let mut a = a;
         for (i, x) in a.iter_mut().enumerate() {
@@ -268,7 +268,7 @@ mod tests {
         }
         let files: Vec<&RankFacts> = a.iter().collect();
         let s = summarize(&files, 10.0);
-        assert_eq!(s.iter().map(|x| x.stage.as_str()).collect::<Vec<_>>(), vec!["extend", "decode"]);
+        assert_eq!(s.iter().map(|x| x.stage).collect::<Vec<_>>(), vec![Stage::Extend, Stage::Decode]);
         let d = &s[1];
         assert_eq!(d.rows.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert_eq!(d.median_busy_us, 100.0);

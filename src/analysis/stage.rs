@@ -10,16 +10,52 @@ use std::path::{Component, Path};
 use crate::columns::Trace;
 use crate::pysem::normalize_text;
 
-/// A stage name as the reference spells it: "extend", "decode" or "all".
-pub type Stage = &'static str;
+/// A serving stage: prefill (the reference calls it `extend`), decode, or
+/// the whole trace when no stage can be told. Ordered as reports list them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    Extend,
+    Decode,
+    All,
+}
 
-/// Sort rank of a stage: extend/prefill, decode, all, anything else.
-pub fn stage_index(stage: &str) -> u32 {
-    match stage {
-        "extend" | "prefill" => 0,
-        "decode" => 1,
-        "all" => 2,
-        _ => 99,
+impl Stage {
+    /// The name as the reference spells it: `extend`, `decode` or `all`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Extend => "extend",
+            Stage::Decode => "decode",
+            Stage::All => "all",
+        }
+    }
+
+    /// Section title: `extend/prefill`, `decode`, `all`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Stage::Extend => "extend/prefill",
+            other => other.as_str(),
+        }
+    }
+
+    /// One-byte code (for compact per-row storage).
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The stage behind a [`Stage::code`] (`All` for an unknown code).
+    pub fn from_code(code: u8) -> Stage {
+        match code {
+            0 => Stage::Extend,
+            1 => Stage::Decode,
+            _ => Stage::All,
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -39,23 +75,23 @@ fn last_parts(path: &Path) -> Vec<String> {
 
 /// The stage a path names (`-extend`, `_prefill`, a `decode/` directory,
 /// ...), or `all`.
-pub fn parse_stage(path: &Path) -> &'static str {
+pub fn parse_stage(path: &Path) -> Stage {
     let parts = last_parts(path);
     let name = parts.join(" ");
     let segments = format!("/{}/", parts.join("/"));
     if ["-extend", "-prefill", "_extend", "_prefill"].iter().any(|m| name.contains(m)) {
-        return "extend";
+        return Stage::Extend;
     }
     if ["extend", "prefill"].iter().any(|s| segments.contains(&format!("/{s}/"))) {
-        return "extend";
+        return Stage::Extend;
     }
     if ["-decode", "_decode"].iter().any(|m| name.contains(m)) {
-        return "decode";
+        return Stage::Decode;
     }
     if segments.contains("/decode/") {
-        return "decode";
+        return Stage::Decode;
     }
-    "all"
+    Stage::All
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -90,10 +126,10 @@ pub fn infer_stage_from_annotation_name(name: &str) -> Option<Stage> {
         return None;
     }
     if lowered.contains("generation_1") || lowered.contains("decode") {
-        return Some("decode");
+        return Some(Stage::Decode);
     }
     if lowered.contains("generation_0") || lowered.contains("prefill") {
-        return Some("extend");
+        return Some(Stage::Extend);
     }
     None
 }
@@ -241,14 +277,14 @@ impl StageIndex {
             }
         }
         if self.gpu_windows.is_empty() && self.cpu_windows.is_empty() {
-            return "all";
+            return Stage::All;
         }
         let probe = kernel_ts + 1e-3;
         let mut nearest: (Option<Stage>, Option<f64>) = (None, None);
         for windows in [&self.gpu_windows, &self.cpu_windows] {
             let (stage, gap) = windows.resolve(probe);
             if gap == Some(0.0) && stage.is_some() {
-                return stage.unwrap_or("all");
+                return stage.unwrap_or(Stage::All);
             }
             if let (Some(s), Some(g)) = (stage, gap) {
                 if nearest.1.map_or(true, |n| g < n) {
@@ -258,7 +294,7 @@ impl StageIndex {
         }
         match nearest {
             (Some(stage), Some(gap)) if gap <= 20_000.0 => stage,
-            _ => "all",
+            _ => Stage::All,
         }
     }
 }
@@ -271,22 +307,6 @@ pub struct RowStages {
     codes: Vec<u8>,
 }
 
-const STAGE_CODES: [Stage; 3] = ["extend", "decode", "all"];
-
-/// One-byte code of a stage (`all` for anything else).
-pub fn stage_code(stage: Stage) -> u8 {
-    match stage {
-        "extend" => 0,
-        "decode" => 1,
-        _ => 2,
-    }
-}
-
-/// The stage behind a [`stage_code`].
-pub fn stage_from_code(code: u8) -> Stage {
-    STAGE_CODES[(code as usize).min(2)]
-}
-
 impl RowStages {
     pub fn build(trace: &Trace) -> Self {
         use rayon::prelude::*;
@@ -297,7 +317,7 @@ impl RowStages {
             .with_min_len(1 << 12)
             .map(|i| {
                 let external_id = trace.resolve_external(k.get(i).external_id, k.get(i).correlation);
-                stage_code(index.resolve(k.ts[i], external_id))
+                index.resolve(k.ts[i], external_id).code()
             })
             .collect();
         RowStages { codes }
@@ -305,7 +325,7 @@ impl RowStages {
 
     /// The stage of kernel row `row` (`all` for a row out of range).
     pub fn get(&self, row: usize) -> Stage {
-        stage_from_code(self.codes.get(row).copied().unwrap_or(2))
+        Stage::from_code(self.codes.get(row).copied().unwrap_or(2))
     }
 }
 
@@ -362,8 +382,8 @@ mod tests {
 
     #[test]
     fn annotation_names() {
-        assert_eq!(infer_stage_from_annotation_name("execute_model_generation_1"), Some("decode"));
-        assert_eq!(infer_stage_from_annotation_name("Prefill batch"), Some("extend"));
+        assert_eq!(infer_stage_from_annotation_name("execute_model_generation_1"), Some(Stage::Decode));
+        assert_eq!(infer_stage_from_annotation_name("Prefill batch"), Some(Stage::Extend));
         assert_eq!(infer_stage_from_annotation_name("step"), None);
     }
 
@@ -389,7 +409,7 @@ mod tests {
             let mut anns = Vec::new();
             for _ in 0..(1 + next(12)) {
                 let ts = next(200) as f64;
-                let stage = if next(2) == 0 { "decode" } else { "extend" };
+                let stage = if next(2) == 0 { Stage::Decode } else { Stage::Extend };
                 anns.push(Annotation { stage, ts, end_ts: ts + next(40) as f64, is_gpu: true });
             }
             let windows = merge_windows(anns);
@@ -404,13 +424,13 @@ mod tests {
     #[test]
     fn windows_merge_and_nearest() {
         let w = merge_windows(vec![
-            Annotation { stage: "decode", ts: 10.0, end_ts: 20.0, is_gpu: true },
-            Annotation { stage: "decode", ts: 20.0005, end_ts: 30.0, is_gpu: true },
-            Annotation { stage: "extend", ts: 40.0, end_ts: 50.0, is_gpu: true },
+            Annotation { stage: Stage::Decode, ts: 10.0, end_ts: 20.0, is_gpu: true },
+            Annotation { stage: Stage::Decode, ts: 20.0005, end_ts: 30.0, is_gpu: true },
+            Annotation { stage: Stage::Extend, ts: 40.0, end_ts: 50.0, is_gpu: true },
         ]);
         assert_eq!(w.len(), 2);
         assert_eq!(w[0].end_ts, 30.0);
-        assert_eq!(resolve_from_windows(33.0, &w), (Some("decode"), Some(3.0)));
-        assert_eq!(resolve_from_windows(36.0, &w), (Some("extend"), Some(4.0)));
+        assert_eq!(resolve_from_windows(33.0, &w), (Some(Stage::Decode), Some(3.0)));
+        assert_eq!(resolve_from_windows(36.0, &w), (Some(Stage::Extend), Some(4.0)));
     }
 }

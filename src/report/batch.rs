@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::analysis::ranks::{KernelSpread, RankRow, StageSummary};
 use crate::report::model::FileOutcome;
 use crate::error::Error;
-use crate::report::markdown::{escape_md_cell, fixed, format_ms, stage_label};
+use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 
 /// Facts about the run shown in the header.
 pub struct RunInfo<'a> {
@@ -90,7 +90,7 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
     ];
     for s in stages {
         out.push(String::new());
-        out.push(format!("##### {}", stage_label(&s.stage)));
+        out.push(format!("##### {}", s.stage.label()));
         out.push(String::new());
         out.push("Rank Table".into());
         out.push("| Rank | File | Busy | Overlap | Exposed comm | Exposed comm % | Top exposed comm kernel | Top headroom | Straggler |".into());

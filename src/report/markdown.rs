@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::analysis::stage::stage_index;
+use crate::analysis::stage::Stage;
 use crate::analysis::framework::framework_display_name;
 use crate::report::model::TriageReport;
 
@@ -30,45 +30,35 @@ pub fn format_ms(us: f64) -> String {
     format!("{} ms", fixed(us / 1000.0, 2))
 }
 
-/// Section title of a stage.
-pub fn stage_label(stage: &str) -> &str {
-    if stage == "extend" {
-        "extend/prefill"
-    } else {
-        stage
-    }
-}
-
 pub use crate::analysis::overlap::dependency_risk_label;
 
 /// Groups row indexes by stage, stages in render order.
-fn group_by_stage(stages: &[&str]) -> Vec<(String, Vec<usize>)> {
-    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-    for (i, s) in stages.iter().enumerate() {
-        let s = if s.is_empty() { "all" } else { s };
-        match groups.iter_mut().find(|(g, _)| g == s) {
+fn group_by_stage(stages: &[Stage]) -> Vec<(Stage, Vec<usize>)> {
+    let mut groups: Vec<(Stage, Vec<usize>)> = Vec::new();
+    for (i, &s) in stages.iter().enumerate() {
+        match groups.iter_mut().find(|(g, _)| *g == s) {
             Some((_, v)) => v.push(i),
-            None => groups.push((s.to_string(), vec![i])),
+            None => groups.push((s, vec![i])),
         }
     }
-    groups.sort_by_key(|(s, _)| stage_index(s));
+    groups.sort_by_key(|(s, _)| *s);
     groups
 }
 
 /// Renders one table per stage (headed by `##### stage`), or a single
 /// unheaded table when there are no rows or only the `all` stage.
-fn stage_sections(stages: &[&str], render: &dyn Fn(&[usize]) -> Vec<String>) -> Vec<String> {
+fn stage_sections(stages: &[Stage], render: &dyn Fn(&[usize]) -> Vec<String>) -> Vec<String> {
     if stages.is_empty() {
         return render(&[]);
     }
     let groups = group_by_stage(stages);
-    if groups.len() == 1 && groups[0].0 == "all" {
+    if groups.len() == 1 && groups[0].0 == Stage::All {
         return render(&groups[0].1);
     }
     let mut lines = Vec::new();
     let n = groups.len();
     for (i, (stage, idx)) in groups.iter().enumerate() {
-        lines.push(format!("##### {}", stage_label(stage)));
+        lines.push(format!("##### {}", stage.label()));
         lines.extend(render(idx));
         if i + 1 != n {
             lines.push(String::new());
@@ -78,7 +68,7 @@ fn stage_sections(stages: &[&str], render: &dyn Fn(&[usize]) -> Vec<String>) -> 
 }
 
 fn kernel_tables(r: &TriageReport) -> Vec<String> {
-    let stages: Vec<&str> = r.kernel_rows.iter().map(|k| k.stage.as_str()).collect();
+    let stages: Vec<Stage> = r.kernel_rows.iter().map(|k| k.stage).collect();
     stage_sections(&stages, &|idx| {
         let mut lines = vec![
             "| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |".to_string(),
@@ -110,7 +100,7 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
 
 fn overlap_tables(r: &TriageReport) -> Vec<String> {
     let shown: Vec<_> = r.overlap_rows.iter().filter(|o| o.rendered).collect();
-    let stages: Vec<&str> = shown.iter().map(|o| o.stage.as_str()).collect();
+    let stages: Vec<Stage> = shown.iter().map(|o| o.stage).collect();
     stage_sections(&stages, &|idx| {
         let mut lines = vec![
             "| Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |".to_string(),
@@ -148,7 +138,7 @@ fn overlap_tables(r: &TriageReport) -> Vec<String> {
 }
 
 fn fuse_tables(r: &TriageReport) -> Vec<String> {
-    let stages: Vec<&str> = r.fuse_rows.iter().map(|f| f.stage.as_str()).collect();
+    let stages: Vec<Stage> = r.fuse_rows.iter().map(|f| f.stage).collect();
     stage_sections(&stages, &|idx| {
         let mut lines = vec![
             "| Pattern | Confidence | Related GPU time | Share | Evidence kernels | Current kernel Python location | Candidate fused Python path | Rationale |".to_string(),
@@ -227,16 +217,16 @@ mod tests {
         assert_eq!(format_ms(130655.0), "130.66 ms");
         assert_eq!(fixed(0.25, 1), "0.2");
         assert_eq!(fixed(f64::NAN, 1), "nan");
-        assert_eq!(stage_label("extend"), "extend/prefill");
+        assert_eq!(Stage::Extend.label(), "extend/prefill");
         assert_eq!(dependency_risk_label("both-side serial risk"), "high");
     }
 
     #[test]
     fn sections_group_and_order() {
-        let stages = ["all", "decode", "all"];
+        let stages = [Stage::All, Stage::Decode, Stage::All];
         let out = stage_sections(&stages, &|idx| vec![format!("{idx:?}")]);
         assert_eq!(out, vec!["##### decode", "[1]", "", "##### all", "[0, 2]"]);
-        let out = stage_sections(&["all"], &|idx| vec![format!("{idx:?}")]);
+        let out = stage_sections(&[Stage::All], &|idx| vec![format!("{idx:?}")]);
         assert_eq!(out, vec!["[0]"]);
     }
 }

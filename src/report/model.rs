@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::analysis::ranks::RankFacts;
+use crate::analysis::stage::Stage;
 use crate::error::Result;
 
 use crate::analysis::fusion::FusionOpportunity;
@@ -13,7 +14,7 @@ use crate::analysis::types::KernelRow;
 #[derive(Clone, Debug)]
 pub struct KernelTable {
     pub trace: PathBuf,
-    pub stage: String,
+    pub stage: Stage,
     /// GPU time of the stage's kernels.
     pub total_us: f64,
     /// GPU time of all ranked kernels of the trace.
@@ -24,7 +25,7 @@ pub struct KernelTable {
 /// A kernel row that cleared the share bar.
 #[derive(Clone, Debug)]
 pub struct RenderedKernelRow {
-    pub stage: String,
+    pub stage: Stage,
     pub kernel: String,
     pub category: String,
     pub total_us: f64,
@@ -37,7 +38,7 @@ pub struct RenderedKernelRow {
 
 /// An overlap action row of one stage; `rendered` when it clears the share bar.
 pub struct RenderedOverlapRow {
-    pub stage: String,
+    pub stage: Stage,
     pub row: ActionRow,
     /// Cleared the share bar (shown in the markdown table); JSON lists every row.
     pub rendered: bool,
@@ -47,7 +48,7 @@ pub struct RenderedOverlapRow {
 #[derive(Clone, Debug)]
 pub struct OverlapStageStats {
     pub bundle: String,
-    pub stage: String,
+    pub stage: Stage,
     pub total_busy_us: f64,
     pub overlap_us: f64,
     pub max_concurrent_streams: usize,
@@ -58,7 +59,7 @@ pub struct OverlapStageStats {
 
 /// A fusion opportunity that cleared the share bar.
 pub struct RenderedFuseRow {
-    pub stage: String,
+    pub stage: Stage,
     pub share_pct: f64,
     pub item: FusionOpportunity,
 }
@@ -96,7 +97,7 @@ pub struct FileAnalysis {
     /// Rank and per-stage facts, as the cross-rank comparison reads them.
     pub facts: RankFacts,
     /// Stage the file's path names (`all` when none).
-    pub path_stage: String,
+    pub path_stage: Stage,
     /// Wall time of the triage run (its load plus all analyses), ms.
     pub triage_ms: f64,
     /// The file's triage report as JSON ([`crate::report::json::to_value`]).

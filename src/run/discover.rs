@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::analysis::framework::{canonicalize_framework, detect_from_server_args, detect_from_text};
-use crate::analysis::stage::{parse_stage, stage_index};
+use crate::analysis::stage::{parse_stage, Stage};
 use std::time::SystemTime;
 
 use crate::error::{Error, Result};
@@ -206,7 +206,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
     let direct = discover_trace_files(path, false, None);
     let recursive = discover_trace_files(path, true, None);
     let (traces, trace_dir) =
-        if direct.is_empty() && !recursive.is_empty() && recursive.iter().any(|t| parse_stage(t) != "all") {
+        if direct.is_empty() && !recursive.is_empty() && recursive.iter().any(|t| parse_stage(t) != Stage::All) {
             (recursive, path.to_path_buf())
         } else {
             let dir = newest_trace_dir(path)?;
@@ -228,7 +228,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
         let rank = if ranks.contains(&0) { 0 } else { first };
         selected.retain(|t| parse_tp_rank(t) == Some(rank));
     }
-    let mut groups: Vec<(&'static str, Vec<PathBuf>)> = Vec::new();
+    let mut groups: Vec<(Stage, Vec<PathBuf>)> = Vec::new();
     for t in selected {
         let stage = parse_stage(&t);
         match groups.iter_mut().find(|(s, _)| *s == stage) {
@@ -244,7 +244,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
         })
         .collect();
     selected.sort_by(|a, b| {
-        stage_index(parse_stage(a)).cmp(&stage_index(parse_stage(b))).then_with(|| a.file_name().cmp(&b.file_name()))
+        parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name()))
     });
     Ok((selected, load_server_args(&trace_dir)))
 }
@@ -305,12 +305,12 @@ mod tests {
 
     #[test]
     fn stages_from_paths() {
-        assert_eq!(parse_stage(Path::new("/a/b/run-extend/x.json")), "extend");
-        assert_eq!(parse_stage(Path::new("/a/prefill/x.json")), "extend");
-        assert_eq!(parse_stage(Path::new("/a/sglang_decode/x.json")), "decode");
-        assert_eq!(parse_stage(Path::new("/a/decode/x.json")), "decode");
-        assert_eq!(parse_stage(Path::new("/a/b/x.json")), "all");
-        assert_eq!(parse_stage(Path::new("/x_prefill/a/b/c/d/e/f.json")), "all");
+        assert_eq!(parse_stage(Path::new("/a/b/run-extend/x.json")), Stage::Extend);
+        assert_eq!(parse_stage(Path::new("/a/prefill/x.json")), Stage::Extend);
+        assert_eq!(parse_stage(Path::new("/a/sglang_decode/x.json")), Stage::Decode);
+        assert_eq!(parse_stage(Path::new("/a/decode/x.json")), Stage::Decode);
+        assert_eq!(parse_stage(Path::new("/a/b/x.json")), Stage::All);
+        assert_eq!(parse_stage(Path::new("/x_prefill/a/b/c/d/e/f.json")), Stage::All);
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use rayon::prelude::*;
 
-use crate::analysis::stage::{parse_stage, stage_index};
+use crate::analysis::overlap::render_stages;
+use crate::analysis::stage::{parse_stage, Stage};
 use crate::analysis::text::Masking;
 use crate::run::discover::{discover_trace_targets, resolve_framework};
 use crate::analysis::fusion::detect_fusion_opportunities;
@@ -100,7 +101,7 @@ impl Loaded {
             trace: &self.trace,
             data: &self.data,
             index: &self.index,
-            default_stage: parse_stage(&self.path).to_string(),
+            default_stage: parse_stage(&self.path),
         }
     }
 }
@@ -122,11 +123,11 @@ fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_jso
 }
 
 /// `stage` if present, else `all`, else the only entry.
-fn pick_stage<'a, V>(map: &'a IndexMap<String, V>, stage: &str) -> Option<(&'a String, &'a V)> {
-    if let Some(kv) = map.get_key_value(stage) {
+fn pick_stage<V>(map: &IndexMap<Stage, V>, stage: Stage) -> Option<(&Stage, &V)> {
+    if let Some(kv) = map.get_key_value(&stage) {
         return Some(kv);
     }
-    if let Some(kv) = map.get_key_value("all") {
+    if let Some(kv) = map.get_key_value(&Stage::All) {
         return Some(kv);
     }
     if map.len() == 1 {
@@ -135,15 +136,6 @@ fn pick_stage<'a, V>(map: &'a IndexMap<String, V>, stage: &str) -> Option<(&'a S
     None
 }
 
-/// Stages to render: all present ones, without `all` when any other exists.
-fn render_stages<V>(map: &IndexMap<String, V>) -> Vec<String> {
-    let mut stages: Vec<String> = map.keys().cloned().collect();
-    if stages.iter().any(|s| s != "all") {
-        stages.retain(|s| s != "all");
-    }
-    stages.sort_by_key(|s| stage_index(s));
-    stages
-}
 
 /// Python truthiness of server args: an empty object counts as absent.
 fn present(v: &Option<serde_json::Value>) -> Option<&serde_json::Value> {
@@ -240,7 +232,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     // rows the last one per stage) are independent: build them side by side.
     let (kernel_map, per_trace) = rayon::join(
         || build_mapping_kernel_map(&mapping_views, &mapping.framework),
-        || -> Vec<Vec<(String, StagePayload)>> {
+        || -> Vec<Vec<(Stage, StagePayload)>> {
             formal
                 .traces
                 .par_iter()
@@ -275,9 +267,9 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             .and_then(|l| l.trace.meta.distributed_info.clone()),
     };
 
-    let mut payloads: IndexMap<String, &StagePayload> = IndexMap::new();
+    let mut payloads: IndexMap<Stage, &StagePayload> = IndexMap::new();
     for (stage, payload) in per_trace.iter().flatten() {
-        payloads.insert(stage.clone(), payload);
+        payloads.insert(*stage, payload);
     }
     let kernels: usize = loaded.iter().map(|l| l.data.kernels.len()).sum();
     // Site attribution is done: free its indexes (frames by thread, CPU ops
@@ -348,7 +340,7 @@ impl OverlapPart {
 fn kernel_and_fuse_rows<'a>(
     formal: &Target,
     find: &(dyn Fn(&Path) -> Option<&'a Loaded> + Sync),
-    per_trace: &[Vec<(String, StagePayload)>],
+    per_trace: &[Vec<(Stage, StagePayload)>],
     kernel_map: &KernelMap,
     server_args: Option<&serde_json::Value>,
     opts: &TriageOptions,
@@ -359,7 +351,7 @@ fn kernel_and_fuse_rows<'a>(
     }
     let registry = &registry;
     let mut report = KernelPart::default();
-    let mut payloads: IndexMap<&str, &StagePayload> = IndexMap::new();
+    let mut payloads: IndexMap<Stage, &StagePayload> = IndexMap::new();
     for (path, trace_payloads) in formal.traces.iter().zip(per_trace) {
         let Some(l) = find(path) else { continue };
         let view = l.attributed();
@@ -367,24 +359,24 @@ fn kernel_and_fuse_rows<'a>(
             continue;
         }
         for (stage, payload) in trace_payloads {
-            payloads.insert(stage, payload);
+            payloads.insert(*stage, payload);
         }
         let trace_total = total_dur(&view.data.kernels);
-        let mut groups = group_kernels_by_stage(&view.data.kernels, &view.default_stage);
-        groups.sort_by_key(|(s, _)| stage_index(s));
+        let mut groups = group_kernels_by_stage(&view.data.kernels, view.default_stage);
+        groups.sort_by_key(|(s, _)| *s);
         for (stage, kernels) in groups {
             if kernels.is_empty() {
                 continue;
             }
             let total = total_dur(kernels.iter().copied());
-            if stage == "all" && view.default_stage == "all" && pct(total, trace_total) < opts.min_share {
+            if stage == Stage::All && view.default_stage == Stage::All && pct(total, trace_total) < opts.min_share {
                 continue;
             }
             let stats = aggregate_by_name(kernels.iter().copied());
             let categories = categories_by_name(kernels.iter().copied());
             let empty = StagePayload::new();
-            let local = payloads.get(stage.as_str()).copied().unwrap_or(&empty);
-            let rows = build_kernel_rows(&stage, &stats, &categories, local, Some(kernel_map));
+            let local = payloads.get(&stage).copied().unwrap_or(&empty);
+            let rows = build_kernel_rows(stage, &stats, &categories, local, Some(kernel_map));
             for row in limit_kernel_rows(&rows, opts.kernel_table_limit) {
                 let share = pct(row.total_us(), total);
                 if share < opts.min_share {
@@ -428,20 +420,20 @@ fn overlap_rows<'a>(
     formal: &Target,
     find: &(dyn Fn(&Path) -> Option<&'a Loaded> + Sync),
     kernel_map: &KernelMap,
-    payloads: &IndexMap<String, &StagePayload>,
+    payloads: &IndexMap<Stage, &StagePayload>,
     opts: &TriageOptions,
     parallel_sweeps: bool,
 ) -> OverlapPart {
     let mut report = OverlapPart::default();
     // Overlap: stage bundles of the mapping and formal traces.
-    let bundle_map = |paths: &[PathBuf], prefix: &str| -> IndexMap<String, StageBundle<'_>> {
+    let bundle_map = |paths: &[PathBuf], prefix: &str| -> IndexMap<Stage, StageBundle<'_>> {
         let mut ordered: Vec<&PathBuf> = paths.iter().collect();
         ordered.sort_by(|a, b| {
-            stage_index(parse_stage(a))
-                .cmp(&stage_index(parse_stage(b)))
+            parse_stage(a)
+                .cmp(&parse_stage(b))
                 .then_with(|| a.file_name().cmp(&b.file_name()))
         });
-        let mut out: IndexMap<String, StageBundle<'_>> = IndexMap::new();
+        let mut out: IndexMap<Stage, StageBundle<'_>> = IndexMap::new();
         for p in ordered {
             let Some(l) = find(p) else { continue };
             for (stage, bundle) in
@@ -462,15 +454,15 @@ fn overlap_rows<'a>(
     // Every rendered stage is a key of the formal bundles; keep those that
     // have a mapping bundle. Each stage is swept, then analysed, on its own
     // rayon task (the sweeps one after the other on a large trace).
-    let wanted: Vec<String> = render_stages(&formal_bundles)
+    let wanted: Vec<Stage> = render_stages(&formal_bundles)
         .into_iter()
-        .filter(|stage| pick_stage(if shared { &formal_bundles } else { &mapping_bundles }, stage).is_some())
+        .filter(|stage| pick_stage(if shared { &formal_bundles } else { &mapping_bundles }, *stage).is_some())
         .collect();
     let stages: Vec<_> = formal_bundles.iter_mut().filter(|(key, _)| wanted.contains(key)).collect();
-    let sweep = |(key, bundle): (&String, &mut StageBundle<'_>)| (key.clone(), overlap::analyze_overlap(&mut bundle.events));
+    let sweep = |(key, bundle): (&Stage, &mut StageBundle<'_>)| (*key, overlap::analyze_overlap(&mut bundle.events));
     // On a large trace the stages are swept one after the other, so that
     // only one stage's sweep state (about 30 bytes a kernel) exists at once.
-    let mut swept: Vec<(String, overlap::OverlapStats)> = if parallel_sweeps {
+    let mut swept: Vec<(Stage, overlap::OverlapStats)> = if parallel_sweeps {
         stages.into_par_iter().map(sweep).collect()
     } else {
         stages.into_iter().map(sweep).collect()
@@ -478,25 +470,25 @@ fn overlap_rows<'a>(
     swept.sort_by_key(|(key, _)| wanted.iter().position(|w| w == key));
     crate::run::progress::phase("overlap sweeps");
     let mapping_bundles = if shared { &formal_bundles } else { &mapping_bundles };
-    let lookup = |stage: &str, name: &str| kernel_map.lookup(stage, name).cloned();
+    let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
     let per_stage: Vec<(OverlapStageStats, Vec<RenderedOverlapRow>)> = swept
         .into_par_iter()
         .filter_map(|(stage, stats)| {
-            let (_, mapping_bundle) = pick_stage(mapping_bundles, &stage)?;
+            let (_, mapping_bundle) = pick_stage(mapping_bundles, stage)?;
             let formal_bundle = formal_bundles.get(&stage)?;
             let totals = OverlapStageStats {
                 bundle: formal_bundle.label.clone(),
-                stage: stage.clone(),
+                stage,
                 total_busy_us: stats.total_busy_us,
                 overlap_us: stats.overlap_us,
                 max_concurrent_streams: stats.max_concurrent_streams,
                 exclusive_by_kernel: exclusive_by_kernel(&formal_bundle.events),
             };
-            let payload = pick_stage(payloads, &stage).map(|(_, p)| *p);
+            let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
             let rows = overlap::build_action_rows(
                 formal_bundle,
                 mapping_bundle,
-                &stage,
+                stage,
                 &stats,
                 &lookup,
                 payload,
@@ -534,12 +526,12 @@ mod tests {
 
     #[test]
     fn stage_picking() {
-        let mut m: IndexMap<String, u8> = IndexMap::new();
-        m.insert("decode".into(), 1);
-        assert_eq!(pick_stage(&m, "extend").map(|(k, _)| k.as_str()), Some("decode"));
-        m.insert("all".into(), 2);
-        assert_eq!(pick_stage(&m, "extend").map(|(k, _)| k.as_str()), Some("all"));
-        assert_eq!(render_stages(&m), vec!["decode".to_string()]);
+        let mut m: IndexMap<Stage, u8> = IndexMap::new();
+        m.insert(Stage::Decode, 1);
+        assert_eq!(pick_stage(&m, Stage::Extend).map(|(k, _)| *k), Some(Stage::Decode));
+        m.insert(Stage::All, 2);
+        assert_eq!(pick_stage(&m, Stage::Extend).map(|(k, _)| *k), Some(Stage::All));
+        assert_eq!(render_stages(&m), vec![Stage::Decode]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::names::{canonicalize_name, classify_kernel};
 use crate::analysis::text::Masking;
-use crate::analysis::stage::{select_heaviest_pid, stage_code, stage_from_code, RowStages, Stage};
+use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
 use crate::columns::{Pack, Sym, ThreadIdx, Trace};
 use crate::pysem::normalize_text;
 
@@ -59,7 +59,7 @@ impl KernelEvent {
             correlation: Pack::pack(correlation),
             name,
             thread,
-            stage: stage_code(stage),
+            stage: stage.code(),
         }
     }
 
@@ -73,7 +73,7 @@ impl KernelEvent {
     }
 
     pub fn stage(&self) -> Stage {
-        stage_from_code(self.stage)
+        Stage::from_code(self.stage)
     }
 
     pub fn external_id(&self) -> Option<i64> {
@@ -190,14 +190,14 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
 /// names a stage puts every kernel in that stage.
 pub fn group_kernels_by_stage<'a>(
     kernels: &'a [KernelEvent],
-    default_stage: &str,
-) -> Vec<(String, Vec<&'a KernelEvent>)> {
-    let mut groups: Vec<(String, Vec<&'a KernelEvent>)> = Vec::new();
+    default_stage: Stage,
+) -> Vec<(Stage, Vec<&'a KernelEvent>)> {
+    let mut groups: Vec<(Stage, Vec<&'a KernelEvent>)> = Vec::new();
     for kernel in kernels {
-        let stage = if default_stage != "all" { default_stage } else { kernel.stage() };
-        match groups.iter_mut().find(|(s, _)| s == stage) {
+        let stage = if default_stage != Stage::All { default_stage } else { kernel.stage() };
+        match groups.iter_mut().find(|(s, _)| *s == stage) {
             Some((_, v)) => v.push(kernel),
-            None => groups.push((stage.to_string(), vec![kernel])),
+            None => groups.push((stage, vec![kernel])),
         }
     }
     groups
@@ -211,8 +211,8 @@ mod tests {
     fn kernel_events_stay_compact() {
         assert!(std::mem::size_of::<KernelEvent>() <= 56);
         let info = Arc::new(KernelName { canonical: "k".into(), category: "other" });
-        let e = KernelEvent::new(3, info, "decode", 1, 2.0, 4.0, Some(-5), None);
-        assert_eq!((e.canonical(), e.category(), e.stage()), ("k", "other", "decode"));
+        let e = KernelEvent::new(3, info, Stage::Decode, 1, 2.0, 4.0, Some(-5), None);
+        assert_eq!((e.canonical(), e.category(), e.stage()), ("k", "other", Stage::Decode));
         assert_eq!((e.external_id(), e.correlation()), (Some(-5), None));
     }
 

@@ -6,17 +6,17 @@
 pub use crate::analysis::text::normalize_match_text;
 use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
+use crate::analysis::stage::Stage;
 use crate::analysis::types::{KernelEntry, StagePayload};
 
 use super::payload::site_display_location;
 
-/// Stage names tried, in order, when looking a stage up.
-pub fn stage_aliases(stage: &str) -> Vec<&str> {
-    match stage {
-        "extend" => vec!["extend", "prefill", "all"],
-        "prefill" => vec!["prefill", "extend", "all"],
-        "decode" => vec!["decode", "all"],
-        other => vec![other, "all"],
+/// Stages tried, in order, when looking a stage up: the stage, then `all`.
+pub fn stage_aliases(stage: Stage) -> Vec<Stage> {
+    if stage == Stage::All {
+        vec![Stage::All]
+    } else {
+        vec![stage, Stage::All]
     }
 }
 
@@ -78,16 +78,16 @@ pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<
 /// A kernel map: per-stage payloads plus one over all stages.
 #[derive(Clone, Debug, Default)]
 pub struct KernelMap {
-    pub stages: indexmap::IndexMap<String, StagePayload>,
+    pub stages: indexmap::IndexMap<Stage, StagePayload>,
     pub global: StagePayload,
 }
 
 impl KernelMap {
     /// The reference's `lookup_kernel_map_entry`: the stage and its aliases,
     /// then the global payload.
-    pub fn lookup(&self, stage: &str, kernel_name: &str) -> Option<&KernelEntry> {
+    pub fn lookup(&self, stage: Stage, kernel_name: &str) -> Option<&KernelEntry> {
         for s in stage_aliases(stage) {
-            if let Some(payload) = self.stages.get(s) {
+            if let Some(payload) = self.stages.get(&s) {
                 if let Some(e) = relaxed_lookup(payload, kernel_name) {
                     return Some(e);
                 }

@@ -12,6 +12,7 @@ pub use payload::{build_stage_payload, pct, py_round_digits, site_display_locati
 
 use crate::pysem::py_cmp;
 use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, KernelEvent, TraceData};
+use crate::analysis::stage::Stage;
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
 use crate::columns::Trace;
@@ -25,7 +26,7 @@ pub struct AttributedTrace<'t> {
     pub data: &'t TraceData,
     pub index: &'t SiteIndex,
     /// Stage named by the file path (`all` when none).
-    pub default_stage: String,
+    pub default_stage: Stage,
 }
 
 /// Up to `limit` launches per canonical name, evenly spread over each name's
@@ -47,8 +48,8 @@ pub fn sample_kernels_for_mapping<'a>(
 /// The reference's `build_mapping_kernel_map`. SGLang traces are attributed
 /// from every launch; other frameworks from a per-name sample.
 pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str) -> KernelMap {
-    let mut stage_stats: IndexMap<String, SiteStats> = IndexMap::new();
-    let mut stage_categories: IndexMap<String, IndexMap<String, String>> = IndexMap::new();
+    let mut stage_stats: IndexMap<Stage, SiteStats> = IndexMap::new();
+    let mut stage_categories: IndexMap<Stage, IndexMap<String, String>> = IndexMap::new();
     let mut global_stats = SiteStats::new();
     let mut global_categories: IndexMap<String, String> = IndexMap::new();
     for t in traces {
@@ -57,8 +58,8 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
         }
         // Sample every stage first, so that the stages' full lists (tens of
         // megabytes on a large trace) are gone before the sweeps.
-        let sampled: Vec<(String, IndexMap<String, String>, Vec<&KernelEvent>)> =
-            group_kernels_by_stage(&t.data.kernels, &t.default_stage)
+        let sampled: Vec<(Stage, IndexMap<String, String>, Vec<&KernelEvent>)> =
+            group_kernels_by_stage(&t.data.kernels, t.default_stage)
                 .into_iter()
                 .map(|(stage, kernels)| {
                     let categories = categories_by_name(kernels.iter().copied());
@@ -72,7 +73,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
                 .collect();
         for (stage, categories, sampled) in sampled {
             let local = aggregate_kernel_sites(t.trace, t.index, &sampled);
-            merge_site_stats(stage_stats.entry(stage.clone()).or_default(), &local);
+            merge_site_stats(stage_stats.entry(stage).or_default(), &local);
             merge_site_stats(&mut global_stats, &local);
             let sc = stage_categories.entry(stage).or_default();
             for (k, v) in &categories {
@@ -85,7 +86,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
     let stages = stage_stats
         .iter()
         .map(|(stage, stats)| {
-            (stage.clone(), build_stage_payload(stats, stage_categories.get(stage).unwrap_or(&empty)))
+            (*stage, build_stage_payload(stats, stage_categories.get(stage).unwrap_or(&empty)))
         })
         .collect();
     KernelMap { stages, global: build_stage_payload(&global_stats, &global_categories) }
@@ -94,7 +95,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
 /// The mapping entry of a kernel, falling back to the formal trace's own
 /// payload for that stage.
 pub fn resolve_kernel_entry(
-    stage: &str,
+    stage: Stage,
     name: &str,
     local: &StagePayload,
     map: Option<&KernelMap>,
@@ -107,7 +108,7 @@ pub fn resolve_kernel_entry(
 
 /// Kernel table rows of one stage, by GPU time descending (stable).
 pub fn build_kernel_rows(
-    stage: &str,
+    stage: Stage,
     stats: &IndexMap<String, Aggregate>,
     categories: &IndexMap<String, String>,
     local: &StagePayload,
@@ -142,9 +143,9 @@ pub fn limit_kernel_rows(rows: &[KernelRow], limit: usize) -> &[KernelRow] {
 }
 
 /// Formal stage payload of every stage of one trace (stage order as seen).
-pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(String, StagePayload)> {
+pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(Stage, StagePayload)> {
     use rayon::prelude::*;
-    group_kernels_by_stage(&t.data.kernels, &t.default_stage)
+    group_kernels_by_stage(&t.data.kernels, t.default_stage)
         .into_par_iter()
         .map(|(stage, kernels)| {
             let local = aggregate_kernel_sites(t.trace, t.index, &kernels);
@@ -182,11 +183,11 @@ mod tests {
         assert_eq!(data.kernels[0].canonical(), "void gemm_kernel<1>");
         assert_eq!(data.kernels[0].external_id(), Some(7));
         let index = SiteIndex::build(&trace);
-        let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: "all".into() };
+        let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: Stage::All };
         let map = build_mapping_kernel_map(std::slice::from_ref(&view), "vllm");
         let kernels: Vec<&KernelEvent> = data.kernels.iter().collect();
         let rows = build_kernel_rows(
-            "all",
+            Stage::All,
             &aggregate_by_name(kernels.iter().copied()),
             &categories_by_name(kernels.iter().copied()),
             &StagePayload::new(),
@@ -211,7 +212,7 @@ mod tests {
         let kernels: Vec<KernelEvent> = (0..20)
             .map(|i| {
                 let info = std::sync::Arc::new(crate::analysis::kernels::KernelName { canonical: "k".into(), category: "other" });
-                KernelEvent::new(name, info, "all", 0, i as f64, 1.0, None, None)
+                KernelEvent::new(name, info, Stage::All, 0, i as f64, 1.0, None, None)
             })
             .collect();
         let refs: Vec<&KernelEvent> = kernels.iter().collect();

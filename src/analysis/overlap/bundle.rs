@@ -12,7 +12,7 @@ use super::Masking;
 use super::detect::{canonicalize_name, classify_kernel, is_kernel_event};
 use super::{OverlapKernel, StageBundle, StreamName};
 use crate::analysis::kernels::extract::KernelName;
-use crate::analysis::stage::{select_heaviest_pid, RowStages};
+use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
 use crate::columns::{Sym, ThreadIdx, Trace};
 
 /// The chosen process's kernel rows (trace order) and that process's pid.
@@ -74,7 +74,7 @@ impl<'t> EventBuilder<'t> {
         }
     }
 
-    fn stage(&self, row: usize) -> &'static str {
+    fn stage(&self, row: usize) -> Stage {
         self.stages.get(row)
     }
 
@@ -134,47 +134,38 @@ pub fn extract_events_by_stage(
     trace: &Trace,
     stages: &RowStages,
     pid_substring: Option<&str>,
-    default_stage: &str,
+    default_stage: Stage,
     masking: Masking,
-) -> (IndexMap<String, Vec<OverlapKernel>>, Option<String>) {
-    let mut grouped: IndexMap<String, Vec<OverlapKernel>> = IndexMap::new();
+) -> (IndexMap<Stage, Vec<OverlapKernel>>, Option<String>) {
+    let mut grouped: IndexMap<Stage, Vec<OverlapKernel>> = IndexMap::new();
     let Some((rows, chosen)) = chosen_rows(trace, pid_substring) else {
         return (grouped, None);
     };
     let mut builder = EventBuilder::new(trace, stages, masking);
-    let stage_of = |b: &EventBuilder, row: u32| if default_stage != "all" { default_stage } else { b.stage(row as usize) };
-    let mut sizes: IndexMap<&str, usize> = IndexMap::new();
+    let stage_of =
+        |b: &EventBuilder, row: u32| if default_stage != Stage::All { default_stage } else { b.stage(row as usize) };
+    let mut sizes: IndexMap<Stage, usize> = IndexMap::new();
     for &row in &rows {
         *sizes.entry(stage_of(&builder, row)).or_insert(0) += 1;
     }
     for (stage, n) in sizes {
-        grouped.insert(stage.to_string(), Vec::with_capacity(n));
+        grouped.insert(stage, Vec::with_capacity(n));
     }
     for (idx, &row) in rows.iter().enumerate() {
         let stage = stage_of(&builder, row);
         let event = builder.build(idx, row as usize);
-        if let Some(v) = grouped.get_mut(stage) {
+        if let Some(v) = grouped.get_mut(&stage) {
             v.push(event);
         }
     }
     (grouped, Some(chosen))
 }
 
-/// Position of a stage in the report (`extend`/`prefill`, `decode`, `all`).
-pub fn stage_rank(stage: &str) -> u8 {
-    match stage {
-        "extend" | "prefill" => 0,
-        "decode" => 1,
-        "all" => 2,
-        _ => 99,
-    }
-}
-
 /// The stages to report, in order: `all` only when it is the only stage.
-pub fn render_stages<V>(groups: &IndexMap<String, V>) -> Vec<String> {
-    let only_all = groups.keys().all(|s| s == "all");
-    let mut stages: Vec<String> = groups.keys().filter(|s| only_all || *s != "all").cloned().collect();
-    stages.sort_by(|a, b| stage_rank(a).cmp(&stage_rank(b)).then_with(|| a.cmp(b)));
+pub fn render_stages<V>(groups: &IndexMap<Stage, V>) -> Vec<Stage> {
+    let only_all = groups.keys().all(|s| *s == Stage::All);
+    let mut stages: Vec<Stage> = groups.keys().filter(|s| only_all || **s != Stage::All).copied().collect();
+    stages.sort();
     stages
 }
 
@@ -184,11 +175,11 @@ pub fn render_stages<V>(groups: &IndexMap<String, V>) -> Vec<String> {
 /// trace has no GPU kernels.
 pub fn stage_bundles<'t>(
     trace: &'t Trace,
-    default_stage: &str,
+    default_stage: Stage,
     label_prefix: &str,
     pid_substring: Option<&str>,
     masking: Masking,
-) -> Vec<(String, StageBundle<'t>)> {
+) -> Vec<(Stage, StageBundle<'t>)> {
     stage_bundles_with(trace, &RowStages::build(trace), default_stage, label_prefix, pid_substring, masking)
 }
 
@@ -196,11 +187,11 @@ pub fn stage_bundles<'t>(
 pub fn stage_bundles_with<'t>(
     trace: &'t Trace,
     stages: &RowStages,
-    default_stage: &str,
+    default_stage: Stage,
     label_prefix: &str,
     pid_substring: Option<&str>,
     masking: Masking,
-) -> Vec<(String, StageBundle<'t>)> {
+) -> Vec<(Stage, StageBundle<'t>)> {
     let (mut groups, pid) = extract_events_by_stage(trace, stages, pid_substring, default_stage, masking);
     if groups.is_empty() {
         return Vec::new();
@@ -214,9 +205,9 @@ pub fn stage_bundles_with<'t>(
     // Mirrors the reference's "all" fallback; with one file the rendered
     // stages are never empty, so this only guards odd inputs.
     if out.is_empty() {
-        if let Some(events) = groups.shift_remove("all") {
+        if let Some(events) = groups.shift_remove(&Stage::All) {
             let bundle = StageBundle { label: format!("{label_prefix}-all"), trace, events, pid, masking };
-            out.push(("all".to_string(), bundle));
+            out.push((Stage::All, bundle));
         }
     }
     out
@@ -256,22 +247,22 @@ mod tests {
         let (_, pid) = extract_kernel_events(&trace, Some("TP01"));
         assert_eq!(pid.as_deref(), Some("TP01 b"));
 
-        let bundles = stage_bundles(&trace, "decode", "formal", None, Masking::WordStart);
+        let bundles = stage_bundles(&trace, Stage::Decode, "formal", None, Masking::WordStart);
         assert_eq!(bundles.len(), 1);
-        assert_eq!((bundles[0].0.as_str(), bundles[0].1.label.as_str()), ("decode", "formal-decode"));
+        assert_eq!((bundles[0].0, bundles[0].1.label.as_str()), (Stage::Decode, "formal-decode"));
         assert_eq!(bundles[0].1.events.len(), 3);
-        assert!(stage_bundles(&trace_from_value(&json!({"traceEvents": []})), "all", "f", None, Masking::WordStart).is_empty());
+        assert!(stage_bundles(&trace_from_value(&json!({"traceEvents": []})), Stage::All, "f", None, Masking::WordStart).is_empty());
     }
 
     #[test]
     fn render_order_hides_all_when_named_stages_exist() {
-        let mut g: IndexMap<String, ()> = IndexMap::new();
-        g.insert("all".into(), ());
-        g.insert("decode".into(), ());
-        g.insert("extend".into(), ());
-        assert_eq!(render_stages(&g), vec!["extend", "decode"]);
-        let mut only: IndexMap<String, ()> = IndexMap::new();
-        only.insert("all".into(), ());
-        assert_eq!(render_stages(&only), vec!["all"]);
+        let mut g: IndexMap<Stage, ()> = IndexMap::new();
+        g.insert(Stage::All, ());
+        g.insert(Stage::Decode, ());
+        g.insert(Stage::Extend, ());
+        assert_eq!(render_stages(&g), vec![Stage::Extend, Stage::Decode]);
+        let mut only: IndexMap<Stage, ()> = IndexMap::new();
+        only.insert(Stage::All, ());
+        assert_eq!(render_stages(&only), vec![Stage::All]);
     }
 }

@@ -23,13 +23,14 @@ mod sweep;
 
 use std::sync::Arc;
 
+pub use crate::analysis::stage::Stage;
 pub use crate::analysis::text::Masking;
 
 use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
 
-pub use bundle::{stage_bundles, stage_bundles_with};
+pub use bundle::{render_stages, stage_bundles, stage_bundles_with};
 pub use dependency::dependency_risk_label;
 pub use detect::{canonicalize_name, classify_kernel};
 pub use sweep::analyze_overlap;
@@ -223,9 +224,9 @@ pub struct StageBundle<'t> {
 pub fn build_action_rows(
     formal: &StageBundle,
     mapping: &StageBundle,
-    stage: &str,
+    stage: Stage,
     stats: &OverlapStats,
-    kernel_map_lookup: &dyn Fn(&str, &str) -> Option<KernelEntry>,
+    kernel_map_lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
     formal_stage_payload: Option<&StagePayload>,
     table_limit: usize,
 ) -> Vec<ActionRow> {
@@ -251,12 +252,12 @@ mod tests {
             ev("nccl_allreduce", "kernel", 7, 20.0, 50.0, json!({"stream": 7, "External id": 1})),
             ev("void gemm(int)", "kernel", 8, 100.0, 10.0, json!({"stream": 8, "External id": 2})),
         ]}));
-        let mut formal = stage_bundles(&trace, "all", "formal", None, Masking::WordStart);
-        let mapping = stage_bundles(&trace, "all", "mapping", None, Masking::WordStart);
+        let mut formal = stage_bundles(&trace, Stage::All, "formal", None, Masking::WordStart);
+        let mapping = stage_bundles(&trace, Stage::All, "mapping", None, Masking::WordStart);
         let (stage, bundle) = &mut formal[0];
         let stats = analyze_overlap(&mut bundle.events);
         assert_eq!(stats, OverlapStats { total_busy_us: 60.0, overlap_us: 0.0, max_concurrent_streams: 1 });
-        let rows = build_action_rows(bundle, &mapping[0].1, stage, &stats, &|_, _| None, None, 0);
+        let rows = build_action_rows(bundle, &mapping[0].1, *stage, &stats, &|_, _| None, None, 0);
         let got: Vec<(&str, &str, &str, &str, &str)> = rows
             .iter()
             .map(|r| (&*r.priority, &*r.kernel, &*r.python_scope, &*r.launch_op, &*r.recommendation))
@@ -295,11 +296,11 @@ mod tests {
             {"ph": "X", "name": "aten::x", "cat": "cpu_op", "pid": 0, "tid": 9, "ts": 0.0, "dur": 1.0,
              "args": {"External id": 1}},
         ]}));
-        for (stage, mut bundle) in stage_bundles(&trace, "all", "f", None, Masking::WordStart) {
+        for (stage, mut bundle) in stage_bundles(&trace, Stage::All, "f", None, Masking::WordStart) {
             let stats = analyze_overlap(&mut bundle.events);
             let entry = KernelEntry { best_location: " loc ".into(), ..Default::default() };
-            let lookup = move |_: &str, _: &str| Some(entry.clone());
-            let rows = build_action_rows(&bundle, &bundle, &stage, &stats, &lookup, None, 3);
+            let lookup = move |_: Stage, _: &str| Some(entry.clone());
+            let rows = build_action_rows(&bundle, &bundle, stage, &stats, &lookup, None, 3);
             assert!(rows.len() <= 3);
         }
     }

@@ -8,6 +8,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use indexmap::IndexMap;
 
+use crate::analysis::stage::Stage;
 use super::contexts::{
     choose_cpu_context, choose_launch_context, cpu_launch_contexts, launch_contexts, temporal_scope_lookup, FrameNames,
     ScopeChain,
@@ -133,8 +134,8 @@ fn credit_kernel_entry(stats: &mut SourceStats, entry: &KernelEntry) {
 /// asked (stage, canonical name) for the kernel module's map entry.
 pub fn build_kernel_source_map(
     mapping: &StageBundle,
-    lookup: &dyn Fn(&str, &str) -> Option<KernelEntry>,
-    stage: &str,
+    lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
+    stage: Stage,
 ) -> SourceMap {
     let trace = mapping.trace;
     let sampled = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME);

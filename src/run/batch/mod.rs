@@ -18,7 +18,7 @@ use std::time::Instant;
 use indexmap::IndexMap;
 
 use crate::analysis::ranks::{RankFacts, RankSource, StageFacts};
-use crate::analysis::stage::parse_stage;
+use crate::analysis::stage::{parse_stage, Stage};
 use crate::report::model::TriageReport;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::run::discover::{discover_trace_files, parse_tp_rank};
@@ -151,9 +151,9 @@ fn comm_exposure<'a>(kernels: impl Iterator<Item = (&'a str, &'a str, f64)>) -> 
 
 /// Per-stage facts from a triage report and its exposure per bundle.
 fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
-    let mut stages: IndexMap<String, StageFacts> = IndexMap::new();
-    let blank = |stage: &str| StageFacts {
-        stage: stage.to_string(),
+    let mut stages: IndexMap<Stage, StageFacts> = IndexMap::new();
+    let blank = |stage: Stage| StageFacts {
+        stage,
         bundle: String::new(),
         busy_us: 0.0,
         overlap_us: 0.0,
@@ -164,7 +164,7 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
         gpu_time_us: 0.0,
     };
     for s in &report.overlap_stats {
-        let f = stages.entry(s.stage.clone()).or_insert_with(|| blank(&s.stage));
+        let f = stages.entry(s.stage).or_insert_with(|| blank(s.stage));
         f.bundle = s.bundle.clone();
         f.busy_us = s.total_busy_us;
         f.overlap_us = s.overlap_us;
@@ -174,13 +174,13 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
         }
     }
     for o in &report.overlap_rows {
-        let f = stages.entry(o.stage.clone()).or_insert_with(|| blank(&o.stage));
+        let f = stages.entry(o.stage).or_insert_with(|| blank(o.stage));
         if f.top_headroom.is_none() && o.row.verdict == "headroom" {
             f.top_headroom = Some((o.row.priority.clone(), o.row.kernel.clone()));
         }
     }
     for t in &report.kernel_tables {
-        let f = stages.entry(t.stage.clone()).or_insert_with(|| blank(&t.stage));
+        let f = stages.entry(t.stage).or_insert_with(|| blank(t.stage));
         f.gpu_time_us += t.total_us;
         f.kernels.extend(t.rows.iter().map(|r| (r.name.clone(), r.category.clone(), r.total_us())));
     }
@@ -210,7 +210,7 @@ pub fn analyze_file(
         .collect();
     Ok(FileAnalysis {
         facts: RankFacts { file: file.path.clone(), rank, rank_source, stages: stage_facts(&report, &exposure) },
-        path_stage: parse_stage(&file.path).to_string(),
+        path_stage: parse_stage(&file.path),
         triage_ms,
         report_json: crate::report::json::to_value(&report, 0),
     })
