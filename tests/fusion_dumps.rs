@@ -11,8 +11,9 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
+use torchtriage::analysis::framework::Framework;
 use torchtriage::analysis::fusion::{detect_fusion_opportunities, FusionOpportunity, Registry};
-use torchtriage::analysis::types::{Aggregate, KernelEntry, KernelRow, SiteEntry};
+use torchtriage::analysis::types::{list_cell, Aggregate, KernelEntry, KernelRow, SiteEntry};
 
 fn s(v: &Value, key: &str) -> String {
     match v.get(key) {
@@ -56,9 +57,18 @@ fn kernel_row(v: &Value) -> KernelRow {
             count: agg.get("count").and_then(Value::as_u64).unwrap_or(0),
             max_us: f(agg, "max_us"),
         },
-        location: s(v, "location"),
-        cpu_op: s(v, "cpu_op"),
+        location: cell_list(&s(v, "location"), "unresolved"),
+        cpu_op: cell_list(&s(v, "cpu_op"), "-"),
         entry,
+    }
+}
+
+/// A reference cell (`<br>`-joined, or its empty marker) as a list.
+fn cell_list(cell: &str, empty: &str) -> Vec<String> {
+    if cell == empty {
+        Vec::new()
+    } else {
+        cell.split("<br>").map(str::to_string).collect()
     }
 }
 
@@ -75,15 +85,15 @@ fn compare(ours: &[FusionOpportunity], want: &[Value]) -> Option<String> {
     }
     for (o, w) in ours.iter().zip(want) {
         let cols = [
-            ("pattern", &o.pattern),
-            ("status", &o.status),
-            ("confidence", &o.confidence),
-            ("evidence", &o.evidence),
-            ("current_locations", &o.current_locations),
-            ("candidate_path", &o.candidate_path),
+            ("pattern", o.pattern.clone()),
+            ("status", o.status.clone()),
+            ("confidence", o.confidence.clone()),
+            ("evidence", list_cell(&o.evidence, "-")),
+            ("current_locations", list_cell(&o.current_locations, "-")),
+            ("candidate_path", list_cell(&o.candidate_path, "-")),
         ];
         for (key, ours) in cols {
-            if *ours != s(w, key) {
+            if ours != s(w, key) {
                 return Some(format!("{}: {key}: ours {:?} want {:?}", o.pattern, ours, s(w, key)));
             }
         }
@@ -131,7 +141,7 @@ fn fuse_matches_reference_dumps() {
             let total = f(call, "total_us");
             let run = |args: &Value, fw: &Value| {
                 let args = if args.is_null() { None } else { Some(args) };
-                detect_fusion_opportunities(&registry, &rows, total, args, fw.as_str().unwrap_or("auto"))
+                detect_fusion_opportunities(&registry, &rows, total, args, fw.as_str().and_then(Framework::from_id))
             };
             let ours = run(&call["server_args"], &call["framework"]);
             let want = call["opportunities"].as_array().cloned().unwrap_or_default();

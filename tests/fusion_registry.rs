@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
+use torchtriage::analysis::framework::Framework;
 use torchtriage::analysis::fusion::{detect_fusion_opportunities, Registry, Source};
 use torchtriage::analysis::types::{Aggregate, KernelEntry, KernelRow, SiteEntry};
 
@@ -12,7 +13,7 @@ fn row(name: &str, us: f64) -> KernelRow {
     KernelRow {
         name: name.into(),
         category: "other".into(),
-        location: "unresolved".into(),
+        location: Vec::new(),
         aggregate: Aggregate { total_us: us, count: 2, max_us: us / 2.0 },
         ..Default::default()
     }
@@ -52,16 +53,16 @@ fn user_pattern_is_added_and_matches() {
         ..Default::default()
     });
     let rows = vec![row("AddBias_kernel", 4.0), gelu, row("gemm", 90.0)];
-    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, "vllm");
+    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Vllm));
     assert_eq!(got.len(), 1);
     let o = &got[0];
     assert_eq!(o.pattern, "My fused bias + GELU");
     assert_eq!(o.status, "upstream split");
     assert_eq!(o.confidence, "Candidate"); // 10% related, below likely_share 20
     assert_eq!(o.related_us, 10.0);
-    assert_eq!(o.evidence, "AddBias_kernel (4.0%)<br>triton_poi_fused_gelu_3 (6.0%)");
-    assert_eq!(o.current_locations, "forward @ model/mlp.py:40");
-    assert_eq!(o.candidate_path, "my_project/kernels/bias_gelu.py");
+    assert_eq!(o.evidence, vec!["AddBias_kernel (4.0%)", "triton_poi_fused_gelu_3 (6.0%)"]);
+    assert_eq!(o.current_locations, vec!["forward @ model/mlp.py:40"]);
+    assert_eq!(o.candidate_path, vec!["my_project/kernels/bias_gelu.py"]);
 }
 
 #[test]
@@ -87,9 +88,9 @@ likely_share = 1.0
     assert!(matches!(&spec.source, Source::User { overrides: true, .. }));
 
     let rows = vec![row("void my_softcap_kernel<float>", 3.0), row("gemm", 97.0)];
-    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, "sglang");
+    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang));
     assert_eq!(got.len(), 1);
-    assert_eq!(got[0].candidate_path, "python/sglang/srt/layers/my_softcap.py");
+    assert_eq!(got[0].candidate_path, vec!["python/sglang/srt/layers/my_softcap.py"]);
     assert_eq!(got[0].status, "mainline direct");
 }
 

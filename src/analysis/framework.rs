@@ -4,61 +4,108 @@
 
 use crate::pysem::normalize_text;
 
-/// The canonical framework id for a user-supplied name (`auto` if unknown).
-pub fn canonicalize_framework(value: &str) -> &'static str {
-    let lowered = normalize_text(value).to_lowercase().replace('_', "-");
-    match lowered.as_str() {
-        "" | "auto" => "auto",
-        "sglang" | "sgl" => "sglang",
-        "vllm" => "vllm",
-        "trt" | "tllm" | "trtllm" | "tensorrt-llm" | "tensorrtllm" => "trtllm",
-        "tokenspeed" | "token-speed" | "ts" => "tokenspeed",
-        _ => "auto",
+/// A serving framework whose traces and fused kernels the analyses know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framework {
+    Sglang,
+    Vllm,
+    Trtllm,
+    Tokenspeed,
+}
+
+impl Framework {
+    /// Every framework, in the order pattern files list them.
+    pub const ALL: [Framework; 4] = [Framework::Sglang, Framework::Vllm, Framework::Trtllm, Framework::Tokenspeed];
+
+    /// The id used in pattern files and JSON: `sglang`, `vllm`, `trtllm`, `tokenspeed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Framework::Sglang => "sglang",
+            Framework::Vllm => "vllm",
+            Framework::Trtllm => "trtllm",
+            Framework::Tokenspeed => "tokenspeed",
+        }
+    }
+
+    /// Human name: `SGLang`, `vLLM`, `TensorRT-LLM`, `TokenSpeed`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Framework::Sglang => "SGLang",
+            Framework::Vllm => "vLLM",
+            Framework::Trtllm => "TensorRT-LLM",
+            Framework::Tokenspeed => "TokenSpeed",
+        }
+    }
+
+    /// The framework an id names exactly (`sglang`, `vllm`, ...).
+    pub fn from_id(id: &str) -> Option<Framework> {
+        Framework::ALL.into_iter().find(|f| f.as_str() == id)
     }
 }
 
-/// Human name of a framework id.
-pub fn framework_display_name(value: &str) -> String {
-    match canonicalize_framework(value) {
-        "auto" => "auto".into(),
-        "sglang" => "SGLang".into(),
-        "vllm" => "vLLM".into(),
-        "trtllm" => "TensorRT-LLM".into(),
-        "tokenspeed" => "TokenSpeed".into(),
-        _ => value.to_string(),
+impl std::fmt::Display for Framework {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the user asked for: detect the framework, or use this one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrameworkChoice {
+    #[default]
+    Auto,
+    Fixed(Framework),
+}
+
+impl std::str::FromStr for FrameworkChoice {
+    type Err = String;
+
+    /// Accepts `auto` and each framework with its common aliases
+    /// (`sgl`, `trt`, `tensorrt-llm`, `ts`, ...), case-insensitively.
+    fn from_str(value: &str) -> Result<Self, String> {
+        let lowered = normalize_text(value).to_lowercase().replace('_', "-");
+        Ok(match lowered.as_str() {
+            "" | "auto" => FrameworkChoice::Auto,
+            "sglang" | "sgl" => FrameworkChoice::Fixed(Framework::Sglang),
+            "vllm" => FrameworkChoice::Fixed(Framework::Vllm),
+            "trt" | "tllm" | "trtllm" | "tensorrt-llm" | "tensorrtllm" => FrameworkChoice::Fixed(Framework::Trtllm),
+            "tokenspeed" | "token-speed" | "ts" => FrameworkChoice::Fixed(Framework::Tokenspeed),
+            _ => return Err(format!("unknown framework {value:?} (use auto, sglang, vllm, trtllm or tokenspeed)")),
+        })
     }
 }
 
 /// Framework named by free text (a path, a trace sample, server args).
-pub fn detect_from_text(text: &str) -> Option<&'static str> {
+pub fn detect_from_text(text: &str) -> Option<Framework> {
     let lowered = normalize_text(text).to_lowercase();
     if lowered.is_empty() {
         return None;
     }
     if ["tokenspeed", "token-speed", "/ts/"].iter().any(|t| lowered.contains(t)) {
-        return Some("tokenspeed");
+        return Some(Framework::Tokenspeed);
     }
     if ["tensorrt_llm", "tensorrt-llm", "trtllm", "pyexecutor"].iter().any(|t| lowered.contains(t)) {
-        return Some("trtllm");
+        return Some(Framework::Trtllm);
     }
     if lowered.contains("vllm") {
-        return Some("vllm");
+        return Some(Framework::Vllm);
     }
     if ["python/sglang/", "sgl_kernel/", "sglang/"].iter().any(|t| lowered.contains(t)) {
-        return Some("sglang");
+        return Some(Framework::Sglang);
     }
     None
 }
 
 /// Framework implied by a `server_args.json` object.
-pub fn detect_from_server_args(server_args: Option<&serde_json::Value>) -> Option<&'static str> {
+pub fn detect_from_server_args(server_args: Option<&serde_json::Value>) -> Option<Framework> {
     let map = server_args?.as_object().filter(|m| !m.is_empty())?;
     let keys: Vec<String> = map.keys().map(|k| normalize_text(k).to_lowercase()).collect();
     let has_key = |set: &[&str]| keys.iter().any(|k| set.contains(&k.as_str()));
     let text = serde_json::to_string(&serde_json::Value::Object(map.clone())).unwrap_or_default();
     let lowered = text.to_lowercase();
     if lowered.contains("tokenspeed") || lowered.contains("token-speed") {
-        return Some("tokenspeed");
+        return Some(Framework::Tokenspeed);
     }
     if has_key(&[
         "attn_tp_size",
@@ -69,7 +116,7 @@ pub fn detect_from_server_args(server_args: Option<&serde_json::Value>) -> Optio
         "comm_fusion_max_num_tokens",
         "enable_allreduce_fusion",
     ]) {
-        return Some("tokenspeed");
+        return Some(Framework::Tokenspeed);
     }
     if let Some(hint) = detect_from_text(&text) {
         return Some(hint);
@@ -82,7 +129,7 @@ pub fn detect_from_server_args(server_args: Option<&serde_json::Value>) -> Optio
         "chunked_prefill_size",
         "schedule_policy",
     ]) {
-        return Some("sglang");
+        return Some(Framework::Sglang);
     }
     None
 }
@@ -93,26 +140,29 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(canonicalize_framework("TensorRT_LLM"), "trtllm");
-        assert_eq!(canonicalize_framework("ts"), "tokenspeed");
-        assert_eq!(canonicalize_framework("foo"), "auto");
-        assert_eq!(framework_display_name("vllm"), "vLLM");
+        let parse = |s: &str| s.parse::<FrameworkChoice>();
+        assert_eq!(parse("TensorRT_LLM"), Ok(FrameworkChoice::Fixed(Framework::Trtllm)));
+        assert_eq!(parse("ts"), Ok(FrameworkChoice::Fixed(Framework::Tokenspeed)));
+        assert_eq!(parse("AUTO"), Ok(FrameworkChoice::Auto));
+        assert!(parse("foo").is_err());
+        assert_eq!(Framework::Vllm.display_name(), "vLLM");
+        assert_eq!(Framework::from_id("trtllm"), Some(Framework::Trtllm));
     }
 
     #[test]
     fn text_hints() {
-        assert_eq!(detect_from_text("/x/vllm_decode_full/a.json"), Some("vllm"));
+        assert_eq!(detect_from_text("/x/vllm_decode_full/a.json"), Some(Framework::Vllm));
         assert_eq!(detect_from_text("/x/sglang_decode/a.json"), None);
-        assert_eq!(detect_from_text("python/sglang/srt/x.py"), Some("sglang"));
-        assert_eq!(detect_from_text("PyExecutor"), Some("trtllm"));
+        assert_eq!(detect_from_text("python/sglang/srt/x.py"), Some(Framework::Sglang));
+        assert_eq!(detect_from_text("PyExecutor"), Some(Framework::Trtllm));
     }
 
     #[test]
     fn server_args_hints() {
         let v = serde_json::json!({"attention_backend": "fa3", "model_path": "m"});
-        assert_eq!(detect_from_server_args(Some(&v)), Some("sglang"));
+        assert_eq!(detect_from_server_args(Some(&v)), Some(Framework::Sglang));
         let v = serde_json::json!({"model": "/ts/x"});
-        assert_eq!(detect_from_server_args(Some(&v)), Some("tokenspeed"));
+        assert_eq!(detect_from_server_args(Some(&v)), Some(Framework::Tokenspeed));
         assert_eq!(detect_from_server_args(Some(&serde_json::json!({}))), None);
     }
 }

@@ -48,14 +48,36 @@ pub struct KernelRow {
     pub name: String,
     pub category: String,
     pub aggregate: Aggregate,
-    pub location: String,
-    pub cpu_op: String,
+    /// Python locations the kernel is launched from (empty: unresolved).
+    pub location: Vec<String>,
+    /// CPU ops that launch it (empty: none known).
+    pub cpu_op: Vec<String>,
     pub entry: Option<KernelEntry>,
 }
 
 impl KernelRow {
     pub fn total_us(&self) -> f64 {
         self.aggregate.total_us
+    }
+
+    /// The location cell as the reference prints it: `<br>`-joined, or
+    /// `unresolved`.
+    pub fn location_cell(&self) -> String {
+        list_cell(&self.location, "unresolved")
+    }
+
+    /// The CPU-op cell as the reference prints it: `<br>`-joined, or `-`.
+    pub fn cpu_op_cell(&self) -> String {
+        list_cell(&self.cpu_op, "-")
+    }
+}
+
+/// A list as one table cell: items joined with `<br>`, or `empty`.
+pub fn list_cell(items: &[String], empty: &str) -> String {
+    if items.is_empty() {
+        empty.to_string()
+    } else {
+        items.join("<br>")
     }
 }
 

@@ -9,13 +9,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::triage::Format;
-use super::Global;
+use super::{AnalysisArgs, Global};
 use crate::analysis::ranks::{summarize, RankFacts};
 use crate::report::batch as render;
 use crate::run::batch::memory::{default_budget, footprint, uncompressed_size};
 use crate::run::batch::schedule::{run_bounded, Observer, Task};
 use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileOutcome};
-use crate::run::triage::TriageOptions;
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -40,15 +39,8 @@ pub struct BatchArgs {
     /// MemAvailable).
     #[arg(long)]
     pub mem_budget_mb: Option<u64>,
-    /// Serving framework (auto detects it per file).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "sglang", "vllm", "trtllm", "tokenspeed"])]
-    pub framework: String,
-    /// Restrict the overlap analysis to process ids containing this text.
-    #[arg(long)]
-    pub pid_substring: Option<String>,
-    /// Hide overlap and kernel rows below this share of the stage, in percent.
-    #[arg(long, default_value_t = 1.0)]
-    pub min_share: f64,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
 }
 
 /// Overall bar (files, bytes) plus one line per file in flight, on stderr.
@@ -132,9 +124,6 @@ fn check_args(args: &BatchArgs) -> Result<()> {
     if !args.straggler_pct.is_finite() || args.straggler_pct < 0.0 {
         return Err(Error::usage("--straggler-pct must be a non-negative number"));
     }
-    if !args.min_share.is_finite() || args.min_share < 0.0 {
-        return Err(Error::usage("--min-share must be a non-negative number"));
-    }
     if args.jobs == Some(0) {
         return Err(Error::usage("--jobs must be at least 1"));
     }
@@ -157,16 +146,8 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     };
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let budget = args.mem_budget_mb.map_or_else(default_budget, |mb| mb.saturating_mul(1 << 20));
-    let opts = TriageOptions {
-        framework: args.framework.clone(),
-        pid_substring: args.pid_substring.clone().filter(|s| !s.is_empty()),
-        kernel_table_limit: 0,
-        overlap_table_limit: 0,
-        min_share: args.min_share,
-        quiet: true,
-        patterns: Vec::new(),
-        masking: Default::default(),
-    };
+    // Per-file ingest progress has no place inside a batch.
+    let opts = args.analysis.triage_options(true)?;
     let tasks: Vec<Task<BatchFile>> = files
         .iter()
         .map(|f| Task { footprint: footprint(uncompressed_size(&f.path, f.size)), item: f.clone() })

@@ -6,6 +6,44 @@ pub mod patterns;
 pub mod stats;
 pub mod triage;
 
+use crate::analysis::framework::FrameworkChoice;
+use crate::run::triage::TriageOptions;
+
+/// Analysis options shared by `triage` and `batch`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct AnalysisArgs {
+    /// Serving framework: auto (detect it from the trace, path and server
+    /// args), sglang, vllm, trtllm or tokenspeed.
+    #[arg(long, default_value = "auto", value_parser = parse_framework)]
+    pub framework: FrameworkChoice,
+    /// Restrict the overlap analysis to process ids containing this text.
+    #[arg(long)]
+    pub pid_substring: Option<String>,
+    /// Hide rows below this share of the stage's GPU time, in percent.
+    #[arg(long, default_value_t = 1.0)]
+    pub min_share: f64,
+}
+
+fn parse_framework(value: &str) -> std::result::Result<FrameworkChoice, String> {
+    value.parse()
+}
+
+impl AnalysisArgs {
+    /// Triage options with these settings and defaults elsewhere.
+    pub fn triage_options(&self, quiet: bool) -> crate::Result<TriageOptions> {
+        if !self.min_share.is_finite() || self.min_share < 0.0 {
+            return Err(crate::Error::usage("--min-share must be a non-negative number"));
+        }
+        Ok(TriageOptions {
+            framework: self.framework,
+            pid_substring: self.pid_substring.clone().filter(|s| !s.is_empty()),
+            min_share: self.min_share,
+            quiet,
+            ..TriageOptions::default()
+        })
+    }
+}
+
 /// Options every subcommand accepts.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct Global {

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::Global;
+use super::{AnalysisArgs, Global};
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 use crate::analysis::text::Masking;
 use crate::error::{Error, Result};
@@ -27,21 +27,14 @@ pub struct TriageArgs {
     /// Graph-on formal trace file or directory (with --mapping).
     #[arg(long, conflicts_with = "input", requires = "mapping")]
     pub formal: Option<PathBuf>,
-    /// Serving framework (auto detects it from the trace, path and server args).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "sglang", "vllm", "trtllm", "tokenspeed"])]
-    pub framework: String,
-    /// Restrict the overlap analysis to process ids containing this text.
-    #[arg(long)]
-    pub pid_substring: Option<String>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
     /// Kernel rows considered per stage (0 = all).
     #[arg(long, default_value_t = 0)]
     pub kernel_table_limit: usize,
     /// Overlap rows per stage (0 = all).
     #[arg(long, default_value_t = 0)]
     pub overlap_table_limit: usize,
-    /// Hide rows below this share of the stage's GPU time, in percent.
-    #[arg(long, default_value_t = 1.0)]
-    pub min_share: f64,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     pub format: Format,
@@ -61,23 +54,17 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         (None, Some(m), Some(f)) => TriageInput::Pair { mapping: m.clone(), formal: f.clone() },
         _ => return Err(Error::usage("give either INPUT or both --mapping and --formal")),
     };
-    if !args.min_share.is_finite() || args.min_share < 0.0 {
-        return Err(Error::usage("--min-share must be a non-negative number"));
-    }
     let opts = TriageOptions {
-        framework: args.framework.clone(),
-        pid_substring: args.pid_substring.clone().filter(|s| !s.is_empty()),
         kernel_table_limit: args.kernel_table_limit,
         overlap_table_limit: args.overlap_table_limit,
-        min_share: args.min_share,
-        quiet: global.quiet,
         patterns: args.patterns.clone(),
         masking: if args.reference_masking { Masking::Reference } else { Masking::WordStart },
+        ..args.analysis.triage_options(global.quiet)?
     };
     let rep = run_triage(&input, &opts)?;
     let text = match args.format {
         Format::Markdown => report::markdown::render(&rep),
-        Format::Json => report::json::render(&rep, args.kernel_table_limit),
+        Format::Json => report::json::render(&rep),
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let mut out = std::io::stdout().lock();

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use crate::analysis::stage::Stage;
-use crate::analysis::framework::framework_display_name;
-use crate::report::model::TriageReport;
+use crate::analysis::types::list_cell;
+use crate::report::model::{KernelTableRow, Mode, TriageReport};
 
 /// Markdown-safe table cell.
 pub fn escape_md_cell(text: &str) -> String {
@@ -68,7 +68,8 @@ fn stage_sections(stages: &[Stage], render: &dyn Fn(&[usize]) -> Vec<String>) ->
 }
 
 fn kernel_tables(r: &TriageReport) -> Vec<String> {
-    let stages: Vec<Stage> = r.kernel_rows.iter().map(|k| k.stage).collect();
+    let rows: Vec<(Stage, &KernelTableRow)> = r.rendered_kernel_rows().collect();
+    let stages: Vec<Stage> = rows.iter().map(|(s, _)| *s).collect();
     stage_sections(&stages, &|idx| {
         let mut lines = vec![
             "| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |".to_string(),
@@ -82,7 +83,7 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
             return lines;
         }
         for &i in idx {
-            let k = &r.kernel_rows[i];
+            let k = rows[i].1;
             lines.push(format!(
                 "| {} | {} | {} | {}% | {} | {} | {} |",
                 escape_md_cell(&k.kernel),
@@ -90,8 +91,8 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
                 format_ms(k.total_us),
                 fixed(k.share_pct, 1),
                 k.launches,
-                escape_md_cell(&k.location),
-                escape_md_cell(&k.cpu_op)
+                escape_md_cell(&k.location_cell()),
+                escape_md_cell(&k.cpu_op_cell())
             ));
         }
         lines
@@ -153,16 +154,16 @@ fn fuse_tables(r: &TriageReport) -> Vec<String> {
         }
         for &i in idx {
             let f = &r.fuse_rows[i];
-            let it = &f.item;
+            let it = f;
             lines.push(format!(
                 "| {} | {} | {} | {}% | {} | {} | {} | {} |",
                 escape_md_cell(&it.pattern),
                 escape_md_cell(&it.confidence),
                 format_ms(it.related_us),
                 fixed(f.share_pct, 1),
-                escape_md_cell(&it.evidence),
-                escape_md_cell(&it.current_locations),
-                escape_md_cell(&it.candidate_path),
+                escape_md_cell(&list_cell(&it.evidence, "-")),
+                escape_md_cell(&list_cell(&it.current_locations, "-")),
+                escape_md_cell(&list_cell(&it.candidate_path, "-")),
                 escape_md_cell(&it.rationale)
             ));
         }
@@ -177,17 +178,17 @@ fn join_paths(paths: &[PathBuf]) -> String {
 /// The whole triage view, without a trailing newline.
 pub fn render(r: &TriageReport) -> String {
     let mut lines = vec!["Triage View".to_string()];
-    if r.single {
+    if r.mode == Mode::SingleTrace {
         lines.push("Mode: single-trace".into());
-        lines.push(format!("Framework: {}", framework_display_name(&r.formal_framework)));
+        lines.push(format!("Framework: {}", r.framework.formal.display_name()));
         lines.push(format!("Input traces: {}", join_paths(&r.formal_traces)));
     } else {
         lines.push("Mode: mapping-formal".into());
-        if r.mapping_framework == r.formal_framework {
-            lines.push(format!("Framework: {}", framework_display_name(&r.formal_framework)));
+        if r.framework.mapping == r.framework.formal {
+            lines.push(format!("Framework: {}", r.framework.formal.display_name()));
         } else {
-            lines.push(format!("Mapping framework: {}", framework_display_name(&r.mapping_framework)));
-            lines.push(format!("Formal framework: {}", framework_display_name(&r.formal_framework)));
+            lines.push(format!("Mapping framework: {}", r.framework.mapping.display_name()));
+            lines.push(format!("Formal framework: {}", r.framework.formal.display_name()));
         }
         lines.push(format!("Mapping traces: {}", join_paths(&r.mapping_traces)));
         lines.push(format!("Formal traces: {}", join_paths(&r.formal_traces)));

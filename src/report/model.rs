@@ -2,84 +2,178 @@
 
 use std::path::PathBuf;
 
+use crate::analysis::framework::Framework;
 use crate::analysis::ranks::RankFacts;
 use crate::analysis::stage::Stage;
 use crate::error::Result;
 
+use serde::Serialize;
+
 use crate::analysis::fusion::FusionOpportunity;
 use crate::analysis::overlap::ActionRow;
-use crate::analysis::types::KernelRow;
+use crate::analysis::types::list_cell;
 
-/// All kernel rows of one (formal trace, stage), before the share filter.
-#[derive(Clone, Debug)]
+/// Version of the JSON layout ([`crate::report::json`]); documented in
+/// `docs/json-schema.md`. Raised whenever a field changes meaning or type.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Whether the trace served as its own mapping trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    SingleTrace,
+    MappingFormal,
+}
+
+/// The framework each side was read as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Frameworks {
+    pub mapping: Framework,
+    pub formal: Framework,
+}
+
+/// Every kernel row of one (formal trace, stage), with the share filter's
+/// verdict per row.
+#[derive(Clone, Debug, Serialize)]
 pub struct KernelTable {
+    #[serde(serialize_with = "display_path")]
     pub trace: PathBuf,
     pub stage: Stage,
     /// GPU time of the stage's kernels.
     pub total_us: f64,
     /// GPU time of all ranked kernels of the trace.
     pub trace_total_us: f64,
-    pub rows: Vec<KernelRow>,
+    pub rows: Vec<KernelTableRow>,
 }
 
-/// A kernel row that cleared the share bar.
-#[derive(Clone, Debug)]
-pub struct RenderedKernelRow {
-    pub stage: Stage,
+/// One kernel (canonical name) of a stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelTableRow {
     pub kernel: String,
     pub category: String,
     pub total_us: f64,
+    /// Share of the stage's GPU time, percent.
     pub share_pct: f64,
     pub launches: u64,
     pub max_us: f64,
-    pub location: String,
-    pub cpu_op: String,
+    pub avg_us: f64,
+    /// Python locations launching it (empty: unresolved).
+    pub location: Vec<String>,
+    /// CPU ops launching it (empty: none known).
+    pub cpu_op: Vec<String>,
+    /// Within the row limit and at or above the share bar: shown in tables.
+    pub rendered: bool,
 }
 
-/// An overlap action row of one stage; `rendered` when it clears the share bar.
-pub struct RenderedOverlapRow {
+impl KernelTableRow {
+    /// The location cell as tables print it: `<br>`-joined, or `unresolved`.
+    pub fn location_cell(&self) -> String {
+        list_cell(&self.location, "unresolved")
+    }
+
+    /// The CPU-op cell as tables print it: `<br>`-joined, or `-`.
+    pub fn cpu_op_cell(&self) -> String {
+        list_cell(&self.cpu_op, "-")
+    }
+}
+
+/// An overlap action row of one stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct OverlapRow {
     pub stage: Stage,
+    #[serde(flatten)]
     pub row: ActionRow,
-    /// Cleared the share bar (shown in the markdown table); JSON lists every row.
+    /// Cleared the share bar (shown in tables); JSON lists every row.
     pub rendered: bool,
 }
 
 /// Overlap statistics of one formal stage bundle.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct OverlapStageStats {
     pub bundle: String,
     pub stage: Stage,
     pub total_busy_us: f64,
+    #[serde(rename = "total_overlap_us")]
     pub overlap_us: f64,
     pub max_concurrent_streams: usize,
     /// Exclusive (exposed) time per kernel of the sweep: (canonical name,
     /// overlap category, exclusive µs), first-seen order.
+    #[serde(skip)]
     pub exclusive_by_kernel: Vec<(String, &'static str, f64)>,
 }
 
 /// A fusion opportunity that cleared the share bar.
-pub struct RenderedFuseRow {
+#[derive(Clone, Debug, Serialize)]
+pub struct FuseRow {
     pub stage: Stage,
+    pub pattern: String,
+    /// `mainline|upstream|pending` + ` direct|split`.
+    pub status: String,
+    /// `Confirmed` or `Candidate`.
+    pub confidence: String,
+    pub related_us: f64,
     pub share_pct: f64,
-    pub item: FusionOpportunity,
+    pub evidence: Vec<String>,
+    pub current_locations: Vec<String>,
+    pub candidate_path: Vec<String>,
+    pub rationale: String,
 }
 
-/// Everything the report renders.
+impl FuseRow {
+    pub fn new(stage: Stage, share_pct: f64, item: FusionOpportunity) -> Self {
+        FuseRow {
+            stage,
+            pattern: item.pattern,
+            status: item.status,
+            confidence: item.confidence,
+            related_us: item.related_us,
+            share_pct,
+            evidence: item.evidence,
+            current_locations: item.current_locations,
+            candidate_path: item.candidate_path,
+            rationale: item.rationale,
+        }
+    }
+}
+
+/// Everything a triage run reports; the JSON form is this, with
+/// `schema_version` in front.
+#[derive(Clone, Debug, Serialize)]
 pub struct TriageReport {
-    pub single: bool,
-    pub mapping_framework: String,
-    pub formal_framework: String,
+    pub mode: Mode,
+    pub framework: Frameworks,
+    #[serde(serialize_with = "display_paths")]
     pub mapping_traces: Vec<PathBuf>,
+    #[serde(serialize_with = "display_paths")]
     pub formal_traces: Vec<PathBuf>,
     pub model: Option<String>,
+    /// Rows under this share (percent) are not shown in tables.
+    #[serde(rename = "min_share_pct")]
     pub min_share: f64,
     pub kernel_tables: Vec<KernelTable>,
-    pub kernel_rows: Vec<RenderedKernelRow>,
-    pub overlap_rows: Vec<RenderedOverlapRow>,
+    #[serde(rename = "overlap")]
+    pub overlap_rows: Vec<OverlapRow>,
     pub overlap_stats: Vec<OverlapStageStats>,
-    pub fuse_rows: Vec<RenderedFuseRow>,
+    #[serde(rename = "fuse")]
+    pub fuse_rows: Vec<FuseRow>,
     /// `distributedInfo` of the first formal trace, if it has one.
+    #[serde(skip)]
     pub distributed_info: Option<serde_json::Value>,
+}
+
+impl TriageReport {
+    /// Kernel rows shown in tables, table by table.
+    pub fn rendered_kernel_rows(&self) -> impl Iterator<Item = (Stage, &KernelTableRow)> {
+        self.kernel_tables.iter().flat_map(|t| t.rows.iter().filter(|r| r.rendered).map(move |r| (t.stage, r)))
+    }
+}
+
+fn display_path<S: serde::Serializer>(p: &std::path::Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_str(&p.display())
+}
+
+fn display_paths<S: serde::Serializer>(paths: &[PathBuf], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(paths.iter().map(|p| p.display().to_string()))
 }
 
 /// One trace file of the batch, in batch order.

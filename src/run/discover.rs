@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::analysis::framework::{canonicalize_framework, detect_from_server_args, detect_from_text};
+use crate::analysis::framework::{detect_from_server_args, detect_from_text, Framework, FrameworkChoice};
 use crate::analysis::stage::{parse_stage, Stage};
 use std::time::SystemTime;
 
@@ -252,7 +252,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
 /// Framework hinted by an input path: its text, its server args, then the
 /// sample text of the trace (for a directory, of its three newest traces).
 /// `sample_of` loads a trace and returns its framework sample text.
-pub fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) -> Option<&'static str> {
+pub fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) -> Option<Framework> {
     if let Some(h) = detect_from_text(&path.to_string_lossy()) {
         return Some(h);
     }
@@ -267,16 +267,17 @@ pub fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>
 
 /// The reference's `resolve_framework` for a local input.
 pub fn resolve_framework(
-    requested: &str,
+    requested: FrameworkChoice,
     input_path: &Path,
     server_args: Option<&serde_json::Value>,
     sample_of: &dyn Fn(&Path) -> Option<String>,
-) -> &'static str {
-    let explicit = canonicalize_framework(requested);
-    if explicit != "auto" {
-        return explicit;
+) -> Framework {
+    if let FrameworkChoice::Fixed(f) = requested {
+        return f;
     }
-    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, sample_of)).unwrap_or("sglang")
+    detect_from_server_args(server_args)
+        .or_else(|| detect_from_path(input_path, sample_of))
+        .unwrap_or(Framework::Sglang)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use rayon::prelude::*;
 
+use crate::analysis::framework::{Framework, FrameworkChoice};
 use crate::analysis::overlap::render_stages;
 use crate::analysis::stage::{parse_stage, Stage};
 use crate::analysis::text::Masking;
@@ -42,7 +43,7 @@ pub enum TriageInput {
 /// Knobs of a triage run.
 #[derive(Clone, Debug)]
 pub struct TriageOptions {
-    pub framework: String,
+    pub framework: FrameworkChoice,
     pub pid_substring: Option<String>,
     /// Kernel rows per stage before the share filter (0 = all).
     pub kernel_table_limit: usize,
@@ -60,7 +61,7 @@ pub struct TriageOptions {
 impl Default for TriageOptions {
     fn default() -> Self {
         TriageOptions {
-            framework: "auto".into(),
+            framework: FrameworkChoice::Auto,
             pid_substring: None,
             kernel_table_limit: 0,
             overlap_table_limit: 0,
@@ -110,7 +111,7 @@ impl Loaded {
 struct Target {
     traces: Vec<PathBuf>,
     server_args: Option<serde_json::Value>,
-    framework: String,
+    framework: Framework,
 }
 
 fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_json::Value>)> {
@@ -206,7 +207,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         }
     };
     let mapping = Target {
-        framework: resolve_framework(&opts.framework, &mapping_resolved, mapping_args.as_ref(), &sample_of).to_string(),
+        framework: resolve_framework(opts.framework, &mapping_resolved, mapping_args.as_ref(), &sample_of),
         traces: mapping_traces,
         server_args: mapping_args,
     };
@@ -214,12 +215,11 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         Target {
             traces: mapping.traces.clone(),
             server_args: mapping.server_args.clone(),
-            framework: mapping.framework.clone(),
+            framework: mapping.framework,
         }
     } else {
         Target {
-            framework: resolve_framework(&opts.framework, &formal_resolved, formal_args.as_ref(), &sample_of)
-                .to_string(),
+            framework: resolve_framework(opts.framework, &formal_resolved, formal_args.as_ref(), &sample_of),
             traces: formal_traces,
             server_args: formal_args,
         }
@@ -231,7 +231,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     // per stage, which the kernel rows read trace by trace and the overlap
     // rows the last one per stage) are independent: build them side by side.
     let (kernel_map, per_trace) = rayon::join(
-        || build_mapping_kernel_map(&mapping_views, &mapping.framework),
+        || build_mapping_kernel_map(&mapping_views, mapping.framework),
         || -> Vec<Vec<(Stage, StagePayload)>> {
             formal
                 .traces
@@ -248,15 +248,13 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let server_args = present(&formal.server_args).or_else(|| present(&mapping.server_args));
 
     let mut report = TriageReport {
-        single,
-        mapping_framework: mapping.framework.clone(),
-        formal_framework: formal.framework.clone(),
+        mode: if single { Mode::SingleTrace } else { Mode::MappingFormal },
+        framework: Frameworks { mapping: mapping.framework, formal: formal.framework },
         mapping_traces: mapping.traces.clone(),
         formal_traces: formal.traces.clone(),
         model: model_name(server_args),
         min_share: opts.min_share,
         kernel_tables: Vec::new(),
-        kernel_rows: Vec::new(),
         overlap_rows: Vec::new(),
         overlap_stats: Vec::new(),
         fuse_rows: Vec::new(),
@@ -308,14 +306,12 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
 #[derive(Default)]
 struct KernelPart {
     kernel_tables: Vec<KernelTable>,
-    kernel_rows: Vec<RenderedKernelRow>,
-    fuse_rows: Vec<RenderedFuseRow>,
+    fuse_rows: Vec<FuseRow>,
 }
 
 impl KernelPart {
     fn fill(self, report: &mut TriageReport) {
         report.kernel_tables = self.kernel_tables;
-        report.kernel_rows = self.kernel_rows;
         report.fuse_rows = self.fuse_rows;
     }
 }
@@ -323,7 +319,7 @@ impl KernelPart {
 /// What the overlap step adds to the report.
 #[derive(Default)]
 struct OverlapPart {
-    overlap_rows: Vec<RenderedOverlapRow>,
+    overlap_rows: Vec<OverlapRow>,
     overlap_stats: Vec<OverlapStageStats>,
 }
 
@@ -377,30 +373,33 @@ fn kernel_and_fuse_rows<'a>(
             let empty = StagePayload::new();
             let local = payloads.get(&stage).copied().unwrap_or(&empty);
             let rows = build_kernel_rows(stage, &stats, &categories, local, Some(kernel_map));
-            for row in limit_kernel_rows(&rows, opts.kernel_table_limit) {
-                let share = pct(row.total_us(), total);
-                if share < opts.min_share {
-                    continue;
-                }
-                report.kernel_rows.push(RenderedKernelRow {
-                    stage: stage.clone(),
-                    kernel: row.name.clone(),
-                    category: row.category.clone(),
-                    total_us: row.total_us(),
-                    share_pct: share,
-                    launches: row.aggregate.count,
-                    max_us: row.aggregate.max_us,
-                    location: row.location.clone(),
-                    cpu_op: row.cpu_op.clone(),
-                });
-            }
-            for item in detect_fusion_opportunities(registry, &rows, total, server_args, &formal.framework) {
+            for item in detect_fusion_opportunities(registry, &rows, total, server_args, Some(formal.framework)) {
                 let share = pct(item.related_us, total);
                 if share < opts.min_share {
                     continue;
                 }
-                report.fuse_rows.push(RenderedFuseRow { stage: stage.clone(), share_pct: share, item });
+                report.fuse_rows.push(FuseRow::new(stage, share, item));
             }
+            let limit = limit_kernel_rows(&rows, opts.kernel_table_limit).len();
+            let rows = rows
+                .into_iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    let share_pct = pct(row.total_us(), total);
+                    KernelTableRow {
+                        share_pct,
+                        rendered: i < limit && share_pct >= opts.min_share,
+                        total_us: row.total_us(),
+                        launches: row.aggregate.count,
+                        max_us: row.aggregate.max_us,
+                        avg_us: row.aggregate.avg_us(),
+                        kernel: row.name,
+                        category: row.category,
+                        location: row.location,
+                        cpu_op: row.cpu_op,
+                    }
+                })
+                .collect();
             report.kernel_tables.push(KernelTable {
                 trace: path.clone(),
                 stage,
@@ -471,7 +470,7 @@ fn overlap_rows<'a>(
     crate::run::progress::phase("overlap sweeps");
     let mapping_bundles = if shared { &formal_bundles } else { &mapping_bundles };
     let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
-    let per_stage: Vec<(OverlapStageStats, Vec<RenderedOverlapRow>)> = swept
+    let per_stage: Vec<(OverlapStageStats, Vec<OverlapRow>)> = swept
         .into_par_iter()
         .filter_map(|(stage, stats)| {
             let (_, mapping_bundle) = pick_stage(mapping_bundles, stage)?;
@@ -498,7 +497,7 @@ fn overlap_rows<'a>(
                 .into_iter()
                 .map(|row| {
                     let rendered = row.share_pct >= opts.min_share;
-                    RenderedOverlapRow { stage: stage.clone(), row, rendered }
+                    OverlapRow { stage, row, rendered }
                 })
                 .collect();
             Some((totals, rows))

@@ -5,6 +5,7 @@
 
 use rustc_hash::FxHashSet as HashSet;
 
+use crate::analysis::framework::Framework;
 use crate::analysis::types::KernelRow;
 use crate::pysem::normalize_text;
 
@@ -45,7 +46,7 @@ pub struct RowText {
 
 impl RowText {
     pub fn new(row: &KernelRow) -> RowText {
-        let lowered = [row.name.as_str(), row.location.as_str(), row.cpu_op.as_str()].join(" ").to_lowercase();
+        let lowered = [row.name.clone(), row.location_cell(), row.cpu_op_cell()].join(" ").to_lowercase();
         let compact = compact_match_text(&lowered);
         RowText { lowered, compact }
     }
@@ -64,8 +65,8 @@ pub struct MatchContext<'a> {
     /// Lower-cased model path from server_args.json ("" when unknown).
     pub model_path: &'a str,
     pub tp_size: i64,
-    /// Canonical framework name; "" or "auto" accepts every pattern.
-    pub framework: &'a str,
+    /// The resolved framework; `None` accepts every pattern.
+    pub framework: Option<Framework>,
 }
 
 /// One pattern's raw match before ranking and de-duplication.
@@ -78,9 +79,10 @@ pub struct PatternMatch<'r> {
 
 /// Whether the pattern applies to this framework / model / TP setup.
 pub fn gates_pass(spec: &PatternSpec, ctx: &MatchContext) -> bool {
-    let framework = normalize_text(ctx.framework).to_lowercase();
-    if !(framework.is_empty() || framework == "auto" || spec.frameworks.is_empty() || spec.frameworks.contains(&framework)) {
-        return false;
+    if let Some(f) = ctx.framework {
+        if !(spec.frameworks.is_empty() || spec.frameworks.contains(&f)) {
+            return false;
+        }
     }
     if let Some(min_tp) = spec.min_tp_size {
         if ctx.tp_size < min_tp {
@@ -141,10 +143,10 @@ pub fn match_pattern<'r>(
 }
 
 /// Identity of a kernel-table row: name, location and CPU op.
-pub type RowKey<'r> = (&'r str, &'r str, &'r str);
+pub type RowKey<'r> = (&'r str, &'r [String], &'r [String]);
 
 pub fn row_key(row: &KernelRow) -> RowKey<'_> {
-    (row.name.as_str(), row.location.as_str(), row.cpu_op.as_str())
+    (row.name.as_str(), &row.location, &row.cpu_op)
 }
 
 #[cfg(test)]
@@ -156,8 +158,8 @@ mod tests {
     fn row(name: &str, location: &str, cpu_op: &str, us: f64) -> KernelRow {
         KernelRow {
             name: name.into(),
-            location: location.into(),
-            cpu_op: cpu_op.into(),
+            location: [location].iter().filter(|l| !l.is_empty() && **l != "unresolved").map(|l| l.to_string()).collect(),
+            cpu_op: [cpu_op].iter().filter(|c| !c.is_empty() && **c != "-").map(|c| c.to_string()).collect(),
             aggregate: Aggregate { total_us: us, count: 1, max_us: us },
             ..Default::default()
         }
@@ -180,16 +182,16 @@ mod tests {
     fn gates_check_framework_model_and_tp() {
         let reg = Registry::builtin();
         let ar = reg.get("FlashInfer unified allreduce_fusion").unwrap();
-        let mut ctx = MatchContext { model_path: "", tp_size: 1, framework: "auto" };
+        let mut ctx = MatchContext { model_path: "", tp_size: 1, framework: None };
         assert!(!gates_pass(ar, &ctx));
         ctx.tp_size = 2;
         assert!(gates_pass(ar, &ctx));
-        ctx.framework = "vllm";
+        ctx.framework = Some(Framework::Vllm);
         assert!(!gates_pass(ar, &ctx));
         let q3 = reg.get("Qwen3 decode fused QK norm + 3D mRoPE + KV cache write").unwrap();
-        let ctx = MatchContext { model_path: "qwen/qwen3-8b", tp_size: 1, framework: "sglang" };
+        let ctx = MatchContext { model_path: "qwen/qwen3-8b", tp_size: 1, framework: Some(Framework::Sglang) };
         assert!(gates_pass(q3, &ctx));
-        let ctx = MatchContext { model_path: "qwen/qwen3.5-8b", tp_size: 1, framework: "sglang" };
+        let ctx = MatchContext { model_path: "qwen/qwen3.5-8b", tp_size: 1, framework: Some(Framework::Sglang) };
         assert!(!gates_pass(q3, &ctx));
     }
 
@@ -197,7 +199,7 @@ mod tests {
     fn split_match_needs_every_group_and_min_share() {
         let reg = Registry::builtin();
         let spec = reg.get("Fused sampling temperature + softmax").unwrap();
-        let ctx = MatchContext { model_path: "", tp_size: 1, framework: "" };
+        let ctx = MatchContext { model_path: "", tp_size: 1, framework: None };
         let rows = vec![row("temperature_scale", "", "", 5.0), row("softmax_kernel", "", "", 5.0), row("gemm", "", "", 90.0)];
         let texts: Vec<RowText> = rows.iter().map(RowText::new).collect();
         let m = match_pattern(spec, &rows, &texts, 100.0, &ctx).unwrap();

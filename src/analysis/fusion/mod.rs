@@ -8,6 +8,7 @@ mod matcher;
 mod registry;
 mod summary;
 
+use crate::analysis::framework::Framework;
 use std::cmp::Ordering;
 use rustc_hash::FxHashSet as HashSet;
 
@@ -17,7 +18,7 @@ use crate::analysis::types::KernelRow;
 use crate::pysem::{py_float_repr, py_int_of_str};
 
 pub use matcher::{compact_match_text, MatchContext, Needle, RowText};
-pub use registry::{framework_hints, Origin, PatternSpec, Registry, Source, FRAMEWORKS};
+pub use registry::{framework_hints, Origin, PatternSpec, Registry, Source};
 pub use summary::{fusion_display_location, kernel_row_locations, ordered_unique, pct};
 
 /// One row of the fuse table.
@@ -29,9 +30,12 @@ pub struct FusionOpportunity {
     /// `Confirmed` or `Candidate`.
     pub confidence: String,
     pub related_us: f64,
-    pub evidence: String,
-    pub current_locations: String,
-    pub candidate_path: String,
+    /// `name (share%)` of the leading related kernels (empty: none).
+    pub evidence: Vec<String>,
+    /// Where the related kernels are launched from (empty: unknown).
+    pub current_locations: Vec<String>,
+    /// Where the fused implementation lives.
+    pub candidate_path: Vec<String>,
     pub rationale: String,
     /// (name, location, cpu_op) of every related row.
     covered: Vec<(String, String, String)>,
@@ -139,13 +143,14 @@ fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
 
 /// Matches every registry pattern against one stage's rows and returns the
 /// kept opportunities, highest ranked first. `total_us` is the stage's
-/// GPU time; `framework` is the resolved framework ("auto" for any).
+/// GPU time; `framework` is the resolved framework (`None` accepts every
+/// pattern).
 pub fn detect_fusion_opportunities(
     registry: &Registry,
     rows: &[KernelRow],
     total_us: f64,
     server_args: Option<&Value>,
-    framework: &str,
+    framework: Option<Framework>,
 ) -> Vec<FusionOpportunity> {
     if total_us <= 0.0 {
         return Vec::new();
@@ -168,9 +173,9 @@ pub fn detect_fusion_opportunities(
             related_us: m.related_us,
             evidence: summary::summarize_evidence(&m.related, total_us),
             current_locations: summary::summarize_locations(locations),
-            candidate_path: spec.candidate_path(),
+            candidate_path: spec.candidate_paths.clone(),
             rationale: rationale(spec, m.has_direct_match, share),
-            covered: m.related.iter().map(|r| (r.name.clone(), r.location.clone(), r.cpu_op.clone())).collect(),
+            covered: m.related.iter().map(|r| (r.name.clone(), r.location_cell(), r.cpu_op_cell())).collect(),
             span: spec.span(),
             priority: spec.priority,
             has_direct_match: m.has_direct_match,

@@ -3,6 +3,7 @@
 //! with serde and validated so that a bad file fails with one line naming
 //! the file and the pattern. Format: docs/patterns.md.
 
+use crate::analysis::framework::Framework;
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
@@ -15,8 +16,6 @@ use crate::pysem::normalize_text;
 /// The built-in pattern file.
 const BUILTIN_TOML: &str = include_str!("builtin.toml");
 
-/// Frameworks a pattern may be tied to (values of `frameworks = [...]`).
-pub const FRAMEWORKS: [&str; 4] = ["sglang", "vllm", "trtllm", "tokenspeed"];
 
 /// Where a fused implementation lives: already in the framework tree
 /// (`mainline`), in a neighbouring project (`upstream`), or in an open PR
@@ -99,7 +98,7 @@ pub struct PatternSpec {
     /// Patterns hidden once this one is reported.
     pub subsumes: Vec<String>,
     /// Frameworks the pattern applies to; empty means every framework.
-    pub frameworks: Vec<String>,
+    pub frameworks: Vec<Framework>,
     pub rationale: String,
     pub source: Source,
 }
@@ -159,21 +158,21 @@ fn default_likely_share() -> f64 {
 }
 
 /// Frameworks implied by where the candidate fused code lives.
-pub fn framework_hints(candidate_path: &str) -> Vec<String> {
+pub fn framework_hints(candidate_path: &str) -> Vec<Framework> {
     let text = normalize_text(candidate_path).to_lowercase();
     let mut hints = Vec::new();
     let has = |tokens: &[&str]| tokens.iter().any(|t| text.contains(t));
     if has(&["python/sglang/", "sgl-kernel/", "sgl_kernel/"]) {
-        hints.push("sglang".to_string());
+        hints.push(Framework::Sglang);
     }
     if has(&["vllm/"]) {
-        hints.push("vllm".to_string());
+        hints.push(Framework::Vllm);
     }
     if has(&["tensorrt_llm/"]) {
-        hints.push("trtllm".to_string());
+        hints.push(Framework::Trtllm);
     }
     if has(&["tokenspeed/", "tokenspeed-", "tokenspeed_"]) {
-        hints.push("tokenspeed".to_string());
+        hints.push(Framework::Tokenspeed);
     }
     hints
 }
@@ -217,10 +216,15 @@ impl PatternDef {
         }
         let frameworks = match self.frameworks {
             Some(list) => {
-                if let Some(bad) = list.iter().find(|f| !FRAMEWORKS.contains(&f.as_str())) {
-                    return Err(invalid(file, label, format!("unknown framework {bad:?} (use {})", FRAMEWORKS.join(", "))));
+                let mut out = Vec::with_capacity(list.len());
+                for name in &list {
+                    let Some(f) = Framework::from_id(name) else {
+                        let known: Vec<&str> = Framework::ALL.iter().map(|f| f.as_str()).collect();
+                        return Err(invalid(file, label, format!("unknown framework {name:?} (use {})", known.join(", "))));
+                    };
+                    out.push(f);
                 }
-                list
+                out
             }
             None => framework_hints(&self.candidate_paths.join("<br>")),
         };
@@ -388,21 +392,21 @@ mod tests {
         let p = reg.get("FlashInfer unified allreduce_fusion").unwrap();
         assert_eq!(p.min_tp_size, Some(2));
         assert_eq!(p.split_groups.len(), 2);
-        assert_eq!(p.frameworks, vec!["sglang"]);
+        assert_eq!(p.frameworks, vec![Framework::Sglang]);
         assert_eq!(p.span(), 2);
         let p = reg.get("PR #38621 fused QK norm + RoPE + cache + quant").unwrap();
         assert_eq!(p.origin, Origin::Inflight);
         assert_eq!(p.priority, 100);
-        assert_eq!(p.frameworks, vec!["vllm"]);
+        assert_eq!(p.frameworks, vec![Framework::Vllm]);
         assert!(reg.patterns().iter().all(|p| !p.rationale.is_empty()));
     }
 
     #[test]
     fn framework_hints_follow_candidate_paths() {
-        assert_eq!(framework_hints("vllm/_custom_ops.py"), vec!["vllm"]);
-        assert_eq!(framework_hints("tokenspeed-kernel/x.py"), vec!["tokenspeed"]);
-        assert_eq!(framework_hints("tensorrt_llm/_torch/a.py"), vec!["trtllm"]);
-        assert_eq!(framework_hints("PR #1"), Vec::<String>::new());
+        assert_eq!(framework_hints("vllm/_custom_ops.py"), vec![Framework::Vllm]);
+        assert_eq!(framework_hints("tokenspeed-kernel/x.py"), vec![Framework::Tokenspeed]);
+        assert_eq!(framework_hints("tensorrt_llm/_torch/a.py"), vec![Framework::Trtllm]);
+        assert_eq!(framework_hints("PR #1"), Vec::<Framework>::new());
     }
 
     #[test]

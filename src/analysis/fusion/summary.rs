@@ -53,8 +53,9 @@ pub fn kernel_row_locations(row: &KernelRow) -> Vec<String> {
         .filter(|s| !s.location.is_empty())
         .map(site_display_location)
         .collect();
-    if values.is_empty() && !row.location.is_empty() && row.location != "unresolved" {
-        values = row.location.split("<br>").map(|f| f.trim_matches(is_py_space).to_string()).collect();
+    let cell = row.location_cell();
+    if values.is_empty() && !cell.is_empty() && cell != "unresolved" {
+        values = cell.split("<br>").map(|f| f.trim_matches(is_py_space).to_string()).collect();
     }
     ordered_unique(values, LOCATION_LIMIT)
 }
@@ -102,23 +103,18 @@ fn split_path_line_func(text: &str) -> Option<(&str, &str, &str)> {
     None
 }
 
-/// `<br>`-joined distinct display locations (at most four), or `-`.
-pub fn summarize_locations<I, S>(values: I) -> String
+/// Distinct display locations, at most four.
+pub fn summarize_locations<I, S>(values: I) -> Vec<String>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<str>,
 {
-    let items = ordered_unique(values.into_iter().map(|v| fusion_display_location(v.as_ref())), LOCATION_LIMIT);
-    if items.is_empty() {
-        "-".into()
-    } else {
-        items.join("<br>")
-    }
+    ordered_unique(values.into_iter().map(|v| fusion_display_location(v.as_ref())), LOCATION_LIMIT)
 }
 
-/// `<br>`-joined `name (share%)` of the first rows with at least 1% of the
-/// stage's GPU time (at most three), or `-`.
-pub fn summarize_evidence(rows: &[&KernelRow], total_us: f64) -> String {
+/// `name (share%)` of the first rows with at least 1% of the stage's GPU
+/// time, at most three.
+pub fn summarize_evidence(rows: &[&KernelRow], total_us: f64) -> Vec<String> {
     let mut items: Vec<String> = Vec::new();
     for row in rows {
         let share = pct(row.total_us(), total_us);
@@ -130,11 +126,7 @@ pub fn summarize_evidence(rows: &[&KernelRow], total_us: f64) -> String {
             break;
         }
     }
-    if items.is_empty() {
-        "-".into()
-    } else {
-        items.join("<br>")
-    }
+    items
 }
 
 #[cfg(test)]
@@ -158,7 +150,7 @@ mod tests {
 
     #[test]
     fn row_locations_prefer_sites_then_location_fragments() {
-        let mut row = KernelRow { location: "x.py:1 f<br> y.py:2 g".into(), ..Default::default() };
+        let mut row = KernelRow { location: vec!["x.py:1 f".into(), " y.py:2 g".into()], ..Default::default() };
         assert_eq!(kernel_row_locations(&row), vec!["x.py:1 f", "y.py:2 g"]);
         row.entry = Some(KernelEntry {
             sites: vec![
@@ -169,7 +161,7 @@ mod tests {
         });
         assert_eq!(kernel_row_locations(&row), vec!["vllm/a.py:3 h"]);
         row.entry = None;
-        row.location = "unresolved".into();
+        row.location = Vec::new();
         assert!(kernel_row_locations(&row).is_empty());
     }
 
@@ -182,8 +174,8 @@ mod tests {
         };
         let rows = [mk("a", 50.0), mk("tiny", 0.5), mk("b", 20.0), mk("c", 10.0), mk("d", 10.0)];
         let refs: Vec<&KernelRow> = rows.iter().collect();
-        assert_eq!(summarize_evidence(&refs, 100.0), "a (50.0%)<br>b (20.0%)<br>c (10.0%)");
-        assert_eq!(summarize_evidence(&refs[1..2], 100.0), "-");
-        assert_eq!(summarize_locations(Vec::<String>::new()), "-");
+        assert_eq!(summarize_evidence(&refs, 100.0), vec!["a (50.0%)", "b (20.0%)", "c (10.0%)"]);
+        assert!(summarize_evidence(&refs[1..2], 100.0).is_empty());
+        assert!(summarize_locations(Vec::<String>::new()).is_empty());
     }
 }

@@ -5,7 +5,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use super::names::{canonicalize_name, classify_kernel};
+use super::names::{kernel_table_name, kernel_table_category};
 use crate::analysis::text::Masking;
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
 use crate::columns::{Pack, Sym, ThreadIdx, Trace};
@@ -168,7 +168,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
             .entry(row.name)
             .or_insert_with(|| {
                 let name = trace.s(row.name);
-                Arc::new(KernelName { canonical: canonicalize_name(name, masking).into(), category: classify_kernel(name) })
+                Arc::new(KernelName { canonical: kernel_table_name(name, masking).into(), category: kernel_table_category(name) })
             })
             .clone();
         let external_id = trace.resolve_external(row.external_id, row.correlation);

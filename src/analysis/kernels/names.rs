@@ -93,7 +93,7 @@ pub fn contains_any(text: &str, keywords: &[&str]) -> bool {
 }
 
 /// The kernel table's category for a raw kernel name.
-pub fn classify_kernel(name: &str) -> &'static str {
+pub fn kernel_table_category(name: &str) -> &'static str {
     let lowered = name.to_lowercase();
     if contains_any(&lowered, COMMUNICATION_STRONG) {
         return "communication";
@@ -121,7 +121,7 @@ use crate::analysis::text::{mask_hex_addresses as mask_addresses, Masking};
 /// The grouping key of a kernel name: whitespace normalized, hex addresses
 /// masked, and for `void name(...)` signatures the trailing balanced argument
 /// list removed.
-pub fn canonicalize_name(name: &str, masking: Masking) -> String {
+pub fn kernel_table_name(name: &str, masking: Masking) -> String {
     let normalized = normalize_text(name);
     let text = if normalized.contains("0x") { mask_addresses(&normalized, masking) } else { normalized.into_owned() };
     if text.starts_with("void ") && text.ends_with(')') {
@@ -158,21 +158,21 @@ mod tests {
 
     #[test]
     fn canonical_names() {
-        assert_eq!(canonicalize_name("void foo<int>(int*, float)", Masking::WordStart), "void foo<int>");
-        assert_eq!(canonicalize_name("void f(a(b)) ", Masking::WordStart), "void f");
-        assert_eq!(canonicalize_name("kernel 0x1aF2 at 0x", Masking::WordStart), "kernel 0xADDR at 0x");
-        assert_eq!(canonicalize_name("ncclKernel_X(ncclWorkElem)", Masking::WordStart), "ncclKernel_X(ncclWorkElem)");
-        assert_eq!(canonicalize_name("void g)", Masking::WordStart), "void g)");
+        assert_eq!(kernel_table_name("void foo<int>(int*, float)", Masking::WordStart), "void foo<int>");
+        assert_eq!(kernel_table_name("void f(a(b)) ", Masking::WordStart), "void f");
+        assert_eq!(kernel_table_name("kernel 0x1aF2 at 0x", Masking::WordStart), "kernel 0xADDR at 0x");
+        assert_eq!(kernel_table_name("ncclKernel_X(ncclWorkElem)", Masking::WordStart), "ncclKernel_X(ncclWorkElem)");
+        assert_eq!(kernel_table_name("void g)", Masking::WordStart), "void g)");
     }
 
     #[test]
     fn categories() {
-        assert_eq!(classify_kernel("ncclKernel_AllReduce"), "communication");
-        assert_eq!(classify_kernel("Memcpy HtoD"), "memory");
-        assert_eq!(classify_kernel("copy_gemm"), "gemm");
-        assert_eq!(classify_kernel("void at::native::vectorized_elementwise_kernel"), "elementwise");
-        assert_eq!(classify_kernel("dispatch_thing"), "communication");
-        assert_eq!(classify_kernel("xyz"), "other");
+        assert_eq!(kernel_table_category("ncclKernel_AllReduce"), "communication");
+        assert_eq!(kernel_table_category("Memcpy HtoD"), "memory");
+        assert_eq!(kernel_table_category("copy_gemm"), "gemm");
+        assert_eq!(kernel_table_category("void at::native::vectorized_elementwise_kernel"), "elementwise");
+        assert_eq!(kernel_table_category("dispatch_thing"), "communication");
+        assert_eq!(kernel_table_category("xyz"), "other");
     }
 
     #[test]

@@ -7,7 +7,7 @@ pub use crate::analysis::text::normalize_match_text;
 use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
 use crate::analysis::stage::Stage;
-use crate::analysis::types::{KernelEntry, StagePayload};
+use crate::analysis::types::{list_cell, KernelEntry, StagePayload};
 
 use super::payload::site_display_location;
 
@@ -66,7 +66,7 @@ pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<
             continue;
         }
         score += source_location_priority(&entry.best_location)
-            .max(source_location_priority(&best_site_summary(Some(entry)).0)) as i64;
+            .max(source_location_priority(&list_cell(&best_site_summary(Some(entry)).0, "unresolved"))) as i64;
         score += (entry_total_us(entry) / 10.0).floor() as i64;
         if best.map_or(true, |(_, b)| score > b) {
             best = Some((key, score));
@@ -99,12 +99,12 @@ impl KernelMap {
 
 /// The (location, CPU op) cells of a kernel row: up to two sites, framework
 /// sites preferred, with their share of the kernel when there are several.
-pub fn best_site_summary(entry: Option<&KernelEntry>) -> (String, String) {
+pub fn best_site_summary(entry: Option<&KernelEntry>) -> (Vec<String>, Vec<String>) {
     let Some(entry) = entry else {
-        return ("unresolved".into(), "-".into());
+        return (Vec::new(), Vec::new());
     };
     if entry.sites.is_empty() {
-        return (entry.best_location.clone(), "-".into());
+        return (vec![entry.best_location.clone()], Vec::new());
     }
     let preferred: Vec<_> =
         entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
@@ -122,8 +122,7 @@ pub fn best_site_summary(entry: Option<&KernelEntry>) -> (String, String) {
             cpu_ops.push(op.to_string());
         }
     }
-    let cpu = if cpu_ops.is_empty() { "-".to_string() } else { cpu_ops.join("<br>") };
-    (locations.join("<br>"), cpu)
+    (locations, cpu_ops)
 }
 
 #[cfg(test)]
@@ -156,6 +155,6 @@ mod tests {
 
     #[test]
     fn summary_without_entry() {
-        assert_eq!(best_site_summary(None), ("unresolved".to_string(), "-".to_string()));
+        assert_eq!(best_site_summary(None), (Vec::<String>::new(), Vec::<String>::new()));
     }
 }

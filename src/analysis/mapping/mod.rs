@@ -12,6 +12,7 @@ pub use payload::{build_stage_payload, pct, py_round_digits, site_display_locati
 
 use crate::pysem::py_cmp;
 use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, KernelEvent, TraceData};
+use crate::analysis::framework::Framework;
 use crate::analysis::stage::Stage;
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
@@ -47,7 +48,7 @@ pub fn sample_kernels_for_mapping<'a>(
 
 /// The reference's `build_mapping_kernel_map`. SGLang traces are attributed
 /// from every launch; other frameworks from a per-name sample.
-pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str) -> KernelMap {
+pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Framework) -> KernelMap {
     let mut stage_stats: IndexMap<Stage, SiteStats> = IndexMap::new();
     let mut stage_categories: IndexMap<Stage, IndexMap<String, String>> = IndexMap::new();
     let mut global_stats = SiteStats::new();
@@ -63,7 +64,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: &str)
                 .into_iter()
                 .map(|(stage, kernels)| {
                     let categories = categories_by_name(kernels.iter().copied());
-                    let sampled = if framework == "sglang" {
+                    let sampled = if framework == Framework::Sglang {
                         kernels
                     } else {
                         sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME)
@@ -184,7 +185,7 @@ mod tests {
         assert_eq!(data.kernels[0].external_id(), Some(7));
         let index = SiteIndex::build(&trace);
         let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: Stage::All };
-        let map = build_mapping_kernel_map(std::slice::from_ref(&view), "vllm");
+        let map = build_mapping_kernel_map(std::slice::from_ref(&view), Framework::Vllm);
         let kernels: Vec<&KernelEvent> = data.kernels.iter().collect();
         let rows = build_kernel_rows(
             Stage::All,
@@ -199,10 +200,10 @@ mod tests {
         assert_eq!(row.total_us(), 40.0);
         assert_eq!(row.category, "gemm");
         // Only framework sites are listed when there are any.
-        assert_eq!(row.location, "vllm/model.py:10 forward");
+        assert_eq!(row.location, vec!["vllm/model.py:10 forward"]);
         let entry = row.entry.as_ref().map(|e| e.sites.len());
         assert_eq!(entry, Some(2));
-        assert_eq!(row.cpu_op, "aten::mm");
+        assert_eq!(row.cpu_op, vec!["aten::mm"]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::Masking;
-use super::detect::{canonicalize_name, classify_kernel, is_kernel_event};
+use super::detect::{overlap_kernel_name, overlap_category, is_kernel_event};
 use super::{OverlapKernel, StageBundle, StreamName};
 use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
@@ -102,7 +102,7 @@ impl<'t> EventBuilder<'t> {
             .entry(r.name)
             .or_insert_with(|| {
                 let raw = trace.s(r.name);
-                let key = (Box::from(canonicalize_name(raw, masking)), classify_kernel(raw));
+                let key = (Box::from(overlap_kernel_name(raw, masking)), overlap_category(raw));
                 shared
                     .entry(key)
                     .or_insert_with_key(|k| Arc::new(KernelName { canonical: k.0.clone(), category: k.1 }))

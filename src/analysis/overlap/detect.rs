@@ -85,7 +85,7 @@ fn has_kernel_name_hint(lowered: &str) -> bool {
 /// The coarse bucket of a kernel: memory and communication beat compute,
 /// compute beats elementwise, and the weak memory / communication words only
 /// count when nothing compute-like is in the name.
-pub fn classify_kernel(name: &str) -> &'static str {
+pub fn overlap_category(name: &str) -> &'static str {
     let lowered = name.to_lowercase();
     let compute_like = contains_any(&lowered, COMPUTE);
     if contains_any(&lowered, MEMORY_STRONG) {
@@ -109,7 +109,7 @@ pub use crate::analysis::text::{mask_hex_addresses, Masking};
 
 /// The kernel name used to group launches: whitespace-normalized, hex
 /// addresses masked, and for `void f(args)` the argument list dropped.
-pub fn canonicalize_name(name: &str, masking: Masking) -> String {
+pub fn overlap_kernel_name(name: &str, masking: Masking) -> String {
     let mut name = mask_hex_addresses(&normalize_text(name), masking);
     if name.starts_with("void ") && name.ends_with(')') {
         let mut depth: i64 = 0;
@@ -182,25 +182,25 @@ mod tests {
 
     #[test]
     fn categories_follow_precedence() {
-        assert_eq!(classify_kernel("ncclKernel_AllReduce"), "communication");
-        assert_eq!(classify_kernel("Memcpy HtoD"), "memory");
-        assert_eq!(classify_kernel("void cutlass::Kernel<gemm>"), "compute");
-        assert_eq!(classify_kernel("fused_rmsnorm"), "elementwise");
-        assert_eq!(classify_kernel("fill_kernel"), "memory");
-        assert_eq!(classify_kernel("copy_gemm"), "compute");
-        assert_eq!(classify_kernel("dispatch_tokens"), "communication");
-        assert_eq!(classify_kernel("mystery"), "other");
+        assert_eq!(overlap_category("ncclKernel_AllReduce"), "communication");
+        assert_eq!(overlap_category("Memcpy HtoD"), "memory");
+        assert_eq!(overlap_category("void cutlass::Kernel<gemm>"), "compute");
+        assert_eq!(overlap_category("fused_rmsnorm"), "elementwise");
+        assert_eq!(overlap_category("fill_kernel"), "memory");
+        assert_eq!(overlap_category("copy_gemm"), "compute");
+        assert_eq!(overlap_category("dispatch_tokens"), "communication");
+        assert_eq!(overlap_category("mystery"), "other");
     }
 
     #[test]
     fn canonical_names() {
-        assert_eq!(canonicalize_name("void foo<int>(float*, int)", Masking::WordStart), "void foo<int>");
-        assert_eq!(canonicalize_name("void f(a(b))", Masking::WordStart), "void f");
-        assert_eq!(canonicalize_name("k 0x7f12 0x 0xg", Masking::WordStart), "k 0xADDR 0x 0xg");
-        assert_eq!(canonicalize_name("  a   b ", Masking::WordStart), "a b");
+        assert_eq!(overlap_kernel_name("void foo<int>(float*, int)", Masking::WordStart), "void foo<int>");
+        assert_eq!(overlap_kernel_name("void f(a(b))", Masking::WordStart), "void f");
+        assert_eq!(overlap_kernel_name("k 0x7f12 0x 0xg", Masking::WordStart), "k 0xADDR 0x 0xg");
+        assert_eq!(overlap_kernel_name("  a   b ", Masking::WordStart), "a b");
         assert_eq!(mask_hex_addresses("0x0x1", Masking::WordStart), "0xADDRx1");
         assert_eq!(mask_hex_addresses("0xADDR", Masking::WordStart), "0xADDRR");
-        assert_eq!(canonicalize_name("void g)", Masking::WordStart), "void g)");
+        assert_eq!(overlap_kernel_name("void g)", Masking::WordStart), "void g)");
     }
 
     #[test]

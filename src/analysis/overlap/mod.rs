@@ -32,7 +32,7 @@ use crate::columns::Trace;
 
 pub use bundle::{render_stages, stage_bundles, stage_bundles_with};
 pub use dependency::dependency_risk_label;
-pub use detect::{canonicalize_name, classify_kernel};
+pub use detect::{overlap_kernel_name, overlap_category};
 pub use sweep::analyze_overlap;
 
 /// One GPU kernel of the chosen process, with the time split the sweep
@@ -181,7 +181,7 @@ pub struct OverlapStats {
 }
 
 /// One row of the overlap opportunity table, before the driver's 1% cut.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ActionRow {
     pub priority: String,
     pub verdict: String,

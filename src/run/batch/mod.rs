@@ -182,7 +182,7 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
     for t in &report.kernel_tables {
         let f = stages.entry(t.stage).or_insert_with(|| blank(t.stage));
         f.gpu_time_us += t.total_us;
-        f.kernels.extend(t.rows.iter().map(|r| (r.name.clone(), r.category.clone(), r.total_us())));
+        f.kernels.extend(t.rows.iter().map(|r| (r.kernel.clone(), r.category.clone(), r.total_us)));
     }
     stages.into_values().collect()
 }
@@ -212,7 +212,7 @@ pub fn analyze_file(
         facts: RankFacts { file: file.path.clone(), rank, rank_source, stages: stage_facts(&report, &exposure) },
         path_stage: parse_stage(&file.path),
         triage_ms,
-        report_json: crate::report::json::to_value(&report, 0),
+        report_json: crate::report::json::to_value(&report),
     })
 }
 
