@@ -158,35 +158,6 @@ pub fn seed_of(name: &str) -> u64 {
     name.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
 }
 
-/// `../shared` from the crate root. Missing: panics under CI=true (the
-/// tests must not pass vacuously there), otherwise returns None so local
-/// runs without the folder can skip with a note.
-pub fn shared_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if dir.join("traces/counts.json").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("CI").map(|v| v == "true").unwrap_or(false) {
-        panic!("../shared/traces/counts.json is missing: CI must provide ../shared beside the clone");
-    }
-    eprintln!("note: ../shared not found; skipping tests that need it");
-    None
-}
-
-/// Every trace listed in counts.json, as (relative name, full path).
-pub fn shared_traces(shared: &Path) -> Vec<(String, PathBuf)> {
-    let text = std::fs::read_to_string(shared.join("traces/counts.json")).expect("read counts.json");
-    let v: serde_json::Value = serde_json::from_str(&text).expect("parse counts.json");
-    let mut out: Vec<(String, PathBuf)> = v
-        .as_object()
-        .expect("counts.json is an object")
-        .keys()
-        .map(|k| (k.clone(), shared.join("traces").join(k)))
-        .collect();
-    out.sort();
-    out
-}
-
 /// Runs the torchtriage binary with `args`.
 pub fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_torchtriage")).args(args).output().expect("run torchtriage")
