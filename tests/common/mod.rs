@@ -39,7 +39,8 @@ impl Corpus {
     pub fn shared_location() -> PathBuf {
         match std::env::var_os(SHARED_ENV) {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-            _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+            // `../shared`, spelt without the `..` so messages name it plainly.
+            _ => Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("crate root has a parent").join("shared"),
         }
     }
 
