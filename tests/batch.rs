@@ -1,11 +1,16 @@
 //! `torchtriage batch`, driven through the binary: per-rank numbers equal
 //! `triage` on each file alone, failures are listed without stopping the
-//! batch, and usage errors exit 2.
+//! batch, and usage errors exit 2. The 8-rank directory is read from
+//! `tests/data` (gzip-compressed copies) and from `../shared` (plain JSON);
+//! the trials over `../shared` are reported ignored when it is missing, and
+//! fail under `CI=true` (tests/common/mod.rs).
 
 mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::Corpus;
+use libtest_mimic::Trial;
 use serde_json::Value;
 
 fn json_of(out: &std::process::Output) -> Value {
@@ -18,12 +23,12 @@ fn jsonl_of(path: &Path) -> Vec<Value> {
     text.lines().map(|l| serde_json::from_str(l).expect("jsonl line is JSON")).collect()
 }
 
-#[test]
-fn eight_ranks_match_triage_per_file() {
-    let Some(shared) = common::shared_dir() else {
-        return;
-    };
-    let dir = shared.join("traces/param_dlrm_8rank");
+/// The 8-rank DLRM directory of a corpus.
+fn dlrm_dir(corpus: &Corpus) -> PathBuf {
+    corpus.traces_dir().join("param_dlrm_8rank")
+}
+
+fn eight_ranks_match_triage_per_file(dir: &Path) {
     let tmp = tempfile::tempdir().unwrap();
     let jsonl = tmp.path().join("out.jsonl");
     let out = common::run(&[
@@ -90,9 +95,8 @@ fn eight_ranks_match_triage_per_file() {
     }
 }
 
-fn copy_some(shared: &Path, into: &Path, n: usize) -> Vec<PathBuf> {
-    let dir = shared.join("traces/param_dlrm_8rank");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+fn copy_some(dir: &Path, into: &Path, n: usize) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     files
         .into_iter()
@@ -105,13 +109,9 @@ fn copy_some(shared: &Path, into: &Path, n: usize) -> Vec<PathBuf> {
         .collect()
 }
 
-#[test]
-fn a_truncated_file_is_listed_and_the_rest_reported() {
-    let Some(shared) = common::shared_dir() else {
-        return;
-    };
+fn a_truncated_file_is_listed_and_the_rest_reported(dir: &Path) {
     let tmp = tempfile::tempdir().unwrap();
-    let good = copy_some(&shared, tmp.path(), 3);
+    let good = copy_some(dir, tmp.path(), 3);
     let bytes = std::fs::read(&good[0]).unwrap();
     let bad = tmp.path().join("worker9_step_12.1.pt.trace.json");
     std::fs::write(&bad, &bytes[..bytes.len() / 2]).unwrap();
@@ -165,7 +165,6 @@ fn a_truncated_file_is_listed_and_the_rest_reported() {
     assert!(String::from_utf8_lossy(&md.stdout).contains("Failed files"));
 }
 
-#[test]
 fn usage_errors_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = common::run(&["batch", tmp.path().to_str().unwrap()]);
@@ -177,4 +176,27 @@ fn usage_errors_exit_2() {
     assert_eq!(bad.status.code(), Some(2));
     let jobs = common::run(&["batch", "--jobs", "0", tmp.path().to_str().unwrap()]);
     assert_eq!(jobs.status.code(), Some(2));
+}
+
+fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
+    let (a, b) = (dlrm_dir(corpus), dlrm_dir(corpus));
+    vec![
+        Trial::test(corpus.name("batch", "param_dlrm_8rank/eight_ranks_match_triage_per_file"), move || {
+            eight_ranks_match_triage_per_file(&a);
+            Ok(())
+        }),
+        Trial::test(corpus.name("batch", "param_dlrm_8rank/a_truncated_file_is_listed_and_the_rest_reported"), move || {
+            a_truncated_file_is_listed_and_the_rest_reported(&b);
+            Ok(())
+        }),
+    ]
+}
+
+fn main() {
+    let mut trials = vec![Trial::test("usage_errors_exit_2", || {
+        usage_errors_exit_2();
+        Ok(())
+    })];
+    trials.extend(common::over_corpora("batch", corpus_trials));
+    common::run_trials(trials);
 }

@@ -5,6 +5,10 @@
 //! succeed with the right result or exit 2 with one stderr line naming the
 //! file (and the byte offset where one applies); never a panic, never more
 //! than 512 MB of memory or 10 s (see docs/errors.md).
+//!
+//! The real traces come from `tests/data` and `../shared`, one trial per
+//! trace and kind of damage; those over `../shared` are reported ignored
+//! when it is missing, and fail under `CI=true` (tests/common/mod.rs).
 
 mod common;
 
@@ -12,6 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use libtest_mimic::Trial;
 use serde_json::Value;
 
 /// Peak resident set allowed per run.
@@ -22,7 +27,7 @@ fn time_limit() -> Duration {
     Duration::from_secs(if cfg!(debug_assertions) { 120 } else { 10 })
 }
 
-/// Uncompressed size up to which a shared trace is cut and flipped.
+/// Uncompressed size up to which a real trace is cut and flipped.
 const SMALL_TRACE: usize = 5_000_000;
 
 /// What one run of the binary did.
@@ -173,28 +178,36 @@ impl Rng {
     }
 }
 
-/// A shared trace small enough to mutate: name, JSON text, intact result.
+/// A real trace small enough to mutate: name, JSON text, intact result.
 struct Small {
     name: String,
     text: Vec<u8>,
     intact: Value,
 }
 
-/// The shared traces of at most [`SMALL_TRACE`] bytes of JSON.
-fn small_traces() -> Vec<Small> {
-    let Some(shared) = common::shared_dir() else { return Vec::new() };
-    let mut out = Vec::new();
-    for (name, path) in common::shared_traces(&shared) {
-        let text = gunzip_if_needed(std::fs::read(&path).unwrap());
-        if text.len() > SMALL_TRACE {
-            continue;
-        }
-        let o = stats(&path);
-        assert_eq!(o.code, Some(0), "{name} must load: {}", o.stderr);
-        out.push(Small { name, text, intact: result_of(&o) });
+/// Uncompressed size of a trace file: the gzip trailer's ISIZE (the files
+/// are single-member and far below 4 GiB), else the file size.
+fn uncompressed_len(path: &Path) -> usize {
+    let raw = std::fs::read(path).unwrap();
+    if raw.starts_with(&[0x1f, 0x8b]) && raw.len() >= 18 {
+        u32::from_le_bytes(raw[raw.len() - 4..].try_into().unwrap()) as usize
+    } else {
+        raw.len()
     }
-    assert!(out.len() >= 20, "expected at least 20 small traces, found {}", out.len());
-    out
+}
+
+/// The traces of a corpus with at most [`SMALL_TRACE`] bytes of JSON.
+fn small_traces(corpus: &common::Corpus) -> Vec<(String, PathBuf)> {
+    corpus.traces().into_iter().filter(|(_, path)| uncompressed_len(path) <= SMALL_TRACE).collect()
+}
+
+/// Reads a small trace and runs it intact.
+fn load_small(name: &str, path: &Path) -> Small {
+    let text = gunzip_if_needed(std::fs::read(path).unwrap());
+    assert!(text.len() <= SMALL_TRACE, "{name}: {} bytes of JSON", text.len());
+    let o = stats(path);
+    assert_eq!(o.code, Some(0), "{name} must load: {}", o.stderr);
+    Small { name: name.to_string(), text, intact: result_of(&o) }
 }
 
 fn write(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
@@ -212,105 +225,86 @@ fn cut_points(len: usize, n: usize, rng: &mut Rng) -> Vec<usize> {
     v
 }
 
-#[test]
-fn truncated_plain_traces_fail_cleanly() {
+fn truncated_plain_trace_fails_cleanly(t: &Small) {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0x9e3779b97f4a7c15);
-    let (mut cases, traces) = (0, small_traces());
-    for t in &traces {
-        for cut in cut_points(t.text.len(), 6, &mut rng) {
-            let what = format!("{} cut at {cut}", t.name);
-            let p = write(dir.path(), "cut.json", &t.text[..cut]);
-            let o = stats(&p);
-            assert_sane(&o, &what);
-            if t.text[cut..].iter().all(u8::is_ascii_whitespace) {
-                assert_eq!(o.code, Some(0), "{what}: only whitespace was cut: {}", o.stderr);
-                assert_eq!(result_of(&o), t.intact, "{what}");
-            } else {
-                assert_error_at_most(&o, &p, cut as u64, &what);
-            }
-            cases += 1;
+    let mut rng = Rng(0x9e3779b97f4a7c15 ^ common::seed_of(&t.name));
+    for cut in cut_points(t.text.len(), 6, &mut rng) {
+        let what = format!("{} cut at {cut}", t.name);
+        let p = write(dir.path(), "cut.json", &t.text[..cut]);
+        let o = stats(&p);
+        assert_sane(&o, &what);
+        if t.text[cut..].iter().all(u8::is_ascii_whitespace) {
+            assert_eq!(o.code, Some(0), "{what}: only whitespace was cut: {}", o.stderr);
+            assert_eq!(result_of(&o), t.intact, "{what}");
+        } else {
+            assert_error_at_most(&o, &p, cut as u64, &what);
         }
     }
-    println!("truncated plain: {} traces, {cases} cases", traces.len());
 }
 
-#[test]
-fn truncated_gzip_traces_fail_cleanly() {
+fn truncated_gzip_trace_fails_cleanly(t: &Small) {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0x2545f4914f6cdd1d);
-    let (mut cases, traces) = (0, small_traces());
-    for t in &traces {
-        let gz = gzip(&t.text);
-        // The last 8 bytes are the CRC and length trailer: cut there too.
-        let mut cuts = cut_points(gz.len(), 3, &mut rng);
-        cuts.push(gz.len() - 4);
-        for cut in cuts {
-            let what = format!("{} gzip cut at {cut} of {}", t.name, gz.len());
-            let p = write(dir.path(), "cut.json.gz", &gz[..cut]);
-            let o = stats(&p);
-            assert_sane(&o, &what);
-            // Cut inside the trailer, the JSON may be whole; it still must
-            // not pass as a good file with less data.
-            if o.code == Some(0) {
-                assert!(cut + 8 > gz.len(), "{what}: truncated gzip accepted");
-                assert_eq!(result_of(&o), t.intact, "{what}");
-            } else if cut < 2 {
-                // Not recognisable as gzip any more: read as (bad) JSON.
-                assert_error_at_most(&o, &p, cut as u64, &what);
-            } else {
-                assert_error_at_most(&o, &p, t.text.len() as u64, &what);
-            }
-            cases += 1;
+    let mut rng = Rng(0x2545f4914f6cdd1d ^ common::seed_of(&t.name));
+    let gz = gzip(&t.text);
+    // The last 8 bytes are the CRC and length trailer: cut there too.
+    let mut cuts = cut_points(gz.len(), 3, &mut rng);
+    cuts.push(gz.len() - 4);
+    for cut in cuts {
+        let what = format!("{} gzip cut at {cut} of {}", t.name, gz.len());
+        let p = write(dir.path(), "cut.json.gz", &gz[..cut]);
+        let o = stats(&p);
+        assert_sane(&o, &what);
+        // Cut inside the trailer, the JSON may be whole; it still must
+        // not pass as a good file with less data.
+        if o.code == Some(0) {
+            assert!(cut + 8 > gz.len(), "{what}: truncated gzip accepted");
+            assert_eq!(result_of(&o), t.intact, "{what}");
+        } else if cut < 2 {
+            // Not recognisable as gzip any more: read as (bad) JSON.
+            assert_error_at_most(&o, &p, cut as u64, &what);
+        } else {
+            assert_error_at_most(&o, &p, t.text.len() as u64, &what);
         }
     }
-    println!("truncated gzip: {} traces, {cases} cases", traces.len());
 }
 
-#[test]
-fn flipped_bytes_fail_cleanly_or_keep_every_event() {
+fn flipped_bytes_fail_cleanly_or_keep_every_event(t: &Small) {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0x853c49e6748fea9b);
-    let (mut cases, traces) = (0, small_traces());
-    for t in &traces {
-        let events = &t.intact["events"];
-        for _ in 0..6 {
-            let at = rng.below(t.text.len());
-            let mut data = t.text.clone();
-            data[at] ^= 1 + rng.below(255) as u8;
-            let what = format!("{} byte {at} 0x{:02x} -> 0x{:02x}", t.name, t.text[at], data[at]);
-            let p = write(dir.path(), "flip.json", &data);
-            let o = stats(&p);
-            assert_sane(&o, &what);
-            if o.code == Some(0) {
-                // One byte cannot add or drop an event and stay parseable.
-                assert_eq!(&o.json()["events"], events, "{what}: event count changed");
-            } else if let Some(off) = error_offset(&o, &p.display().to_string(), &what) {
-                assert!(off <= data.len() as u64, "{what}: offset past the end");
-            } else {
-                assert!(o.stderr.contains("no traceEvents"), "{what}: error without offset: {}", o.stderr);
-            }
-            cases += 1;
-        }
-        // Flips in the compressed stream: the CRC catches what parses.
-        let gz = gzip(&t.text);
-        for _ in 0..2 {
-            let at = 10 + rng.below(gz.len() - 10);
-            let mut data = gz.clone();
-            data[at] ^= 1 + rng.below(255) as u8;
-            let what = format!("{} gzip byte {at}", t.name);
-            let p = write(dir.path(), "flip.json.gz", &data);
-            let o = stats(&p);
-            assert_sane(&o, &what);
-            if o.code == Some(0) {
-                assert_eq!(result_of(&o), t.intact, "{what}: corrupt gzip accepted with a different result");
-            } else {
-                error_offset(&o, &p.display().to_string(), &what);
-            }
-            cases += 1;
+    let mut rng = Rng(0x853c49e6748fea9b ^ common::seed_of(&t.name));
+    let events = &t.intact["events"];
+    for _ in 0..6 {
+        let at = rng.below(t.text.len());
+        let mut data = t.text.clone();
+        data[at] ^= 1 + rng.below(255) as u8;
+        let what = format!("{} byte {at} 0x{:02x} -> 0x{:02x}", t.name, t.text[at], data[at]);
+        let p = write(dir.path(), "flip.json", &data);
+        let o = stats(&p);
+        assert_sane(&o, &what);
+        if o.code == Some(0) {
+            // One byte cannot add or drop an event and stay parseable.
+            assert_eq!(&o.json()["events"], events, "{what}: event count changed");
+        } else if let Some(off) = error_offset(&o, &p.display().to_string(), &what) {
+            assert!(off <= data.len() as u64, "{what}: offset past the end");
+        } else {
+            assert!(o.stderr.contains("no traceEvents"), "{what}: error without offset: {}", o.stderr);
         }
     }
-    println!("flipped bytes: {} traces, {cases} cases", traces.len());
+    // Flips in the compressed stream: the CRC catches what parses.
+    let gz = gzip(&t.text);
+    for _ in 0..2 {
+        let at = 10 + rng.below(gz.len() - 10);
+        let mut data = gz.clone();
+        data[at] ^= 1 + rng.below(255) as u8;
+        let what = format!("{} gzip byte {at}", t.name);
+        let p = write(dir.path(), "flip.json.gz", &data);
+        let o = stats(&p);
+        assert_sane(&o, &what);
+        if o.code == Some(0) {
+            assert_eq!(result_of(&o), t.intact, "{what}: corrupt gzip accepted with a different result");
+        } else {
+            error_offset(&o, &p.display().to_string(), &what);
+        }
+    }
 }
 
 /// A hand-made input and what it must give.
@@ -377,7 +371,6 @@ fn doc(events: &[String]) -> Vec<u8> {
     format!(r#"{{"schemaVersion": 1, "traceEvents": [{}]}}"#, events.join(", ")).into_bytes()
 }
 
-#[test]
 fn not_a_trace() {
     check("words", b"hello world", Want::Err("not a JSON trace"));
     check("empty", b"", Want::Err("empty input"));
@@ -392,7 +385,6 @@ fn not_a_trace() {
     check("single-quotes", b"{'traceEvents': []}", Want::Err("expected a key"));
 }
 
-#[test]
 fn trace_events_of_the_wrong_type() {
     for (name, v) in [("object", "{}"), ("string", "\"[]\""), ("number", "3"), ("null", "null"), ("bool", "true")] {
         let text = format!(r#"{{"traceEvents": {v}}}"#);
@@ -401,7 +393,6 @@ fn trace_events_of_the_wrong_type() {
     check("events-twice", br#"{"traceEvents": [], "traceEvents": []}"#, Want::Err("duplicate traceEvents"));
 }
 
-#[test]
 fn deep_nesting_is_bounded() {
     let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
     let in_args = doc(&[kernel(&format!(r#", "ts": 1, "dur": 2, "args": {{"x": {}}}"#, deep(100_000)))]);
@@ -416,7 +407,6 @@ fn deep_nesting_is_bounded() {
     check("deep-400", &ok, Want::Ok(&[("/events", Value::from(1u64))]));
 }
 
-#[test]
 fn a_100_mb_string() {
     // Pseudo-random letters (a run of one letter would compress past the
     // gzip-bomb ratio), written 1 MiB at a time.
@@ -443,7 +433,6 @@ fn a_100_mb_string() {
     check_written("big-meta", &meta, len, Want::Ok(&[("/events", Value::from(0u64))]));
 }
 
-#[test]
 fn non_finite_and_huge_numbers() {
     let evs = [
         kernel(r#", "ts": NaN, "dur": 2"#),
@@ -462,7 +451,6 @@ fn non_finite_and_huge_numbers() {
     check("nan-lowercase", &doc(&[kernel(r#", "ts": nan, "dur": 2"#)]), Want::Err("literal"));
 }
 
-#[test]
 fn odd_events_are_kept_or_skipped_like_the_reference() {
     let evs = [
         // Last duplicate wins (a Python dict): one kernel, one non-kernel.
@@ -500,7 +488,6 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
     assert!(lines[0].starts_with("torchtriage: warning: ") && lines[0].contains("3 complete events skipped"), "{}", o.stderr);
 }
 
-#[test]
 fn encodings_invalid_utf8_and_bom() {
     let mut bad = doc(&[kernel(r#", "ts": 1, "dur": 2"#)]);
     let at = bad.windows(3).position(|w| w == b"\"k\"").unwrap() + 1;
@@ -527,7 +514,6 @@ fn bomb(head: &[u8], unit: &[u8], times: usize, tail: &[u8]) -> Vec<u8> {
     out
 }
 
-#[test]
 fn gzip_bombs_stop_early_with_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let spaces = vec![b' '; 4 << 20];
@@ -560,7 +546,6 @@ fn gzip_bombs_stop_early_with_bounded_memory() {
     }
 }
 
-#[test]
 fn gzip_on_stdin() {
     // Used to hang: the gzip decoder read its header while stdin was locked.
     let dir = tempfile::tempdir().unwrap();
@@ -578,7 +563,6 @@ fn gzip_on_stdin() {
     assert!(o.stderr.starts_with("torchtriage: -: byte ") || o.stderr.starts_with("torchtriage: <stdin>: byte "), "{}", o.stderr);
 }
 
-#[test]
 fn millions_of_top_level_keys_are_refused() {
     // Each top-level key is kept (`stats` lists them): 5 million of them
     // took 0.9 GB. A trace has about ten.
@@ -592,4 +576,58 @@ fn millions_of_top_level_keys_are_refused() {
     check_written("many-keys", &emit, 40 << 20, Want::Err("top-level keys"));
     let ok: String = (0..1000).map(|i| format!("\"k{i}\": 0, ")).collect();
     check("few-keys", format!("{{{ok}\"traceEvents\": []}}").as_bytes(), Want::Ok(&[("/events", Value::from(0u64))]));
+}
+
+/// Per real trace of a corpus: cut (plain and gzip) and flipped, each its
+/// own trial; plus a check that the corpus has enough small traces.
+fn corpus_trials(corpus: &common::Corpus) -> Vec<Trial> {
+    let small = small_traces(corpus);
+    let at_least = if corpus.label == "shared" { 20 } else { 10 };
+    let count = small.len();
+    let mut trials = vec![Trial::test(corpus.name("hostile", "(small traces)"), move || {
+        assert!(count >= at_least, "expected at least {at_least} traces of at most {SMALL_TRACE} bytes, found {count}");
+        Ok(())
+    })];
+    type Check = fn(&Small);
+    let checks: [(&str, Check); 3] = [
+        ("truncated_plain", truncated_plain_trace_fails_cleanly),
+        ("truncated_gzip", truncated_gzip_trace_fails_cleanly),
+        ("flipped_bytes", flipped_bytes_fail_cleanly_or_keep_every_event),
+    ];
+    for (name, path) in small {
+        for (kind, check) in checks {
+            let (name, path) = (name.clone(), path.clone());
+            trials.push(Trial::test(corpus.name(kind, &name), move || {
+                check(&load_small(&name, &path));
+                Ok(())
+            }));
+        }
+    }
+    trials
+}
+
+fn main() {
+    let hand_made: [(&str, fn()); 10] = [
+        ("not_a_trace", not_a_trace),
+        ("trace_events_of_the_wrong_type", trace_events_of_the_wrong_type),
+        ("deep_nesting_is_bounded", deep_nesting_is_bounded),
+        ("a_100_mb_string", a_100_mb_string),
+        ("non_finite_and_huge_numbers", non_finite_and_huge_numbers),
+        ("odd_events_are_kept_or_skipped_like_the_reference", odd_events_are_kept_or_skipped_like_the_reference),
+        ("encodings_invalid_utf8_and_bom", encodings_invalid_utf8_and_bom),
+        ("gzip_bombs_stop_early_with_bounded_memory", gzip_bombs_stop_early_with_bounded_memory),
+        ("gzip_on_stdin", gzip_on_stdin),
+        ("millions_of_top_level_keys_are_refused", millions_of_top_level_keys_are_refused),
+    ];
+    let mut trials: Vec<Trial> = hand_made
+        .into_iter()
+        .map(|(name, f)| {
+            Trial::test(name, move || {
+                f();
+                Ok(())
+            })
+        })
+        .collect();
+    trials.extend(common::over_corpora("hostile", corpus_trials));
+    common::run_trials(trials);
 }

@@ -1,41 +1,73 @@
 //! Ingest against the real traces: `stats --json` counts per `cat` and `ph`
-//! equal `../shared/traces/counts.json` for every trace, and the streaming
-//! columns equal those built from a serde_json parse (single and forced
-//! multi-chunk parsing).
+//! equal `traces/counts.json` for every trace (of `tests/data` and of
+//! `../shared`), and the streaming columns equal those built from a
+//! serde_json parse (single and forced multi-chunk parsing). One trial per
+//! trace; those over `../shared` are reported ignored when it is missing,
+//! and fail under `CI=true` (tests/common/mod.rs).
 
 mod common;
 
 use std::io::Read;
+use std::path::Path;
 
+use common::Corpus;
+use libtest_mimic::{Failed, Trial};
 use torchtriage::columns::{value::trace_from_value, Trace};
 use torchtriage::ingest::{load_path, IngestOptions};
 
-#[test]
-fn stats_counts_match_counts_json_for_all_traces() {
-    let Some(shared) = common::shared_dir() else { return };
-    let expected: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(shared.join("traces/counts.json")).unwrap()).unwrap();
-    let traces = common::shared_traces(&shared);
-    assert_eq!(traces.len(), 44, "counts.json lists 44 traces");
-    let mut matched = 0;
-    let mut failures = Vec::new();
-    for (name, path) in &traces {
-        let out = common::run(&["stats", "--json", "--quiet", path.to_str().unwrap()]);
-        if !out.status.success() {
-            failures.push(format!("{name}: exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
-            continue;
-        }
-        let got: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json is JSON");
-        let want = &expected[name];
-        let same = got["events"] == want["events"] && got["cat"] == want["cat"] && got["ph"] == want["ph"];
-        if same {
-            matched += 1;
-        } else {
-            failures.push(format!("{name}: got events={} cat={} ph={}", got["events"], got["cat"], got["ph"]));
+/// `counts.json` covers the corpus: the full set lists its 44 traces; the
+/// bundled one lists exactly the files under `tests/data/traces`.
+fn check_listing(corpus: &Corpus) -> Result<(), Failed> {
+    let listed: Vec<String> = corpus.traces().into_iter().map(|(name, _)| name).collect();
+    if corpus.label == "shared" {
+        assert_eq!(listed.len(), 44, "counts.json lists 44 traces");
+        return Ok(());
+    }
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else if p.file_name().is_some_and(|n| n != "counts.json") {
+                out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            }
         }
     }
-    println!("stats counts: {matched} of {} match", traces.len());
-    assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+    let mut present = Vec::new();
+    walk(&corpus.traces_dir(), &corpus.traces_dir(), &mut present);
+    present.sort();
+    assert!(!present.is_empty(), "no traces under {}", corpus.traces_dir().display());
+    assert_eq!(listed, present, "counts.json must list exactly the files under {}", corpus.traces_dir().display());
+    Ok(())
+}
+
+fn check_stats_counts(name: &str, path: &Path, want: &serde_json::Value) -> Result<(), Failed> {
+    let out = common::run(&["stats", "--json", "--quiet", path.to_str().unwrap()]);
+    if !out.status.success() {
+        return Err(format!("{name}: exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)).into());
+    }
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json is JSON");
+    let same = got["events"] == want["events"] && got["cat"] == want["cat"] && got["ph"] == want["ph"];
+    if same {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name}: got events={} cat={} ph={}\nwant events={} cat={} ph={}",
+            got["events"], got["cat"], got["ph"], want["events"], want["cat"], want["ph"]
+        )
+        .into())
+    }
+}
+
+fn counts_trials(corpus: &Corpus) -> Vec<Trial> {
+    let expected = corpus.counts();
+    let whole = corpus.clone();
+    let mut trials = vec![Trial::test(corpus.name("counts", "(listing)"), move || check_listing(&whole))];
+    for (name, path) in corpus.traces() {
+        let want = expected[&name].clone();
+        trials.push(Trial::test(corpus.name("counts", &name), move || check_stats_counts(&name, &path, &want)));
+    }
+    trials
 }
 
 /// Renders every column row with symbols resolved, for comparing traces
@@ -84,18 +116,29 @@ fn oracle(path: &std::path::Path) -> Trace {
     trace_from_value(&serde_json::from_slice(&text).unwrap())
 }
 
-#[test]
-fn streaming_columns_equal_serde_json_oracle() {
-    let Some(shared) = common::shared_dir() else { return };
-    for (name, path) in common::shared_traces(&shared) {
-        let want = fingerprint(&oracle(&path));
-        for chunks in [1usize, 3] {
-            let opts = IngestOptions { chunks: Some(chunks), parallel_min: Some(1) };
-            let got = fingerprint(&load_path(&path, &opts).unwrap());
-            assert_eq!(got.len(), want.len(), "{name} (chunks={chunks}): row count");
-            for (g, w) in got.iter().zip(&want) {
-                assert_eq!(g, w, "{name} (chunks={chunks})");
-            }
+fn check_streaming(name: &str, path: &Path) -> Result<(), Failed> {
+    let want = fingerprint(&oracle(path));
+    for chunks in [1usize, 3] {
+        let opts = IngestOptions { chunks: Some(chunks), parallel_min: Some(1) };
+        let got = fingerprint(&load_path(path, &opts).unwrap());
+        assert_eq!(got.len(), want.len(), "{name} (chunks={chunks}): row count");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w, "{name} (chunks={chunks})");
         }
     }
+    Ok(())
+}
+
+fn streaming_trials(corpus: &Corpus) -> Vec<Trial> {
+    corpus
+        .traces()
+        .into_iter()
+        .map(|(name, path)| Trial::test(corpus.name("streaming", &name), move || check_streaming(&name, &path)))
+        .collect()
+}
+
+fn main() {
+    let mut trials = common::over_corpora("counts", counts_trials);
+    trials.extend(common::over_corpora("streaming", streaming_trials));
+    common::run_trials(trials);
 }

@@ -1,31 +1,26 @@
-//! Overlap analysis against the reference's goldens in `../shared`.
+//! Overlap analysis against the reference's goldens (`tests/data/golden/`
+//! and `../shared/golden/`).
 //!
-//! `overlap_stats_match_goldens` checks, for every trace, the stage bundles
+//! The `overlap_stats` trials check, one per trace, the stage bundles
 //! (labels and kernel counts) and the sweep's busy / overlap / peak-stream
-//! numbers; it needs no kernel map. `overlap_rows_match_harness_dumps`
-//! (ignored; run with `OVERLAP_HARNESS_DUMPS=<dir> cargo test --test
-//! overlap_golden -- --ignored`) also checks the action rows, taking the
-//! kernel-map entries and formal stage payloads from JSON dumps made outside
-//! the repository by an instrumented run of the reference.
+//! numbers; they need no kernel map. Those over `../shared` are reported
+//! ignored when it is missing, and fail under `CI=true` (tests/common/mod.rs).
+//! `overlap_rows_match_harness_dumps` (ignored; run with
+//! `OVERLAP_HARNESS_DUMPS=<dir> cargo test --test overlap_golden -- --ignored`)
+//! also checks the action rows, taking the kernel-map entries and formal
+//! stage payloads from JSON dumps made outside the repository by an
+//! instrumented run of the reference.
+
+mod common;
 
 use std::path::{Component, Path, PathBuf};
 
+use common::Corpus;
+use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 use torchtriage::analysis::overlap::{analyze_overlap, build_action_rows, stage_bundles, ActionRow, Masking, Stage};
 use torchtriage::analysis::types::{KernelEntry, SiteEntry, StagePayload};
 use torchtriage::ingest::{load_path, IngestOptions};
-
-fn shared_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if dir.join("golden").is_dir() && dir.join("traces").is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("../shared (golden traces) is missing; CI must provide it at {}", dir.display());
-    }
-    eprintln!("skipping: ../shared not found");
-    None
-}
 
 /// Golden JSON files, one per trace (the directory run is left out).
 fn golden_files(dir: &Path) -> Vec<PathBuf> {
@@ -79,79 +74,75 @@ fn close(a: f64, b: f64) -> bool {
     a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
 }
 
-struct Case {
-    trace: PathBuf,
-    golden: Value,
-    rel: String,
-}
-
-fn cases(shared: &Path) -> Vec<Case> {
-    let golden_dir = shared.join("golden");
+/// (trace name, golden JSON path, trace path) for every golden of a corpus.
+fn cases(corpus: &Corpus) -> Vec<(String, PathBuf, PathBuf)> {
+    let golden_dir = corpus.golden_dir();
     golden_files(&golden_dir)
         .into_iter()
         .map(|g| {
             let rel = g.strip_prefix(&golden_dir).unwrap().to_string_lossy().to_string();
-            let trace_rel = rel.strip_suffix(".json").unwrap().to_string();
-            let golden: Value = serde_json::from_slice(&std::fs::read(&g).unwrap()).unwrap();
-            Case { trace: shared.join("traces").join(&trace_rel), golden, rel: trace_rel }
+            let stem = rel.strip_suffix(".json").unwrap().to_string();
+            let trace = corpus.trace_for_golden(&stem);
+            (stem, g, trace)
         })
         .collect()
 }
 
-#[test]
-fn overlap_stats_match_goldens() {
-    let Some(shared) = shared_dir() else { return };
-    let cases = cases(&shared);
-    let mut matched = 0;
-    let mut failures = Vec::new();
-    for case in &cases {
-        let trace = load_path(&case.trace, &IngestOptions::default()).unwrap();
-        let bundles = stage_bundles(&trace, parse_stage(&case.trace), "formal", None, Masking::WordStart);
-        let want_bundles = case.golden["overlap"].as_array().cloned().unwrap_or_default();
-        let want_stats = case.golden["overlap_stats"].as_array().cloned().unwrap_or_default();
-        let mut problems = Vec::new();
-        if bundles.len() != want_bundles.len() {
-            problems.push(format!("{} bundles, want {}", bundles.len(), want_bundles.len()));
+/// One trace against its golden: the stage bundles (labels and kernel
+/// counts) and the sweep's busy / overlap / peak-stream numbers.
+fn check_overlap_stats(golden_path: &Path, trace_path: &Path) -> Result<(), Failed> {
+    let golden: Value = serde_json::from_slice(&std::fs::read(golden_path).unwrap()).unwrap();
+    let trace = load_path(trace_path, &IngestOptions::default()).unwrap();
+    let bundles = stage_bundles(&trace, parse_stage(trace_path), "formal", None, Masking::WordStart);
+    let want_bundles = golden["overlap"].as_array().cloned().unwrap_or_default();
+    let want_stats = golden["overlap_stats"].as_array().cloned().unwrap_or_default();
+    let mut problems = Vec::new();
+    if bundles.len() != want_bundles.len() {
+        problems.push(format!("{} bundles, want {}", bundles.len(), want_bundles.len()));
+    }
+    for (i, (_, mut bundle)) in bundles.into_iter().enumerate() {
+        let (Some(wb), Some(ws)) = (want_bundles.get(i), want_stats.get(i)) else {
+            break;
+        };
+        if wb["bundle"] != bundle.label.as_str() {
+            problems.push(format!("label {} want {}", bundle.label, wb["bundle"]));
         }
-        for (i, (_, mut bundle)) in bundles.into_iter().enumerate() {
-            let (Some(wb), Some(ws)) = (want_bundles.get(i), want_stats.get(i)) else {
-                break;
-            };
-            if wb["bundle"] != bundle.label.as_str() {
-                problems.push(format!("label {} want {}", bundle.label, wb["bundle"]));
-            }
-            if wb["kernel_events"].as_u64() != Some(bundle.events.len() as u64) {
-                problems.push(format!(
-                    "{}: {} kernels, want {}",
-                    bundle.label,
-                    bundle.events.len(),
-                    wb["kernel_events"]
-                ));
-            }
-            let st = analyze_overlap(&mut bundle.events);
-            let checks = [
-                ("total_busy_us", st.total_busy_us, wb["total_busy_us"].as_f64()),
-                ("stats.total_busy_us", st.total_busy_us, ws["total_busy_us"].as_f64()),
-                ("total_overlap_us", st.overlap_us, ws["total_overlap_us"].as_f64()),
-                ("max_concurrent_streams", st.max_concurrent_streams as f64, ws["max_concurrent_streams"].as_f64()),
-            ];
-            for (what, got, want) in checks {
-                if !want.is_some_and(|w| close(got, w)) {
-                    problems.push(format!("{}: {what} {got} want {want:?}", bundle.label));
-                }
-            }
+        if wb["kernel_events"].as_u64() != Some(bundle.events.len() as u64) {
+            problems.push(format!("{}: {} kernels, want {}", bundle.label, bundle.events.len(), wb["kernel_events"]));
         }
-        if problems.is_empty() {
-            matched += 1;
-        } else {
-            failures.push(format!("{}: {}", case.rel, problems.join("; ")));
+        let st = analyze_overlap(&mut bundle.events);
+        let checks = [
+            ("total_busy_us", st.total_busy_us, wb["total_busy_us"].as_f64()),
+            ("stats.total_busy_us", st.total_busy_us, ws["total_busy_us"].as_f64()),
+            ("total_overlap_us", st.overlap_us, ws["total_overlap_us"].as_f64()),
+            ("max_concurrent_streams", st.max_concurrent_streams as f64, ws["max_concurrent_streams"].as_f64()),
+        ];
+        for (what, got, want) in checks {
+            if !want.is_some_and(|w| close(got, w)) {
+                problems.push(format!("{}: {what} {got} want {want:?}", bundle.label));
+            }
         }
     }
-    println!("overlap stats: {matched} of {} match", cases.len());
-    for f in &failures {
-        println!("  MISMATCH {f}");
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}: {}", trace_path.display(), problems.join("; ")).into())
     }
-    assert!(failures.is_empty(), "{} traces differ", failures.len());
+}
+
+/// One trial per golden JSON of each corpus (the directory run left out).
+fn overlap_stats_trials(corpus: &Corpus) -> Vec<Trial> {
+    let cases = cases(corpus);
+    if cases.is_empty() {
+        let message = format!("no golden JSON under {}", corpus.golden_dir().display());
+        return vec![common::failing(corpus.name("overlap_stats", "*"), message)];
+    }
+    cases
+        .into_iter()
+        .map(|(stem, golden, trace)| {
+            Trial::test(corpus.name("overlap_stats", &stem), move || check_overlap_stats(&golden, &trace))
+        })
+        .collect()
 }
 
 fn entry_from_json(v: &Value) -> KernelEntry {
@@ -282,8 +273,8 @@ fn check_against_dump(dump: &Value) -> Vec<String> {
     problems
 }
 
-#[test]
-#[ignore = "needs OVERLAP_HARNESS_DUMPS from an instrumented reference run"]
+/// Ignored unless asked for: needs OVERLAP_HARNESS_DUMPS from an
+/// instrumented reference run.
 fn overlap_rows_match_harness_dumps() {
     let Ok(dumps) = std::env::var("OVERLAP_HARNESS_DUMPS") else {
         eprintln!("skipping: OVERLAP_HARNESS_DUMPS not set");
@@ -306,4 +297,16 @@ fn overlap_rows_match_harness_dumps() {
     }
     println!("overlap rows: {matched} of {} match", files.len());
     assert_eq!(matched, files.len());
+}
+
+fn main() {
+    let mut trials = common::over_corpora("overlap_stats", overlap_stats_trials);
+    trials.push(
+        Trial::test("overlap_rows_match_harness_dumps", || {
+            overlap_rows_match_harness_dumps();
+            Ok(())
+        })
+        .with_ignored_flag(true),
+    );
+    common::run_trials(trials);
 }

@@ -1,28 +1,24 @@
-//! Parity with the reference tool: runs `torchtriage triage TRACE` on every
-//! trace that has a golden in `../shared/golden/` and compares the Kernel,
-//! Overlap and Fuse sections (numbers equal at printed precision, ±1 in the
-//! last digit; the fuse table's Rationale column aside), and the JSON kernel
-//! and overlap rows with the golden JSON (1e-6 relative). Without `../shared` the test skips, except under `CI=true`
-//! where that is a failure.
+//! Parity with the reference tool: runs `torchtriage triage TRACE
+//! --reference-masking` on every trace that has a golden (in `tests/data/golden/`
+//! and in `../shared/golden/`) and compares the Kernel, Overlap and Fuse
+//! sections (numbers equal at printed precision, ±1 in the last digit; the
+//! fuse table's Rationale column aside), and the JSON kernel and overlap rows
+//! with the golden JSON (1e-6 relative). One trial per golden; the trials
+//! over `../shared` are reported ignored when it is missing, and fail under
+//! `CI=true` (tests/common/mod.rs).
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::Corpus;
+use libtest_mimic::{Failed, Trial};
+
 const SECTIONS: [&str; 3] = ["Kernel Table", "Overlap Opportunity Table", "Fuse Opportunity Table"];
 
-fn shared_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if dir.join("golden").is_dir() && dir.join("traces").is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").map(|v| v == "true").unwrap_or(false) {
-        panic!("../shared (traces and goldens) is missing; CI requires it for the parity test");
-    }
-    None
-}
-
 /// (golden .md path relative to golden/, trace path), in sorted order.
-fn golden_cases(shared: &Path) -> Vec<(String, PathBuf)> {
+fn golden_cases(corpus: &Corpus) -> Vec<(String, PathBuf)> {
     fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
         let Ok(rd) = std::fs::read_dir(dir) else { return };
         for e in rd.flatten() {
@@ -34,18 +30,14 @@ fn golden_cases(shared: &Path) -> Vec<(String, PathBuf)> {
             }
         }
     }
-    let golden = shared.join("golden");
+    let golden = corpus.golden_dir();
     let mut names = Vec::new();
     walk(&golden, &golden, &mut names);
     names.sort();
     names
         .into_iter()
         .map(|g| {
-            let stem = g.trim_end_matches(".md");
-            let trace = match stem.strip_suffix(".dir") {
-                Some(dir) => shared.join("traces").join(dir),
-                None => shared.join("traces").join(stem),
-            };
+            let trace = corpus.trace_for_golden(g.trim_end_matches(".md"));
             (g, trace)
         })
         .collect()
@@ -232,76 +224,84 @@ fn overlap_rows_match(ours: &serde_json::Value, golden: &serde_json::Value) -> R
     Ok(())
 }
 
-#[test]
-fn parity_with_reference_goldens() {
-    let Some(shared) = shared_dir() else {
-        eprintln!("parity: ../shared not found, skipping (set CI=true to make this a failure)");
-        return;
-    };
-    let cases = golden_cases(&shared);
-    assert!(!cases.is_empty(), "no goldens under {}", shared.display());
-    let total = cases.len();
-    let results: Vec<(String, [bool; 3], Result<(), String>)> = std::thread::scope(|s| {
-        let chunks: Vec<_> = cases.chunks(cases.len().div_ceil(2)).collect();
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
-                let shared = &shared;
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|(g, trace)| {
-                            let golden_md = std::fs::read_to_string(shared.join("golden").join(g)).unwrap_or_default();
-                            let ours = sections(&triage(trace, false));
-                            let gold = sections(&golden_md);
-                            let flags = SECTIONS.map(|t| section_matches(&ours, &gold, t));
-                            let gjson_path = shared.join("golden").join(g.replace(".md", ".json"));
-                            let json_result = match std::fs::read_to_string(&gjson_path) {
-                                Ok(text) => {
-                                    let gj: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-                                    let oj: serde_json::Value =
-                                        serde_json::from_str(&triage(trace, true)).unwrap_or_default();
-                                    json_rows_match(&oj, &gj)
-                                }
-                                Err(_) => Err("golden JSON missing".to_string()),
-                            };
-                            (g.trim_end_matches(".md").to_string(), flags, json_result)
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("worker")).collect()
-    });
-
-    let mut ok_counts = [0usize; 3];
-    for (i, label) in ["kernel", "overlap", "fuse"].iter().enumerate() {
-        let ok = results.iter().filter(|r| r.1[i]).count();
-        ok_counts[i] = ok;
-        println!("{label}: {ok} of {total} match");
-        for r in results.iter().filter(|r| !r.1[i]) {
-            println!("  {label} mismatch: {}", r.0);
+/// Where a section differs from the golden, for the failure message.
+fn first_difference(ours: &[(String, Vec<String>)], golden: &[(String, Vec<String>)], title: &str) -> String {
+    let find = |s: &[(String, Vec<String>)]| s.iter().find(|(t, _)| t == title).map(|(_, l)| l.clone());
+    match (find(ours), find(golden)) {
+        (None, _) => "missing from our output".to_string(),
+        (_, None) => "missing from the golden".to_string(),
+        (Some(a), Some(b)) => {
+            let fuse = title.starts_with("Fuse");
+            let prep = |l: &String| if fuse { without_last_cell(l) } else { l.clone() };
+            match a.iter().zip(&b).position(|(x, y)| !lines_match(&prep(x), &prep(y))) {
+                Some(i) => format!("line {}:\n    ours:   {}\n    golden: {}", i + 1, a[i], b[i]),
+                None => format!("{} lines, golden has {}", a.len(), b.len()),
+            }
         }
     }
-    // The fuse issue counts the 44 single traces (the directory golden apart).
-    let traces: Vec<_> = results.iter().filter(|r| !r.0.ends_with(".dir")).collect();
-    println!("fuse (traces): {} of {} match", traces.iter().filter(|r| r.1[2]).count(), traces.len());
-    let kernel_ok = ok_counts[0];
-    let json_bad: Vec<_> = results.iter().filter_map(|r| r.2.as_ref().err().map(|e| format!("{}: {e}", r.0))).collect();
-    println!("json kernel + overlap rows: {} of {total} match", total - json_bad.len());
-    for e in &json_bad {
-        println!("  json mismatch: {e}");
-    }
-    assert_eq!(kernel_ok, total, "kernel sections must all match the goldens");
-    assert_eq!(ok_counts[1], total, "overlap sections must all match the goldens");
-    assert_eq!(ok_counts[2], total, "fuse sections (Rationale aside) must all match the goldens");
-    assert!(json_bad.is_empty(), "JSON kernel and overlap rows must match the goldens");
 }
 
-#[test]
+/// One golden: the three sections of the markdown report (Rationale
+/// aside) and the JSON kernel and overlap rows must all match.
+fn check_case(golden_dir: &Path, golden: &str, trace: &Path) -> Result<(), Failed> {
+    let md_path = golden_dir.join(golden);
+    let golden_md =
+        std::fs::read_to_string(&md_path).map_err(|e| format!("read {}: {e}", md_path.display()))?;
+    let ours = sections(&triage(trace, false));
+    let gold = sections(&golden_md);
+    let mut problems: Vec<String> = SECTIONS
+        .iter()
+        .filter(|t| !section_matches(&ours, &gold, t))
+        .map(|t| format!("{t} differs: {}", first_difference(&ours, &gold, t)))
+        .collect();
+    let gjson_path = golden_dir.join(golden.replace(".md", ".json"));
+    let json_result = match std::fs::read_to_string(&gjson_path) {
+        Ok(text) => {
+            let gj: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            let oj: serde_json::Value = serde_json::from_str(&triage(trace, true)).unwrap_or_default();
+            json_rows_match(&oj, &gj)
+        }
+        Err(_) => Err("golden JSON missing".to_string()),
+    };
+    if let Err(e) = json_result {
+        problems.push(format!("JSON kernel / overlap rows differ: {e}"));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}: {}", trace.display(), problems.join("\n")).into())
+    }
+}
+
+/// One trial per golden of each corpus.
+fn parity_trials(corpus: &Corpus) -> Vec<Trial> {
+    let cases = golden_cases(corpus);
+    if cases.is_empty() {
+        let message = format!("no goldens under {}", corpus.golden_dir().display());
+        return vec![common::failing(corpus.name("parity", "*"), message)];
+    }
+    cases
+        .into_iter()
+        .map(|(golden, trace)| {
+            let golden_dir = corpus.golden_dir();
+            let name = corpus.name("parity", golden.trim_end_matches(".md"));
+            Trial::test(name, move || check_case(&golden_dir, &golden, &trace))
+        })
+        .collect()
+}
+
 fn number_tolerance() {
     assert!(lines_match("| a | 1.23 ms | 4.5% |", "| a | 1.24 ms | 4.5% |"));
     assert!(!lines_match("| a | 1.23 ms |", "| a | 1.25 ms |"));
     assert!(!lines_match("| a | 1.2 ms |", "| a | 1.20 ms |"));
     assert!(lines_match("x 10.0 y", "x 9.9 y"));
+}
+
+fn main() {
+    let mut trials = vec![Trial::test("number_tolerance", || {
+        number_tolerance();
+        Ok(())
+    })];
+    trials.extend(common::over_corpora("parity", parity_trials));
+    common::run_trials(trials);
 }

@@ -1,37 +1,162 @@
-//! Shared helpers for integration tests: locating `../shared` (the traces
-//! and goldens beside the clone) and running the built binary.
+//! Shared helpers for integration tests: the two trace corpora, the
+//! data-driven trials built over them, and running the built binary.
+//!
+//! Corpora: `tests/data` (a few public traces with their goldens, in the
+//! repository: always there) and the full set in `../shared` beside the
+//! clone, or in the folder named by `TORCHTRIAGE_SHARED`. Both are laid out
+//! alike: `traces/` (with `counts.json`), `golden/`, `golden-hta/`.
+//!
+//! Trials over the full set are built only when it is there. When it is
+//! missing, one trial per kind (`KIND::shared/*`) stands for them: reported
+//! ignored, except under `CI=true` where it runs and fails naming the
+//! missing folder (as it also does when run with `--ignored`).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// `../shared` from the crate root. Missing: panics under CI=true (the
-/// tests must not pass vacuously there), otherwise returns None so local
-/// runs without the folder can skip with a note.
-pub fn shared_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if dir.join("traces/counts.json").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("CI").map(|v| v == "true").unwrap_or(false) {
-        panic!("../shared/traces/counts.json is missing: CI must provide ../shared beside the clone");
-    }
-    eprintln!("note: ../shared not found; skipping tests that need it");
-    None
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// Environment variable naming the folder to use instead of `../shared`.
+pub const SHARED_ENV: &str = "TORCHTRIAGE_SHARED";
+
+/// A folder of traces and goldens, and the label trial names carry for it
+/// (`data` or `shared`).
+#[derive(Clone)]
+pub struct Corpus {
+    pub label: &'static str,
+    pub root: PathBuf,
 }
 
-/// Every trace listed in counts.json, as (relative name, full path).
-pub fn shared_traces(shared: &Path) -> Vec<(String, PathBuf)> {
-    let text = std::fs::read_to_string(shared.join("traces/counts.json")).expect("read counts.json");
-    let v: serde_json::Value = serde_json::from_str(&text).expect("parse counts.json");
-    let mut out: Vec<(String, PathBuf)> = v
-        .as_object()
-        .expect("counts.json is an object")
-        .keys()
-        .map(|k| (k.clone(), shared.join("traces").join(k)))
-        .collect();
-    out.sort();
-    out
+impl Corpus {
+    /// `tests/data` in the repository.
+    pub fn bundled() -> Corpus {
+        Corpus { label: "data", root: Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data") }
+    }
+
+    /// Where the full set is looked for: `$TORCHTRIAGE_SHARED`, else
+    /// `../shared` from the crate root.
+    pub fn shared_location() -> PathBuf {
+        match std::env::var_os(SHARED_ENV) {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            // `../shared`, spelt without the `..` so messages name it plainly.
+            _ => Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("crate root has a parent").join("shared"),
+        }
+    }
+
+    /// The full set, or the folder where it was looked for.
+    pub fn shared() -> Result<Corpus, PathBuf> {
+        let root = Self::shared_location();
+        if root.join("traces/counts.json").is_file() {
+            Ok(Corpus { label: "shared", root })
+        } else {
+            Err(root)
+        }
+    }
+
+    pub fn traces_dir(&self) -> PathBuf {
+        self.root.join("traces")
+    }
+
+    pub fn golden_dir(&self) -> PathBuf {
+        self.root.join("golden")
+    }
+
+    /// `traces/counts.json`.
+    pub fn counts(&self) -> serde_json::Value {
+        let path = self.traces_dir().join("counts.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+    }
+
+    /// Every trace listed in `counts.json`, as (relative name, full path),
+    /// sorted by name.
+    pub fn traces(&self) -> Vec<(String, PathBuf)> {
+        let mut out: Vec<(String, PathBuf)> = self
+            .counts()
+            .as_object()
+            .expect("counts.json is an object")
+            .keys()
+            .map(|k| (k.clone(), self.traces_dir().join(k)))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The trace a golden stands for, from the golden's path relative to
+    /// `golden/` without its `.md` / `.json`: `X.dir` is the directory `X`;
+    /// otherwise the trace `X`, or `X.gz` where only a recompressed copy
+    /// is kept (tests/data/SOURCES.md).
+    pub fn trace_for_golden(&self, stem: &str) -> PathBuf {
+        if let Some(dir) = stem.strip_suffix(".dir") {
+            return self.traces_dir().join(dir);
+        }
+        let plain = self.traces_dir().join(stem);
+        let gz = self.traces_dir().join(format!("{stem}.gz"));
+        if !plain.exists() && gz.is_file() {
+            gz
+        } else {
+            plain
+        }
+    }
+
+    /// A trial name: `KIND::LABEL/ITEM`.
+    pub fn name(&self, kind: &str, item: &str) -> String {
+        format!("{kind}::{}/{item}", self.label)
+    }
+}
+
+/// Whether this run is CI's (`CI=true`).
+pub fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// A trial that fails with `message`.
+pub fn failing(name: String, message: String) -> Trial {
+    Trial::test(name, move || Err(Failed::from(message)))
+}
+
+/// Trials of one kind over both corpora: `make` builds them for
+/// `tests/data` always and for the full set when it is there; when it is
+/// missing, one trial stands for them (see the module doc).
+pub fn over_corpora(kind: &str, make: impl Fn(&Corpus) -> Vec<Trial>) -> Vec<Trial> {
+    let mut trials = make(&Corpus::bundled());
+    match Corpus::shared() {
+        Ok(shared) => trials.extend(make(&shared)),
+        Err(missing) => trials.push(missing_shared(kind, &missing)),
+    }
+    trials
+}
+
+/// The stand-in for the trials of `kind` over a missing full set.
+fn missing_shared(kind: &str, missing: &Path) -> Trial {
+    let message = format!(
+        "{} is missing (no traces/counts.json there): the {kind} trials over the full trace set \
+         did not run; put the shared folder at ../shared beside the clone or name it in {SHARED_ENV}",
+        missing.display()
+    );
+    failing(format!("{kind}::shared/*"), message).with_ignored_flag(!ci())
+}
+
+/// Runs `trials` as this test binary's whole set (libtest's command line:
+/// filters, `--ignored`, `--list`, `--test-threads`, ...) and exits.
+pub fn run_trials(trials: Vec<Trial>) -> ! {
+    let args = Arguments::from_args();
+    if let Err(missing) = Corpus::shared() {
+        if !args.list {
+            eprintln!(
+                "note: {} not found: trials over the full trace set are reported as ignored{}",
+                missing.display(),
+                if ci() { " (failing under CI=true)" } else { "" }
+            );
+        }
+    }
+    libtest_mimic::run(&args, trials).exit()
+}
+
+/// Deterministic seed for `name` (FNV-1a), to mix into per-trace RNG seeds.
+pub fn seed_of(name: &str) -> u64 {
+    name.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
 }
 
 /// Runs the torchtriage binary with `args`.
