@@ -72,6 +72,42 @@ pub fn load_opened(path: &Path, opened: input::Opened, opts: &IngestOptions) -> 
     })
 }
 
+/// Decoded bytes read at most for a framework sample.
+const SAMPLE_READ_LIMIT: usize = 64 << 20;
+
+/// The framework-detection sample of a trace ([`Trace::framework_sample`])
+/// without reading the whole file: events are parsed from the start until
+/// the sample is full (or 64 MiB have been read). `None` when that start is
+/// not a readable trace.
+pub fn framework_sample(path: &Path) -> Option<String> {
+    let mut reader: Box<dyn Read> = match input::open(path).ok()?.source {
+        Source::Mapped { map, .. } => Box::new(std::io::Cursor::new(map)),
+        Source::Stream { reader, .. } => reader,
+    };
+    let mut doc = DocParser::new();
+    let mut window: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut pos = 0;
+    let mut read = 0;
+    loop {
+        let n = reader.read(&mut chunk).ok()?;
+        let eof = n == 0 || read >= SAMPLE_READ_LIMIT;
+        read += n;
+        window.extend_from_slice(&chunk[..n]);
+        match doc.advance(&window, pos, eof, false).ok()? {
+            Step::Done(_) => break,
+            Step::NeedMore(p) | Step::AtEvents(p) => {
+                window.drain(..p);
+                pos = 0;
+            }
+        }
+        if eof || (doc.saw_events() && !doc.builder.wants_sample()) {
+            break;
+        }
+    }
+    doc.saw_events().then(|| doc.builder.sample_text())
+}
+
 /// Parses a complete in-memory JSON text on the calling thread.
 pub fn load_bytes(buf: &[u8]) -> Result<Trace> {
     let mut doc = DocParser::new();

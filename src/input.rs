@@ -132,6 +132,20 @@ pub fn open(path: &Path) -> Result<Opened> {
     Ok(Opened { source: Source::Stream { reader, path: path.to_path_buf(), encoding: enc }, disk_len, encoding: enc, consumed })
 }
 
+/// Up to `limit` leading bytes of a file, decoded (gzip and zstd
+/// undone). Reads no further than that, whatever the file's size.
+pub fn head(path: &Path, limit: usize) -> Result<Vec<u8>> {
+    let opened = open(path)?;
+    match opened.source {
+        Source::Mapped { map, .. } => Ok(map[..limit.min(map.len())].to_vec()),
+        Source::Stream { reader, .. } => {
+            let mut out = Vec::with_capacity(limit.min(1 << 20));
+            reader.take(limit as u64).read_to_end(&mut out).map_err(|e| Error::io(e).in_file(path))?;
+            Ok(out)
+        }
+    }
+}
+
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {

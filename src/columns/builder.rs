@@ -136,6 +136,12 @@ impl ColumnsBuilder {
         b
     }
 
+    /// The framework-detection sample so far, as [`Trace::framework_sample`]
+    /// holds it once the trace is finished.
+    pub fn sample_text(&self) -> String {
+        self.sample.join(" ")
+    }
+
     /// True while the framework-detection sample still takes events.
     pub fn wants_sample(&self) -> bool {
         self.sample.len() < SAMPLE_EVENTS

@@ -10,7 +10,6 @@ use crate::analysis::stage::{parse_stage, Stage};
 use std::time::SystemTime;
 
 use crate::error::{Error, Result};
-use crate::ingest::{load_path, IngestOptions};
 
 const IGNORED_NAMES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
 
@@ -57,53 +56,80 @@ fn mtime(path: &Path) -> SystemTime {
     std::fs::metadata(path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
-/// Whether a file is a trace: by name for `*.trace.json[.gz]`, else by
-/// content (an object with `traceEvents`, or a non-empty event array).
+/// File names discovery considers (`.json`, `.json.gz`, `.json.zst`, `.zst`).
+pub fn has_trace_suffix(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [".json", ".json.gz", ".json.zst", ".zst"].iter().any(|s| name.ends_with(s))
+}
+
+/// Top-level keys the PyTorch profiler writes; a document opening with one
+/// of them is a trace.
+const TRACE_KEYS: &[&str] = &[
+    "traceEvents",
+    "schemaVersion",
+    "deviceProperties",
+    "distributedInfo",
+    "displayTimeUnit",
+    "baseTimeNanoseconds",
+    "traceName",
+    "deviceType",
+    "cupti_version",
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "hip_runtime_version",
+    "roctracer_version",
+    "with_stack",
+    "record_shapes",
+    "profile_memory",
+    "with_flops",
+    "with_modules",
+    "trace_id",
+];
+
+/// Decoded bytes discovery reads of a file to recognise it.
+const SNIFF_BYTES: usize = 64 << 10;
+
+/// Whether a file is a trace: by name for `*.trace.json` (and its gzip and
+/// zstd forms), else from its first bytes: after gzip or zstd magic is
+/// undone, a JSON array whose first element is an object, or an object
+/// whose first key is one the profiler writes (or that names `traceEvents`
+/// early on). Nothing is parsed in full.
 pub fn file_looks_like_trace(path: &Path) -> bool {
     let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
     if IGNORED_NAMES.contains(&name.as_str()) || path.is_dir() {
         return false;
     }
-    if name.ends_with(".trace.json") || name.ends_with(".trace.json.gz") || name.contains(".pt.trace.json") {
+    if [".trace.json", ".trace.json.gz", ".trace.json.zst"].iter().any(|s| name.ends_with(s)) || name.contains(".pt.trace.json") {
         return true;
     }
-    if !(name.ends_with(".json") || name.ends_with(".json.gz")) {
+    if !has_trace_suffix(&name) {
         return false;
     }
-    // Discovery asks about the same file several times (stage folders, the
-    // newest-trace choice, rank selection); read each file's content once.
-    type Verdicts = std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>;
-    static CHECKED: std::sync::LazyLock<Verdicts> = std::sync::LazyLock::new(Default::default);
-    if let Some(&v) = CHECKED.lock().ok().as_ref().and_then(|c| c.get(path)) {
-        return v;
-    }
-    let verdict = content_looks_like_trace(path);
-    if let Ok(mut c) = CHECKED.lock() {
-        c.insert(path.to_path_buf(), verdict);
-    }
-    verdict
+    crate::input::head(path, SNIFF_BYTES).is_ok_and(|head| head_looks_like_trace(&head))
 }
 
-/// The content test: an object with `traceEvents`, or a non-empty event
-/// array, that parses completely (the reference loads the whole file).
-fn content_looks_like_trace(path: &Path) -> bool {
-    #[cfg(test)]
-    CONTENT_CHECKS.lock().unwrap_or_else(|e| e.into_inner()).push(path.to_path_buf());
-    match load_path(path, &IngestOptions::default()) {
-        Ok(t) => {
-            if t.meta.top_level_array {
-                t.counts.events > 0
-            } else {
-                t.meta.top_level_keys.iter().any(|k| k == "traceEvents")
-            }
+/// The content rule of [`file_looks_like_trace`] on a file's first bytes.
+pub fn head_looks_like_trace(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(head);
+    let skip_ws = |b: &[u8]| -> usize { b.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')).count() };
+    let i = skip_ws(head);
+    match head.get(i) {
+        Some(b'[') => {
+            let j = i + 1 + skip_ws(&head[i + 1..]);
+            head.get(j) == Some(&b'{')
         }
-        Err(_) => false,
+        Some(b'{') => {
+            let j = i + 1 + skip_ws(&head[i + 1..]);
+            let rest = &head[j..];
+            let first_key = rest
+                .strip_prefix(b"\"")
+                .and_then(|r| r.iter().position(|&c| c == b'"' || c == b'\\').map(|end| &r[..end]));
+            first_key.is_some_and(|k| TRACE_KEYS.iter().any(|t| t.as_bytes() == k))
+                || memchr::memmem::find(head, b"\"traceEvents\"").is_some()
+        }
+        _ => false,
     }
 }
-
-/// Every path whose content was checked, in order (tests count them).
-#[cfg(test)]
-static CONTENT_CHECKS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 fn walk(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -119,7 +145,7 @@ fn walk(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) {
             continue;
         }
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if name.ends_with(".json") || name.ends_with(".json.gz") {
+        if has_trace_suffix(&name) {
             out.push(p);
         }
     }
@@ -170,6 +196,9 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
 
 /// `server_args.json` beside the trace (or in its parent directory).
 pub fn load_server_args(path: &Path) -> Option<serde_json::Value> {
+    if path.as_os_str() == "-" {
+        return None;
+    }
     let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let dirs: Vec<PathBuf> = if resolved.is_file() {
         let p = resolved.parent().map(Path::to_path_buf);
@@ -259,7 +288,7 @@ pub fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>
     if let Some(h) = detect_from_server_args(load_server_args(path).as_ref()) {
         return Some(h);
     }
-    if path.is_file() {
+    if path.is_file() || path.as_os_str() == "-" {
         return sample_of(path).and_then(|s| detect_from_text(&s));
     }
     discover_trace_files(path, true, Some(3)).iter().find_map(|t| sample_of(t).and_then(|s| detect_from_text(&s)))
@@ -285,23 +314,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_file_s_content_is_read_once_per_run() {
+    fn traces_are_told_from_their_first_bytes() {
+        assert!(head_looks_like_trace(br#"{"schemaVersion": 1, "deviceProperties": []"#));
+        assert!(head_looks_like_trace(b"\xef\xbb\xbf \n{\"traceEvents\": ["));
+        assert!(head_looks_like_trace(br#"{"zzz": 1, "traceEvents": [{"ph": "X""#));
+        assert!(head_looks_like_trace(br#"  [ {"ph": "X", "name": "k"}"#));
+        assert!(!head_looks_like_trace(br#"[]"#));
+        assert!(!head_looks_like_trace(br#"{"not": "a trace"}"#));
+        assert!(!head_looks_like_trace(br#"{"model_path": "m", "tp_size": 2}"#));
+        assert!(!head_looks_like_trace(b"\x00\x01garbage"));
+        assert!(!head_looks_like_trace(b""));
+    }
+
+    #[test]
+    fn compressed_files_are_sniffed_through_their_decoder() {
+        use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
-        let trace = dir.path().join("a.json");
-        std::fs::write(&trace, r#"{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": 1, "dur": 2}]}"#).unwrap();
-        let other = dir.path().join("b.json");
-        std::fs::write(&other, r#"{"not": "a trace"}"#).unwrap();
-        for _ in 0..3 {
-            let found = discover_trace_files(dir.path(), false, None);
-            assert_eq!(found, vec![trace.canonicalize().unwrap()]);
-        }
-        assert!(file_looks_like_trace(&trace.canonicalize().unwrap()));
-        assert!(!file_looks_like_trace(&other.canonicalize().unwrap()));
-        let checks = CONTENT_CHECKS.lock().unwrap().clone();
-        for p in [&trace, &other] {
-            let p = p.canonicalize().unwrap();
-            assert_eq!(checks.iter().filter(|c| **c == p).count(), 1, "{}", p.display());
-        }
+        let doc = br#"{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": 1, "dur": 2}]}"#;
+        let gz = dir.path().join("a.json.gz");
+        let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::default());
+        e.write_all(doc).unwrap();
+        e.finish().unwrap();
+        let zst = dir.path().join("b.json.zst");
+        std::fs::write(&zst, zstd::encode_all(&doc[..], 3).unwrap()).unwrap();
+        let bare = dir.path().join("c.zst");
+        std::fs::write(&bare, zstd::encode_all(&doc[..], 3).unwrap()).unwrap();
+        std::fs::write(dir.path().join("d.json"), br#"{"not": "a trace"}"#).unwrap();
+        std::fs::write(dir.path().join("e.txt"), doc).unwrap();
+        let found = discover_trace_files(dir.path(), false, None);
+        let names: std::collections::BTreeSet<String> =
+            found.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["a.json.gz", "b.json.zst", "c.zst"].iter().map(|s| s.to_string()).collect());
     }
 
     #[test]

@@ -56,6 +56,14 @@ impl Drop for Progress {
     }
 }
 
+/// The framework-detection sample of a trace that is not loaded in full
+/// ([`crate::ingest::framework_sample`]); announced like [`load_trace`] as
+/// `timing: sample <path>`.
+pub fn framework_sample(path: &std::path::Path) -> Option<String> {
+    phase(&format!("sample {}", path.display()));
+    crate::ingest::framework_sample(path)
+}
+
 /// Phase timings for developers: with `TT_TIMING` set in the environment,
 /// prints `timing: <phase> <ms since the first call>` on stderr, and on
 /// Linux the resident set now and its peak so far (`rss`, `hwm`, in KiB).
@@ -79,8 +87,10 @@ pub fn phase(name: &str) {
 }
 
 /// Loads one trace (plain, gzip, zstd or `-`), with a progress bar on a
-/// terminal unless `quiet`.
+/// terminal unless `quiet`. With `TT_TIMING` set, says so on stderr
+/// (`timing: parse <path>`), so that a run's parses can be counted.
 pub fn load_trace(path: &std::path::Path, quiet: bool) -> crate::Result<crate::columns::Trace> {
+    phase(&format!("parse {}", path.display()));
     let opened = crate::input::open(path)?;
     let label = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let _bar = Progress::start(label, opened.disk_len, opened.consumed.clone(), quiet);

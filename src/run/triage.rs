@@ -27,7 +27,6 @@ use crate::analysis::stage::RowStages;
 use crate::analysis::types::StagePayload;
 use crate::columns::Trace;
 use crate::error::{Error, Result};
-use crate::ingest::{load_path, IngestOptions};
 
 use crate::report::model::*;
 
@@ -115,6 +114,10 @@ struct Target {
 }
 
 fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_json::Value>)> {
+    if path.as_os_str() == "-" {
+        // Standard input: one trace, read once, with nothing beside it.
+        return Ok((path.to_path_buf(), vec![path.to_path_buf()], None));
+    }
     let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
     let (traces, mut server_args) = discover_trace_targets(&resolved)?;
     if server_args.is_none() {
@@ -203,7 +206,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let sample_of = |p: &Path| -> Option<String> {
         match find(p) {
             Some(l) => Some(l.trace.framework_sample.clone()),
-            None => load_path(p, &IngestOptions::default()).ok().map(|t| t.framework_sample),
+            None => crate::run::progress::framework_sample(p),
         }
     };
     let mapping = Target {

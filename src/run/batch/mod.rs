@@ -21,14 +21,15 @@ use crate::analysis::ranks::{RankFacts, RankSource, StageFacts};
 use crate::analysis::stage::{parse_stage, Stage};
 use crate::report::model::TriageReport;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
-use crate::run::discover::{discover_trace_files, parse_tp_rank};
+use crate::run::discover::{discover_trace_files, has_trace_suffix, parse_tp_rank};
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 use crate::error::{Error, Result};
 
 /// Names `triage` never reads as traces.
 const SIDE_FILES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
 
-/// Every `*.json` / `*.json.gz` below `dir`, recursively, sorted.
+/// Every `*.json`, `*.json.gz`, `*.json.zst` and `*.zst` below `dir`,
+/// recursively, sorted.
 fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -39,7 +40,7 @@ fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
             continue;
         }
         let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-        if (name.ends_with(".json") || name.ends_with(".json.gz")) && !SIDE_FILES.contains(&name.as_str()) {
+        if has_trace_suffix(&name) && !SIDE_FILES.contains(&name.as_str()) {
             out.push(p.canonicalize().unwrap_or(p));
         }
     }

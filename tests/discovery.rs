@@ -1,0 +1,121 @@
+//! Discovery and input forms: every trace file is parsed at most once per
+//! run (`TT_TIMING` announces each parse as `timing: parse <path>`), zstd
+//! files are found in directories like gzip ones, and `-` reads a trace
+//! from standard input for `triage`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+
+fn run_timed(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_torchtriage"))
+        .args(args)
+        .env("TT_TIMING", "1")
+        .output()
+        .expect("run torchtriage")
+}
+
+/// How often each path was parsed, from the `timing: parse` lines.
+fn parses(out: &Output) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stderr).lines() {
+        if let Some(rest) = line.strip_prefix("timing: parse ") {
+            let path = rest.split(" ms rss").next().unwrap_or(rest);
+            let path = path.rsplit_once(' ').map_or(path, |(p, _)| p);
+            *counts.entry(path.to_string()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// A directory holding the fixture as `rank0` and `rank1`, written by `write`.
+fn rank_dir(suffix: &str, write: impl Fn(&Path, &[u8])) -> (tempfile::TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read(FIXTURE).unwrap();
+    let paths: Vec<PathBuf> = (0..2).map(|r| dir.path().join(format!("rank{r}{suffix}"))).collect();
+    for p in &paths {
+        write(p, &text);
+    }
+    (dir, paths)
+}
+
+fn plain(p: &Path, text: &[u8]) {
+    std::fs::write(p, text).unwrap();
+}
+
+fn zst(p: &Path, text: &[u8]) {
+    std::fs::write(p, zstd::encode_all(text, 3).unwrap()).unwrap();
+}
+
+fn assert_each_parsed_once(out: &Output, expected: &[&Path]) {
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let counts = parses(out);
+    for p in expected {
+        let key = p.canonicalize().unwrap().display().to_string();
+        assert_eq!(counts.get(&key), Some(&1), "{key} parsed {:?} times; all: {counts:?}", counts.get(&key));
+    }
+    assert!(counts.values().all(|&n| n == 1), "a file parsed twice: {counts:?}");
+    assert_eq!(counts.len(), expected.len(), "parsed: {counts:?}");
+}
+
+#[test]
+fn triage_of_a_directory_parses_the_chosen_rank_once() {
+    let (dir, paths) = rank_dir(".json", plain);
+    let out = run_timed(&["-q", "triage", dir.path().to_str().unwrap()]);
+    assert_each_parsed_once(&out, &[&paths[0]]);
+}
+
+#[test]
+fn batch_parses_each_rank_once() {
+    let (dir, paths) = rank_dir(".json", plain);
+    let out = run_timed(&["-q", "batch", dir.path().to_str().unwrap()]);
+    assert_each_parsed_once(&out, &[&paths[0], &paths[1]]);
+}
+
+#[test]
+fn zstd_directories_work_for_triage_and_batch() {
+    let (dir, paths) = rank_dir(".json.zst", zst);
+    let out = run_timed(&["-q", "triage", dir.path().to_str().unwrap()]);
+    assert_each_parsed_once(&out, &[&paths[0]]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Kernel Table") && text.contains("rank0.json.zst"), "{text}");
+
+    let out = run_timed(&["-q", "batch", "--format", "json", dir.path().to_str().unwrap()]);
+    assert_each_parsed_once(&out, &[&paths[0], &paths[1]]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 2, "{v}");
+    assert_eq!(v["skipped"], serde_json::json!([]), "{v}");
+
+    // A bare `.zst` name is found too.
+    let bare = dir.path().join("rank2.zst");
+    zst(&bare, &std::fs::read(FIXTURE).unwrap());
+    let out = run_timed(&["-q", "batch", "--format", "json", dir.path().to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 3, "{v}");
+}
+
+#[test]
+fn triage_reads_standard_input() {
+    let text = std::fs::read(FIXTURE).unwrap();
+    let from_file = common::run(&["-q", "triage", FIXTURE]);
+    assert!(from_file.status.success());
+    for input in [text.clone(), zstd::encode_all(&text[..], 3).unwrap()] {
+        let out = common::run_stdin(&["-q", "triage", "-"], &input);
+        assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+        let tables = |o: &Output| {
+            let s = String::from_utf8_lossy(&o.stdout).into_owned();
+            s[s.find("Kernel Table").unwrap()..].to_string()
+        };
+        assert_eq!(tables(&out), tables(&from_file));
+    }
+    let out = common::run_stdin(&["-q", "triage", "-", "--format", "json"], &text);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["formal_traces"], serde_json::json!(["-"]));
+    let bad = common::run_stdin(&["-q", "triage", "-"], b"{\"traceEvents\": [");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("<stdin>"));
+}
