@@ -167,8 +167,8 @@ fn generate(w: &mut dyn Write, target: u64, seed: u64) -> std::io::Result<u64> {
                 let escaped = kname.replace('"', "\\\"");
                 step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{escaped}\", \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}.{:03}, \"dur\": {kdur}.{:03}, \"args\": {{\"External id\": {ext}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 128, \"shared memory\": 0, \"blocks per SM\": 1.5, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 0}}}}", rng.below(1000), rng.below(1000)));
                 if k % 2 == 0 {
-                step_events.push(format!("  {{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", op_ts + 2));
-                step_events.push(format!("  {{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}"));
+                    step_events.push(format!("  {{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", op_ts + 2));
+                    step_events.push(format!("  {{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}"));
                 }
                 if k == 0 && rng.below(4) == 0 {
                     step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD (Pinned -> Device)\", \"pid\": 0, \"tid\": 13, \"ts\": {}, \"dur\": 3.2, \"args\": {{\"External id\": {ext}, \"stream\": 13, \"correlation\": {}, \"bytes\": 4096, \"memory bandwidth (GB/s)\": 1.28}}}}", kts + 1, corr + 1_000_000_000));

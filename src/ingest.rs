@@ -14,7 +14,9 @@ use rayon::prelude::*;
 use crate::columns::Trace;
 use crate::error::{Error, Result};
 use crate::input::{self, Source};
-use crate::tokenizer::{find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Step};
+use crate::tokenizer::{
+    find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Step,
+};
 
 /// Knobs for one ingest.
 #[derive(Clone, Debug, Default)]
@@ -299,7 +301,9 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
             base += keep_from as u64;
             pos = 0;
             if window.len() > MAX_UNIT_BYTES {
-                return Err(Error::bad_input(format!("a single value is larger than {} MiB", MAX_UNIT_BYTES >> 20)).at(base));
+                return Err(
+                    Error::bad_input(format!("a single value is larger than {} MiB", MAX_UNIT_BYTES >> 20)).at(base)
+                );
             }
             retry_at = window.len().saturating_mul(2).min(MAX_UNIT_BYTES + 1);
         }
@@ -427,7 +431,8 @@ mod tests {
         let t = load_bytes(br#"{"a": {"x": [1, 2]}, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 2, "ts": 1, "dur": 2, "args": {"stream": 7}}], "schemaVersion": 1}"#).unwrap();
         assert_eq!(t.kernels.len(), 1);
         assert_eq!(t.meta.top_level_keys, vec!["a", "traceEvents", "schemaVersion"]);
-        let t = load_bytes(br#"[{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}}]"#).unwrap();
+        let t = load_bytes(br#"[{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}}]"#)
+            .unwrap();
         assert_eq!(t.thread_names.len(), 1);
     }
 

@@ -94,10 +94,8 @@ pub fn open(path: &Path) -> Result<Opened> {
         drop(stdin);
         let enc = Encoding::sniff(&head);
         let consumed = Arc::new(AtomicU64::new(0));
-        let rest: Box<dyn Read + Send> = Box::new(Counting {
-            inner: io::Cursor::new(head).chain(io::stdin()),
-            counter: consumed.clone(),
-        });
+        let rest: Box<dyn Read + Send> =
+            Box::new(Counting { inner: io::Cursor::new(head).chain(io::stdin()), counter: consumed.clone() });
         let reader = decoder(rest, enc).map_err(|e| e.in_file(Path::new(STDIN_NAME)))?;
         return Ok(Opened {
             source: Source::Stream { reader, path: PathBuf::from(STDIN_NAME), encoding: enc },
@@ -123,13 +121,23 @@ pub fn open(path: &Path) -> Result<Opened> {
         // SAFETY: the map is read-only; a file truncated by another process
         // while we read it can fault, which is the documented risk of mmap.
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return Ok(Opened { source: Source::Mapped { map, path: path.to_path_buf() }, disk_len, encoding: enc, consumed });
+            return Ok(Opened {
+                source: Source::Mapped { map, path: path.to_path_buf() },
+                disk_len,
+                encoding: enc,
+                consumed,
+            });
         }
     }
     let file = File::open(path).map_err(|e| Error::io(e).in_file(path))?;
     let counted = Counting { inner: file, counter: consumed.clone() };
     let reader = decoder(Box::new(counted), enc).map_err(|e| e.in_file(path))?;
-    Ok(Opened { source: Source::Stream { reader, path: path.to_path_buf(), encoding: enc }, disk_len, encoding: enc, consumed })
+    Ok(Opened {
+        source: Source::Stream { reader, path: path.to_path_buf(), encoding: enc },
+        disk_len,
+        encoding: enc,
+        consumed,
+    })
 }
 
 /// Up to `limit` leading bytes of a file, decoded (gzip and zstd

@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand};
 use torchtriage::commands::{self, Global};
 
 #[derive(Parser)]
-#[command(name = "torchtriage", version, about = "Where GPU time goes in a PyTorch-profiler (Kineto) trace, and what to try next")]
+#[command(
+    name = "torchtriage",
+    version,
+    about = "Where GPU time goes in a PyTorch-profiler (Kineto) trace, and what to try next"
+)]
 struct Cli {
     #[command(flatten)]
     global: Global,

@@ -183,11 +183,7 @@ pub fn py_int_of_str(s: &str) -> Option<i64> {
 fn underscores_ok(t: &str) -> bool {
     let b = t.as_bytes();
     b.iter().enumerate().all(|(i, &c)| {
-        c != b'_'
-            || (i > 0
-                && i + 1 < b.len()
-                && b[i - 1].is_ascii_digit()
-                && b[i + 1].is_ascii_digit())
+        c != b'_' || (i > 0 && i + 1 < b.len() && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit())
     })
 }
 
@@ -331,7 +327,8 @@ where
     let mut picks: rustc_hash::FxHashMap<&str, Picks<'a, T>> = counts
         .iter()
         .map(|(&n, &count)| {
-            let positions = if count <= limit { (0..count).collect() } else { sample_positions(count, limit).collect() };
+            let positions =
+                if count <= limit { (0..count).collect() } else { sample_positions(count, limit).collect() };
             (n, Picks { positions, next: 0, seen: 0, picked: Vec::new() })
         })
         .collect();

@@ -185,10 +185,13 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
             eight_ranks_match_triage_per_file(&a);
             Ok(())
         }),
-        Trial::test(corpus.name("batch", "param_dlrm_8rank/a_truncated_file_is_listed_and_the_rest_reported"), move || {
-            a_truncated_file_is_listed_and_the_rest_reported(&b);
-            Ok(())
-        }),
+        Trial::test(
+            corpus.name("batch", "param_dlrm_8rank/a_truncated_file_is_listed_and_the_rest_reported"),
+            move || {
+                a_truncated_file_is_listed_and_the_rest_reported(&b);
+                Ok(())
+            },
+        ),
     ]
 }
 

@@ -12,11 +12,7 @@ use std::process::{Command, Output};
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
 
 fn run_timed(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_torchtriage"))
-        .args(args)
-        .env("TT_TIMING", "1")
-        .output()
-        .expect("run torchtriage")
+    Command::new(env!("CARGO_BIN_EXE_torchtriage")).args(args).env("TT_TIMING", "1").output().expect("run torchtriage")
 }
 
 /// How often each path was parsed, from the `timing: parse` lines.

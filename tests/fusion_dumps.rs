@@ -137,7 +137,8 @@ fn fuse_matches_reference_dumps() {
         let dump: Value = serde_json::from_str(&text).expect("parse dump");
         let mut trace_ok = true;
         for (ci, call) in dump["calls"].as_array().cloned().unwrap_or_default().iter().enumerate() {
-            let rows: Vec<KernelRow> = call["rows"].as_array().map(|a| a.iter().map(kernel_row).collect()).unwrap_or_default();
+            let rows: Vec<KernelRow> =
+                call["rows"].as_array().map(|a| a.iter().map(kernel_row).collect()).unwrap_or_default();
             let total = f(call, "total_us");
             let run = |args: &Value, fw: &Value| {
                 let args = if args.is_null() { None } else { Some(args) };

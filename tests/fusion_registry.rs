@@ -139,9 +139,13 @@ fn other_validation_errors() {
     assert!(check_error(HEAD).contains("needs keywords or split_groups"));
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\norigin = \"someday\"\n")).contains("origin"));
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\nframeworks = [\"jax\"]\n")).contains("unknown framework"));
-    assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\nsubsumes = [\"Nope\"]\n")).contains("subsumes unknown pattern"));
+    assert!(
+        check_error(&format!("{HEAD}keywords = [\"k\"]\nsubsumes = [\"Nope\"]\n")).contains("subsumes unknown pattern")
+    );
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\nmin_share = -1.0\n")).contains("min_share"));
-    assert!(check_error("[[pattern]]\nkeywords = [\"k\"]\ncandidate_paths = [\"x\"]\n").contains("missing field `name`"));
+    assert!(
+        check_error("[[pattern]]\nkeywords = [\"k\"]\ncandidate_paths = [\"x\"]\n").contains("missing field `name`")
+    );
     assert!(check_error("[[pattern]\nname = 1\n").contains("line 1"));
     assert!(check_error("title = \"x\"\n").contains("unknown top-level key"));
 }

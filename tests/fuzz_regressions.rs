@@ -16,8 +16,14 @@ fn all_paths(data: &[u8]) -> Result<Trace> {
     let summary = |r: &Result<Trace>| match r {
         Ok(t) => format!(
             "ok events={} skipped={} kernels={} cpu_ops={} launches={} frames={} ann={} keys={:?}",
-            t.counts.events, t.counts.skipped, t.kernels.len(), t.cpu_ops.len(), t.launches.len(),
-            t.frames.len(), t.annotations.len(), t.meta.top_level_keys
+            t.counts.events,
+            t.counts.skipped,
+            t.kernels.len(),
+            t.cpu_ops.len(),
+            t.launches.len(),
+            t.frames.len(),
+            t.annotations.len(),
+            t.meta.top_level_keys
         ),
         Err(e) => format!("err offset={:?} {}", e.offset, e.message),
     };
@@ -37,7 +43,9 @@ fn all_paths(data: &[u8]) -> Result<Trace> {
 /// Repeated top-level keys keep their first position, once (a Python dict).
 #[test]
 fn duplicate_top_level_keys_listed_once() {
-    let t = all_paths(br#"{"a": 1, "traceEvents": [], "b": [2], "a": {"x": 3}, "schemaVersion": 1, "schemaVersion": 2}"#).unwrap();
+    let t =
+        all_paths(br#"{"a": 1, "traceEvents": [], "b": [2], "a": {"x": 3}, "schemaVersion": 1, "schemaVersion": 2}"#)
+            .unwrap();
     assert_eq!(t.meta.top_level_keys, vec!["a", "traceEvents", "b", "schemaVersion"]);
     assert_eq!(t.meta.schema_version, Some(serde_json::json!(2)));
 }
@@ -64,7 +72,8 @@ fn byte_order_mark_across_a_refill() {
 /// last object).
 #[test]
 fn repeated_args_replace_the_sample_text() {
-    let text = br#"[{"ph":"X","cat":"c","args":{"a":"1"},"args":{"b":"2"}},{"ph":"X","cat":"d","args":{"e":"3"},"args":7}]"#;
+    let text =
+        br#"[{"ph":"X","cat":"c","args":{"a":"1"},"args":{"b":"2"}},{"ph":"X","cat":"d","args":{"e":"3"},"args":7}]"#;
     let t = all_paths(text).unwrap();
     assert_eq!(t.framework_sample, " c  b 2  d ");
     let oracle = torchtriage::columns::value::trace_from_value(&serde_json::from_slice(text).unwrap());

@@ -444,7 +444,11 @@ fn non_finite_and_huge_numbers() {
     ];
     // Python: float(NaN) > 0 is False, so the NaN-dur and 1e-999 kernels are
     // not complete; NaN ts and infinite values are kept.
-    check("non-finite", &doc(&evs), Want::Ok(&[("/events", Value::from(6u64)), ("/columns/0/rows", Value::from(4u64))]));
+    check(
+        "non-finite",
+        &doc(&evs),
+        Want::Ok(&[("/events", Value::from(6u64)), ("/columns/0/rows", Value::from(4u64))]),
+    );
     let long = doc(&[kernel(&format!(r#", "ts": 1{}, "dur": 2"#, "0".repeat(5000)))]);
     check("5000-digits", &long, Want::Ok(&[("/events", Value::from(1u64))]));
     check("bad-exponent", &doc(&[kernel(r#", "ts": 1e, "dur": 2"#)]), Want::Err("invalid number"));
@@ -485,7 +489,11 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
     assert_eq!(o.code, Some(0));
     let lines: Vec<&str> = o.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{}", o.stderr);
-    assert!(lines[0].starts_with("torchtriage: warning: ") && lines[0].contains("3 complete events skipped"), "{}", o.stderr);
+    assert!(
+        lines[0].starts_with("torchtriage: warning: ") && lines[0].contains("3 complete events skipped"),
+        "{}",
+        o.stderr
+    );
 }
 
 fn encodings_invalid_utf8_and_bom() {
@@ -542,7 +550,13 @@ fn gzip_bombs_stop_early_with_bounded_memory() {
         assert_sane(&o, name);
         assert_error_at_most(&o, &p, u64::MAX, name);
         assert!(o.stderr.contains("compression bomb") || o.stderr.contains("larger than"), "{name}: {}", o.stderr);
-        println!("{name}: {} KB on disk, {:?}, peak {} MB: {}", gz.len() >> 10, o.wall, o.max_rss_kb >> 10, o.stderr.trim());
+        println!(
+            "{name}: {} KB on disk, {:?}, peak {} MB: {}",
+            gz.len() >> 10,
+            o.wall,
+            o.max_rss_kb >> 10,
+            o.stderr.trim()
+        );
     }
 }
 
@@ -560,7 +574,11 @@ fn gzip_on_stdin() {
     assert_sane(&o, "half gzip on stdin");
     assert_eq!(o.code, Some(2));
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
-    assert!(o.stderr.starts_with("torchtriage: -: byte ") || o.stderr.starts_with("torchtriage: <stdin>: byte "), "{}", o.stderr);
+    assert!(
+        o.stderr.starts_with("torchtriage: -: byte ") || o.stderr.starts_with("torchtriage: <stdin>: byte "),
+        "{}",
+        o.stderr
+    );
 }
 
 fn millions_of_top_level_keys_are_refused() {

@@ -78,12 +78,29 @@ fn fingerprint(t: &Trace) -> Vec<String> {
     for k in t.kernels.iter() {
         v.push(format!(
             "K {} {} {} {} {} {:?} {:?} {} {:?} {:?}",
-            t.s(k.name), t.s(k.cat), th(k.thread), k.ts, k.dur,
-            k.stream.map(|s| t.s(s)), k.cuda_stream.map(|s| t.s(s)), k.has_stream_marker, k.external_id, k.correlation
+            t.s(k.name),
+            t.s(k.cat),
+            th(k.thread),
+            k.ts,
+            k.dur,
+            k.stream.map(|s| t.s(s)),
+            k.cuda_stream.map(|s| t.s(s)),
+            k.has_stream_marker,
+            k.external_id,
+            k.correlation
         ));
     }
     for c in t.cpu_ops.iter() {
-        v.push(format!("C {} {} {} {} {} {:?} {:?}", t.s(c.name), th(c.thread), c.ts, c.dur, c.complete, c.external_id, c.correlation));
+        v.push(format!(
+            "C {} {} {} {} {} {:?} {:?}",
+            t.s(c.name),
+            th(c.thread),
+            c.ts,
+            c.dur,
+            c.complete,
+            c.external_id,
+            c.correlation
+        ));
     }
     for l in t.launches.iter() {
         v.push(format!("L {} {} {} {} {} {}", t.s(l.name), th(l.thread), l.ts, l.dur, l.complete, l.correlation));

@@ -57,7 +57,11 @@ fn references(module: &[String], code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let bytes = code.as_bytes();
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    for (start, kw) in code.match_indices("crate::").map(|(i, _)| (i, "crate")).chain(code.match_indices("super::").map(|(i, _)| (i, "super"))) {
+    for (start, kw) in code
+        .match_indices("crate::")
+        .map(|(i, _)| (i, "crate"))
+        .chain(code.match_indices("super::").map(|(i, _)| (i, "super")))
+    {
         if start > 0 && (ident(bytes[start - 1]) || bytes[start - 1] == b':') {
             continue;
         }
@@ -169,7 +173,9 @@ fn module_graph_has_no_circle() {
 fn lower_layers_do_not_reach_up() {
     let edges = graph();
     let upper = ["run", "report", "commands", "main"];
-    let lower = |n: &str| n.starts_with("analysis") || ["columns", "ingest", "input", "tokenizer", "pysem", "error"].contains(&n);
+    let lower = |n: &str| {
+        n.starts_with("analysis") || ["columns", "ingest", "input", "tokenizer", "pysem", "error"].contains(&n)
+    };
     let mut bad = Vec::new();
     for (from, tos) in &edges {
         if !lower(from) {
@@ -195,6 +201,15 @@ fn the_checker_sees_circles() {
     assert_eq!(find_cycle(&edges), None);
     edges.entry("c".into()).or_default().insert("a".into());
     assert_eq!(find_cycle(&edges), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
-    let r = references(&["analysis".into(), "sites".into(), "frames".into()], "use super::locations::x; use crate::analysis::kernels::extract::py_cmp;");
-    assert_eq!(r, vec![vec!["analysis".to_string(), "kernels".into(), "extract".into(), "py_cmp".into()], vec!["analysis".into(), "sites".into(), "locations".into(), "x".into()]]);
+    let r = references(
+        &["analysis".into(), "sites".into(), "frames".into()],
+        "use super::locations::x; use crate::analysis::kernels::extract::py_cmp;",
+    );
+    assert_eq!(
+        r,
+        vec![
+            vec!["analysis".to_string(), "kernels".into(), "extract".into(), "py_cmp".into()],
+            vec!["analysis".into(), "sites".into(), "locations".into(), "x".into()]
+        ]
+    );
 }

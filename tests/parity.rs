@@ -261,8 +261,7 @@ fn first_difference(ours: &[(String, Vec<String>)], golden: &[(String, Vec<Strin
 /// aside) and the JSON kernel and overlap rows must all match.
 fn check_case(golden_dir: &Path, golden: &str, trace: &Path) -> Result<(), Failed> {
     let md_path = golden_dir.join(golden);
-    let golden_md =
-        std::fs::read_to_string(&md_path).map_err(|e| format!("read {}: {e}", md_path.display()))?;
+    let golden_md = std::fs::read_to_string(&md_path).map_err(|e| format!("read {}: {e}", md_path.display()))?;
     let ours = sections(&triage(trace, false));
     let gold = sections(&golden_md);
     let mut problems: Vec<String> = SECTIONS

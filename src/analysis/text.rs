@@ -110,7 +110,10 @@ pub fn long_prefix_score(compact: &str, cand: &str) -> Option<usize> {
 }
 
 /// The first key with the highest score, skipping keys scored `None`.
-fn first_best_key<'k>(keys: impl IntoIterator<Item = &'k str>, score: impl Fn(&str) -> Option<usize>) -> Option<&'k str> {
+fn first_best_key<'k>(
+    keys: impl IntoIterator<Item = &'k str>,
+    score: impl Fn(&str) -> Option<usize>,
+) -> Option<&'k str> {
     let mut best: Option<(&'k str, usize)> = None;
     for key in keys {
         let Some(s) = score(key) else { continue };

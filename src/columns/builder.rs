@@ -100,10 +100,7 @@ fn classify_name(name: &str) -> u8 {
     let n = normalize_text(name);
     let l = n.to_lowercase();
     let mut c = NAME_KNOWN;
-    if matches!(
-        &*n,
-        "process_name" | "thread_name" | "process_sort_index" | "thread_sort_index"
-    ) {
+    if matches!(&*n, "process_name" | "thread_name" | "process_sort_index" | "thread_sort_index") {
         c |= NAME_METADATA;
     }
     if l.starts_with("## call ") {
@@ -285,35 +282,21 @@ impl ColumnsBuilder {
         let cat_exact = ev.cat.as_str();
         if cat_exact == Some("python_function") {
             let name = self.intern_py(ev.name, "");
-            self.t.frames.push(FrameRow {
-                name,
-                thread,
-                ts,
-                dur,
-                complete,
-            });
+            self.t.frames.push(FrameRow { name, thread, ts, dur, complete });
             return;
         }
         if cat_exact == Some("cpu_op") {
             if external_id.is_some() || correlation.is_some() {
                 let name = self.intern_py(ev.name, "");
-                self.t.cpu_ops.push(CpuOpRow {
-                    name,
-                    thread,
-                    ts,
-                    dur,
-                    complete,
-                    external_id,
-                    correlation,
-                });
+                self.t.cpu_ops.push(CpuOpRow { name, thread, ts, dur, complete, external_id, correlation });
             }
             return;
         }
         let cat = self.intern_slot(1, ev.cat, "");
         let cat_s = self.t.strings.resolve(cat);
         let cc = class_of(&mut self.cat_class, cat, cat_s, classify_cat);
-        let has_stream_marker = ev.args.is_object
-            && (!ev.args.stream.is_missing() || !ev.args.cuda_stream.is_missing());
+        let has_stream_marker =
+            ev.args.is_object && (!ev.args.stream.is_missing() || !ev.args.cuda_stream.is_missing());
         if cc & (CAT_RUNTIME | CAT_STAGE_ANN | CAT_KERNELISH) == 0 && !has_stream_marker {
             // Neither a launch, a stage annotation nor kernel-like.
             return;
@@ -346,16 +329,9 @@ impl ColumnsBuilder {
             && nc & NAME_CALL_ANN == 0
             && (cc & CAT_KERNELISH != 0 || has_stream_marker);
         if kernel_like {
-            let stream = if ev.args.stream.truthy() {
-                Some(self.intern_py(ev.args.stream, ""))
-            } else {
-                None
-            };
-            let cuda_stream = if ev.args.cuda_stream.truthy() {
-                Some(self.intern_py(ev.args.cuda_stream, ""))
-            } else {
-                None
-            };
+            let stream = if ev.args.stream.truthy() { Some(self.intern_py(ev.args.stream, "")) } else { None };
+            let cuda_stream =
+                if ev.args.cuda_stream.truthy() { Some(self.intern_py(ev.args.cuda_stream, "")) } else { None };
             self.t.kernels.push(KernelRow {
                 name,
                 cat,

@@ -11,11 +11,11 @@ use std::time::Duration;
 use super::triage::Format;
 use super::{AnalysisArgs, Global};
 use crate::analysis::ranks::{summarize, RankFacts};
+use crate::error::{Error, Result};
 use crate::report::batch as render;
 use crate::run::batch::memory::{default_budget, footprint, uncompressed_size};
 use crate::run::batch::schedule::{run_bounded, Observer, Task};
 use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileOutcome};
-use crate::error::{Error, Result};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct BatchArgs {

@@ -47,7 +47,11 @@ pub fn run(args: &PatternsArgs, _global: &Global) -> Result<i32> {
 }
 
 fn describe(spec: &PatternSpec, out: &mut String) {
-    let frameworks = if spec.frameworks.is_empty() { "any".to_string() } else { spec.frameworks.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ") };
+    let frameworks = if spec.frameworks.is_empty() {
+        "any".to_string()
+    } else {
+        spec.frameworks.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ")
+    };
     let _ = writeln!(out, "{}", spec.name);
     let _ = writeln!(out, "  origin: {} [{}]  frameworks: {frameworks}", spec.origin.as_str(), spec.source);
     if !spec.keywords.is_empty() {

@@ -6,10 +6,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{AnalysisArgs, Global};
-use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 use crate::analysis::text::Masking;
 use crate::error::{Error, Result};
 use crate::report;
+use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

@@ -7,9 +7,9 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::analysis::ranks::{KernelSpread, RankRow, StageSummary};
-use crate::report::model::FileOutcome;
 use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
+use crate::report::model::FileOutcome;
 
 /// Facts about the run shown in the header.
 pub struct RunInfo<'a> {

@@ -99,7 +99,9 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     if IGNORED_NAMES.contains(&name.as_str()) || path.is_dir() {
         return false;
     }
-    if [".trace.json", ".trace.json.gz", ".trace.json.zst"].iter().any(|s| name.ends_with(s)) || name.contains(".pt.trace.json") {
+    if [".trace.json", ".trace.json.gz", ".trace.json.zst"].iter().any(|s| name.ends_with(s))
+        || name.contains(".pt.trace.json")
+    {
         return true;
     }
     if !has_trace_suffix(&name) {
@@ -272,9 +274,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
             v.pop()
         })
         .collect();
-    selected.sort_by(|a, b| {
-        parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name()))
-    });
+    selected.sort_by(|a, b| parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name())));
     Ok((selected, load_server_args(&trace_dir)))
 }
 

@@ -9,10 +9,6 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 
 use crate::analysis::framework::{Framework, FrameworkChoice};
-use crate::analysis::overlap::render_stages;
-use crate::analysis::stage::{parse_stage, Stage};
-use crate::analysis::text::Masking;
-use crate::run::discover::{discover_trace_targets, resolve_framework};
 use crate::analysis::fusion::detect_fusion_opportunities;
 use crate::analysis::kernels::{
     aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
@@ -21,12 +17,16 @@ use crate::analysis::mapping::{
     build_kernel_rows, build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, AttributedTrace,
     KernelMap,
 };
+use crate::analysis::overlap::render_stages;
 use crate::analysis::overlap::{self, StageBundle};
 use crate::analysis::sites::SiteIndex;
 use crate::analysis::stage::RowStages;
+use crate::analysis::stage::{parse_stage, Stage};
+use crate::analysis::text::Masking;
 use crate::analysis::types::StagePayload;
 use crate::columns::Trace;
 use crate::error::{Error, Result};
+use crate::run::discover::{discover_trace_targets, resolve_framework};
 
 use crate::report::model::*;
 
@@ -71,7 +71,6 @@ impl Default for TriageOptions {
         }
     }
 }
-
 
 /// One loaded trace and its attribution view.
 struct Loaded {
@@ -139,7 +138,6 @@ fn pick_stage<V>(map: &IndexMap<Stage, V>, stage: Stage) -> Option<(&Stage, &V)>
     }
     None
 }
-
 
 /// Python truthiness of server args: an empty object counts as absent.
 fn present(v: &Option<serde_json::Value>) -> Option<&serde_json::Value> {
@@ -430,17 +428,18 @@ fn overlap_rows<'a>(
     // Overlap: stage bundles of the mapping and formal traces.
     let bundle_map = |paths: &[PathBuf], prefix: &str| -> IndexMap<Stage, StageBundle<'_>> {
         let mut ordered: Vec<&PathBuf> = paths.iter().collect();
-        ordered.sort_by(|a, b| {
-            parse_stage(a)
-                .cmp(&parse_stage(b))
-                .then_with(|| a.file_name().cmp(&b.file_name()))
-        });
+        ordered.sort_by(|a, b| parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name())));
         let mut out: IndexMap<Stage, StageBundle<'_>> = IndexMap::new();
         for p in ordered {
             let Some(l) = find(p) else { continue };
-            for (stage, bundle) in
-                overlap::stage_bundles_with(&l.trace, &l.stages, parse_stage(p), prefix, opts.pid_substring.as_deref(), opts.masking)
-            {
+            for (stage, bundle) in overlap::stage_bundles_with(
+                &l.trace,
+                &l.stages,
+                parse_stage(p),
+                prefix,
+                opts.pid_substring.as_deref(),
+                opts.masking,
+            ) {
                 out.entry(stage).or_insert(bundle);
             }
         }

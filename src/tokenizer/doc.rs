@@ -12,9 +12,14 @@ use crate::columns::{ColumnsBuilder, TraceMeta};
 enum State {
     Start,
     /// Inside the top-level object, before a key (or the closing brace).
-    ObjKey { first: bool },
+    ObjKey {
+        first: bool,
+    },
     /// Inside the event array, before an event (or the closing bracket).
-    Events { first: bool, top_array: bool },
+    Events {
+        first: bool,
+        top_array: bool,
+    },
     /// After the whole document; only whitespace may follow.
     End,
 }
@@ -152,7 +157,9 @@ impl DocParser {
                             return Ok(Some(Step::AtEvents(s.pos)));
                         }
                     }
-                    _ => return syntax(s.pos - 1, format!("not a JSON trace: expected '{{' or '[', found {}", show(b))),
+                    _ => {
+                        return syntax(s.pos - 1, format!("not a JSON trace: expected '{{' or '[', found {}", show(b)))
+                    }
                 }
             }
             State::ObjKey { first } => {
@@ -186,7 +193,10 @@ impl DocParser {
                     _ => String::from_utf8_lossy(&kbuf).into_owned(),
                 };
                 if self.seen_keys.len() >= MAX_TOP_KEYS && !self.seen_keys.contains(&key) {
-                    return syntax(key_start, format!("more than {MAX_TOP_KEYS} top-level keys (not a profiler trace?)"));
+                    return syntax(
+                        key_start,
+                        format!("more than {MAX_TOP_KEYS} top-level keys (not a profiler trace?)"),
+                    );
                 }
                 s.expect(b':', "':'")?;
                 let vstart = {
@@ -287,7 +297,9 @@ pub fn parse_chunk(
     let mut scratch = EventScratch::default();
     let mut s = Scanner::new(buf, start);
     let err = |e: ScanError, s: &Scanner<'_>| match e {
-        ScanError::Incomplete => DocError { pos: buf.len(), msg: "unexpected end of input inside traceEvents (truncated file?)".into() },
+        ScanError::Incomplete => {
+            DocError { pos: buf.len(), msg: "unexpected end of input inside traceEvents (truncated file?)".into() }
+        }
         ScanError::Syntax { pos, msg } => DocError { pos: pos.min(s.buf.len()), msg },
     };
     let mut next_tick = start + (8 << 20);
@@ -322,7 +334,12 @@ pub fn parse_chunk(
                 tick(s.pos);
                 return Ok(Chunk { builder: b, next: s.pos, ended: true });
             }
-            Ok(c) => return Err(DocError { pos: s.pos, msg: format!("expected ',' or ']' in traceEvents, found {}", show(c)) }),
+            Ok(c) => {
+                return Err(DocError {
+                    pos: s.pos,
+                    msg: format!("expected ',' or ']' in traceEvents, found {}", show(c)),
+                })
+            }
             Err(e) => return Err(err(e, &s)),
         }
     }
@@ -401,7 +418,10 @@ pub fn parse_events_partial(buf: &[u8], start: usize, from: EventsFrom, stop: us
                 Ok(b',') if after_event => s.pos += 1,
                 Ok(_) if at_open => {}
                 Ok(c) => {
-                    return Err(DocError { pos: s.pos, msg: format!("expected ',' or ']' in traceEvents, found {}", show(c)) })
+                    return Err(DocError {
+                        pos: s.pos,
+                        msg: format!("expected ',' or ']' in traceEvents, found {}", show(c)),
+                    })
                 }
                 Err(e) => return syntax_err(e).map_or(Ok(out), Err),
             }

@@ -137,7 +137,9 @@ fn top_slot<'f>(f: &'f mut Slots, key: &[u8]) -> TopSlot<'f> {
 }
 
 fn reset_args(f: &mut Slots) {
-    for l in [&mut f.ext, &mut f.corr, &mut f.py_id, &mut f.py_parent, &mut f.stream, &mut f.cuda_stream, &mut f.arg_name] {
+    for l in
+        [&mut f.ext, &mut f.corr, &mut f.py_id, &mut f.py_parent, &mut f.stream, &mut f.cuda_stream, &mut f.arg_name]
+    {
         *l = Loc::Missing;
     }
 }
@@ -157,7 +159,12 @@ fn args_slot<'f>(f: &'f mut Slots, key: &[u8]) -> Option<&'f mut Loc> {
 
 /// Parses the `args` object at `s.pos`. With `head`, also records the first
 /// eight keys and their string values for the framework sample.
-fn parse_args(s: &mut Scanner<'_>, f: &mut Slots, scratch: &mut Vec<u8>, mut head: Option<&mut String>) -> ScanResult<()> {
+fn parse_args(
+    s: &mut Scanner<'_>,
+    f: &mut Slots,
+    scratch: &mut Vec<u8>,
+    mut head: Option<&mut String>,
+) -> ScanResult<()> {
     reset_args(f);
     if let Some(h) = head.as_deref_mut() {
         // A repeated `args` key replaces the earlier object entirely.
@@ -201,7 +208,9 @@ fn parse_args(s: &mut Scanner<'_>, f: &mut Slots, scratch: &mut Vec<u8>, mut hea
         if head.is_some() {
             let k = String::from_utf8_lossy(key).into_owned();
             let sv = match v {
-                Loc::Str(..) | Loc::Scratch(..) => Some(String::from_utf8_lossy(loc_bytes(s.buf, scratch, v)).into_owned()),
+                Loc::Str(..) | Loc::Scratch(..) => {
+                    Some(String::from_utf8_lossy(loc_bytes(s.buf, scratch, v)).into_owned())
+                }
                 _ => None,
             };
             if let Some(e) = head_keys.iter_mut().find(|(hk, _)| *hk == k) {

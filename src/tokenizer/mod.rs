@@ -8,4 +8,6 @@ pub mod doc;
 pub mod event;
 pub mod scan;
 
-pub use doc::{find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Partial, Step};
+pub use doc::{
+    find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Partial, Step,
+};

@@ -463,7 +463,8 @@ mod tests {
         let alphabet = b"0123-+.eE x";
         let mut cases: Vec<Vec<u8>> = vec![vec![]];
         for _ in 0..5 {
-            let longer: Vec<Vec<u8>> = cases.iter().flat_map(|c| alphabet.iter().map(move |&b| [c.clone(), vec![b]].concat())).collect();
+            let longer: Vec<Vec<u8>> =
+                cases.iter().flat_map(|c| alphabet.iter().map(move |&b| [c.clone(), vec![b]].concat())).collect();
             cases.extend(longer);
         }
         for case in cases.iter().filter(|c| matches!(c.first(), Some(b'-' | b'0'..=b'9'))) {

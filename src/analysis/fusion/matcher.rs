@@ -15,11 +15,7 @@ use super::summary::pct;
 /// Lower-cases and keeps only ASCII letters and digits, so that
 /// `fused_add_rms_norm`, `FusedAddRMSNorm` and `fused add rms-norm` agree.
 pub fn compact_match_text(text: &str) -> String {
-    normalize_text(text)
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_lowercase())
-        .collect()
+    normalize_text(text).chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
 }
 
 /// A keyword prepared for matching: lower-cased and compacted forms.
@@ -55,7 +51,8 @@ impl RowText {
     /// insensitive) or after compaction of both sides.
     pub fn matches_any(&self, needles: &[Needle]) -> bool {
         needles.iter().any(|n| {
-            self.lowered.contains(n.lower.as_str()) || (!n.compact.is_empty() && self.compact.contains(n.compact.as_str()))
+            self.lowered.contains(n.lower.as_str())
+                || (!n.compact.is_empty() && self.compact.contains(n.compact.as_str()))
         })
     }
 }
@@ -158,7 +155,11 @@ mod tests {
     fn row(name: &str, location: &str, cpu_op: &str, us: f64) -> KernelRow {
         KernelRow {
             name: name.into(),
-            location: [location].iter().filter(|l| !l.is_empty() && **l != "unresolved").map(|l| l.to_string()).collect(),
+            location: [location]
+                .iter()
+                .filter(|l| !l.is_empty() && **l != "unresolved")
+                .map(|l| l.to_string())
+                .collect(),
             cpu_op: [cpu_op].iter().filter(|c| !c.is_empty() && **c != "-").map(|c| c.to_string()).collect(),
             aggregate: Aggregate { total_us: us, count: 1, max_us: us },
             ..Default::default()
@@ -200,7 +201,8 @@ mod tests {
         let reg = Registry::builtin();
         let spec = reg.get("Fused sampling temperature + softmax").unwrap();
         let ctx = MatchContext { model_path: "", tp_size: 1, framework: None };
-        let rows = vec![row("temperature_scale", "", "", 5.0), row("softmax_kernel", "", "", 5.0), row("gemm", "", "", 90.0)];
+        let rows =
+            vec![row("temperature_scale", "", "", 5.0), row("softmax_kernel", "", "", 5.0), row("gemm", "", "", 90.0)];
         let texts: Vec<RowText> = rows.iter().map(RowText::new).collect();
         let m = match_pattern(spec, &rows, &texts, 100.0, &ctx).unwrap();
         assert!(!m.has_direct_match);

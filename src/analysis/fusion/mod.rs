@@ -9,8 +9,8 @@ mod registry;
 mod summary;
 
 use crate::analysis::framework::Framework;
-use std::cmp::Ordering;
 use rustc_hash::FxHashSet as HashSet;
+use std::cmp::Ordering;
 
 use serde_json::Value;
 
@@ -132,7 +132,9 @@ fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
             format!("Unfused pieces of this family take {share:.1}% of stage GPU time; the framework has a fused path.")
         }
         (Origin::Upstream, _) => format!("A fused path exists upstream ({share:.1}% of stage GPU time is related)."),
-        (Origin::Inflight, _) => format!("An open upstream change targets this ({share:.1}% of stage GPU time is related)."),
+        (Origin::Inflight, _) => {
+            format!("An open upstream change targets this ({share:.1}% of stage GPU time is related).")
+        }
     };
     if spec.rationale.is_empty() {
         lead

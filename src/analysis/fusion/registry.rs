@@ -16,7 +16,6 @@ use crate::pysem::normalize_text;
 /// The built-in pattern file.
 const BUILTIN_TOML: &str = include_str!("builtin.toml");
 
-
 /// Where a fused implementation lives: already in the framework tree
 /// (`mainline`), in a neighbouring project (`upstream`), or in an open PR
 /// (`inflight`, shown as "pending").
@@ -60,7 +59,10 @@ impl Origin {
 pub enum Source {
     Builtin,
     /// A user file; `overrides` when it replaced a built-in of the same name.
-    User { file: String, overrides: bool },
+    User {
+        file: String,
+        overrides: bool,
+    },
 }
 
 impl fmt::Display for Source {
@@ -220,7 +222,11 @@ impl PatternDef {
                 for name in &list {
                     let Some(f) = Framework::from_id(name) else {
                         let known: Vec<&str> = Framework::ALL.iter().map(|f| f.as_str()).collect();
-                        return Err(invalid(file, label, format!("unknown framework {name:?} (use {})", known.join(", "))));
+                        return Err(invalid(
+                            file,
+                            label,
+                            format!("unknown framework {name:?} (use {})", known.join(", ")),
+                        ));
                     };
                     out.push(f);
                 }
@@ -412,7 +418,10 @@ mod tests {
     #[test]
     fn span_counts_groups_or_direct() {
         let reg = Registry::builtin();
-        assert_eq!(reg.get("Fused logit softcap").unwrap().span(), reg.get("Fused logit softcap").unwrap().split_groups.len().max(1));
+        assert_eq!(
+            reg.get("Fused logit softcap").unwrap().span(),
+            reg.get("Fused logit softcap").unwrap().split_groups.len().max(1)
+        );
         assert_eq!(reg.get("Fused residual add + RMSNorm").unwrap().span(), 1);
     }
 }

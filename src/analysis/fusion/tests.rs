@@ -19,7 +19,10 @@ fn direct_match_is_confirmed_with_evidence_and_locations() {
     let reg = Registry::builtin();
     let mut r = row("void vllm::act_and_mul_kernel<silu>", "unresolved", 5.0);
     r.entry = Some(KernelEntry {
-        sites: vec![SiteEntry { location: "vllm/model_executor/models/llama.py:374 forward".into(), ..Default::default() }],
+        sites: vec![SiteEntry {
+            location: "vllm/model_executor/models/llama.py:374 forward".into(),
+            ..Default::default()
+        }],
         ..Default::default()
     });
     let rows = vec![r, row("gemm", "unresolved", 95.0)];

@@ -5,9 +5,9 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use super::names::{kernel_table_name, kernel_table_category};
-use crate::analysis::text::Masking;
+use super::names::{kernel_table_category, kernel_table_name};
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
+use crate::analysis::text::Masking;
 use crate::columns::{Pack, Sym, ThreadIdx, Trace};
 use crate::pysem::normalize_text;
 
@@ -168,7 +168,10 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
             .entry(row.name)
             .or_insert_with(|| {
                 let name = trace.s(row.name);
-                Arc::new(KernelName { canonical: kernel_table_name(name, masking).into(), category: kernel_table_category(name) })
+                Arc::new(KernelName {
+                    canonical: kernel_table_name(name, masking).into(),
+                    category: kernel_table_category(name),
+                })
             })
             .clone();
         let external_id = trace.resolve_external(row.external_id, row.correlation);

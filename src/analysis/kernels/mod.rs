@@ -9,7 +9,7 @@ use indexmap::IndexMap;
 pub use extract::{
     extract_trace_data, group_kernels_by_stage, CpuOpEvent, KernelEvent, KernelName, LaunchEvent, TraceData,
 };
-pub use names::{kernel_table_name, kernel_table_category, short_name};
+pub use names::{kernel_table_category, kernel_table_name, short_name};
 
 use crate::analysis::types::Aggregate;
 

@@ -3,10 +3,10 @@
 //! then a long common prefix for templated kernels, then hand-written alias
 //! families. Also the row summary (location and CPU op cells) of an entry.
 
-pub use crate::analysis::text::normalize_match_text;
-use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
 use crate::analysis::stage::Stage;
+pub use crate::analysis::text::normalize_match_text;
+use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
 use crate::analysis::types::{list_cell, KernelEntry, StagePayload};
 
 use super::payload::site_display_location;
@@ -66,7 +66,8 @@ pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<
             continue;
         }
         score += source_location_priority(&entry.best_location)
-            .max(source_location_priority(&list_cell(&best_site_summary(Some(entry)).0, "unresolved"))) as i64;
+            .max(source_location_priority(&list_cell(&best_site_summary(Some(entry)).0, "unresolved")))
+            as i64;
         score += (entry_total_us(entry) / 10.0).floor() as i64;
         if best.map_or(true, |(_, b)| score > b) {
             best = Some((key, score));

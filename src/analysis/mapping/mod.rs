@@ -10,13 +10,13 @@ use indexmap::IndexMap;
 pub use lookup::{best_site_summary, relaxed_lookup, KernelMap};
 pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
 
-use crate::pysem::py_cmp;
-use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, KernelEvent, TraceData};
 use crate::analysis::framework::Framework;
-use crate::analysis::stage::Stage;
+use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, KernelEvent, TraceData};
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
+use crate::analysis::stage::Stage;
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
 use crate::columns::Trace;
+use crate::pysem::py_cmp;
 
 /// Launches kept per kernel name when sampling a mapping trace.
 pub const SAMPLE_LIMIT_PER_NAME: usize = 16;
@@ -86,9 +86,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
     let empty = IndexMap::new();
     let stages = stage_stats
         .iter()
-        .map(|(stage, stats)| {
-            (*stage, build_stage_payload(stats, stage_categories.get(stage).unwrap_or(&empty)))
-        })
+        .map(|(stage, stats)| (*stage, build_stage_payload(stats, stage_categories.get(stage).unwrap_or(&empty))))
         .collect();
     KernelMap { stages, global: build_stage_payload(&global_stats, &global_categories) }
 }
@@ -212,7 +210,10 @@ mod tests {
         let name = trace.strings.intern("k");
         let kernels: Vec<KernelEvent> = (0..20)
             .map(|i| {
-                let info = std::sync::Arc::new(crate::analysis::kernels::KernelName { canonical: "k".into(), category: "other" });
+                let info = std::sync::Arc::new(crate::analysis::kernels::KernelName {
+                    canonical: "k".into(),
+                    category: "other",
+                });
                 KernelEvent::new(name, info, Stage::All, 0, i as f64, 1.0, None, None)
             })
             .collect();

@@ -9,8 +9,8 @@ use crate::analysis::sites::locations::{
     source_location_priority,
 };
 use crate::analysis::sites::{MappingSiteAggregate, SiteStats};
-use crate::pysem::most_common_key;
 use crate::analysis::types::{KernelEntry, SiteEntry, StagePayload};
+use crate::pysem::most_common_key;
 
 /// `100 * part / whole`, 0 when `whole` is 0.
 pub fn pct(part: f64, whole: f64) -> f64 {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use super::detect::{is_kernel_event, overlap_category, overlap_kernel_name};
 use super::Masking;
-use super::detect::{overlap_kernel_name, overlap_category, is_kernel_event};
 use super::{OverlapKernel, StageBundle, StreamName};
 use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
@@ -251,7 +251,14 @@ mod tests {
         assert_eq!(bundles.len(), 1);
         assert_eq!((bundles[0].0, bundles[0].1.label.as_str()), (Stage::Decode, "formal-decode"));
         assert_eq!(bundles[0].1.events.len(), 3);
-        assert!(stage_bundles(&trace_from_value(&json!({"traceEvents": []})), Stage::All, "f", None, Masking::WordStart).is_empty());
+        assert!(stage_bundles(
+            &trace_from_value(&json!({"traceEvents": []})),
+            Stage::All,
+            "f",
+            None,
+            Masking::WordStart
+        )
+        .is_empty());
     }
 
     #[test]

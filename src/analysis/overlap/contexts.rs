@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use crate::pysem::fcmp;
 use super::detect::Masking;
 use super::scopes::{canonicalize_python_scope_name, is_fallback_python_scope, is_meaningful_python_scope};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Frame, Sym, ThreadIdx, Trace};
+use crate::pysem::fcmp;
 use crate::pysem::normalize_text;
 
 /// A Python scope chain, outermost first, at most six entries.
@@ -113,9 +113,8 @@ pub fn cpu_launch_contexts(
             };
             // Blocks whose frames all start by the op and end before it
             // (none ending before its own start) open no scope.
-            let skip = |b: &BlockMark| {
-                fcmp(b.last_ts, t) != std::cmp::Ordering::Greater && b.max_end < t && b.min_dur >= 0.0
-            };
+            let skip =
+                |b: &BlockMark| fcmp(b.last_ts, t) != std::cmp::Ordering::Greater && b.max_end < t && b.min_dur >= 0.0;
             while let Some(&s) = frames.peek_skipping(skip).filter(|s| fcmp(s.ts, t) != std::cmp::Ordering::Greater) {
                 frames.advance();
                 // Only complete frames with a meaningful or fallback name

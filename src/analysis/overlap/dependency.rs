@@ -6,10 +6,10 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::detect::short_name;
 use super::lookup::relaxed_lookup;
-use crate::pysem::{fcmp, py_max, py_min};
 use super::source_map::{SourceMap, SourceStats};
 use super::OverlapKernel;
 use crate::pysem::is_py_space;
+use crate::pysem::{fcmp, py_max, py_min};
 
 /// Event idx → positions (in the event slice) of the previous and next
 /// kernels on the same stream, ordered by (ts, end, idx).

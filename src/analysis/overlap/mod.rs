@@ -32,7 +32,7 @@ use crate::columns::Trace;
 
 pub use bundle::{render_stages, stage_bundles, stage_bundles_with};
 pub use dependency::dependency_risk_label;
-pub use detect::{overlap_kernel_name, overlap_category};
+pub use detect::{overlap_category, overlap_kernel_name};
 pub use sweep::analyze_overlap;
 
 /// One GPU kernel of the chosen process, with the time split the sweep

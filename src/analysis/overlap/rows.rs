@@ -8,9 +8,9 @@ use super::aggregate::{Aggregates, KernelAggregate};
 use super::dependency::{build_neighbor_index, classify_dependency_signal, dependency_risk_label, NeighborIndex};
 use super::detect::short_name;
 use super::lookup::relaxed_lookup;
-use crate::pysem::{fcmp, most_common_key, py_max};
 use super::source_map::SourceMap;
 use super::{ActionRow, OverlapKernel};
+use crate::pysem::{fcmp, most_common_key, py_max};
 
 fn category_weight(category: &str) -> f64 {
     match category {

@@ -4,8 +4,8 @@
 //! and the scoring that picks one scope out of a chain.
 
 use super::detect::{mask_hex_addresses, Masking};
-use crate::pysem::{fcmp, first_max_by};
 use crate::pysem::normalize_text;
+use crate::pysem::{fcmp, first_max_by};
 
 /// Frames from these files or packages never name a launch site.
 const IGNORE_PREFIXES: &[&str] = &[
@@ -291,7 +291,10 @@ mod tests {
             "vllm/worker.py(12): run at 0xADDR"
         );
         assert_eq!(canonicalize_python_scope_name("a(b)(3): f", Masking::WordStart), "a(b)(3): f");
-        assert_eq!(canonicalize_python_scope_name("<built-in method foo>", Masking::WordStart), "<built-in method foo>");
+        assert_eq!(
+            canonicalize_python_scope_name("<built-in method foo>", Masking::WordStart),
+            "<built-in method foo>"
+        );
         assert_eq!(canonicalize_python_scope_name("x(1):f", Masking::WordStart), "x(1):f");
     }
 

@@ -8,16 +8,16 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use indexmap::IndexMap;
 
-use crate::analysis::stage::Stage;
 use super::contexts::{
     choose_cpu_context, choose_launch_context, cpu_launch_contexts, launch_contexts, temporal_scope_lookup, FrameNames,
     ScopeChain,
 };
 use super::detect::short_name;
-use crate::pysem::{fcmp, most_common_key};
 use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
+use crate::analysis::stage::Stage;
 use crate::analysis::types::{KernelEntry, StagePayload};
+use crate::pysem::{fcmp, most_common_key};
 use crate::pysem::{is_py_space, normalize_text};
 
 /// Python's `str.strip()`.
@@ -249,12 +249,13 @@ pub fn merge_stage_payload(map: &mut SourceMap, payload: Option<&StagePayload>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use crate::analysis::types::SiteEntry;
     use crate::pysem::py_round;
+    use std::sync::Arc;
 
     fn ev(idx: usize, name: &str, ts: f64) -> OverlapKernel {
-        let name = Arc::new(crate::analysis::kernels::extract::KernelName { canonical: name.into(), category: "other" });
+        let name =
+            Arc::new(crate::analysis::kernels::extract::KernelName { canonical: name.into(), category: "other" });
         OverlapKernel::new(idx, super::super::NO_ROW, name, Arc::new(Box::from("7")), ts, 1.0)
     }
 

@@ -6,11 +6,11 @@
 //! and the two best overlappers (from different streams) answer every
 //! kernel's question without comparing kernels pairwise.
 
-use std::cmp::Ordering;
 use rustc_hash::FxHashMap as HashMap;
+use std::cmp::Ordering;
 
-use crate::pysem::fcmp;
 use super::{OverlapKernel, OverlapStats};
+use crate::pysem::fcmp;
 
 /// Rank of a category when choosing the dominant overlapper.
 pub fn category_priority(category: &str) -> u8 {

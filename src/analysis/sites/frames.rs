@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use super::locations::{frame_priority, normalize_source_location};
-use crate::pysem::py_cmp;
 use crate::columns::frames::FrameCursor;
 use crate::columns::{Frame, FrameStore, Sym, ThreadIdx, Trace};
+use crate::pysem::py_cmp;
 
 /// Display form and rank of one frame name.
 #[derive(Clone, Debug)]

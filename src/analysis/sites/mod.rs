@@ -10,10 +10,10 @@ pub mod locations;
 use indexmap::IndexMap;
 use rustc_hash::FxHashMap;
 
-use crate::pysem::py_cmp;
 use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Sym, ThreadIdx, Trace};
+use crate::pysem::py_cmp;
 use frames::{sweep_order, FrameIndex};
 
 /// Launch totals of one (kernel, location) pair, with the CPU op names and
@@ -361,8 +361,10 @@ fn resolve_thread_queries(
             sweep.advance();
         }
         active.retain(|f| alive(f.end));
-        let chosen = choose_mapping_frame(&active)
-            .map(|chosen| FrameResolution { location: chosen.name, stack: build_stack_display(&active, frames, stacks) });
+        let chosen = choose_mapping_frame(&active).map(|chosen| FrameResolution {
+            location: chosen.name,
+            stack: build_stack_display(&active, frames, stacks),
+        });
         let resolution = stacks.resolved(chosen);
         out[qid as usize] = resolution;
         last = Some((ts, resolution));
@@ -409,11 +411,7 @@ fn slot_index<V: Default>(map: &mut IndexMap<String, V>, key: &str) -> usize {
 }
 
 /// The reference's `aggregate_kernel_sites` over `kernels`.
-pub fn aggregate_kernel_sites(
-    trace: &Trace,
-    index: &SiteIndex,
-    kernels: &[&KernelEvent],
-) -> SiteStats {
+pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&KernelEvent]) -> SiteStats {
     // Per kernel: rows of its CPU op and launch call (found once, used
     // twice), `NO_ROW` for none.
     let found: Vec<(u32, u32)> = {
@@ -424,10 +422,7 @@ pub fn aggregate_kernel_sites(
             .flat_map_iter(|chunk| {
                 let (mut op_hint, mut launch_hint) = (0, 0);
                 chunk.iter().map(move |k| {
-                    (
-                        pack(index.cpu_op_row(trace, k, &mut op_hint)),
-                        pack(index.launch_row(trace, k, &mut launch_hint)),
-                    )
+                    (pack(index.cpu_op_row(trace, k, &mut op_hint)), pack(index.launch_row(trace, k, &mut launch_hint)))
                 })
             })
             .collect()
@@ -487,11 +482,14 @@ pub fn aggregate_kernel_sites(
         item.total_us += k.dur;
         item.count += 1;
         if !cpu_op.is_empty() {
-            let ci = *counter_pos.entry((ki, li, key(cpu_op), true)).or_insert_with(|| slot_index(&mut item.cpu_ops, cpu_op));
+            let ci = *counter_pos
+                .entry((ki, li, key(cpu_op), true))
+                .or_insert_with(|| slot_index(&mut item.cpu_ops, cpu_op));
             item.cpu_ops[ci] += 1;
         }
         if !stack.is_empty() {
-            let si = *counter_pos.entry((ki, li, key(stack), false)).or_insert_with(|| slot_index(&mut item.stacks, stack));
+            let si =
+                *counter_pos.entry((ki, li, key(stack), false)).or_insert_with(|| slot_index(&mut item.stacks, stack));
             item.stacks[si] += 1;
         }
     }
@@ -522,9 +520,7 @@ mod tests {
 
     #[test]
     fn sweep_picks_best_frame_and_stack() {
-        let f = |name: &str, ts: f64, dur: f64| {
-            serde_json::json!({"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur})
-        };
+        let f = |name: &str, ts: f64, dur: f64| serde_json::json!({"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur});
         let trace = crate::columns::value::trace_from_value(&serde_json::json!({"traceEvents": [
             f("a/outer.py(1): f", 0.0, 100.0),
             f("python/sglang/inner.py(2): g", 10.0, 5.0),
@@ -551,7 +547,9 @@ mod tests {
     #[test]
     fn nearest_prefers_earlier_events_by_end() {
         let idx = KeyedRows::build(&[1, 1, 1], vec![0, 1, 2], &[0.0, 5.0, 20.0], true);
-        let at = |rows: &KeyedRows, ts: &[f64], dur: &[f64]| nearest(rows.group(1, &[], &mut 0), ts, dur, 10.0).map(|r| ts[r as usize]);
+        let at = |rows: &KeyedRows, ts: &[f64], dur: &[f64]| {
+            nearest(rows.group(1, &[], &mut 0), ts, dur, 10.0).map(|r| ts[r as usize])
+        };
         assert_eq!(at(&idx, &[0.0, 5.0, 20.0], &[1.0, 4.0, 1.0]), Some(5.0));
         let later = KeyedRows::build(&[2, 1, 1], vec![0, 1, 2], &[0.0, 30.0, 20.0], true);
         let unkeyed = KeyedRows::build(&[2, 1, 1], vec![0, 1, 2], &[0.0, 30.0, 20.0], false);
@@ -575,5 +573,4 @@ mod tests {
         }
         assert_eq!(gallop(0, 5, |_| true), 0);
     }
-
 }

@@ -3,9 +3,9 @@
 
 use std::cmp::Ordering;
 
-use crate::pysem::fcmp;
 use super::run::{BlockMark, Run, RunIter, BLOCK};
 use super::Frame;
+use crate::pysem::fcmp;
 
 /// The frames of one thread in store order (see [`FrameStore::thread`]).
 pub struct ThreadIter<'a> {
@@ -103,7 +103,15 @@ pub struct FrameCursor<'a> {
 
 impl<'a> FrameCursor<'a> {
     pub(super) fn new(iter: ThreadIter<'a>, on_refill: Option<fn(&mut [Frame])>, skippable: bool) -> Self {
-        FrameCursor { iter, carry: None, buf: Vec::with_capacity(BLOCK + 16), pos: 0, on_refill, skippable, buf_mark: None }
+        FrameCursor {
+            iter,
+            carry: None,
+            buf: Vec::with_capacity(BLOCK + 16),
+            pos: 0,
+            on_refill,
+            skippable,
+            buf_mark: None,
+        }
     }
 
     /// A cursor over frames already in memory, in the given order.

@@ -20,8 +20,8 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 pub use cursor::{FrameCursor, ThreadIter};
-pub use run::{BlockMark, BLOCK};
 use run::{merge_runs, pack_block, Run};
+pub use run::{BlockMark, BLOCK};
 
 use super::{Sym, ThreadIdx};
 use crate::pysem::fcmp;
@@ -118,9 +118,10 @@ impl ThreadFrames {
 }
 
 fn set_bits(words: &[u64]) -> impl Iterator<Item = Sym> + '_ {
-    words.iter().enumerate().flat_map(|(w, &bits)| {
-        (0..64).filter(move |b| bits >> b & 1 == 1).map(move |b| (w * 64 + b) as Sym)
-    })
+    words
+        .iter()
+        .enumerate()
+        .flat_map(|(w, &bits)| (0..64).filter(move |b| bits >> b & 1 == 1).map(move |b| (w * 64 + b) as Sym))
 }
 
 /// Python frames of a trace, per thread.
@@ -238,7 +239,8 @@ impl FrameStore {
                         match composed.iter().find(|c| c.0 == key) {
                             Some(c) => c.1.clone(),
                             None => {
-                                let c: Arc<[Sym]> = m.iter().map(|&s| sym.get(s as usize).copied().unwrap_or(s)).collect();
+                                let c: Arc<[Sym]> =
+                                    m.iter().map(|&s| sym.get(s as usize).copied().unwrap_or(s)).collect();
                                 composed.push((key, c.clone()));
                                 c
                             }

@@ -7,8 +7,8 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use super::Frame;
-use crate::pysem::fcmp;
 use crate::columns::Sym;
+use crate::pysem::fcmp;
 
 /// Largest exact time code: beyond 2^53 an integer no longer converts to
 /// f64 exactly.
@@ -186,7 +186,9 @@ impl Run {
     }
 
     pub(super) fn heap_bytes(&self) -> usize {
-        self.bytes.capacity() + self.verbatim.capacity() * 16 + self.blocks.capacity() * std::mem::size_of::<BlockMark>()
+        self.bytes.capacity()
+            + self.verbatim.capacity() * 16
+            + self.blocks.capacity() * std::mem::size_of::<BlockMark>()
     }
 }
 

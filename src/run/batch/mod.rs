@@ -19,11 +19,11 @@ use indexmap::IndexMap;
 
 use crate::analysis::ranks::{RankFacts, RankSource, StageFacts};
 use crate::analysis::stage::{parse_stage, Stage};
+use crate::error::{Error, Result};
 use crate::report::model::TriageReport;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::run::discover::{discover_trace_files, has_trace_suffix, parse_tp_rank};
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
-use crate::error::{Error, Result};
 
 /// Names `triage` never reads as traces.
 const SIDE_FILES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
@@ -191,11 +191,7 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
 /// Triages one file: [`run_triage`] on the file alone. `opts.quiet` should be set: per-file
 /// ingest progress has no place inside a batch.
 /// `phase` is told what starts next (`triage`).
-pub fn analyze_file(
-    file: &BatchFile,
-    opts: &TriageOptions,
-    phase: &dyn Fn(&'static str),
-) -> Result<FileAnalysis> {
+pub fn analyze_file(file: &BatchFile, opts: &TriageOptions, phase: &dyn Fn(&'static str)) -> Result<FileAnalysis> {
     phase("triage");
     let t0 = Instant::now();
     let report = run_triage(&TriageInput::Single(file.path.clone()), opts)?;
@@ -251,5 +247,4 @@ mod tests {
         assert_eq!(comm_exposure(k.into_iter()), (6.0, Some(("a".to_string(), 3.0))));
         assert_eq!(comm_exposure(std::iter::empty()), (0.0, None));
     }
-
 }
