@@ -67,7 +67,7 @@ pub struct OverlapKernel {
 /// A stream's name, shared by its kernels behind a thin (8-byte) pointer.
 pub type StreamName = Arc<Box<str>>;
 
-/// [`OverlapKernel::row`] of a kernel with no trace row.
+/// The trace row of a kernel that has none.
 pub const NO_ROW: u32 = u32::MAX;
 
 impl OverlapKernel {

@@ -7,7 +7,7 @@ use super::run::{BlockMark, Run, RunIter, BLOCK};
 use super::Frame;
 use crate::pysem::fcmp;
 
-/// The frames of one thread in store order (see [`FrameStore::thread`]).
+/// The frames of one thread in store order.
 pub struct ThreadIter<'a> {
     runs: &'a [Run],
     current: Option<RunIter<'a>>,

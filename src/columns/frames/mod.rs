@@ -8,7 +8,7 @@
 //! in a side table. `run` packs and decodes, `cursor` reads.
 //!
 //! Frames arrive in trace order. Each thread's pending rows are sorted and
-//! packed into a run every [`FLUSH_ROWS`] rows; runs from another builder
+//! packed into a run every `FLUSH_ROWS` rows; runs from another builder
 //! keep their symbol translation table instead of being re-packed. At
 //! [`FrameStore::seal`] a thread whose runs overlap in time is merged into
 //! fresh runs, so a sealed thread reads as one sorted sequence.

@@ -2,7 +2,7 @@
 //! a directory (all ranks, all stages), triages each one on its own with
 //! [`run_triage`], measures per stage how much communication runs exposed
 //! (no kernel on another stream hides it), and lines the ranks up against
-//! each other ([`summary`]). Files run in parallel under a memory budget
+//! each other ([`crate::analysis::ranks`]). Files run in parallel under a memory budget
 //! ([`memory`], [`schedule`]); a file that fails is reported, not fatal.
 //!
 //! Each file is read once, inside [`run_triage`]; its report carries the
