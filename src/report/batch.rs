@@ -199,7 +199,7 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
         "failures": failures_value(info.failures),
         "skipped": info.skipped.iter().map(|(p, why)| json!({"file": p.display().to_string(), "reason": why})).collect::<Vec<_>>(),
     });
-    serde_json::to_string_pretty(&v).unwrap_or_else(|_| "{}".into())
+    crate::report::json::pretty(&v)
 }
 
 /// The JSON line of one input file: its triage JSON plus batch fields, or
