@@ -96,3 +96,24 @@ fn invalid_utf8_is_read_not_fatal() {
     let out = triage(&["-q", "triage", p.to_str().unwrap()]);
     assert!(out.contains('\u{FFFD}'), "{out}");
 }
+
+#[test]
+fn a_broken_trace_in_a_directory_is_reported_not_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write_trace(&dir, &[kernel("gemm", 10, 1)]);
+    let text = std::fs::read(&good).unwrap();
+    let broken = dir.path().join("rank1.json");
+    std::fs::write(&broken, &text[..text.len() / 2]).unwrap();
+    std::fs::write(dir.path().join("notes.json"), b"{\"hello\": 1}").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_torchtriage"))
+        .args(["-q", "batch", "--format", "json", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 2);
+    assert_eq!(v["failed"], 1);
+    assert!(v["failures"][0]["file"].as_str().unwrap().ends_with("rank1.json"));
+    // Plain JSON that is not a trace is still left out, with a reason.
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 1);
+}

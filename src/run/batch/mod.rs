@@ -70,7 +70,7 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static 
 
 /// Every trace below `dir` (or `dir` itself when it is a file), by the
 /// discovery rules of `triage` but across all ranks and stages: `*.json` /
-/// `*.json.gz` files that look like traces, recursively, `merged-` files
+/// `*.json.gz` / `*.json.zst` / `*.zst` files that look like traces, recursively, `merged-` files
 /// skipped unless nothing else is there. Sorted by path.
 pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
     if !dir.exists() {
