@@ -283,7 +283,7 @@ fn overlap_rows_match_harness_dumps() {
     let only = std::env::var("OVERLAP_ONLY").ok();
     let files: Vec<PathBuf> = golden_files(Path::new(&dumps))
         .into_iter()
-        .filter(|p| only.as_ref().map_or(true, |o| p.to_string_lossy().contains(o.as_str())))
+        .filter(|p| only.as_ref().is_none_or(|o| p.to_string_lossy().contains(o.as_str())))
         .collect();
     let mut matched = 0;
     for file in &files {

@@ -165,7 +165,7 @@ fn resolve_from_windows(probe: f64, windows: &[StageWindow]) -> (Option<Stage>, 
             return (Some(w.stage), Some(0.0));
         }
         let gap = (probe - w.ts).abs().min((probe - w.end_ts).abs());
-        if nearest.1.map_or(true, |g| gap < g) {
+        if nearest.1.is_none_or(|g| gap < g) {
             nearest = (Some(w.stage), Some(gap));
         }
     }
@@ -221,7 +221,7 @@ impl WindowIndex {
         if k < w.len() {
             let gap = (probe - w[k].ts).abs().min((probe - w[k].end_ts).abs());
             // Strictly smaller wins; on a tie the earlier window (i < k).
-            if best.map_or(true, |(_, g)| gap < g) {
+            if best.is_none_or(|(_, g)| gap < g) {
                 best = Some((k, gap));
             }
         }
@@ -287,7 +287,7 @@ impl StageIndex {
                 return stage.unwrap_or(Stage::All);
             }
             if let (Some(s), Some(g)) = (stage, gap) {
-                if nearest.1.map_or(true, |n| g < n) {
+                if nearest.1.is_none_or(|n| g < n) {
                     nearest = (Some(s), Some(g));
                 }
             }
@@ -361,7 +361,7 @@ pub fn select_heaviest_pid<'a>(
         let mut best: Option<(&str, f64)> = None;
         for &p in cands {
             let d = totals[p];
-            if best.map_or(true, |(_, b)| d > b) {
+            if best.is_none_or(|(_, b)| d > b) {
                 best = Some((p, d));
             }
         }

@@ -117,7 +117,7 @@ fn first_best_key<'k>(
     let mut best: Option<(&'k str, usize)> = None;
     for key in keys {
         let Some(s) = score(key) else { continue };
-        if best.map_or(true, |(_, b)| s > b) {
+        if best.is_none_or(|(_, b)| s > b) {
             best = Some((key, s));
         }
     }

@@ -10,12 +10,12 @@ use crate::analysis::types::list_cell;
 use crate::report::model::{KernelTableRow, Mode, TriageReport};
 
 /// Markdown-safe table cell.
-pub fn escape_md_cell(text: &str) -> String {
+pub(crate) fn escape_md_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', "<br>")
 }
 
 /// Fixed-point like Python's `f"{x:.Nf}"` (including `nan` / `inf`).
-pub fn fixed(x: f64, digits: usize) -> String {
+pub(crate) fn fixed(x: f64, digits: usize) -> String {
     if x.is_nan() {
         return "nan".into();
     }
@@ -26,7 +26,7 @@ pub fn fixed(x: f64, digits: usize) -> String {
 }
 
 /// Microseconds as `12.34 ms`.
-pub fn format_ms(us: f64) -> String {
+pub(crate) fn format_ms(us: f64) -> String {
     format!("{} ms", fixed(us / 1000.0, 2))
 }
 

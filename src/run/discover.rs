@@ -197,7 +197,7 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
 }
 
 /// `server_args.json` beside the trace (or in its parent directory).
-pub fn load_server_args(path: &Path) -> Option<serde_json::Value> {
+pub(crate) fn load_server_args(path: &Path) -> Option<serde_json::Value> {
     if path.as_os_str() == "-" {
         return None;
     }
@@ -281,7 +281,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
 /// Framework hinted by an input path: its text, its server args, then the
 /// sample text of the trace (for a directory, of its three newest traces).
 /// `sample_of` loads a trace and returns its framework sample text.
-pub fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) -> Option<Framework> {
+fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) -> Option<Framework> {
     if let Some(h) = detect_from_text(&path.to_string_lossy()) {
         return Some(h);
     }

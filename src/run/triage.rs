@@ -141,7 +141,7 @@ fn pick_stage<V>(map: &IndexMap<Stage, V>, stage: Stage) -> Option<(&Stage, &V)>
 
 /// Python truthiness of server args: an empty object counts as absent.
 fn present(v: &Option<serde_json::Value>) -> Option<&serde_json::Value> {
-    v.as_ref().filter(|v| v.as_object().map_or(true, |o| !o.is_empty()))
+    v.as_ref().filter(|v| v.as_object().is_none_or(|o| !o.is_empty()))
 }
 
 /// The model named in the server arguments, if any.

@@ -69,7 +69,7 @@ pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<
             .max(source_location_priority(&list_cell(&best_site_summary(Some(entry)).0, "unresolved")))
             as i64;
         score += (entry_total_us(entry) / 10.0).floor() as i64;
-        if best.map_or(true, |(_, b)| score > b) {
+        if best.is_none_or(|(_, b)| score > b) {
             best = Some((key, score));
         }
     }

@@ -46,7 +46,7 @@ fn choose_best_location(locations: &IndexMap<String, MappingSiteAggregate>) -> S
     let mut best: Option<(&String, (i32, f64, u64))> = None;
     for (loc, agg) in locations {
         let key = (source_location_priority(loc), agg.total_us, agg.count);
-        if best.as_ref().map_or(true, |(_, b)| key.partial_cmp(b) == Some(std::cmp::Ordering::Greater)) {
+        if best.as_ref().is_none_or(|(_, b)| key.partial_cmp(b) == Some(std::cmp::Ordering::Greater)) {
             best = Some((loc, key));
         }
     }

@@ -244,7 +244,7 @@ pub fn temporal_scope_lookup(
         let mut cursor = trace.frames.cursor(thread);
         // A block none of whose spans (widened by 1 ns) holds a query time
         // matches nothing.
-        let no_query_in = |lo: f64, hi: f64| times.get(times.partition_point(|&t| t < lo)).map_or(true, |&t| t > hi);
+        let no_query_in = |lo: f64, hi: f64| times.get(times.partition_point(|&t| t < lo)).is_none_or(|&t| t > hi);
         while let Some(&f) = cursor.peek_skipping(|b| no_query_in(b.first_ts - 1e-3, b.max_end + 1e-3)) {
             cursor.advance();
             if f.ts > last {

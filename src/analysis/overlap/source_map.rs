@@ -176,7 +176,7 @@ pub fn build_kernel_source_map(
                     chain = found;
                 }
             }
-            if chain.as_ref().map_or(true, |c| c.is_empty()) {
+            if chain.as_ref().is_none_or(|c| c.is_empty()) {
                 chain = temporal.get(&e.idx()).cloned();
             }
             if chain.as_ref().is_some_and(|c| !c.is_empty()) {

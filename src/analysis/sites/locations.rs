@@ -168,7 +168,7 @@ pub fn extract_preferred_stack_location(stack: Option<&str>) -> Option<String> {
             continue;
         }
         // Later parts win ties: compare with >=.
-        if best.as_ref().map_or(true, |(p, _)| priority >= *p) {
+        if best.as_ref().is_none_or(|(p, _)| priority >= *p) {
             best = Some((priority, normalized));
         }
     }

@@ -121,7 +121,7 @@ fn first_min_by<T: Copy>(items: impl IntoIterator<Item = T>, key: impl Fn(&T) ->
     let mut best: Option<(T, f64)> = None;
     for item in items {
         let k = key(&item);
-        if best.as_ref().map_or(true, |(_, b)| k < *b) {
+        if best.as_ref().is_none_or(|(_, b)| k < *b) {
             best = Some((item, k));
         }
     }

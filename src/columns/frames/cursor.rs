@@ -26,7 +26,7 @@ impl<'a> ThreadIter<'a> {
     /// The run being read, moving to the next one when it is exhausted;
     /// `None` once only pending rows (or nothing) are left.
     fn current_run(&mut self) -> Option<&mut RunIter<'a>> {
-        while self.current.as_ref().map_or(true, |c| c.left == 0) {
+        while self.current.as_ref().is_none_or(|c| c.left == 0) {
             let (run, rest) = self.runs.split_first()?;
             self.runs = rest;
             self.current = Some(run.iter());
@@ -155,7 +155,7 @@ impl<'a> FrameCursor<'a> {
         }
         let Some(last) = self.buf.last().map(|f| f.ts) else { return };
         let same = |t: f64| fcmp(t, last) == Ordering::Equal;
-        if self.iter.next_block_start().map_or(true, same) {
+        if self.iter.next_block_start().is_none_or(same) {
             for f in self.iter.by_ref() {
                 if !same(f.ts) {
                     self.carry = Some(f);

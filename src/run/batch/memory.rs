@@ -30,7 +30,7 @@ pub const FALLBACK_BUDGET: u64 = 4 << 30;
 const ASSUMED_RATIO: u64 = 10;
 
 /// `MemAvailable` from a /proc/meminfo text, in bytes.
-pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
+pub(crate) fn parse_mem_available(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kb.checked_mul(1024)

@@ -143,7 +143,7 @@ fn comm_exposure<'a>(kernels: impl Iterator<Item = (&'a str, &'a str, f64)>) -> 
     }
     let mut top: Option<(&str, f64)> = None;
     for (name, us) in per_kernel {
-        if top.map_or(true, |(_, best)| us > best) {
+        if top.is_none_or(|(_, best)| us > best) {
             top = Some((name, us));
         }
     }
