@@ -27,7 +27,7 @@ pub fn run(args: &PatternsArgs, _global: &Global) -> Result<i32> {
     if let Some(path) = &args.check {
         let count = Registry::check_file(path)?;
         let noun = if count == 1 { "pattern" } else { "patterns" };
-        println!("{}: ok, {count} {noun}", path.display());
+        super::print_report(&format!("{}: ok, {count} {noun}", path.display()))?;
         return Ok(0);
     }
     let mut registry = Registry::builtin();
@@ -42,7 +42,7 @@ pub fn run(args: &PatternsArgs, _global: &Global) -> Result<i32> {
             describe(spec, &mut out);
         }
     }
-    print!("{out}");
+    super::print_report(&out)?;
     Ok(0)
 }
 
