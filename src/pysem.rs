@@ -123,15 +123,21 @@ impl<'a> Scalar<'a> {
     }
 }
 
-/// Orders floats the way Python's `<` does for every non-NaN value (so
-/// `-0.0 == 0.0`), and totally (NaN sorts by bit pattern) so that Rust's
-/// sorts never see an inconsistent comparator.
+/// The one order for floats that are sorted or compared for order: Python's
+/// `<` on every non-NaN value (so `-0.0 == 0.0`), and every NaN equal to
+/// every other NaN and after all numbers. It is a total order, so a sort
+/// never sees an inconsistent comparator (Rust's sorts panic on one), and a
+/// trace with NaN times sorts the same on every run and thread count.
 #[inline]
 pub fn fcmp(a: f64, b: f64) -> std::cmp::Ordering {
-    if a == b {
-        std::cmp::Ordering::Equal
-    } else {
-        a.total_cmp(&b)
+    use std::cmp::Ordering;
+    match a.partial_cmp(&b) {
+        Some(o) => o,
+        None => match (a.is_nan(), b.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            _ => Ordering::Less,
+        },
     }
 }
 
@@ -345,11 +351,6 @@ where
     names.into_iter().flat_map(|n| picks.remove(n).map(|p| p.picked).unwrap_or_default()).collect()
 }
 
-/// Float ordering as Python's sort sees it (-0.0 == 0.0; NaN never less).
-pub fn py_cmp(a: f64, b: f64) -> std::cmp::Ordering {
-    a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal)
-}
-
 /// Python's `max(a, b)`: `a` unless `b > a`.
 pub fn py_max(a: f64, b: f64) -> f64 {
     if b > a {
@@ -401,6 +402,30 @@ pub fn most_common_key<K, V: PartialOrd + Copy>(counter: &indexmap::IndexMap<K, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fcmp_is_a_total_order_with_nan_last() {
+        let neg_nan = -f64::NAN;
+        let vals = [f64::NAN, 1.0, -0.0, f64::INFINITY, neg_nan, 0.0, f64::NEG_INFINITY, -1e308, f64::NAN];
+        // Rust's sorts panic on a comparator that is not a total order;
+        // check every triple for transitivity and every pair for symmetry.
+        for &a in &vals {
+            for &b in &vals {
+                assert_eq!(fcmp(a, b), fcmp(b, a).reverse());
+                for &c in &vals {
+                    if fcmp(a, b).is_le() && fcmp(b, c).is_le() {
+                        assert!(fcmp(a, c).is_le(), "{a} {b} {c}");
+                    }
+                }
+            }
+        }
+        let mut sorted: Vec<f64> = (0..200).map(|i| vals[i * 7 % vals.len()]).collect();
+        sorted.sort_by(|a, b| fcmp(*a, *b));
+        let numbers = sorted.iter().filter(|x| !x.is_nan()).count();
+        assert!(numbers < 200 && sorted[numbers..].iter().all(|x| x.is_nan()));
+        assert!(sorted[..numbers].windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(fcmp(-0.0, 0.0), std::cmp::Ordering::Equal);
+    }
 
     #[test]
     fn per_name_sampling_groups_sorts_and_spreads() {

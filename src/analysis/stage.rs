@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::path::{Component, Path};
 
 use crate::columns::Trace;
-use crate::pysem::normalize_text;
+use crate::pysem::{fcmp, normalize_text};
 
 /// A serving stage: prefill (the reference calls it `extend`), decode, or
 /// the whole trace when no stage can be told. Ordered as reports list them.
@@ -135,12 +135,8 @@ pub fn infer_stage_from_annotation_name(name: &str) -> Option<Stage> {
 }
 
 fn merge_windows(mut anns: Vec<Annotation>) -> Vec<StageWindow> {
-    // Stable sort by (ts, end_ts), as Python's list.sort.
-    anns.sort_by(|a, b| {
-        a.ts.partial_cmp(&b.ts)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.end_ts.partial_cmp(&b.end_ts).unwrap_or(std::cmp::Ordering::Equal))
-    });
+    // Stable sort by (ts, end_ts), as Python's list.sort (NaN last).
+    anns.sort_by(|a, b| fcmp(a.ts, b.ts).then(fcmp(a.end_ts, b.end_ts)));
     let mut merged: Vec<StageWindow> = Vec::new();
     for a in anns {
         if let Some(last) = merged.last_mut() {

@@ -17,6 +17,8 @@ use std::process::{Command, Output};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+pub mod measure;
+
 /// Environment variable naming the folder to use instead of `../shared`.
 pub const SHARED_ENV: &str = "TORCHTRIAGE_SHARED";
 

@@ -10,12 +10,11 @@ mod summary;
 
 use crate::analysis::framework::Framework;
 use rustc_hash::FxHashSet as HashSet;
-use std::cmp::Ordering;
 
 use serde_json::Value;
 
 use crate::analysis::types::KernelRow;
-use crate::pysem::{py_float_repr, py_int_of_str};
+use crate::pysem::{fcmp, py_float_repr, py_int_of_str};
 
 pub use matcher::{compact_match_text, MatchContext, Needle, RowText};
 pub use registry::{framework_hints, Origin, PatternSpec, Registry, Source};
@@ -189,7 +188,7 @@ pub fn detect_fusion_opportunities(
     raw.sort_by(|a, b| {
         (b.priority, b.span, b.covered.len())
             .cmp(&(a.priority, a.span, a.covered.len()))
-            .then_with(|| b.related_us.partial_cmp(&a.related_us).unwrap_or(Ordering::Equal))
+            .then_with(|| fcmp(b.related_us, a.related_us))
     });
 
     let mut consumed: HashSet<(String, String, String)> = HashSet::default();

@@ -16,7 +16,7 @@ use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex
 use crate::analysis::stage::Stage;
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
 use crate::columns::Trace;
-use crate::pysem::py_cmp;
+use crate::pysem::fcmp;
 
 /// Launches kept per kernel name when sampling a mapping trace.
 pub const SAMPLE_LIMIT_PER_NAME: usize = 16;
@@ -42,7 +42,7 @@ pub fn sample_kernels_for_mapping<'a>(
     if limit == 0 {
         return sampled;
     }
-    sampled.sort_by(|a, b| py_cmp(a.ts, b.ts).then_with(|| trace.s(a.name).cmp(trace.s(b.name))));
+    sampled.sort_by(|a, b| fcmp(a.ts, b.ts).then_with(|| trace.s(a.name).cmp(trace.s(b.name))));
     sampled
 }
 
@@ -114,7 +114,7 @@ pub fn build_kernel_rows(
     map: Option<&KernelMap>,
 ) -> Vec<KernelRow> {
     let mut ordered: Vec<(&String, &Aggregate)> = stats.iter().collect();
-    ordered.sort_by(|a, b| b.1.total_us.partial_cmp(&a.1.total_us).unwrap_or(std::cmp::Ordering::Equal));
+    ordered.sort_by(|a, b| fcmp(b.1.total_us, a.1.total_us));
     ordered
         .into_iter()
         .map(|(name, agg)| {

@@ -10,7 +10,7 @@ use crate::analysis::sites::locations::{
 };
 use crate::analysis::sites::{MappingSiteAggregate, SiteStats};
 use crate::analysis::types::{KernelEntry, SiteEntry, StagePayload};
-use crate::pysem::most_common_key;
+use crate::pysem::{fcmp, most_common_key};
 
 /// `100 * part / whole`, 0 when `whole` is 0.
 pub fn pct(part: f64, whole: f64) -> f64 {
@@ -57,7 +57,7 @@ fn choose_best_location(locations: &IndexMap<String, MappingSiteAggregate>) -> S
 fn kernel_entry(locations: &IndexMap<String, MappingSiteAggregate>, category: &str) -> KernelEntry {
     let total: f64 = locations.values().fold(0.0, |acc, a| acc + a.total_us);
     let mut ordered: Vec<(&String, &MappingSiteAggregate)> = locations.iter().collect();
-    ordered.sort_by(|a, b| b.1.total_us.partial_cmp(&a.1.total_us).unwrap_or(std::cmp::Ordering::Equal));
+    ordered.sort_by(|a, b| fcmp(b.1.total_us, a.1.total_us));
     let mut sites: Vec<SiteEntry> = ordered
         .into_iter()
         .map(|(location, agg)| {
@@ -78,7 +78,7 @@ fn kernel_entry(locations: &IndexMap<String, MappingSiteAggregate>, category: &s
         .drain(..)
         .map(|s| ((source_location_priority(&site_display_location(&s)), s.total_us, s.launches), s))
         .collect();
-    keyed.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+    keyed.sort_by(|(a, _), (b, _)| b.0.cmp(&a.0).then(fcmp(b.1, a.1)).then(b.2.cmp(&a.2)));
     let sites: Vec<SiteEntry> = keyed.into_iter().map(|(_, s)| s).collect();
     let best_location = match sites.first() {
         Some(s) => site_display_location(s),

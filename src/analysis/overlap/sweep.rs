@@ -264,9 +264,9 @@ mod tests {
                         }
                         let any_compute = others.iter().any(|o| o.category() == "compute");
                         others.sort_by(|x, y| {
-                            (category_priority(y.category()), y.dur)
-                                .partial_cmp(&(category_priority(x.category()), x.dur))
-                                .unwrap()
+                            category_priority(y.category())
+                                .cmp(&category_priority(x.category()))
+                                .then_with(|| fcmp(y.dur, x.dur))
                         });
                         let name = others[0].name.clone();
                         let e = &mut events[a];

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::locations::{frame_priority, normalize_source_location};
 use crate::columns::frames::FrameCursor;
 use crate::columns::{Frame, FrameStore, Sym, ThreadIdx, Trace};
-use crate::pysem::py_cmp;
+use crate::pysem::fcmp;
 
 /// Display form and rank of one frame name.
 #[derive(Clone, Debug)]
@@ -51,18 +51,16 @@ impl FrameIndex {
 }
 
 /// One thread's frames in sweep order: by start, later end first on equal
-/// starts, trace order on full ties. The store yields them by (start,
-/// trace order) in batches that never split a run of equal starts, so each
-/// such run is re-sorted by end as its batch is read. A thread with a NaN
-/// start or end takes the reference's order instead: two stable sorts of
-/// the trace-order rows, by (start, end) and then by (start, later end
-/// first), which NaN comparisons make different from the single sort.
+/// starts, trace order on full ties (times ordered by [`fcmp`], so NaN
+/// starts and ends come last). The store yields them by (start, trace
+/// order) in batches that never split a run of equal starts, so each such
+/// run is re-sorted by end as its batch is read. A thread with a NaN start
+/// or end is sorted whole instead, as the store's batches assume numbers.
 pub fn sweep_order(frames: &FrameStore, thread: ThreadIdx) -> FrameCursor<'_> {
     if frames.thread_has_nan(thread) {
         let mut rows: Vec<Frame> = frames.thread(thread).collect();
         rows.sort_by_key(|f| f.row);
-        rows.sort_by(|a, b| py_cmp(a.ts, b.ts).then_with(|| py_cmp(a.end(), b.end())));
-        rows.sort_by(|a, b| py_cmp(a.ts, b.ts).then_with(|| py_cmp(b.end(), a.end())));
+        rows.sort_by(|a, b| fcmp(a.ts, b.ts).then_with(|| fcmp(b.end(), a.end())));
         FrameCursor::from_vec(rows)
     } else {
         frames.cursor_with(thread, later_end_first)
@@ -75,9 +73,9 @@ fn later_end_first(batch: &mut [Frame]) {
     let mut start = 0;
     while start < batch.len() {
         let ts = batch[start].ts;
-        let len = batch[start..].iter().take_while(|f| f.ts == ts).count().max(1);
+        let len = batch[start..].iter().take_while(|f| fcmp(f.ts, ts).is_eq()).count().max(1);
         if len > 1 {
-            batch[start..start + len].sort_by(|a, b| py_cmp(b.end(), a.end()));
+            batch[start..start + len].sort_by(|a, b| fcmp(b.end(), a.end()));
         }
         start += len;
     }
@@ -92,8 +90,8 @@ mod tests {
     fn sweep_order_matches_one_sort_across_blocks_and_runs() {
         // Few distinct starts (long runs of ties that cross the 512-frame
         // blocks and the 65,536-frame runs), out-of-order pushes, repeated
-        // ends; then the same with a NaN duration, which takes the
-        // reference's two-sort path.
+        // ends; then the same with a NaN duration and a NaN start, which
+        // take the whole-thread sort.
         let mut seed: u64 = 0x2545f4914f6cdd1d;
         let mut rnd = |m: u64| {
             seed ^= seed << 13;
@@ -114,6 +112,8 @@ mod tests {
             let mut rows = rows.clone();
             if with_nan {
                 rows[77_777].dur = f64::NAN;
+                rows[1_234].ts = f64::NAN;
+                rows[99_999].ts = f64::NAN;
             }
             let mut store = FrameStore::default();
             for r in &rows {
@@ -127,15 +127,11 @@ mod tests {
                 got.push(f.row);
                 cursor.advance();
             }
-            // The reference: stable sorts of the trace-order rows; without
-            // NaNs the first pass does not change the result.
+            // One stable sort of the trace-order rows.
             let mut want: Vec<u64> = (0..rows.len() as u64).collect();
             let r = |i: &u64| rows[*i as usize];
             let end = |i: &u64| r(i).ts + r(i).dur;
-            if with_nan {
-                want.sort_by(|a, b| py_cmp(r(a).ts, r(b).ts).then_with(|| py_cmp(end(a), end(b))));
-            }
-            want.sort_by(|a, b| py_cmp(r(a).ts, r(b).ts).then_with(|| py_cmp(end(b), end(a))));
+            want.sort_by(|a, b| fcmp(r(a).ts, r(b).ts).then_with(|| fcmp(end(b), end(a))));
             assert_eq!(got, want, "with NaN: {with_nan}");
         }
     }

