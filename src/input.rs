@@ -72,8 +72,8 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Display name for stdin.
-pub const STDIN_NAME: &str = "<stdin>";
+/// Display name for stdin: `-`, as on the command line.
+pub const STDIN_NAME: &str = "-";
 
 fn decoder(reader: Box<dyn Read + Send>, enc: Encoding) -> Result<Box<dyn Read + Send>> {
     Ok(match enc {

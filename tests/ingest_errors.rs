@@ -134,5 +134,5 @@ fn bad_input_on_stdin_names_stdin() {
     let out = common::run_stdin(&["stats", "-"], b"{\"traceEvents\": [");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("<stdin>: byte 17:"), "{stderr}");
+    assert!(stderr.contains("torchtriage: -: byte 17:"), "{stderr}");
 }

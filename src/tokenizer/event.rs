@@ -157,8 +157,11 @@ fn args_slot<'f>(f: &'f mut Slots, key: &[u8]) -> Option<&'f mut Loc> {
     })
 }
 
+/// Keys of an `args` object that go into the framework sample.
+const HEAD_KEYS: usize = 8;
+
 /// Parses the `args` object at `s.pos`. With `head`, also records the first
-/// eight keys and their string values for the framework sample.
+/// [`HEAD_KEYS`] keys and their string values for the framework sample.
 fn parse_args(
     s: &mut Scanner<'_>,
     f: &mut Slots,
@@ -194,30 +197,35 @@ fn parse_args(
         } else {
             &buf[ks..ke]
         };
+        // Only the first HEAD_KEYS distinct keys are sampled, so the
+        // search stays this short however many keys the object has.
+        let sampled = match head {
+            Some(_) => head_keys.iter().position(|(hk, _)| hk.as_bytes() == key).or_else(|| {
+                (head_keys.len() < HEAD_KEYS).then(|| {
+                    head_keys.push((String::from_utf8_lossy(key).into_owned(), None));
+                    head_keys.len() - 1
+                })
+            }),
+            None => None,
+        };
         let v = match args_slot(f, key) {
             Some(slot) => {
                 s.value_into(scratch, slot)?;
                 *slot
             }
-            None if head.is_some() => s.value(scratch)?,
+            None if sampled.is_some() => s.value(scratch)?,
             None => {
                 s.skip_value()?;
                 Loc::Compound
             }
         };
-        if head.is_some() {
-            let k = String::from_utf8_lossy(key).into_owned();
-            let sv = match v {
+        if let Some(i) = sampled {
+            head_keys[i].1 = match v {
                 Loc::Str(..) | Loc::Scratch(..) => {
                     Some(String::from_utf8_lossy(loc_bytes(s.buf, scratch, v)).into_owned())
                 }
                 _ => None,
             };
-            if let Some(e) = head_keys.iter_mut().find(|(hk, _)| *hk == k) {
-                e.1 = sv;
-            } else {
-                head_keys.push((k, sv));
-            }
         }
         c = s.peek()?;
         s.pos += 1;
@@ -229,7 +237,7 @@ fn parse_args(
     }
     if let Some(h) = head {
         let mut parts: Vec<&str> = Vec::new();
-        for (k, v) in head_keys.iter().take(8) {
+        for (k, v) in &head_keys {
             parts.push(k);
             if let Some(v) = v {
                 parts.push(v);

@@ -120,8 +120,18 @@ impl<'a> Scanner<'a> {
                         return Ok((start, at, escaped));
                     }
                     escaped = true;
-                    if at + 1 >= self.buf.len() {
-                        return Err(ScanError::Incomplete);
+                    // Every escape is checked here, in strings that are
+                    // decoded and in strings that are skipped alike, so an
+                    // invalid one is an error wherever it is.
+                    match self.buf.get(at + 1) {
+                        None => return Err(ScanError::Incomplete),
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {}
+                        Some(b'u') => match self.buf.get(at + 2..at + 6) {
+                            None => return Err(ScanError::Incomplete),
+                            Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => {}
+                            Some(_) => return syntax(at, "invalid \\u escape"),
+                        },
+                        Some(&c) => return syntax(at, invalid_escape(c)),
                     }
                     i = at + 2;
                 }
@@ -408,7 +418,7 @@ pub fn decode_escapes(buf: &[u8], s: usize, e: usize, out: &mut Vec<u8>) -> Scan
                     char::from_u32(hi).unwrap_or('\u{FFFD}')
                 }
             }
-            _ => return syntax(i - 1, format!("invalid escape \\{}", esc as char)),
+            _ => return syntax(i - 2, invalid_escape(esc)),
         };
         let mut tmp = [0u8; 4];
         out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
@@ -428,6 +438,15 @@ fn hex4(buf: &[u8], i: usize, e: usize) -> ScanResult<u32> {
     Ok(v)
 }
 
+/// The message for a backslash followed by `c`.
+fn invalid_escape(c: u8) -> String {
+    if c.is_ascii_graphic() {
+        format!("invalid escape \\{}", c as char)
+    } else {
+        format!("invalid escape: backslash before {}", show(c))
+    }
+}
+
 /// A byte for an error message.
 pub fn show(b: u8) -> String {
     if b.is_ascii_graphic() {
@@ -445,6 +464,21 @@ mod tests {
         let mut scratch = Vec::new();
         let mut s = Scanner::new(text.as_bytes(), 0);
         (s.value(&mut scratch), scratch)
+    }
+
+    #[test]
+    fn every_escape_is_checked_in_skipped_values_too() {
+        let skip = |text: &str| Scanner::new(text.as_bytes(), 0).skip_value();
+        let at = |pos: usize, msg: &str| Err(ScanError::Syntax { pos, msg: msg.into() });
+        assert_eq!(skip(r#""ok \" \/ \b \f \n \r \t \u00e9 \\""#), Ok(()));
+        assert_eq!(skip(r#""bad\q""#), at(4, "invalid escape \\q"));
+        assert_eq!(skip(r#"{"a": ["x", "\u12g4"]}"#), at(13, "invalid \\u escape"));
+        assert_eq!(skip("\"\\\n\""), at(1, "invalid escape: backslash before byte 0x0a"));
+        // The window may end inside an escape: more input decides.
+        assert_eq!(skip(r#""a\u00"#), Err(ScanError::Incomplete));
+        assert_eq!(skip(r#""a\"#), Err(ScanError::Incomplete));
+        // Decoded strings report the same position.
+        assert_eq!(loc_of(r#""bad\q""#).0, Err(ScanError::Syntax { pos: 4, msg: "invalid escape \\q".into() }));
     }
 
     #[test]

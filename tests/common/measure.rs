@@ -40,11 +40,21 @@ pub fn run_measured(args: &[&std::ffi::OsStr]) -> Outcome {
     run_measured_stdin(args, None)
 }
 
+/// Like [`run_measured`] with extra environment variables.
+pub fn run_measured_env(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> Outcome {
+    run_with(args, None, env)
+}
+
 pub fn run_measured_stdin(args: &[&std::ffi::OsStr], stdin: Option<&Path>) -> Outcome {
+    run_with(args, stdin, &[])
+}
+
+fn run_with(args: &[&std::ffi::OsStr], stdin: Option<&Path>, env: &[(&str, &str)]) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let (out_p, err_p) = (dir.path().join("out"), dir.path().join("err"));
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_torchtriage"))
         .args(args)
+        .envs(env.iter().copied())
         .stdin(match stdin {
             Some(p) => std::process::Stdio::from(std::fs::File::open(p).unwrap()),
             None => std::process::Stdio::null(),
