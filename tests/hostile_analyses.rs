@@ -101,3 +101,44 @@ fn non_finite_huge_and_negative_times_never_panic_an_analysis() {
         }
     }
 }
+
+/// A directory holding two small real traces.
+fn trace_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, src) in SMALL.iter().enumerate() {
+        std::fs::copy(src, dir.path().join(format!("rank{i}.trace.json.gz"))).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn link_cycles_in_a_trace_directory_are_walked_once() {
+    let dir = trace_dir();
+    std::os::unix::fs::symlink(".", dir.path().join("a")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("b")).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink("..", dir.path().join("sub/up")).unwrap();
+    for cmd in ["batch", "triage"] {
+        let o = run_measured(&[cmd.as_ref(), "--quiet".as_ref(), dir.path().as_os_str()]);
+        assert_sane(&o, cmd);
+        assert_eq!(o.code, Some(0), "{cmd}: {}", o.stderr);
+        if cmd == "batch" {
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(out.contains("Files: 2 triaged, 0 failed"), "{out}");
+        }
+    }
+}
+
+#[test]
+fn a_fifo_in_a_trace_directory_is_passed_over() {
+    let dir = trace_dir();
+    let fifo = dir.path().join("rank9.trace.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    for cmd in ["batch", "triage"] {
+        let o = run_measured(&[cmd.as_ref(), "--quiet".as_ref(), dir.path().as_os_str()]);
+        assert_sane(&o, cmd);
+        assert_eq!(o.code, Some(0), "{cmd}: {}", o.stderr);
+    }
+}

@@ -133,22 +133,34 @@ pub fn head_looks_like_trace(head: &[u8]) -> bool {
     }
 }
 
-fn walk(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) {
+/// Calls `visit` on every regular file in `dir` (and, when `recursive`, in
+/// its subdirectories), in path order within each directory. Symlinks are
+/// followed, but never into a directory already walked (by its canonical
+/// path), so link cycles end; FIFOs, sockets and devices are passed over
+/// without being opened, so the walk never blocks.
+pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf)) {
+    let mut seen = std::collections::HashSet::new();
+    if let Ok(c) = dir.canonicalize() {
+        seen.insert(c);
+    }
+    walk(dir, recursive, &mut seen, visit);
+}
+
+fn walk(dir: &Path, recursive: bool, seen: &mut std::collections::HashSet<PathBuf>, visit: &mut dyn FnMut(PathBuf)) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for p in entries {
-        if p.is_dir() {
-            if recursive {
-                walk(&p, true, out);
+        // Follows a symlink; a dangling one has no metadata and is skipped.
+        let Ok(meta) = std::fs::metadata(&p) else { continue };
+        if meta.is_dir() {
+            if recursive && p.canonicalize().is_ok_and(|c| seen.insert(c)) {
+                walk(&p, true, seen, visit);
             }
-            continue;
-        }
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if has_trace_suffix(&name) {
-            out.push(p);
+        } else if meta.is_file() {
+            visit(p);
         }
     }
 }
@@ -159,7 +171,11 @@ pub fn discover_trace_files(path: &Path, recursive: bool, limit: Option<usize>) 
         return if file_looks_like_trace(path) { vec![path.to_path_buf()] } else { vec![] };
     }
     let mut found = Vec::new();
-    walk(path, recursive, &mut found);
+    walk_regular_files(path, recursive, &mut |p| {
+        if p.file_name().is_some_and(|n| has_trace_suffix(&n.to_string_lossy())) {
+            found.push(p);
+        }
+    });
     let mut seen = std::collections::HashSet::new();
     let mut candidates: Vec<PathBuf> = found
         .into_iter()

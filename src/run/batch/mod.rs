@@ -22,28 +22,21 @@ use crate::analysis::stage::{parse_stage, Stage};
 use crate::error::{Error, Result};
 use crate::report::model::TriageReport;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
-use crate::run::discover::{discover_trace_files, has_trace_suffix, parse_tp_rank};
+use crate::run::discover::{discover_trace_files, has_trace_suffix, parse_tp_rank, walk_regular_files};
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
 /// Names `triage` never reads as traces.
 const SIDE_FILES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
 
 /// Every `*.json`, `*.json.gz`, `*.json.zst` and `*.zst` below `dir`,
-/// recursively, sorted.
+/// recursively (regular files only, link cycles walked once).
 fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        if p.is_dir() {
-            json_files(&p, out);
-            continue;
-        }
+    walk_regular_files(dir, true, &mut |p| {
         let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
         if has_trace_suffix(&name) && !SIDE_FILES.contains(&name.as_str()) {
             out.push(p.canonicalize().unwrap_or(p));
         }
-    }
+    });
 }
 
 /// JSON files below `dir` left out of the batch, with why: `merged-`
