@@ -2,6 +2,7 @@
 //! [`torchtriage::commands`], print one-line errors, set the exit code.
 
 use clap::{Parser, Subcommand};
+use std::io::Write as _;
 use torchtriage::commands::{self, Global};
 
 #[derive(Parser)]
@@ -48,7 +49,7 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("torchtriage: {e}");
+            let _ = writeln!(std::io::stderr(), "torchtriage: {e}");
             std::process::exit(e.exit_code());
         }
     }

@@ -142,3 +142,31 @@ fn a_fifo_in_a_trace_directory_is_passed_over() {
         assert_eq!(o.code, Some(0), "{cmd}: {}", o.stderr);
     }
 }
+
+#[test]
+fn thousands_of_jobs_are_capped_at_what_the_machine_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]}"#;
+    for i in 0..400 {
+        std::fs::write(dir.path().join(format!("rank{i}.trace.json")), tiny).unwrap();
+    }
+    let o = run_measured(&[
+        "batch".as_ref(),
+        "--quiet".as_ref(),
+        "--jobs".as_ref(),
+        "2500".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    assert_sane(&o, "batch --jobs 2500");
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let jobs: usize = out
+        .split("(jobs ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no job count in {out}"));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(jobs <= 4 * cores, "{jobs} jobs on {cores} cores");
+    assert!(out.contains("Files: 400 triaged, 0 failed"), "{out}");
+}

@@ -21,7 +21,7 @@ use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, Batch
 pub struct BatchArgs {
     /// Directory holding the per-rank traces (searched recursively), or one trace.
     pub dir: PathBuf,
-    /// Files triaged at once (default: number of cores).
+    /// Files triaged at once (default: number of cores; at most 4 per core).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Mark a rank whose busy time or exposed communication is more than this
@@ -120,6 +120,9 @@ impl Drop for BatchProgress {
 struct NoProgress;
 impl Observer<BatchFile> for NoProgress {}
 
+/// `--jobs` is capped at this many workers per core.
+const MAX_JOBS_PER_CORE: usize = 4;
+
 fn check_args(args: &BatchArgs) -> Result<()> {
     if !args.straggler_pct.is_finite() || args.straggler_pct < 0.0 {
         return Err(Error::usage("--straggler-pct must be a non-negative number"));
@@ -144,7 +147,10 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         )),
         None => None,
     };
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // More workers than MAX_JOBS_PER_CORE per core only add memory and
+    // threads: the work is CPU-bound.
+    let jobs = args.jobs.unwrap_or(cores).min(cores * MAX_JOBS_PER_CORE).min(files.len()).max(1);
     let budget = args.mem_budget_mb.map_or_else(default_budget, |mb| mb.saturating_mul(1 << 20));
     // Per-file ingest progress has no place inside a batch.
     let opts = args.analysis.triage_options(true)?;
@@ -190,20 +196,21 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         Format::Markdown => render::markdown(&summary, &info),
         Format::Json => render::json(&summary, &info),
     };
-    super::print_report(&text)?;
+    // The failures go to stderr even when stdout could not take the report.
+    let printed = super::print_report(&text);
     if failures.is_empty() {
-        return Ok(0);
+        return printed.map(|()| 0);
     }
-    eprintln!("torchtriage: {} of {} files failed:", failures.len(), outcomes.len());
+    let _ = writeln!(std::io::stderr(), "torchtriage: {} of {} files failed:", failures.len(), outcomes.len());
     for (path, e) in &failures {
         // Errors from ingest already name the file; others get it here.
         if e.path.is_some() {
-            eprintln!("  {e}");
+            let _ = writeln!(std::io::stderr(), "  {e}");
         } else {
-            eprintln!("  {}: {e}", path.display());
+            let _ = writeln!(std::io::stderr(), "  {}: {e}", path.display());
         }
     }
-    Ok(1)
+    printed.map(|()| 1)
 }
 
 /// One JSON object per input file, in batch (path) order.

@@ -52,8 +52,10 @@ pub struct Global {
     pub quiet: bool,
 }
 
-/// Writes a report to stdout. A closed pipe (`| head`) ends the program
-/// quietly instead of panicking.
+/// Writes a report to stdout. A reader that stops early (`| head`) is not
+/// an error: the rest of the report is dropped and the command ends as it
+/// would have (a batch with failures still says so on stderr and exits 1).
+/// A full disk or any other write error is.
 pub fn print_report(text: &str) -> crate::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -65,7 +67,7 @@ pub fn print_report(text: &str) -> crate::Result<()> {
     });
     match r {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
-        Err(e) => Err(crate::Error::io(e)),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(crate::Error::io(e).in_file(std::path::Path::new("stdout"))),
     }
 }

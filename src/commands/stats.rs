@@ -4,6 +4,7 @@
 //! columns the triage uses.
 
 use std::collections::HashSet;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
@@ -24,7 +25,8 @@ pub struct StatsArgs {
 pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
     let trace = crate::run::progress::load_trace(&args.input, global.quiet)?;
     if !global.quiet && trace.counts.skipped > 0 {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "torchtriage: warning: {}: {} complete events skipped (non-numeric ts or dur)",
             args.input.display(),
             trace.counts.skipped

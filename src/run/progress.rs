@@ -4,6 +4,7 @@
 //! developers ([`phase`]).
 
 use std::io::IsTerminal;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -77,7 +78,8 @@ pub fn phase(name: &str) {
         let field = |key: &str| {
             status.lines().find_map(|l| l.strip_prefix(key)).map_or("?", |v| v.trim().trim_end_matches(" kB"))
         };
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "timing: {name} {:.1} ms rss {} hwm {}",
             t0.elapsed().as_secs_f64() * 1e3,
             field("VmRSS:"),

@@ -108,8 +108,18 @@ where
         }
     };
     std::thread::scope(|s| {
+        // A thread the system will not give (thread or memory limits) is
+        // not an error: the workers already running take its share, and
+        // with none running this thread does the work itself.
+        let mut spawned = 0;
         for _ in 0..workers.clamp(1, n.max(1)) {
-            s.spawn(worker);
+            if std::thread::Builder::new().spawn_scoped(s, worker).is_err() {
+                break;
+            }
+            spawned += 1;
+        }
+        if spawned == 0 {
+            worker();
         }
     });
     let peak = state.lock().unwrap_or_else(|p| p.into_inner()).peak_in_flight;
