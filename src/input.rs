@@ -3,7 +3,7 @@
 //! "the bytes of the JSON text" and nothing about JSON itself.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,7 +23,11 @@ impl Encoding {
     pub fn sniff(head: &[u8]) -> Encoding {
         if head.starts_with(&[0x1f, 0x8b]) {
             Encoding::Gzip
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+            || (head.len() >= 4 && head[0] & 0xf0 == 0x50 && head[1..4] == [0x2a, 0x4d, 0x18])
+        {
+            // A zstd frame, or a skippable frame (magic 0x184D2A5?), which
+            // `pzstd` and seekable zstd write first.
             Encoding::Zstd
         } else {
             Encoding::Plain
@@ -78,9 +82,51 @@ pub const STDIN_NAME: &str = "-";
 fn decoder(reader: Box<dyn Read + Send>, enc: Encoding) -> Result<Box<dyn Read + Send>> {
     Ok(match enc {
         Encoding::Plain => reader,
-        Encoding::Gzip => Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 20, reader))),
+        Encoding::Gzip => Box::new(GzipMembers::new(io::BufReader::with_capacity(1 << 20, reader))),
         Encoding::Zstd => Box::new(zstd::stream::read::Decoder::new(reader).map_err(Error::io)?),
     })
+}
+
+/// Gzip members one after another, as `gzip -d` and Python's `gzip` read
+/// them: zero bytes between or after members (tape padding, preallocated
+/// files) are skipped; anything else must be another member.
+struct GzipMembers<R: BufRead> {
+    member: Option<flate2::bufread::GzDecoder<R>>,
+}
+
+impl<R: BufRead> GzipMembers<R> {
+    fn new(inner: R) -> Self {
+        GzipMembers { member: Some(flate2::bufread::GzDecoder::new(inner)) }
+    }
+}
+
+impl<R: BufRead> Read for GzipMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        while let Some(member) = self.member.as_mut() {
+            let n = member.read(buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            let Some(mut inner) = self.member.take().map(flate2::bufread::GzDecoder::into_inner) else { break };
+            loop {
+                let avail = inner.fill_buf()?;
+                if avail.is_empty() {
+                    return Ok(0);
+                }
+                let zeros = avail.iter().take_while(|&&b| b == 0).count();
+                let more = zeros < avail.len();
+                inner.consume(zeros);
+                if more {
+                    self.member = Some(flate2::bufread::GzDecoder::new(inner));
+                    break;
+                }
+            }
+        }
+        Ok(0)
+    }
 }
 
 /// Opens `path` (or stdin for `-`), sniffing gzip / zstd by magic bytes.

@@ -550,6 +550,35 @@ fn an_invalid_escape_is_an_error_wherever_it_is() {
     }
 }
 
+fn zstd_skippable_frames_and_gzip_zero_padding() {
+    let data = doc(&[kernel(r#", "ts": 1, "dur": 2"#), kernel(r#", "ts": 5, "dur": 2"#)]);
+    let (a, b) = data.split_at(data.len() / 2);
+    let dir = tempfile::tempdir().unwrap();
+    // What `pzstd` writes: a skippable frame (magic 0x184D2A50, little
+    // endian, then its length) before the data frames.
+    let mut pz = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+    pz.extend(zstd::encode_all(a, 3).unwrap());
+    pz.extend([0x5e, 0x2a, 0x4d, 0x18, 0, 0, 0, 0]);
+    pz.extend(zstd::encode_all(b, 3).unwrap());
+    let zeros = vec![0u8; 1024];
+    let padded = [gzip(&data), zeros.clone()].concat();
+    let between = [gzip(a), zeros.clone(), gzip(b), zeros.clone()].concat();
+    for (name, bytes) in [("skippable.json.zst", &pz), ("padded.json.gz", &padded), ("between.json.gz", &between)] {
+        let p = write(dir.path(), name, bytes);
+        let o = stats(&p);
+        assert_sane(&o, name);
+        assert_eq!(o.code, Some(0), "{name}: {}", o.stderr);
+        assert_eq!(o.json().pointer("/columns/0/rows"), Some(&Value::from(2u64)), "{name}");
+    }
+    // Padding followed by something that is not a gzip member is damage.
+    let junk = [gzip(&data), zeros, b"junk".to_vec()].concat();
+    let p = write(dir.path(), "junk.json.gz", &junk);
+    let o = stats(&p);
+    assert_sane(&o, "junk after padding");
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("corrupt or truncated compressed stream"), "{}", o.stderr);
+}
+
 /// Per real trace of a corpus: cut (plain and gzip) and flipped, each its
 /// own trial; plus a check that the corpus has enough small traces.
 fn corpus_trials(corpus: &common::Corpus) -> Vec<Trial> {
@@ -579,7 +608,7 @@ fn corpus_trials(corpus: &common::Corpus) -> Vec<Trial> {
 }
 
 fn main() {
-    let hand_made: [(&str, fn()); 12] = [
+    let hand_made: [(&str, fn()); 13] = [
         ("not_a_trace", not_a_trace),
         ("trace_events_of_the_wrong_type", trace_events_of_the_wrong_type),
         ("deep_nesting_is_bounded", deep_nesting_is_bounded),
@@ -592,6 +621,7 @@ fn main() {
         ("millions_of_top_level_keys_are_refused", millions_of_top_level_keys_are_refused),
         ("many_distinct_argument_keys_in_the_sampled_events", many_distinct_argument_keys_in_the_sampled_events),
         ("an_invalid_escape_is_an_error_wherever_it_is", an_invalid_escape_is_an_error_wherever_it_is),
+        ("zstd_skippable_frames_and_gzip_zero_padding", zstd_skippable_frames_and_gzip_zero_padding),
     ];
     let mut trials: Vec<Trial> = hand_made
         .into_iter()
