@@ -579,6 +579,75 @@ fn zstd_skippable_frames_and_gzip_zero_padding() {
     assert!(o.stderr.contains("corrupt or truncated compressed stream"), "{}", o.stderr);
 }
 
+fn a_huge_metadata_value_is_skipped_not_parsed() {
+    // 25 million zeros (51 KB gzipped) asked for 1.8 GB as a JSON value.
+    let emit = |w: &mut dyn Write| -> std::io::Result<()> {
+        w.write_all(br#"{"deviceProperties": ["#)?;
+        let zeros = "0,".repeat(1 << 16);
+        for _ in 0..(25_000_000 >> 16) {
+            w.write_all(zeros.as_bytes())?;
+        }
+        w.write_all(br#"0], "distributedInfo": {"rank": 3}, "traceEvents": ["#)?;
+        w.write_all(kernel(r#", "ts": 1, "dur": 2"#).as_bytes())?;
+        w.write_all(b"]}")
+    };
+    check_written(
+        "meta-bomb",
+        &emit,
+        50 << 20,
+        Want::Ok(&[
+            ("/metadata/oversized_keys", serde_json::json!(["deviceProperties"])),
+            ("/metadata/deviceProperties", Value::Null),
+            ("/metadata/distributedInfo/rank", Value::from(3u64)),
+            ("/columns/0/rows", Value::from(1u64)),
+        ]),
+    );
+}
+
+fn infinite_times_are_shown_as_such() {
+    let evs = [kernel(r#", "ts": 1, "dur": 2"#), kernel(r#", "ts": 1e308, "dur": 1e308"#)];
+    check("inf-end", &doc(&evs), Want::Ok(&[("/time_span/span_us", Value::from("inf"))]));
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "inf.json", &doc(&evs));
+    let o = run_measured(&["stats".as_ref(), "--quiet".as_ref(), p.as_os_str()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("time_span       inf (a time in the trace is not finite)"), "{text}");
+}
+
+fn column_sizes_do_not_depend_on_the_thread_count() {
+    // Python frames on two threads, more than one packed run each.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("frames.json");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
+    w.write_all(br#"{"traceEvents": ["#).unwrap();
+    for i in 0..300_000u64 {
+        let tid = i % 2;
+        write!(
+            w,
+            r#"{{"ph": "X", "cat": "python_function", "name": "f{}", "pid": 1, "tid": {tid}, "ts": {}, "dur": 3}}, "#,
+            i % 7,
+            i * 2
+        )
+        .unwrap();
+    }
+    w.write_all(kernel(r#", "ts": 1, "dur": 2"#).as_bytes()).unwrap();
+    w.write_all(b"]}").unwrap();
+    drop(w);
+    let columns = |threads: &str| {
+        let o = run_measured_env(
+            &["stats".as_ref(), "--json".as_ref(), "--quiet".as_ref(), p.as_os_str()],
+            &[("RAYON_NUM_THREADS", threads)],
+        );
+        assert_sane(&o, threads);
+        o.json()["columns"].clone()
+    };
+    let one = columns("1");
+    assert_eq!(one[3]["name"], "python_frames");
+    for threads in ["2", "3", "7"] {
+        assert_eq!(columns(threads), one, "{threads} threads");
+    }
+}
+
 /// Per real trace of a corpus: cut (plain and gzip) and flipped, each its
 /// own trial; plus a check that the corpus has enough small traces.
 fn corpus_trials(corpus: &common::Corpus) -> Vec<Trial> {
@@ -608,7 +677,7 @@ fn corpus_trials(corpus: &common::Corpus) -> Vec<Trial> {
 }
 
 fn main() {
-    let hand_made: [(&str, fn()); 13] = [
+    let hand_made: [(&str, fn()); 16] = [
         ("not_a_trace", not_a_trace),
         ("trace_events_of_the_wrong_type", trace_events_of_the_wrong_type),
         ("deep_nesting_is_bounded", deep_nesting_is_bounded),
@@ -622,6 +691,9 @@ fn main() {
         ("many_distinct_argument_keys_in_the_sampled_events", many_distinct_argument_keys_in_the_sampled_events),
         ("an_invalid_escape_is_an_error_wherever_it_is", an_invalid_escape_is_an_error_wherever_it_is),
         ("zstd_skippable_frames_and_gzip_zero_padding", zstd_skippable_frames_and_gzip_zero_padding),
+        ("a_huge_metadata_value_is_skipped_not_parsed", a_huge_metadata_value_is_skipped_not_parsed),
+        ("infinite_times_are_shown_as_such", infinite_times_are_shown_as_such),
+        ("column_sizes_do_not_depend_on_the_thread_count", column_sizes_do_not_depend_on_the_thread_count),
     ];
     let mut trials: Vec<Trial> = hand_made
         .into_iter()

@@ -227,6 +227,9 @@ pub struct TraceMeta {
     pub trace_name: Option<serde_json::Value>,
     /// True when the file's top level is an array of events.
     pub top_level_array: bool,
+    /// Metadata keys whose value was too long to read
+    /// ([`crate::tokenizer::doc::MAX_META_VALUE_BYTES`]); left as absent.
+    pub oversized_keys: Vec<String>,
 }
 
 /// Event counts for `stats`: per `cat` and per `ph` in first-seen order
@@ -293,13 +296,15 @@ impl Trace {
         self.s(self.thread(idx).tid)
     }
 
-    /// Bytes held per column set, for `stats`.
+    /// Rows and bytes per column set, for `stats`: heap bytes held, except
+    /// for the Python frames, whose packed size is given in a layout that
+    /// does not depend on the number of threads that read the file.
     pub fn column_bytes(&self) -> Vec<(&'static str, usize, usize)> {
         vec![
             ("kernels", self.kernels.len(), self.kernels.heap_bytes()),
             ("cpu_ops", self.cpu_ops.len(), self.cpu_ops.heap_bytes()),
             ("launches", self.launches.len(), self.launches.heap_bytes()),
-            ("python_frames", self.frames.len(), self.frames.heap_bytes()),
+            ("python_frames", self.frames.len(), self.frames.packed_bytes()),
             ("annotations", self.annotations.len(), self.annotations.heap_bytes()),
             ("strings", self.strings.len(), self.strings.heap_bytes()),
             ("correlation_map", self.corr_to_ext.len(), self.corr_to_ext.heap_bytes()),

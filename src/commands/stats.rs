@@ -48,7 +48,7 @@ pub fn stats_json(trace: &Trace, file: &str) -> Value {
     let streams: HashSet<u32> = trace.kernels.iter().filter_map(|k| k.stream.or(k.cuda_stream)).collect();
     let c = &trace.counts;
     let span = match (c.min_ts, c.max_end) {
-        (Some(a), Some(b)) => json!({"min_ts_us": a, "max_end_us": b, "span_us": b - a}),
+        (Some(a), Some(b)) => json!({"min_ts_us": number(a), "max_end_us": number(b), "span_us": number(b - a)}),
         _ => Value::Null,
     };
     let m = &trace.meta;
@@ -75,9 +75,20 @@ pub fn stats_json(trace: &Trace, file: &str) -> Value {
             "distributedInfo": m.distributed_info,
             "with_stack": m.with_stack,
             "baseTimeNanoseconds": m.base_time_nanoseconds,
+            "oversized_keys": m.oversized_keys,
         },
         "columns": columns,
     })
+}
+
+/// A float as JSON: a number when finite, else the string `inf`, `-inf`
+/// or `NaN` (JSON has no such numbers).
+fn number(x: f64) -> Value {
+    if x.is_finite() {
+        json!(x)
+    } else {
+        Value::String(x.to_string())
+    }
 }
 
 fn stats_text(v: &Value) -> String {
@@ -86,8 +97,10 @@ fn stats_text(v: &Value) -> String {
     for k in ["file", "events", "pids", "threads", "kernel_streams", "skipped_events"] {
         line(&mut out, k, &v[k]);
     }
-    if let Some(s) = v["time_span"].as_object() {
-        out.push_str(&format!("{:<16}{:.3} ms\n", "time_span", s["span_us"].as_f64().unwrap_or(0.0) / 1000.0));
+    match &v["time_span"]["span_us"] {
+        Value::Number(n) => out.push_str(&format!("{:<16}{:.3} ms\n", "time_span", n.as_f64().unwrap_or(0.0) / 1000.0)),
+        Value::String(s) => out.push_str(&format!("{:<16}{s} (a time in the trace is not finite)\n", "time_span")),
+        _ => {}
     }
     for (title, key) in [("events by cat", "cat"), ("events by ph", "ph")] {
         out.push_str(&format!("\n{title}\n"));
@@ -110,6 +123,9 @@ fn stats_text(v: &Value) -> String {
     }
     let meta = &v["metadata"];
     out.push_str(&format!("\ntop-level keys  {}\n", meta["top_level_keys"]));
+    if meta["oversized_keys"].as_array().is_some_and(|k| !k.is_empty()) {
+        out.push_str(&format!("not read        {} (values over 1 MiB)\n", meta["oversized_keys"]));
+    }
     if let Some(d) = meta["distributedInfo"].as_object() {
         out.push_str(&format!("distributedInfo {}\n", Value::Object(d.clone())));
     }

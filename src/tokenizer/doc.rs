@@ -49,6 +49,10 @@ pub struct DocError {
 pub const MAX_TOP_KEYS: usize = 10_000;
 
 /// Metadata keys kept (parsed with serde_json).
+/// Metadata values longer than this are not read (their keys are listed in
+/// [`TraceMeta::oversized_keys`]).
+pub const MAX_META_VALUE_BYTES: usize = 1 << 20;
+
 const META_KEYS: [&str; 6] =
     ["schemaVersion", "deviceProperties", "distributedInfo", "with_stack", "baseTimeNanoseconds", "traceName"];
 
@@ -225,8 +229,18 @@ impl DocParser {
                 let raw = &s.buf[vstart..s.pos];
                 let meta = self.builder.meta_mut();
                 if META_KEYS.contains(&key.as_str()) {
-                    let v = serde_json::from_slice::<serde_json::Value>(raw).ok();
-                    set_meta(meta, &key, v);
+                    if raw.len() > MAX_META_VALUE_BYTES {
+                        // A parsed JSON value costs up to 80 bytes per byte
+                        // of text; no profiler writes metadata this big.
+                        set_meta(meta, &key, None);
+                        if !meta.oversized_keys.contains(&key) {
+                            meta.oversized_keys.push(key.clone());
+                        }
+                    } else {
+                        let v = serde_json::from_slice::<serde_json::Value>(raw).ok();
+                        set_meta(meta, &key, v);
+                        meta.oversized_keys.retain(|k| *k != key);
+                    }
                 }
                 if self.seen_keys.insert(key.clone()) {
                     meta.top_level_keys.push(key);

@@ -194,6 +194,29 @@ impl FrameStore {
             + self.names.capacity() * 8
     }
 
+    /// Bytes the frames take packed in runs of [`FLUSH_ROWS`] frames per
+    /// thread, in (start, row) order: what [`FrameStore::heap_bytes`] is
+    /// give or take the run boundaries, which depend on how the input was
+    /// split between threads. The same for every split, so `stats` shows
+    /// the same number on every machine. Packs one run at a time.
+    pub fn packed_bytes(&self) -> usize {
+        let mut total = self.threads.len() * std::mem::size_of::<ThreadFrames>() + self.names.len() * 8;
+        let mut block: Vec<Frame> = Vec::with_capacity(FLUSH_ROWS.min(self.len));
+        let pack = |block: &mut Vec<Frame>| pack_block(block).heap_bytes() + std::mem::size_of::<Run>();
+        for t in self.threads() {
+            for f in self.thread(t) {
+                block.push(f);
+                if block.len() == FLUSH_ROWS {
+                    total += pack(&mut block);
+                }
+            }
+            if !block.is_empty() {
+                total += pack(&mut block);
+            }
+        }
+        total
+    }
+
     /// Packs everything pending and merges overlapping runs, threads in
     /// parallel. Readers need a sealed store ([`FrameStore::thread`] seals
     /// nothing and reads pending rows last otherwise).
