@@ -170,3 +170,34 @@ fn thousands_of_jobs_are_capped_at_what_the_machine_runs() {
     assert!(jobs <= 4 * cores, "{jobs} jobs on {cores} cores");
     assert!(out.contains("Files: 400 triaged, 0 failed"), "{out}");
 }
+
+#[test]
+fn an_endless_pattern_file_is_refused_early() {
+    let o = run_measured(&["patterns".as_ref(), "--check".as_ref(), "/dev/zero".as_ref()]);
+    assert_sane(&o, "patterns --check /dev/zero");
+    assert_eq!(o.code, Some(2));
+    assert_eq!(o.stderr.trim_end(), "torchtriage: /dev/zero: larger than 16 MiB: not a pattern file");
+    assert!(o.max_rss_kb < 100 << 10, "{} KB", o.max_rss_kb);
+}
+
+#[test]
+fn control_characters_in_names_never_reach_the_table_raw() {
+    let mut trace = load_gz(SMALL[0]);
+    let mut renamed = 0;
+    for e in trace["traceEvents"].as_array_mut().unwrap() {
+        if e["cat"] == "kernel" {
+            e["name"] = Value::from("evil\u{0}kernel\u{1b}[2J|x");
+            renamed += 1;
+        }
+    }
+    assert!(renamed > 0);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nul.json");
+    std::fs::write(&path, trace.to_string()).unwrap();
+    let o = triage(&path, &[]);
+    assert_sane(&o, "NUL in kernel names");
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(!o.stdout.iter().any(|&b| b == 0 || b == 0x1b), "raw control characters in the report");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(r"evil\u0000kernel\u001b[2J\|x"), "{text}");
+}

@@ -9,9 +9,21 @@ use crate::analysis::stage::Stage;
 use crate::analysis::types::list_cell;
 use crate::report::model::{KernelTableRow, Mode, TriageReport};
 
-/// Markdown-safe table cell.
+/// Markdown-safe table cell: `|` escaped, a newline as `<br>`, and other
+/// control characters (NUL, ESC, ...; tab and carriage return excepted) as
+/// `\u00XX`, so a name cannot corrupt the table or the terminal.
 pub(crate) fn escape_md_cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', "<br>")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\n' => out.push_str("<br>"),
+            '\t' | '\r' => out.push(c),
+            c if c.is_ascii_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Fixed-point like Python's `f"{x:.Nf}"` (including `nan` / `inf`).
@@ -211,6 +223,11 @@ pub fn render(r: &TriageReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_in_cells_are_shown_escaped() {
+        assert_eq!(escape_md_cell("a|b\nc\td\0e\u{1b}[31m\u{7f}"), "a\\|b<br>c\td\\u0000e\\u001b[31m\\u007f");
+    }
 
     #[test]
     fn cells_and_numbers() {

@@ -274,6 +274,25 @@ fn serde_error_line(text: &str) -> Option<usize> {
 }
 
 /// Parses and validates one pattern file. `file` names it in errors.
+/// Pattern files larger than this are refused (a pattern is a few lines;
+/// `--check /dev/zero` read until memory ran out).
+pub const MAX_PATTERN_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads a pattern file of at most [`MAX_PATTERN_FILE_BYTES`].
+fn read_pattern_file(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PATTERN_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| Error::from(e).in_file(path))?;
+    if bytes.len() as u64 > MAX_PATTERN_FILE_BYTES {
+        return Err(
+            Error::usage(format!("larger than {} MiB: not a pattern file", MAX_PATTERN_FILE_BYTES >> 20)).in_file(path)
+        );
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| Error::usage(format!("byte {}: not UTF-8 text", e.utf8_error().valid_up_to())).in_file(path))
+}
+
 fn parse_patterns(text: &str, file: &str, source: &Source) -> Result<Vec<PatternSpec>> {
     let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         let at = e.span().map(|r| format!("line {}: ", line_of(text, r.start))).unwrap_or_default();
@@ -337,7 +356,7 @@ impl Registry {
     /// Adds the patterns of a user file; one with a built-in's name
     /// replaces it in place.
     pub fn with_user_file(self, path: &Path) -> Result<Registry> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::from(e).in_file(path))?;
+        let text = read_pattern_file(path)?;
         self.with_user_text(&text, &path.display().to_string())
     }
 
@@ -360,7 +379,7 @@ impl Registry {
     /// Validates a user file against the built-ins; returns how many
     /// patterns it defines.
     pub fn check_file(path: &Path) -> Result<usize> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::from(e).in_file(path))?;
+        let text = read_pattern_file(path)?;
         let file = path.display().to_string();
         let count = parse_patterns(&text, &file, &Source::Builtin)?.len();
         Registry::builtin().with_user_text(&text, &file)?;
