@@ -63,7 +63,7 @@ pub fn fingerprint(t: &Trace) -> Vec<String> {
     v.push(format!("X {corr:?}"));
     v.push(format!("S {}", t.framework_sample));
     let c = &t.counts;
-    let by = |m: &indexmap::IndexMap<u32, u64>| -> String { m.iter().map(|(k, n)| format!("{}={n}", t.s(*k))).collect::<Vec<_>>().join(",") };
+    let by = |m: &torchtriage::columns::FxIndexMap<u32, u64>| -> String { m.iter().map(|(k, n)| format!("{}={n}", t.s(*k))).collect::<Vec<_>>().join(",") };
     v.push(format!("N {} {} {:?} {:?} ph[{}] cat[{}]", c.events, c.skipped, c.min_ts, c.max_end, by(&c.by_ph), by(&c.by_cat)));
     let m = &t.meta;
     v.push(format!(

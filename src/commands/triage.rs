@@ -2,7 +2,6 @@
 //! profile directory (which serves as its own mapping trace), or for a
 //! graph-off mapping + graph-on formal pair.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use super::{AnalysisArgs, Global};
@@ -66,10 +65,6 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         Format::Markdown => report::markdown::render(&rep),
         Format::Json => report::json::render(&rep),
     };
-    // A closed pipe (`| head`) is not an error worth a panic.
-    let mut out = std::io::stdout().lock();
-    match writeln!(out, "{text}").and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::io(e)),
-        _ => Ok(0),
-    }
+    super::print_report(&format!("{text}\n"))?;
+    Ok(0)
 }
