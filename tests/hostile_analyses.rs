@@ -29,7 +29,7 @@ fn load_gz(path: &str) -> Value {
 
 fn triage(path: &Path, extra: &[&str]) -> Outcome {
     let mut args: Vec<&OsStr> = vec!["triage".as_ref(), "--quiet".as_ref()];
-    args.extend(extra.iter().map(|a| OsStr::new(a)));
+    args.extend(extra.iter().map(OsStr::new));
     args.push(path.as_os_str());
     run_measured(&args)
 }
@@ -56,9 +56,7 @@ fn mutated(
     trace: &Value,
     dir: &Path,
     name: &str,
-    cat: &str,
-    field: &str,
-    literal: &str,
+    (cat, field, literal): (&str, &str, &str),
     every: usize,
     rng: &mut Rng,
 ) -> PathBuf {
@@ -90,7 +88,7 @@ fn non_finite_huge_and_negative_times_never_panic_an_analysis() {
         let value = values[rng.below(values.len())];
         let every = [1, 3, 20, 2][rng.below(4)];
         let name = format!("r{round}-{cat}-{field}");
-        let path = mutated(trace, dir.path(), &name, cat, field, value, every, &mut rng);
+        let path = mutated(trace, dir.path(), &name, (cat, field, value), every, &mut rng);
         let json = round % 2 == 1;
         let o = triage(&path, if json { &["--format", "json"] } else { &[] });
         let what = format!("{name} = {value} (1 in {every})");
@@ -200,4 +198,33 @@ fn control_characters_in_names_never_reach_the_table_raw() {
     assert!(!o.stdout.iter().any(|&b| b == 0 || b == 0x1b), "raw control characters in the report");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains(r"evil\u0000kernel\u001b[2J\|x"), "{text}");
+}
+
+#[test]
+fn a_hundred_thousand_overlapping_kernels_sweep_in_seconds() {
+    // All overlap, on 50 streams: the sweep used to visit the whole active
+    // set at every start and end (82 s).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlap.json");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    w.write_all(br#"{"traceEvents": ["#).unwrap();
+    let names = ["gemm_kernel", "nccl_allreduce", "elementwise_add", "memcpy_kernel"];
+    for i in 0..100_000u64 {
+        write!(
+            w,
+            r#"{{"ph": "X", "cat": "kernel", "name": "{}_{}", "pid": 0, "tid": {s}, "ts": {}, "dur": {}, "args": {{"stream": {s}, "correlation": {i}}}}}, "#,
+            names[(i % 4) as usize],
+            i % 7,
+            1000.0 + i as f64 * 0.01,
+            10_000.0 + (i % 13) as f64,
+            s = i % 50,
+        )
+        .unwrap();
+    }
+    w.write_all(br#"{"ph": "i", "name": "end", "ts": 0}]}"#).unwrap();
+    drop(w);
+    let o = triage(&path, &[]);
+    assert_sane(&o, "100k overlapping kernels");
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Overlap"));
 }

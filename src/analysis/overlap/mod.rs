@@ -20,6 +20,7 @@ mod rows;
 mod scopes;
 mod source_map;
 mod sweep;
+mod sweep_lazy;
 
 use std::sync::Arc;
 

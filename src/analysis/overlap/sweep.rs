@@ -4,11 +4,14 @@
 //! notes whether compute was among the overlappers and which overlapping
 //! kernel dominated. Each slice costs O(active kernels): per-stream tallies
 //! and the two best overlappers (from different streams) answer every
-//! kernel's question without comparing kernels pairwise.
+//! kernel's question without comparing kernels pairwise. While the active
+//! set is large, the charges are summed per stream instead
+//! ([`super::sweep_lazy`]), so a slice's cost does not grow with it.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Ordering;
 
+use super::sweep_lazy::Lazy;
 use super::{OverlapKernel, OverlapStats};
 use crate::pysem::fcmp;
 
@@ -35,13 +38,13 @@ struct StreamTally {
 }
 
 /// What the sweep needs of each kernel, by position.
-struct Keys {
-    stream: Vec<u32>,
-    priority: Vec<u8>,
-    dur: Vec<f64>,
+pub(super) struct Keys {
+    pub(super) stream: Vec<u32>,
+    pub(super) priority: Vec<u8>,
+    pub(super) dur: Vec<f64>,
     /// Order in which each kernel entered the active set: among equally
     /// strong overlappers the reference picks the earliest entered.
-    entered: Vec<u32>,
+    pub(super) entered: Vec<u32>,
 }
 
 impl Keys {
@@ -105,6 +108,14 @@ fn tally_slice(
 /// and fills `overlap_with`, adding onto the values already there.
 /// Returns busy time, multi-stream time and the peak number of streams.
 pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
+    analyze_overlap_with(events, LAZY_ABOVE)
+}
+
+/// Active kernels above which the sweep sums charges per stream
+/// ([`Lazy`]); it returns to slice-by-slice accounting below half of it.
+const LAZY_ABOVE: usize = 256;
+
+fn analyze_overlap_with(events: &mut [OverlapKernel], lazy_above: usize) -> OverlapStats {
     let n = events.len();
     let mut stream_ids: HashMap<&str, u32> = HashMap::default();
     let stream: Vec<u32> = events
@@ -142,6 +153,7 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
     let mut entered_seq: u32 = 0;
     let mut prev_time: Option<f64> = None;
     let mut stats = OverlapStats::default();
+    let mut lazy: Option<Lazy> = None;
 
     loop {
         let (time, kind, pos) = match (starts.get(next_start), ends.get(next_end)) {
@@ -160,7 +172,9 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
             (None, None) => break,
         };
         if let Some(prev) = prev_time {
-            if time > prev && !active.is_empty() {
+            if let (true, Some(l)) = (time > prev && !active.is_empty(), lazy.as_mut()) {
+                l.slice(events, time - prev, &mut stats);
+            } else if time > prev && !active.is_empty() {
                 let segment = time - prev;
                 let (compute, first, second) = tally_slice(&keys, &active, &mut tally, &mut touched);
                 stats.total_busy_us += segment;
@@ -197,11 +211,19 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
         if kind == 0 {
             let s = slot[pos as usize];
             if s != NONE {
+                if let Some(l) = lazy.as_mut() {
+                    l.leave(&keys, events, pos);
+                }
                 active.swap_remove(s as usize);
                 if let Some(&moved) = active.get(s as usize) {
                     slot[moved as usize] = s;
                 }
                 slot[pos as usize] = NONE;
+                if lazy.is_some() && active.len() < lazy_above / 2 {
+                    if let Some(l) = lazy.take() {
+                        l.finish(&keys, events, &active);
+                    }
+                }
             }
         } else if slot[pos as usize] == NONE {
             // A kernel whose end rounds onto its start is removed (no-op)
@@ -211,8 +233,16 @@ pub fn analyze_overlap(events: &mut [OverlapKernel]) -> OverlapStats {
             active.push(pos);
             keys.entered[pos as usize] = entered_seq;
             entered_seq += 1;
+            match lazy.as_mut() {
+                Some(l) => l.join(&keys, pos),
+                None if active.len() > lazy_above => lazy = Some(Lazy::start(n_streams, &keys, &active)),
+                None => {}
+            }
         }
         prev_time = Some(time);
+    }
+    if let Some(l) = lazy {
+        l.finish(&keys, events, &active);
     }
     stats
 }
@@ -274,7 +304,9 @@ mod tests {
                         if any_compute {
                             e.hidden_by_compute_us += seg;
                         }
-                        e.overlap_with.add(&name, seg);
+                        if !name.canonical.is_empty() {
+                            e.overlap_with.add(&name, seg);
+                        }
                     }
                 }
             }
@@ -310,6 +342,50 @@ mod tests {
             let mut b = evs;
             assert_eq!(analyze_overlap(&mut a), naive(&mut b));
             assert_eq!(a, b);
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    #[test]
+    fn per_stream_sums_match_the_literal_sweep() {
+        // Forcing the per-stream accounting from 2, 3, 5 active kernels
+        // on (and back below half of it): the same charges up to rounding,
+        // the same overlappers in the same order, the same statistics.
+        let mut seed: u64 = 0x2545f4914f6cdd1d;
+        let mut rnd = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let cats = ["compute", "communication", "memory", "elementwise", "other"];
+        for round in 0..300 {
+            let n = 1 + rnd(60) as usize;
+            let evs: Vec<OverlapKernel> = (0..n)
+                .map(|i| {
+                    let name = if rnd(9) == 0 { String::new() } else { format!("k{}", rnd(6)) };
+                    let cat = cats[rnd(5) as usize];
+                    let stream = format!("s{}", rnd(5));
+                    kernel(i, &name, cat, &stream, rnd(50) as f64, 1.0 + rnd(25) as f64)
+                })
+                .collect();
+            let mut a = evs.clone();
+            let mut b = evs;
+            let got = analyze_overlap_with(&mut a, [2, 3, 5][round % 3]);
+            let want = naive(&mut b);
+            assert_eq!(got.max_concurrent_streams, want.max_concurrent_streams);
+            assert!(close(got.total_busy_us, want.total_busy_us) && close(got.overlap_us, want.overlap_us));
+            for (x, y) in a.iter().zip(&b) {
+                assert!(close(x.exclusive_us, y.exclusive_us), "round {round}: {x:?} {y:?}");
+                assert!(close(x.hidden_us, y.hidden_us), "round {round}: {x:?} {y:?}");
+                assert!(close(x.hidden_by_compute_us, y.hidden_by_compute_us), "round {round}: {x:?} {y:?}");
+                let (ox, oy): (Vec<_>, Vec<_>) = (x.overlap_with.iter().collect(), y.overlap_with.iter().collect());
+                assert_eq!(ox.len(), oy.len(), "round {round}: {ox:?} {oy:?}");
+                for ((nx, vx), (ny, vy)) in ox.iter().zip(&oy) {
+                    assert!(nx == ny && close(*vx, *vy), "round {round}: {ox:?} {oy:?}");
+                }
+            }
         }
     }
 
