@@ -228,3 +228,23 @@ fn a_hundred_thousand_overlapping_kernels_sweep_in_seconds() {
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     assert!(String::from_utf8_lossy(&o.stdout).contains("Overlap"));
 }
+
+#[test]
+fn a_100_mb_kernel_name_is_cut_not_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("name.json");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    w.write_all(br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 1, "dur": 5, "args": {"stream": 7}, "name": "gemm_"#).unwrap();
+    let piece = "abcdefghij".repeat(100_000);
+    for _ in 0..100 {
+        w.write_all(piece.as_bytes()).unwrap();
+    }
+    w.write_all(br#""}]}"#).unwrap();
+    drop(w);
+    let o = triage(&path, &[]);
+    assert_sane(&o, "100 MB kernel name");
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(" more bytes]"), "no cut marker");
+    assert!(o.stdout.len() < 1 << 20, "{} bytes of report", o.stdout.len());
+}

@@ -5,6 +5,9 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
+/// Strings are kept up to this many bytes ([`Interner::intern`]).
+pub const MAX_STRING_BYTES: usize = 64 << 10;
+
 /// An interned string id. Only meaningful with the [`Interner`] that made it.
 pub type Sym = u32;
 
@@ -24,7 +27,20 @@ impl Interner {
     }
 
     /// Returns the id of `s`, adding it if it is new.
+    ///
+    /// A string longer than [`MAX_STRING_BYTES`] is stored cut to that
+    /// length (at a character boundary) and marked with how many bytes were
+    /// left out: no real name comes near it, and every analysis copies
+    /// names, so one 100 MB name would otherwise cost gigabytes.
     pub fn intern(&mut self, s: &str) -> Sym {
+        if s.len() > MAX_STRING_BYTES {
+            // Room for the marker, so the stored string fits the limit.
+            let mut cut = MAX_STRING_BYTES - 64;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            return self.intern(&format!("{}…[{} more bytes]", &s[..cut], s.len() - cut));
+        }
         if let Some(&id) = self.map.get(s) {
             return id;
         }
@@ -91,5 +107,17 @@ mod tests {
         let map = a.absorb(&b);
         assert_eq!(a.resolve(map[y as usize]), "y");
         assert_eq!(map[x as usize], 0);
+    }
+
+    #[test]
+    fn overlong_strings_are_cut_and_marked() {
+        let mut i = Interner::new();
+        let long = "é".repeat(MAX_STRING_BYTES);
+        let id = i.intern(&long);
+        let kept = i.resolve(id);
+        assert!(kept.len() <= MAX_STRING_BYTES, "{}", kept.len());
+        assert!(kept.ends_with(&format!("…[{} more bytes]", 2 * MAX_STRING_BYTES - (MAX_STRING_BYTES - 64))));
+        assert_eq!(i.intern(&long), id);
+        assert_eq!(i.intern("short"), id + 1);
     }
 }
