@@ -228,7 +228,7 @@ pub struct TraceMeta {
     /// True when the file's top level is an array of events.
     pub top_level_array: bool,
     /// Metadata keys whose value was too long to read
-    /// ([`crate::tokenizer::doc::MAX_META_VALUE_BYTES`]); left as absent.
+    /// (over 1 MiB); left as absent.
     pub oversized_keys: Vec<String>,
 }
 

@@ -194,7 +194,7 @@ impl FrameStore {
             + self.names.capacity() * 8
     }
 
-    /// Bytes the frames take packed in runs of [`FLUSH_ROWS`] frames per
+    /// Bytes the frames take packed in runs of `FLUSH_ROWS` frames per
     /// thread, in (start, row) order: what [`FrameStore::heap_bytes`] is
     /// give or take the run boundaries, which depend on how the input was
     /// split between threads. The same for every split, so `stats` shows
