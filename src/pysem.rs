@@ -386,8 +386,10 @@ pub fn first_max_by<T>(items: &[T], mut cmp: impl FnMut(&T, &T) -> std::cmp::Ord
 }
 
 /// Python's `Counter.most_common(1)[0][0]`: the first key holding the
-/// largest count, in insertion order.
-pub fn most_common_key<K, V: PartialOrd + Copy>(counter: &indexmap::IndexMap<K, V>) -> Option<&K> {
+/// largest count, in insertion order (an `IndexMap` or a list of pairs).
+pub fn most_common_key<'a, K: 'a, V: PartialOrd + Copy + 'a>(
+    counter: impl IntoIterator<Item = (&'a K, &'a V)>,
+) -> Option<&'a K> {
     let mut best: Option<(&K, V)> = None;
     for (k, &v) in counter {
         match best {

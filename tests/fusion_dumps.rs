@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 use torchtriage::analysis::framework::Framework;
 use torchtriage::analysis::fusion::{detect_fusion_opportunities, FusionOpportunity, Registry};
-use torchtriage::analysis::types::{list_cell, Aggregate, KernelEntry, KernelRow, SiteEntry};
+use torchtriage::analysis::types::{list_cell, Aggregate, KernelEntry, KernelRow, SiteEntry, Text};
 
 fn s(v: &Value, key: &str) -> String {
     match v.get(key) {
@@ -22,8 +22,8 @@ fn s(v: &Value, key: &str) -> String {
     }
 }
 
-fn opt_s(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(|x| x.as_str()).map(str::to_string)
+fn opt_s(v: &Value, key: &str) -> Option<Text> {
+    v.get(key).and_then(|x| x.as_str()).map(Into::into)
 }
 
 fn f(v: &Value, key: &str) -> f64 {
@@ -32,8 +32,8 @@ fn f(v: &Value, key: &str) -> f64 {
 
 fn site(v: &Value) -> SiteEntry {
     SiteEntry {
-        location: s(v, "location"),
-        display_location: s(v, "display_location"),
+        location: s(v, "location").into(),
+        display_location: s(v, "display_location").into(),
         launches: v.get("launches").and_then(Value::as_u64).unwrap_or(0),
         total_us: f(v, "total_us"),
         share_pct_within_kernel: f(v, "share_pct_within_kernel"),
@@ -45,9 +45,9 @@ fn site(v: &Value) -> SiteEntry {
 fn kernel_row(v: &Value) -> KernelRow {
     let agg = &v["aggregate"];
     let entry = v.get("entry").filter(|e| e.is_object()).map(|e| KernelEntry {
-        category: s(e, "category"),
+        category: s(e, "category").into(),
         sites: e.get("sites").and_then(Value::as_array).map(|a| a.iter().map(site).collect()).unwrap_or_default(),
-        best_location: s(e, "best_location"),
+        best_location: s(e, "best_location").into(),
     });
     KernelRow {
         name: s(v, "name"),

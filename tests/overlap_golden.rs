@@ -146,7 +146,7 @@ fn overlap_stats_trials(corpus: &Corpus) -> Vec<Trial> {
 }
 
 fn entry_from_json(v: &Value) -> KernelEntry {
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let s = |v: &Value| -> torchtriage::analysis::types::Text { v.as_str().unwrap_or("").into() };
     KernelEntry {
         category: s(&v["category"]),
         best_location: s(&v["best_location"]),
@@ -161,8 +161,8 @@ fn entry_from_json(v: &Value) -> KernelEntry {
                         launches: site["launches"].as_u64().unwrap_or(0),
                         total_us: site["total_us"].as_f64().unwrap_or(0.0),
                         share_pct_within_kernel: site["share_pct_within_kernel"].as_f64().unwrap_or(0.0),
-                        top_cpu_op: site["top_cpu_op"].as_str().map(String::from),
-                        stack: site["stack"].as_str().map(String::from),
+                        top_cpu_op: site["top_cpu_op"].as_str().map(Into::into),
+                        stack: site["stack"].as_str().map(Into::into),
                     })
                     .collect()
             })
@@ -257,7 +257,7 @@ fn check_against_dump(dump: &Value) -> Vec<String> {
         };
         let payload: Option<StagePayload> = sd["payload"]["kernels"]
             .as_object()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), entry_from_json(v))).collect());
+            .map(|m| m.iter().map(|(k, v)| (k.as_str().into(), entry_from_json(v))).collect());
         let rows = build_action_rows(bundle, mapping_bundle, *stage_name, &stats, &lookup, payload.as_ref(), 0);
         let want_rows = sd["rows"].as_array().cloned().unwrap_or_default();
         if rows.len() != want_rows.len() {

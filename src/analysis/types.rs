@@ -2,6 +2,28 @@
 //! kernel-map entries they carry (read by the overlap source map and by the
 //! fuse-pattern matcher).
 
+use std::sync::Arc;
+
+/// Shared text of the kernel maps: locations, stacks, CPU ops and
+/// categories repeat across thousands of kernels, so each distinct text is
+/// stored once ([`TextCache`]) and shared.
+pub type Text = Arc<str>;
+
+/// Hands out one shared [`Text`] per distinct string.
+#[derive(Default)]
+pub struct TextCache(rustc_hash::FxHashSet<Text>);
+
+impl TextCache {
+    pub fn get(&mut self, s: &str) -> Text {
+        if let Some(t) = self.0.get(s) {
+            return t.clone();
+        }
+        let t: Text = s.into();
+        self.0.insert(t.clone());
+        t
+    }
+}
+
 /// Per-kernel totals (`Aggregate` in the reference).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Aggregate {
@@ -23,23 +45,23 @@ impl Aggregate {
 /// One attributed launch site of a kernel in the mapping kernel map.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SiteEntry {
-    pub location: String,
-    pub display_location: String,
+    pub location: Text,
+    pub display_location: Text,
     pub launches: u64,
     /// Rounded to 3 decimals, as the reference stores it.
     pub total_us: f64,
     /// Rounded to 3 decimals.
     pub share_pct_within_kernel: f64,
-    pub top_cpu_op: Option<String>,
-    pub stack: Option<String>,
+    pub top_cpu_op: Option<Text>,
+    pub stack: Option<Text>,
 }
 
 /// A kernel's entry in the mapping kernel map (`kernels[name]`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KernelEntry {
-    pub category: String,
+    pub category: Text,
     pub sites: Vec<SiteEntry>,
-    pub best_location: String,
+    pub best_location: Text,
 }
 
 /// One row of the kernel table (`KernelRow` in the reference).
@@ -83,4 +105,4 @@ pub fn list_cell(items: &[String], empty: &str) -> String {
 
 /// A stage's kernel map (`{"kernels": {...}}` of the reference's
 /// `build_stage_payload`): canonical kernel name → entry, sorted by name.
-pub type StagePayload = indexmap::IndexMap<String, KernelEntry>;
+pub type StagePayload = indexmap::IndexMap<Text, KernelEntry>;

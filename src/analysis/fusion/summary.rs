@@ -155,7 +155,7 @@ mod tests {
         row.entry = Some(KernelEntry {
             sites: vec![
                 SiteEntry { location: "vllm/a.py:3 h".into(), ..Default::default() },
-                SiteEntry { location: String::new(), ..Default::default() },
+                SiteEntry { location: "".into(), ..Default::default() },
             ],
             ..Default::default()
         });

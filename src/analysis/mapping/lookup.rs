@@ -26,12 +26,12 @@ pub fn relaxed_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Optio
         return Some(e);
     }
     let get = |key: Option<&str>| key.filter(|k| !k.is_empty()).and_then(|k| kernels.get(k));
-    if let Some(e) = get(best_substring_key(kernels.keys().map(String::as_str), kernel_name)) {
+    if let Some(e) = get(best_substring_key(kernels.keys().map(|k| &**k), kernel_name)) {
         return Some(e);
     }
     let compact = normalize_match_text(kernel_name);
     if compact.len() >= 96 {
-        if let Some(e) = get(best_long_prefix_key(kernels.keys().map(String::as_str), &compact)) {
+        if let Some(e) = get(best_long_prefix_key(kernels.keys().map(|k| &**k), &compact)) {
             return Some(e);
         }
     }
@@ -105,7 +105,7 @@ pub fn best_site_summary(entry: Option<&KernelEntry>) -> (Vec<String>, Vec<Strin
         return (Vec::new(), Vec::new());
     };
     if entry.sites.is_empty() {
-        return (vec![entry.best_location.clone()], Vec::new());
+        return (vec![entry.best_location.to_string()], Vec::new());
     }
     let preferred: Vec<_> =
         entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
@@ -133,24 +133,22 @@ mod tests {
     fn payload(names: &[&str]) -> StagePayload {
         names
             .iter()
-            .map(|n| {
-                (n.to_string(), KernelEntry { category: "other".into(), sites: vec![], best_location: n.to_string() })
-            })
+            .map(|n| ((*n).into(), KernelEntry { category: "other".into(), sites: vec![], best_location: (*n).into() }))
             .collect()
     }
 
     #[test]
     fn relaxed_prefers_longest_prefix() {
         let p = payload(&["gemm_a", "gemm_abc", "xgemm_abcdx"]);
-        assert_eq!(relaxed_lookup(&p, "gemm_abcd").map(|e| e.best_location.as_str()), Some("gemm_abc"));
-        assert_eq!(relaxed_lookup(&p, "zzz").map(|e| e.best_location.as_str()), None);
-        assert_eq!(relaxed_lookup(&p, "GEMM_A").map(|e| e.best_location.as_str()), Some("gemm_a"));
+        assert_eq!(relaxed_lookup(&p, "gemm_abcd").map(|e| &*e.best_location), Some("gemm_abc"));
+        assert_eq!(relaxed_lookup(&p, "zzz").map(|e| &*e.best_location), None);
+        assert_eq!(relaxed_lookup(&p, "GEMM_A").map(|e| &*e.best_location), Some("gemm_a"));
     }
 
     #[test]
     fn memset_alias() {
         let p = payload(&["Memset (Device)"]);
-        assert_eq!(relaxed_lookup(&p, "Memset").map(|e| e.best_location.as_str()), Some("Memset (Device)"));
+        assert_eq!(relaxed_lookup(&p, "Memset").map(|e| &*e.best_location), Some("Memset (Device)"));
         assert!(alias_lookup(&p, "memsetx").is_some());
     }
 

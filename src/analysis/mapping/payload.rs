@@ -8,8 +8,8 @@ use crate::analysis::sites::locations::{
     extract_preferred_stack_location, is_low_signal_source_location, is_preferred_source_location, py_strip,
     source_location_priority,
 };
-use crate::analysis::sites::{MappingSiteAggregate, SiteStats};
-use crate::analysis::types::{KernelEntry, SiteEntry, StagePayload};
+use crate::analysis::sites::{KernelSites, MappingSiteAggregate, SiteStats};
+use crate::analysis::types::{KernelEntry, SiteEntry, StagePayload, Text, TextCache};
 use crate::pysem::{fcmp, most_common_key};
 
 /// `100 * part / whole`, 0 when `whole` is 0.
@@ -33,7 +33,7 @@ pub fn py_round_digits(x: f64, digits: usize) -> f64 {
 /// Where a site is shown: its own location when that is framework code and
 /// informative, else the best frame of its stack, else its location.
 pub fn site_display_location(site: &SiteEntry) -> String {
-    let location = if site.location.is_empty() { "unresolved" } else { site.location.as_str() };
+    let location = if site.location.is_empty() { "unresolved" } else { &*site.location };
     let location = py_strip(location);
     if is_preferred_source_location(location) && !is_low_signal_source_location(location) {
         return location.to_string();
@@ -42,34 +42,37 @@ pub fn site_display_location(site: &SiteEntry) -> String {
 }
 
 /// Best location by (priority, GPU time, launches), first on ties.
-fn choose_best_location(locations: &IndexMap<String, MappingSiteAggregate>) -> String {
-    let mut best: Option<(&String, (i32, f64, u64))> = None;
+fn choose_best_location(locations: &KernelSites) -> Option<&Text> {
+    let mut best: Option<(&Text, (i32, f64, u64))> = None;
     for (loc, agg) in locations {
         let key = (source_location_priority(loc), agg.total_us, agg.count);
         if best.as_ref().is_none_or(|(_, b)| key.partial_cmp(b) == Some(std::cmp::Ordering::Greater)) {
             best = Some((loc, key));
         }
     }
-    best.map_or_else(|| "unresolved".to_string(), |(l, _)| l.clone())
+    best.map(|(l, _)| l)
 }
 
 /// One kernel's entry from its per-location totals.
-fn kernel_entry(locations: &IndexMap<String, MappingSiteAggregate>, category: &str) -> KernelEntry {
-    let total: f64 = locations.values().fold(0.0, |acc, a| acc + a.total_us);
-    let mut ordered: Vec<(&String, &MappingSiteAggregate)> = locations.iter().collect();
+fn kernel_entry(locations: &KernelSites, category: Text, texts: &mut TextCache) -> KernelEntry {
+    let total: f64 = locations.iter().fold(0.0, |acc, (_, a)| acc + a.total_us);
+    let mut ordered: Vec<&(Text, MappingSiteAggregate)> = locations.iter().collect();
     ordered.sort_by(|a, b| fcmp(b.1.total_us, a.1.total_us));
     let mut sites: Vec<SiteEntry> = ordered
         .into_iter()
         .map(|(location, agg)| {
-            let stack = most_common_key(&agg.stacks).cloned();
+            let stack = most_common_key(agg.stacks.iter().map(|(k, v)| (k, v))).cloned();
+            let display_location = match extract_preferred_stack_location(stack.as_deref()) {
+                Some(d) => texts.get(&d),
+                None => location.clone(),
+            };
             SiteEntry {
                 location: location.clone(),
-                display_location: extract_preferred_stack_location(stack.as_deref())
-                    .unwrap_or_else(|| location.clone()),
+                display_location,
                 launches: agg.count,
                 total_us: py_round_digits(agg.total_us, 3),
                 share_pct_within_kernel: py_round_digits(pct(agg.total_us, total), 3),
-                top_cpu_op: most_common_key(&agg.cpu_ops).cloned(),
+                top_cpu_op: most_common_key(agg.cpu_ops.iter().map(|(k, v)| (k, v))).cloned(),
                 stack,
             }
         })
@@ -79,23 +82,25 @@ fn kernel_entry(locations: &IndexMap<String, MappingSiteAggregate>, category: &s
         .map(|s| ((source_location_priority(&site_display_location(&s)), s.total_us, s.launches), s))
         .collect();
     keyed.sort_by(|(a, _), (b, _)| b.0.cmp(&a.0).then(fcmp(b.1, a.1)).then(b.2.cmp(&a.2)));
-    let sites: Vec<SiteEntry> = keyed.into_iter().map(|(_, s)| s).collect();
+    let mut sites: Vec<SiteEntry> = keyed.into_iter().map(|(_, s)| s).collect();
+    sites.shrink_to_fit();
     let best_location = match sites.first() {
-        Some(s) => site_display_location(s),
-        None => choose_best_location(locations),
+        Some(s) => texts.get(&site_display_location(s)),
+        None => choose_best_location(locations).cloned().unwrap_or_else(|| texts.get("unresolved")),
     };
-    KernelEntry { category: category.to_string(), sites, best_location }
+    KernelEntry { category, sites, best_location }
 }
 
 /// The reference's `build_stage_payload`: kernels sorted by name.
 pub fn build_stage_payload(site_stats: &SiteStats, categories: &IndexMap<String, String>) -> StagePayload {
-    let mut names: Vec<&String> = site_stats.keys().collect();
+    let mut names: Vec<&Text> = site_stats.keys().collect();
     names.sort();
+    let mut texts = TextCache::default();
     names
         .into_iter()
         .map(|name| {
-            let category = categories.get(name).map_or("other", String::as_str);
-            (name.clone(), kernel_entry(&site_stats[name], category))
+            let category = texts.get(categories.get(&**name).map_or("other", String::as_str));
+            (name.clone(), kernel_entry(&site_stats[name], category, &mut texts))
         })
         .collect()
 }
@@ -114,21 +119,16 @@ mod tests {
 
     #[test]
     fn payload_ranks_framework_sites_first() {
-        let mut locs = IndexMap::new();
-        locs.insert(
-            "torch/a.py:1 f".to_string(),
-            MappingSiteAggregate { total_us: 90.0, count: 9, ..Default::default() },
-        );
-        locs.insert(
-            "vllm/b.py:2 g".to_string(),
-            MappingSiteAggregate { total_us: 10.0, count: 1, ..Default::default() },
-        );
+        let locs: KernelSites = vec![
+            ("torch/a.py:1 f".into(), MappingSiteAggregate { total_us: 90.0, count: 9, ..Default::default() }),
+            ("vllm/b.py:2 g".into(), MappingSiteAggregate { total_us: 10.0, count: 1, ..Default::default() }),
+        ];
         let mut stats = SiteStats::new();
-        stats.insert("k".to_string(), locs);
+        stats.insert("k".into(), locs);
         let payload = build_stage_payload(&stats, &IndexMap::new());
         let e = &payload["k"];
-        assert_eq!(e.category, "other");
-        assert_eq!(e.best_location, "vllm/b.py:2 g");
+        assert_eq!(&*e.category, "other");
+        assert_eq!(&*e.best_location, "vllm/b.py:2 g");
         assert_eq!(e.sites[1].share_pct_within_kernel, 90.0);
     }
 }

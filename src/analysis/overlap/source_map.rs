@@ -215,7 +215,7 @@ pub fn merge_stage_payload(map: &mut SourceMap, payload: Option<&StagePayload>) 
         if entry.sites.is_empty() && (best_location.is_empty() || best_location == "unresolved") {
             continue;
         }
-        let stats = map.entry(name.clone()).or_insert_with(|| SourceStats::new(name));
+        let stats = map.entry(name.to_string()).or_insert_with(|| SourceStats::new(name));
         if entry.sites.is_empty() {
             stats.total_count += 1;
             stats.mapped_count += 1;
@@ -224,8 +224,7 @@ pub fn merge_stage_payload(map: &mut SourceMap, payload: Option<&StagePayload>) 
             continue;
         }
         for site in &entry.sites {
-            let location =
-                if !site.location.is_empty() { site.location.as_str() } else { entry.best_location.as_str() };
+            let location = if !site.location.is_empty() { &*site.location } else { &*entry.best_location };
             let location = strip(location);
             let launches = launch_count(site.launches).max(1);
             stats.total_count = stats.total_count.saturating_add(launches);

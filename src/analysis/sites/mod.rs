@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 use rustc_hash::FxHashMap;
 
 use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent};
+use crate::analysis::types::{Text, TextCache};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Sym, ThreadIdx, Trace};
 use crate::pysem::fcmp;
@@ -22,12 +23,30 @@ use frames::{sweep_order, FrameIndex};
 pub struct MappingSiteAggregate {
     pub total_us: f64,
     pub count: u64,
-    pub cpu_ops: IndexMap<String, u64>,
-    pub stacks: IndexMap<String, u64>,
+    pub cpu_ops: Vec<(Text, u64)>,
+    pub stacks: Vec<(Text, u64)>,
 }
 
+/// One kernel's launch sites: location → totals, in first-seen order.
+pub type KernelSites = Vec<(Text, MappingSiteAggregate)>;
+
 /// canonical kernel name → location → totals, all in first-seen order.
-pub type SiteStats = IndexMap<String, IndexMap<String, MappingSiteAggregate>>;
+/// Small lists rather than maps: most kernels have one or two sites, and a
+/// trace can have hundreds of thousands of kernel names.
+pub type SiteStats = IndexMap<Text, KernelSites>;
+
+/// Position of `key` in a first-seen list, appending it (with the text
+/// `text` gives) when new. Lists grow from one slot.
+pub(crate) fn list_slot<V: Default>(list: &mut Vec<(Text, V)>, key: &str, text: impl FnOnce() -> Text) -> usize {
+    if let Some(i) = list.iter().position(|(k, _)| &**k == key) {
+        return i;
+    }
+    if list.len() == list.capacity() {
+        list.reserve_exact(list.len().max(1));
+    }
+    list.push((text(), V::default()));
+    list.len() - 1
+}
 
 /// Rows of one column set grouped by an id, each group sorted by start
 /// time (stable, so equal starts keep trace order): the keys are sorted and
@@ -403,13 +422,6 @@ fn resolve_site_context<'a>(
 
 /// The position of `key`, inserted (default) at the end when missing,
 /// allocating the key only then.
-fn slot_index<V: Default>(map: &mut IndexMap<String, V>, key: &str) -> usize {
-    match map.get_index_of(key) {
-        Some(i) => i,
-        None => map.insert_full(key.to_string(), V::default()).0,
-    }
-}
-
 /// The reference's `aggregate_kernel_sites` over `kernels`.
 pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&KernelEvent]) -> SiteStats {
     // Per kernel: rows of its CPU op and launch call (found once, used
@@ -472,25 +484,32 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
     // (kernel, location, text, is the CPU-op counter) → position.
     let mut counter_pos: FxHashMap<(usize, usize, TextKey, bool), usize> = FxHashMap::default();
     let mut out: SiteStats = IndexMap::new();
+    let mut texts = TextCache::default();
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
         let res = (stacks.resolution(resolved[2 * i]), stacks.resolution(resolved[2 * i + 1]));
         let (location, stack, cpu_op) = resolve_site_context(trace, &index.frames, &stacks, op, launch, res);
-        let ki = *kernel_pos.entry(key(k.canonical())).or_insert_with(|| slot_index(&mut out, k.canonical()));
-        let li = *location_pos.entry((ki, key(location))).or_insert_with(|| slot_index(&mut out[ki], location));
-        let item = &mut out[ki][li];
+        let ki = *kernel_pos.entry(key(k.canonical())).or_insert_with(|| match out.get_index_of(k.canonical()) {
+            Some(i) => i,
+            None => out.insert_full(texts.get(k.canonical()), Vec::new()).0,
+        });
+        let li = *location_pos
+            .entry((ki, key(location)))
+            .or_insert_with(|| list_slot(&mut out[ki], location, || texts.get(location)));
+        let item = &mut out[ki][li].1;
         item.total_us += k.dur;
         item.count += 1;
         if !cpu_op.is_empty() {
             let ci = *counter_pos
                 .entry((ki, li, key(cpu_op), true))
-                .or_insert_with(|| slot_index(&mut item.cpu_ops, cpu_op));
-            item.cpu_ops[ci] += 1;
+                .or_insert_with(|| list_slot(&mut item.cpu_ops, cpu_op, || texts.get(cpu_op)));
+            item.cpu_ops[ci].1 += 1;
         }
         if !stack.is_empty() {
-            let si =
-                *counter_pos.entry((ki, li, key(stack), false)).or_insert_with(|| slot_index(&mut item.stacks, stack));
-            item.stacks[si] += 1;
+            let si = *counter_pos
+                .entry((ki, li, key(stack), false))
+                .or_insert_with(|| list_slot(&mut item.stacks, stack, || texts.get(stack)));
+            item.stacks[si].1 += 1;
         }
     }
     out
@@ -501,14 +520,17 @@ pub fn merge_site_stats(dest: &mut SiteStats, source: &SiteStats) {
     for (kernel, locations) in source {
         let d = dest.entry(kernel.clone()).or_default();
         for (location, agg) in locations {
-            let t = d.entry(location.clone()).or_default();
+            let li = list_slot(d, location, || location.clone());
+            let t = &mut d[li].1;
             t.total_us += agg.total_us;
             t.count += agg.count;
             for (k, v) in &agg.cpu_ops {
-                *t.cpu_ops.entry(k.clone()).or_insert(0) += v;
+                let i = list_slot(&mut t.cpu_ops, k, || k.clone());
+                t.cpu_ops[i].1 += v;
             }
             for (k, v) in &agg.stacks {
-                *t.stacks.entry(k.clone()).or_insert(0) += v;
+                let i = list_slot(&mut t.stacks, k, || k.clone());
+                t.stacks[i].1 += v;
             }
         }
     }
