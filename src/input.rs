@@ -129,8 +129,28 @@ impl<R: BufRead> Read for GzipMembers<R> {
     }
 }
 
-/// Opens `path` (or stdin for `-`), sniffing gzip / zstd by magic bytes.
+/// How a plain JSON file is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadMode {
+    /// Memory-mapped: fastest, parsed in parallel chunks. A file that is
+    /// truncated by another process while mapped faults the whole process
+    /// (`SIGBUS`).
+    #[default]
+    Map,
+    /// Read with `read(2)` as a stream: a file truncated meanwhile ends
+    /// early and fails as a truncated trace, alone. Batches read this way,
+    /// so that one file changing under them cannot stop the others.
+    Read,
+}
+
+/// Opens `path` (or stdin for `-`), sniffing gzip / zstd by magic bytes;
+/// plain files are mapped.
 pub fn open(path: &Path) -> Result<Opened> {
+    open_with(path, ReadMode::Map)
+}
+
+/// [`open`], reading a plain file as `mode` says.
+pub fn open_with(path: &Path, mode: ReadMode) -> Result<Opened> {
     if path.as_os_str() == "-" {
         let mut stdin = io::stdin().lock();
         let mut head = Vec::with_capacity(4);
@@ -163,10 +183,11 @@ pub fn open(path: &Path) -> Result<Opened> {
     let enc = Encoding::sniff(&head[..n]);
     let disk_len = Some(meta.len());
     let consumed = Arc::new(AtomicU64::new(0));
-    if enc == Encoding::Plain && meta.is_file() && meta.len() > 0 {
+    if mode == ReadMode::Map && enc == Encoding::Plain && meta.is_file() && meta.len() > 0 {
         // SAFETY: the map is read-only; a file truncated by another process
         // while we read it can fault, which is the documented risk of mmap.
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            sigbus::note_mapped(path);
             return Ok(Opened {
                 source: Source::Mapped { map, path: path.to_path_buf() },
                 disk_len,
@@ -219,4 +240,68 @@ impl Source {
             Source::Mapped { path, .. } | Source::Stream { path, .. } => path,
         }
     }
+}
+
+/// A mapped file that shrinks under the map faults the reading thread with
+/// `SIGBUS`. [`guard_mapped_reads`] turns that fault into the tool's usual
+/// one-line bad-input error and exit code 2, naming the file, instead of a
+/// crash. Only the binary installs it; a library caller keeps its own
+/// signal disposition.
+mod sigbus {
+    use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+    /// The path of the file mapped last (leaked bytes, never freed, so the
+    /// handler can read them at any time), and its length.
+    static PATH: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+    static PATH_LEN: AtomicUsize = AtomicUsize::new(0);
+
+    /// Set by [`install`]: paths are kept only when the handler reads them.
+    static INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    pub fn note_mapped(path: &std::path::Path) {
+        if !INSTALLED.load(Ordering::Relaxed) {
+            return;
+        }
+        let bytes: &'static [u8] = Box::leak(path.as_os_str().as_encoded_bytes().to_vec().into_boxed_slice());
+        PATH_LEN.store(0, Ordering::SeqCst);
+        PATH.store(bytes.as_ptr() as *mut u8, Ordering::SeqCst);
+        PATH_LEN.store(bytes.len(), Ordering::SeqCst);
+    }
+
+    extern "C" fn on_sigbus(_: libc::c_int) {
+        let write = |b: &[u8]| {
+            // SAFETY: write(2) is async-signal-safe; the buffer is valid.
+            unsafe { libc::write(2, b.as_ptr().cast(), b.len()) };
+        };
+        write(b"torchtriage: ");
+        let (ptr, len) = (PATH.load(Ordering::SeqCst), PATH_LEN.load(Ordering::SeqCst));
+        if !ptr.is_null() && len > 0 {
+            // SAFETY: PATH points to `len` leaked bytes that are never freed.
+            write(unsafe { std::slice::from_raw_parts(ptr, len) });
+            write(b": ");
+        }
+        write(b"the file shrank while it was being read (truncated by another process?)\n");
+        // SAFETY: _exit is async-signal-safe and ends the process at once.
+        unsafe { libc::_exit(2) };
+    }
+
+    pub fn install() {
+        // SAFETY: a zeroed sigaction with a plain handler is valid; the
+        // handler only calls async-signal-safe functions.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_sigbus as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+        }
+        INSTALLED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Makes a mapped file that is truncated while it is read end the process
+/// with the bad-input exit code (2) and one line naming the file, instead
+/// of a `SIGBUS` crash. For the binary; batches avoid the case altogether by
+/// reading files with [`ReadMode::Read`].
+pub fn guard_mapped_reads() {
+    sigbus::install();
 }

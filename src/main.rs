@@ -32,6 +32,7 @@ enum Command {
 
 fn main() {
     torchtriage::run::progress::phase("start");
+    torchtriage::input::guard_mapped_reads();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

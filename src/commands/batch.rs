@@ -12,10 +12,12 @@ use super::triage::Format;
 use super::{AnalysisArgs, Global};
 use crate::analysis::ranks::{summarize, RankFacts};
 use crate::error::{Error, Result};
+use crate::input::ReadMode;
 use crate::report::batch as render;
 use crate::run::batch::memory::{default_budget, footprint, uncompressed_size};
 use crate::run::batch::schedule::{run_bounded, Observer, Task};
 use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileOutcome};
+use crate::run::triage::TriageOptions;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct BatchArgs {
@@ -152,8 +154,10 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     // threads: the work is CPU-bound.
     let jobs = args.jobs.unwrap_or(cores).min(cores * MAX_JOBS_PER_CORE).min(files.len()).max(1);
     let budget = args.mem_budget_mb.map_or_else(default_budget, |mb| mb.saturating_mul(1 << 20));
-    // Per-file ingest progress has no place inside a batch.
-    let opts = args.analysis.triage_options(true)?;
+    // Per-file ingest progress has no place inside a batch. Files are read,
+    // not mapped: one that is truncated while the batch runs fails alone
+    // instead of faulting the process.
+    let opts = TriageOptions { read_mode: ReadMode::Read, ..args.analysis.triage_options(true)? };
     let tasks: Vec<Task<BatchFile>> = files
         .iter()
         .map(|f| Task { footprint: footprint(uncompressed_size(&f.path, f.size)), item: f.clone() })

@@ -23,7 +23,7 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
-    let trace = crate::run::progress::load_trace(&args.input, global.quiet)?;
+    let trace = crate::run::progress::load_trace(&args.input, global.quiet, crate::input::ReadMode::Map)?;
     if !global.quiet && trace.counts.skipped > 0 {
         let _ = writeln!(
             std::io::stderr(),

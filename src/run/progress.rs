@@ -91,9 +91,14 @@ pub fn phase(name: &str) {
 /// Loads one trace (plain, gzip, zstd or `-`), with a progress bar on a
 /// terminal unless `quiet`. With `TT_TIMING` set, says so on stderr
 /// (`timing: parse <path>`), so that a run's parses can be counted.
-pub fn load_trace(path: &std::path::Path, quiet: bool) -> crate::Result<crate::columns::Trace> {
+/// Plain files are mapped or read as `mode` says.
+pub fn load_trace(
+    path: &std::path::Path,
+    quiet: bool,
+    mode: crate::input::ReadMode,
+) -> crate::Result<crate::columns::Trace> {
     phase(&format!("parse {}", path.display()));
-    let opened = crate::input::open(path)?;
+    let opened = crate::input::open_with(path, mode)?;
     let label = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let _bar = Progress::start(label, opened.disk_len, opened.consumed.clone(), quiet);
     crate::ingest::load_opened(path, opened, &crate::ingest::IngestOptions::default())

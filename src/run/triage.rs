@@ -26,6 +26,7 @@ use crate::analysis::text::Masking;
 use crate::analysis::types::StagePayload;
 use crate::columns::Trace;
 use crate::error::{Error, Result};
+use crate::input::ReadMode;
 use crate::run::discover::{discover_trace_targets, resolve_framework};
 
 use crate::report::model::*;
@@ -55,6 +56,8 @@ pub struct TriageOptions {
     pub patterns: Vec<PathBuf>,
     /// Which hex addresses in kernel and scope names are masked.
     pub masking: Masking,
+    /// How plain trace files are read (mapped, or read as a stream).
+    pub read_mode: ReadMode,
 }
 
 impl Default for TriageOptions {
@@ -68,6 +71,7 @@ impl Default for TriageOptions {
             quiet: true,
             patterns: Vec::new(),
             masking: Masking::default(),
+            read_mode: ReadMode::Map,
         }
     }
 }
@@ -83,8 +87,9 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn load(path: &Path, quiet: bool, masking: Masking) -> Result<Self> {
-        let trace = crate::run::progress::load_trace(path, quiet)?;
+    fn load(path: &Path, opts: &TriageOptions) -> Result<Self> {
+        let masking = opts.masking;
+        let trace = crate::run::progress::load_trace(path, opts.quiet, opts.read_mode)?;
         // Ingest's chunk builders and stream buffers are gone: hand their
         // pages back before the analyses allocate.
         release_free_memory();
@@ -197,7 +202,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let mut loaded: Vec<Loaded> = Vec::new();
     for p in mapping_traces.iter().chain(formal_traces.iter()) {
         if !loaded.iter().any(|l| &l.path == p) {
-            loaded.push(Loaded::load(p, opts.quiet, opts.masking)?);
+            loaded.push(Loaded::load(p, opts)?);
         }
     }
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
