@@ -37,7 +37,7 @@ fn tile_shapes_are_not_masked_as_addresses() {
     let ours = triage(&["-q", "triage", p.to_str().unwrap()]);
     assert!(ours.contains("| Cijk_Alik_MT160x64x64_MI16 |"), "{ours}");
     assert!(ours.contains("| Cijk_Alik_MT160x128x64_MI16 |"), "{ours}");
-    let reference = triage(&["-q", "triage", "--reference-masking", p.to_str().unwrap()]);
+    let reference = triage(&["-q", "triage", "--compat", "reference", p.to_str().unwrap()]);
     assert!(reference.contains("| Cijk_Alik_MT160xADDRx64_MI16 |"), "{reference}");
     assert!(!reference.contains("MT160x128x64"), "{reference}");
 }
@@ -116,4 +116,19 @@ fn a_broken_trace_in_a_directory_is_reported_not_skipped() {
     assert!(v["failures"][0]["file"].as_str().unwrap().ends_with("rank1.json"));
     // Plain JSON that is not a trace is still left out, with a reason.
     assert_eq!(v["skipped"].as_array().unwrap().len(), 1);
+}
+
+/// Under each kernel table, one line says how many kernels the share cut-off
+/// hid and what share of the stage's time they hold; `--compat reference`
+/// keeps the reference's table as it was.
+#[test]
+fn hidden_kernel_rows_are_counted_under_the_table() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let ours = triage(&["-q", "triage", fixture]);
+    assert!(ours.contains("2 more kernels below the 1.0% share cut-off hold 0.5% of this stage's GPU time"), "{ours}");
+    assert!(ours.contains("1 more kernel below the 1.0% share cut-off holds"), "{ours}");
+    let all = triage(&["-q", "triage", "--min-share", "0", fixture]);
+    assert!(!all.contains("share cut-off"), "{all}");
+    let reference = triage(&["-q", "triage", "--compat", "reference", fixture]);
+    assert!(!reference.contains("share cut-off"), "{reference}");
 }

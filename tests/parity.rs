@@ -1,5 +1,5 @@
 //! Parity with the reference tool: runs `torchtriage triage TRACE
-//! --reference-masking` on every trace that has a golden (in `tests/data/golden/`
+//! --compat reference` on every trace that has a golden (in `tests/data/golden/`
 //! and in `../shared/golden/`) and compares the Kernel, Overlap and Fuse
 //! sections (numbers equal at printed precision, ±1 in the last digit; the
 //! fuse table's Rationale column aside), and the JSON kernel and overlap rows
@@ -128,7 +128,7 @@ fn section_matches(ours: &[(String, Vec<String>)], golden: &[(String, Vec<String
 
 fn triage(trace: &Path, json: bool) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_torchtriage"));
-    cmd.arg("-q").arg("triage").arg(trace).arg("--reference-masking");
+    cmd.arg("-q").arg("triage").arg(trace).args(["--compat", "reference"]);
     if json {
         cmd.args(["--format", "json"]);
     }

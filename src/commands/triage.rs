@@ -8,6 +8,7 @@ use super::{AnalysisArgs, Global};
 use crate::analysis::text::Masking;
 use crate::error::{Error, Result};
 use crate::report;
+use crate::report::model::Compat;
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -41,8 +42,12 @@ pub struct TriageArgs {
     /// overrides built-in ones by name. Repeatable.
     #[arg(long = "patterns", value_name = "FILE")]
     pub patterns: Vec<PathBuf>,
-    /// Mask hex addresses exactly as the reference tool does, including the
-    /// `0x64` inside tile shapes like `MT192x160x64` (for parity checks).
+    /// `reference`: reproduce the reference tool's tables exactly (hex
+    /// masking included), for parity checks; the timeline and notes that
+    /// the reference does not print stay out of its sections.
+    #[arg(long, value_enum, default_value_t = Compat::Default)]
+    pub compat: Compat,
+    /// The same as `--compat reference` (older spelling).
     #[arg(long, hide = true)]
     pub reference_masking: bool,
 }
@@ -53,11 +58,13 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         (None, Some(m), Some(f)) => TriageInput::Pair { mapping: m.clone(), formal: f.clone() },
         _ => return Err(Error::usage("give either INPUT or both --mapping and --formal")),
     };
+    let compat = if args.reference_masking { Compat::Reference } else { args.compat };
     let opts = TriageOptions {
         kernel_table_limit: args.kernel_table_limit,
         overlap_table_limit: args.overlap_table_limit,
         patterns: args.patterns.clone(),
-        masking: if args.reference_masking { Masking::Reference } else { Masking::WordStart },
+        masking: if compat == Compat::Reference { Masking::Reference } else { Masking::WordStart },
+        compat,
         ..args.analysis.triage_options(global.quiet)?
     };
     let rep = run_triage(&input, &opts)?;

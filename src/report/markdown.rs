@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::analysis::stage::Stage;
 use crate::analysis::types::list_cell;
-use crate::report::model::{KernelTableRow, Mode, TriageReport};
+use crate::report::model::{Compat, KernelTableRow, Mode, TriageReport};
 
 /// Markdown-safe table cell: `|` escaped, a newline as `<br>`, and other
 /// control characters (NUL, ESC, ...; tab and carriage return excepted) as
@@ -107,8 +107,42 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
                 escape_md_cell(&k.cpu_op_cell())
             ));
         }
+        if r.compat == Compat::Default {
+            lines.extend(hidden_rows_note(r, rows[idx[0]].0));
+        }
         lines
     })
+}
+
+/// The line under a stage's kernel table saying what the share cut-off and
+/// the row limit left out: how many kernels, and their share of the stage's
+/// GPU time. None when every row is shown.
+fn hidden_rows_note(r: &TriageReport, stage: Stage) -> Option<String> {
+    let (mut hidden, mut hidden_us, mut total_us, mut all_under) = (0usize, 0.0, 0.0, true);
+    for table in r.kernel_tables.iter().filter(|t| t.stage == stage) {
+        total_us += table.total_us;
+        for row in table.rows.iter().filter(|row| !row.rendered) {
+            hidden += 1;
+            hidden_us += row.total_us;
+            all_under &= row.share_pct < r.min_share;
+        }
+    }
+    if hidden == 0 {
+        return None;
+    }
+    let share = if total_us > 0.0 { 100.0 * hidden_us / total_us } else { 0.0 };
+    let why = if all_under {
+        format!("below the {}% share cut-off", fixed(r.min_share, 1))
+    } else {
+        "past the row limit or the share cut-off".to_string()
+    };
+    Some(format!(
+        "{hidden} more {} {why} {} {}% of this stage's GPU time ({}).",
+        if hidden == 1 { "kernel" } else { "kernels" },
+        if hidden == 1 { "holds" } else { "hold" },
+        fixed(share, 1),
+        format_ms(hidden_us)
+    ))
 }
 
 fn overlap_tables(r: &TriageReport) -> Vec<String> {

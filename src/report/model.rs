@@ -25,6 +25,18 @@ pub enum Mode {
     MappingFormal,
 }
 
+/// How closely the report keeps to the reference tool's output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Compat {
+    /// torchtriage's own report: the reference's tables plus what it does
+    /// not say (timeline, notes on hidden rows).
+    #[default]
+    Default,
+    /// The reference's Kernel, Overlap and Fuse sections line for line.
+    Reference,
+}
+
 /// The framework each side was read as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Frameworks {
@@ -141,6 +153,7 @@ impl FuseRow {
 #[derive(Clone, Debug, Serialize)]
 pub struct TriageReport {
     pub mode: Mode,
+    pub compat: Compat,
     pub framework: Frameworks,
     #[serde(serialize_with = "display_paths")]
     pub mapping_traces: Vec<PathBuf>,

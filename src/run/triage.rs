@@ -58,6 +58,8 @@ pub struct TriageOptions {
     pub masking: Masking,
     /// How plain trace files are read (mapped, or read as a stream).
     pub read_mode: ReadMode,
+    /// Whether the report keeps to the reference tool's layout.
+    pub compat: Compat,
 }
 
 impl Default for TriageOptions {
@@ -72,6 +74,7 @@ impl Default for TriageOptions {
             patterns: Vec::new(),
             masking: Masking::default(),
             read_mode: ReadMode::Map,
+            compat: Compat::Default,
         }
     }
 }
@@ -255,6 +258,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
 
     let mut report = TriageReport {
         mode: if single { Mode::SingleTrace } else { Mode::MappingFormal },
+        compat: opts.compat,
         framework: Frameworks { mapping: mapping.framework, formal: formal.framework },
         mapping_traces: mapping.traces.clone(),
         formal_traces: formal.traces.clone(),
