@@ -319,6 +319,12 @@ impl RowStages {
         RowStages { codes }
     }
 
+    /// Every one of `rows` kernel rows in `stage` (a trace whose path names
+    /// its stage).
+    pub fn uniform(rows: usize, stage: Stage) -> Self {
+        RowStages { codes: vec![stage.code(); rows] }
+    }
+
     /// The stage of kernel row `row` (`all` for a row out of range).
     pub fn get(&self, row: usize) -> Stage {
         Stage::from_code(self.codes.get(row).copied().unwrap_or(2))

@@ -7,6 +7,7 @@ pub mod stats;
 pub mod triage;
 
 use crate::analysis::framework::FrameworkChoice;
+use crate::analysis::timeline::{Basis, TimelineOptions};
 use crate::run::triage::TriageOptions;
 
 /// Analysis options shared by `triage` and `batch`.
@@ -22,6 +23,20 @@ pub struct AnalysisArgs {
     /// Hide rows below this share of the stage's GPU time, in percent.
     #[arg(long, default_value_t = 1.0)]
     pub min_share: f64,
+    /// Timeline basis: `trace` (every GPU kernel at the trace's own times),
+    /// `hta` (Holistic Trace Analysis 0.5.0's figures, µs rounding and all)
+    /// or `hta-exact` (HTA without its µs rounding).
+    #[arg(long, default_value = "trace", value_parser = parse_basis)]
+    pub timeline_basis: Basis,
+}
+
+fn parse_basis(value: &str) -> std::result::Result<Basis, String> {
+    match value {
+        "trace" => Ok(Basis::Trace),
+        "hta" => Ok(Basis::Hta),
+        "hta-exact" => Ok(Basis::HtaExact),
+        other => Err(format!("unknown timeline basis `{other}` (trace, hta, hta-exact)")),
+    }
 }
 
 fn parse_framework(value: &str) -> std::result::Result<FrameworkChoice, String> {
@@ -39,6 +54,7 @@ impl AnalysisArgs {
             pid_substring: self.pid_substring.clone().filter(|s| !s.is_empty()),
             min_share: self.min_share,
             quiet,
+            timeline: TimelineOptions { basis: self.timeline_basis, ..TimelineOptions::default() },
             ..TriageOptions::default()
         })
     }

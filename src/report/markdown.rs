@@ -1,7 +1,9 @@
-//! The markdown triage view: a short header, then the Kernel, Overlap
-//! Opportunity and Fuse Opportunity tables, each split into `#####` stage
-//! sections unless the only stage is `all`. Cell formats match the
-//! reference byte for byte.
+//! The markdown triage view: a short header, the headline and the
+//! `Timeline` section ([`super::timeline`]; not under `--compat
+//! reference`), then the Kernel, Overlap Opportunity and Fuse Opportunity
+//! tables, each split into `#####` stage sections unless the only stage is
+//! `all`. Cell formats of those three tables match the reference byte for
+//! byte.
 
 use std::path::PathBuf;
 
@@ -243,6 +245,13 @@ pub fn render(r: &TriageReport) -> String {
         lines.push(format!("Model: {model}"));
     }
     lines.push(String::new());
+    if let (Compat::Default, Some(t)) = (r.compat, &r.timeline) {
+        lines.extend(super::timeline::headline(r, t));
+        lines.push(String::new());
+        lines.push("Timeline".into());
+        lines.extend(super::timeline::section(t));
+        lines.push(String::new());
+    }
     lines.push("Kernel Table".into());
     lines.extend(kernel_tables(r));
     lines.push(String::new());

@@ -1,8 +1,10 @@
-//! The report model ([`model`]) and its renderers: the reference's markdown
-//! layout ([`markdown`]), versioned JSON ([`json`]) and the batch summary
+//! The report model ([`model`]) and its renderers: the markdown layout
+//! ([`markdown`], with the timeline's headline and section in
+//! [`timeline`]), versioned JSON ([`json`]) and the batch summary
 //! ([`batch`]).
 
 pub mod batch;
 pub mod json;
 pub mod markdown;
 pub mod model;
+pub mod timeline;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use crate::analysis::framework::Framework;
 use crate::analysis::ranks::RankFacts;
 use crate::analysis::stage::Stage;
+use crate::analysis::timeline::Timeline;
 use crate::error::Result;
 
 use serde::Serialize;
@@ -163,6 +164,10 @@ pub struct TriageReport {
     /// Rows under this share (percent) are not shown in tables.
     #[serde(rename = "min_share_pct")]
     pub min_share: f64,
+    /// GPU busy and idle time, its causes, launch overhead and steps, per
+    /// stage ([`crate::analysis::timeline`]); `None` when no formal trace
+    /// was loaded.
+    pub timeline: Option<Timeline>,
     pub kernel_tables: Vec<KernelTable>,
     #[serde(rename = "overlap")]
     pub overlap_rows: Vec<OverlapRow>,

@@ -23,6 +23,7 @@ use crate::analysis::sites::SiteIndex;
 use crate::analysis::stage::RowStages;
 use crate::analysis::stage::{parse_stage, Stage};
 use crate::analysis::text::Masking;
+use crate::analysis::timeline::{timeline, Timeline, TimelineOptions};
 use crate::analysis::types::StagePayload;
 use crate::columns::Trace;
 use crate::error::{Error, Result};
@@ -60,6 +61,8 @@ pub struct TriageOptions {
     pub read_mode: ReadMode,
     /// Whether the report keeps to the reference tool's layout.
     pub compat: Compat,
+    /// Which kernels and clock the timeline reads.
+    pub timeline: TimelineOptions,
 }
 
 impl Default for TriageOptions {
@@ -75,6 +78,7 @@ impl Default for TriageOptions {
             masking: Masking::default(),
             read_mode: ReadMode::Map,
             compat: Compat::Default,
+            timeline: TimelineOptions::default(),
         }
     }
 }
@@ -87,6 +91,9 @@ struct Loaded {
     stages: RowStages,
     data: TraceData,
     index: SiteIndex,
+    timeline: Timeline,
+    /// Heap bytes of the trace's columns.
+    bytes: usize,
 }
 
 impl Loaded {
@@ -95,12 +102,28 @@ impl Loaded {
         let trace = crate::run::progress::load_trace(path, opts.quiet, opts.read_mode)?;
         // Ingest's chunk builders and stream buffers are gone: hand their
         // pages back before the analyses allocate.
-        release_free_memory();
+        let bytes: usize = trace.column_bytes().iter().map(|c| c.2).sum();
+        release_free_memory(bytes);
         crate::run::progress::phase("loaded");
         let stages = RowStages::build(&trace);
-        let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages, masking), || SiteIndex::build(&trace));
-        crate::run::progress::phase("kernels extracted, site index built");
-        Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index })
+        let ((data, index), timeline) = rayon::join(
+            || rayon::join(|| extract_trace_data(&trace, &stages, masking), || SiteIndex::build(&trace)),
+            || {
+                // A trace whose path names its stage is that stage throughout,
+                // as in the kernel table.
+                let path_stage = parse_stage(path);
+                let uniform;
+                let row_stages = if path_stage == Stage::All {
+                    &stages
+                } else {
+                    uniform = RowStages::uniform(trace.kernels.len(), path_stage);
+                    &uniform
+                };
+                timeline(&trace, row_stages, &opts.timeline)
+            },
+        );
+        crate::run::progress::phase("kernels extracted, site index built, timeline");
+        Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index, timeline, bytes })
     }
 
     fn attributed(&self) -> AttributedTrace<'_> {
@@ -176,10 +199,20 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
 /// (A 1 GB trace has about 300,000 kernels; 56 bytes each.)
 const PARALLEL_STEPS_MAX_KERNELS: usize = 1_000_000;
 
-/// Hands freed heap pages back to the OS. glibc keeps large freed blocks
-/// in its arenas once its mmap threshold has adapted upward, so without
-/// this the peak RSS of the kernel step would carry into the overlap step.
-fn release_free_memory() {
+/// Traces whose columns take less than this are too small for a trim to
+/// matter.
+const TRIM_MIN_BYTES: usize = 32 << 20;
+
+/// Hands freed heap pages back to the OS after a trace of `bytes` column
+/// bytes. glibc keeps large freed blocks in its arenas once its mmap
+/// threshold has adapted upward, so without this the peak RSS of the kernel
+/// step would carry into the overlap step. Small traces skip it: a trim
+/// walks the whole heap, and a batch of thousands of small files would pay
+/// for it once per file over a growing heap.
+fn release_free_memory(bytes: usize) {
+    if bytes < TRIM_MIN_BYTES {
+        return;
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns unused pages of the allocator's own
     // arenas; it has no preconditions.
@@ -264,6 +297,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         formal_traces: formal.traces.clone(),
         model: model_name(server_args),
         min_share: opts.min_share,
+        timeline: merged_timeline(formal.traces.iter().filter_map(|p| find(p)).map(|l| &l.timeline)),
         kernel_tables: Vec::new(),
         overlap_rows: Vec::new(),
         overlap_stats: Vec::new(),
@@ -280,13 +314,14 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         payloads.insert(*stage, payload);
     }
     let kernels: usize = loaded.iter().map(|l| l.data.kernels.len()).sum();
+    let bytes: usize = loaded.iter().map(|l| l.bytes).sum();
     // Site attribution is done: free its indexes (frames by thread, CPU ops
     // and launches by id) before the overlap step builds its records.
     drop(mapping_views);
     for l in &mut loaded {
         l.index = SiteIndex::default();
     }
-    release_free_memory();
+    release_free_memory(bytes);
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
     if kernels <= PARALLEL_STEPS_MAX_KERNELS {
         // The kernel rows need only the kernel events, which are small next
@@ -303,13 +338,29 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         for l in &mut loaded {
             l.data = TraceData::default();
         }
-        release_free_memory();
+        release_free_memory(bytes);
         crate::run::progress::phase("kernel and fuse rows");
         let find = |p: &Path| loaded.iter().find(|l| l.path == p);
         overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, false).fill(&mut report);
     }
     crate::run::progress::phase("overlap rows");
     Ok(report)
+}
+
+/// The timeline of the formal traces: the first trace's, with the stages
+/// of later traces (a profile directory with one trace per stage) that it
+/// lacks appended in stage order.
+fn merged_timeline<'a>(mut timelines: impl Iterator<Item = &'a Timeline>) -> Option<Timeline> {
+    let mut out = timelines.next()?.clone();
+    for t in timelines {
+        for stage in &t.stages {
+            if !out.stages.iter().any(|s| s.stage == stage.stage) {
+                out.stages.push(stage.clone());
+            }
+        }
+    }
+    out.stages.sort_by_key(|s| s.stage);
+    Some(out)
 }
 
 /// What the kernel step adds to the report.

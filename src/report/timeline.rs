@@ -1,0 +1,273 @@
+//! The markdown of the timeline: the headline (one line per stage at the
+//! top of the report) and the `Timeline` section (per stage the verdict, the
+//! per-GPU figures, idle time by stream and cause, launch overhead and
+//! steps). Reads [`crate::analysis::timeline::Timeline`] from the report.
+
+use crate::analysis::stage::Stage;
+use crate::analysis::timeline::{Figures, StageTimeline, StepSource, Timeline, VerdictKind};
+use crate::report::markdown::{escape_md_cell, fixed, format_ms};
+use crate::report::model::TriageReport;
+
+/// `12.3%`, or `-` when undefined.
+fn pct(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), |v| format!("{}%", fixed(v, 1)))
+}
+
+/// Microseconds with one decimal and the unit, or `-`.
+fn us(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), |v| format!("{} µs", fixed(v, 1)))
+}
+
+/// The figures of a stage, its GPUs' summed.
+fn stage_sum(stage: &StageTimeline) -> Figures {
+    let mut f = Figures::default();
+    let mut comm_overlap_num = 0.0;
+    for g in &stage.gpus {
+        let x = &g.figures;
+        f.kernels += x.kernels;
+        f.window_us += x.window_us;
+        f.busy_us += x.busy_us;
+        f.idle_us += x.idle_us;
+        f.compute_us += x.compute_us;
+        f.non_compute_us += x.non_compute_us;
+        f.comm_us += x.comm_us;
+        f.memory_us += x.memory_us;
+        f.exposed_comm_us += x.exposed_comm_us;
+        f.idle_host_wait_us += x.idle_host_wait_us;
+        comm_overlap_num += x.comm_us - x.exposed_comm_us;
+    }
+    let share = |v: f64| (f.window_us > 0.0).then(|| 100.0 * v / f.window_us);
+    f.idle_pct = share(f.idle_us);
+    f.compute_pct = share(f.compute_us);
+    f.non_compute_pct = share(f.non_compute_us);
+    f.comm_comp_overlap_pct = (f.comm_us > 0.0).then(|| 100.0 * comm_overlap_num / f.comm_us);
+    f
+}
+
+/// What most of a stage's idle time went to, in words.
+fn idle_cause(stage: &StageTimeline) -> &'static str {
+    let (mut host, mut kernel, mut other) = (0.0, 0.0, 0.0);
+    for s in stage.gpus.iter().flat_map(|g| &g.figures.idle_by_stream) {
+        host += s.host_wait_us;
+        kernel += s.kernel_wait_us;
+        other += s.other_us;
+    }
+    if host + kernel + other <= 0.0 {
+        "none"
+    } else if host >= kernel && host >= other {
+        "waiting for the host"
+    } else if kernel >= other {
+        "short gaps between kernels"
+    } else {
+        "other waits"
+    }
+}
+
+/// The one-line verdict of a stage, e.g. `decode: GPU idle 38.0% of the
+/// window, 31.0 points of it waiting for the host → CPU launch-bound
+/// (median kernel 4.0 µs, median launch 9.0 µs)`.
+pub fn verdict_line(stage: &StageTimeline) -> String {
+    let v = &stage.verdict;
+    let name = stage.stage.as_str();
+    let idle = pct(v.idle_pct);
+    let host = v.host_wait_pct.map_or_else(|| "-".to_string(), |h| fixed(h, 1));
+    match v.kind {
+        VerdictKind::NoGpuKernels => format!("{name}: no GPU kernels"),
+        VerdictKind::CpuLaunchBound => format!(
+            "{name}: GPU idle {idle} of the window, {host} points of it waiting for the host → CPU launch-bound (median kernel {}, median launch {})",
+            us(v.kernel_p50_us),
+            us(v.launch_p50_us)
+        ),
+        VerdictKind::CommunicationBound => format!(
+            "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle})",
+            pct(v.exposed_comm_pct)
+        ),
+        VerdictKind::GpuIdle => format!(
+            "{name}: GPU idle {idle} of the window, {host} points of it waiting for the host → GPU idle on other waits (synchronization, data, the previous kernel)"
+        ),
+        VerdictKind::GpuBound => {
+            format!("{name}: GPU busy, idle {idle} of the window → GPU-bound: the kernels themselves are the time to cut")
+        }
+    }
+}
+
+/// The top kernel of a stage in the kernel table: name and share.
+fn top_kernel(r: &TriageReport, stage: Stage) -> Option<(String, f64)> {
+    r.kernel_tables
+        .iter()
+        .filter(|t| t.stage == stage)
+        .flat_map(|t| t.rows.first())
+        .max_by(|a, b| a.total_us.total_cmp(&b.total_us))
+        .map(|row| (row.kernel.clone(), row.share_pct))
+}
+
+/// Kernel names in the headline are cut to this many characters.
+const HEADLINE_NAME_CHARS: usize = 60;
+
+fn short_name(name: &str) -> String {
+    if name.chars().count() <= HEADLINE_NAME_CHARS {
+        return name.to_string();
+    }
+    let head: String = name.chars().take(HEADLINE_NAME_CHARS - 1).collect();
+    format!("{head}…")
+}
+
+/// One line per stage: window, busy and idle share (with the idle time's
+/// main cause), communication/computation overlap and the top kernel.
+pub fn headline(r: &TriageReport, t: &Timeline) -> Vec<String> {
+    let mut lines = vec!["Headline".to_string()];
+    if t.stages.is_empty() {
+        lines.push("- no GPU kernels in this trace: nothing ran on a GPU, or the profiler did not record it".into());
+        return lines;
+    }
+    for stage in &t.stages {
+        let f = stage_sum(stage);
+        let busy = (f.window_us > 0.0).then(|| 100.0 * f.busy_us / f.window_us);
+        let top = top_kernel(r, stage.stage).map_or_else(
+            || "-".to_string(),
+            |(name, share)| format!("{} ({}%)", escape_md_cell(&short_name(&name)), fixed(share, 1)),
+        );
+        lines.push(format!(
+            "- {}: window {}, GPU busy {}, idle {} ({}), comm/compute overlap {}, top kernel {}",
+            stage.stage.as_str(),
+            format_ms(f.window_us),
+            pct(busy),
+            pct(f.idle_pct),
+            idle_cause(stage),
+            pct(f.comm_comp_overlap_pct),
+            top
+        ));
+    }
+    lines
+}
+
+fn figures_table(stage: &StageTimeline) -> Vec<String> {
+    let mut lines = vec![
+        "| GPU (pid) | Rank | Kernels | Window | Busy | Idle | Compute | Non-compute | Communication | Comm/compute overlap |"
+            .to_string(),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".to_string(),
+    ];
+    for g in &stage.gpus {
+        let f = &g.figures;
+        let busy = (f.window_us > 0.0).then(|| 100.0 * f.busy_us / f.window_us);
+        lines.push(format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            escape_md_cell(&g.pid),
+            g.rank.map_or_else(|| "-".to_string(), |r| r.to_string()),
+            f.kernels,
+            format_ms(f.window_us),
+            pct(busy),
+            pct(f.idle_pct),
+            pct(f.compute_pct),
+            pct(f.non_compute_pct),
+            format_ms(f.comm_us),
+            pct(f.comm_comp_overlap_pct)
+        ));
+    }
+    lines
+}
+
+fn idle_table(stage: &StageTimeline) -> Vec<String> {
+    let mut lines = vec![
+        "| GPU (pid) | Stream | Host wait | Kernel wait | Other |".to_string(),
+        "| --- | --- | ---: | ---: | ---: |".to_string(),
+    ];
+    for g in &stage.gpus {
+        for s in &g.figures.idle_by_stream {
+            lines.push(format!(
+                "| {} | {} | {} | {} | {} |",
+                escape_md_cell(&g.pid),
+                escape_md_cell(&s.stream),
+                format_ms(s.host_wait_us),
+                format_ms(s.kernel_wait_us),
+                format_ms(s.other_us)
+            ));
+        }
+    }
+    lines
+}
+
+fn step_source_name(s: StepSource) -> &'static str {
+    match s {
+        StepSource::ProfilerStep => "ProfilerStep annotations",
+        StepSource::SglangStep => "SGLang step[...] annotations",
+        StepSource::VllmExecute => "vLLM execute_... annotations",
+    }
+}
+
+fn launch_line(stage: &StageTimeline) -> String {
+    let l = &stage.launch;
+    if l.kernels == 0 {
+        return "Launch: no kernel matched a launch call (no runtime events, or CUDA graphs)".into();
+    }
+    format!(
+        "Launch: {} launch calls for {} kernels, {} of CPU time in them; launch delay p50 {} / p90 {} / p99 {}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",
+        l.launches,
+        l.kernels,
+        format_ms(l.cpu_us),
+        us(l.delay_p50_us),
+        us(l.delay_p90_us),
+        us(l.delay_p99_us),
+        us(l.kernel_p50_us),
+        us(l.launch_p50_us),
+        pct(l.short_kernel_pct),
+        l.kernels_per_step.map_or_else(|| "-".to_string(), |k| fixed(k, 1))
+    )
+}
+
+fn steps_line(stage: &StageTimeline) -> String {
+    let s = &stage.steps;
+    let Some(source) = s.source else {
+        return "Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)".into();
+    };
+    if s.count == 0 {
+        return format!("Steps: none in this stage ({})", step_source_name(source));
+    }
+    let slowest: Vec<String> = s
+        .slowest
+        .iter()
+        .map(|x| format!("{} at ts {} ({})", escape_md_cell(&x.name), fixed(x.start_us, 3), format_ms(x.dur_us)))
+        .collect();
+    format!(
+        "Steps ({}): {}, mean {}, p50 {}, p90 {}, max {}; slowest: {}",
+        step_source_name(source),
+        s.count,
+        s.mean_us.map_or_else(|| "-".to_string(), format_ms),
+        s.p50_us.map_or_else(|| "-".to_string(), format_ms),
+        s.p90_us.map_or_else(|| "-".to_string(), format_ms),
+        s.max_us.map_or_else(|| "-".to_string(), format_ms),
+        slowest.join(", ")
+    )
+}
+
+/// The `Timeline` section's lines (without its title).
+pub fn section(t: &Timeline) -> Vec<String> {
+    if t.stages.is_empty() {
+        return vec!["No GPU kernels in this trace.".into()];
+    }
+    let mut lines = Vec::new();
+    let n = t.stages.len();
+    for (i, stage) in t.stages.iter().enumerate() {
+        lines.push(format!("##### {}", stage.stage.label()));
+        lines.push(verdict_line(stage));
+        lines.push(String::new());
+        lines.extend(figures_table(stage));
+        lines.push(String::new());
+        lines.extend(idle_table(stage));
+        lines.push(String::new());
+        lines.push(launch_line(stage));
+        lines.push(steps_line(stage));
+        if i + 1 != n {
+            lines.push(String::new());
+        }
+    }
+    lines.push(String::new());
+    lines.push(
+        "Window: first kernel start to last kernel end. Busy: time any kernel runs (union over streams). Compute, \
+         communication: union of computation / NCCL-like kernels (HTA's rule on the name). Comm/compute overlap: \
+         share of communication time that computation runs beside. Host wait: idle gaps on a stream whose next \
+         kernel's launch call began after the previous kernel ended; kernel wait: other gaps under 30 µs."
+            .to_string(),
+    );
+    lines
+}
