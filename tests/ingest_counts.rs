@@ -77,7 +77,7 @@ fn fingerprint(t: &Trace) -> Vec<String> {
     let mut v = Vec::new();
     for k in t.kernels.iter() {
         v.push(format!(
-            "K {} {} {} {} {} {:?} {:?} {} {:?} {:?}",
+            "K {} {} {} {} {} {:?} {:?} {} {:?} {:?} {}",
             t.s(k.name),
             t.s(k.cat),
             th(k.thread),
@@ -87,7 +87,8 @@ fn fingerprint(t: &Trace) -> Vec<String> {
             k.cuda_stream.map(|s| t.s(s)),
             k.has_stream_marker,
             k.external_id,
-            k.correlation
+            k.correlation,
+            k.stream_int
         ));
     }
     for c in t.cpu_ops.iter() {
@@ -105,6 +106,13 @@ fn fingerprint(t: &Trace) -> Vec<String> {
     for l in t.launches.iter() {
         v.push(format!("L {} {} {} {} {} {}", t.s(l.name), th(l.thread), l.ts, l.dur, l.complete, l.correlation));
     }
+    for r in t.runtime.iter() {
+        v.push(format!("R {} {} {} {}", t.s(r.name), r.ts, r.dur, r.correlation));
+    }
+    for m in t.step_marks.iter() {
+        v.push(format!("P {} {} {}", t.s(m.name), m.ts, m.dur));
+    }
+    v.push(format!("TS {} {}", t.counts.ts_fractional, t.counts.ts_text));
     for f in t.frames.in_trace_order() {
         v.push(format!("F {} {} {} {} {}", t.s(f.name), th(f.thread), f.ts, f.dur, f.complete));
     }

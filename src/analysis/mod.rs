@@ -13,4 +13,5 @@ pub mod ranks;
 pub mod sites;
 pub mod stage;
 pub mod text;
+pub mod timeline;
 pub mod types;

@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 
 use super::*;
-use crate::pysem::{normalize_text, Scalar};
+use crate::pysem::{is_int_literal, normalize_text, py_float_of_num, py_int_of_str, Scalar};
 
 /// The fields of `args` that the analyses read.
 #[derive(Clone, Copy, Debug, Default)]
@@ -112,6 +112,26 @@ fn classify_name(name: &str) -> u8 {
     c
 }
 
+/// The name prefix of the profiler's step annotations.
+const STEP_PREFIX: &str = "ProfilerStep";
+
+/// `int(args["stream"])` the way the profiler's analysis tools normalise a
+/// stream: integers and integer strings as themselves, floats truncated,
+/// booleans 0 / 1, anything else (`"0x0"`, `"7.0"`, NaN, null, absent) -1.
+/// Saturated to the `i32` range.
+pub fn stream_int(v: Scalar<'_>) -> i32 {
+    let n: Option<i64> = match v {
+        Scalar::Bool(b) => Some(b as i64),
+        Scalar::Num(raw) if is_int_literal(raw) => {
+            Some(raw.parse::<i64>().unwrap_or(if raw.starts_with('-') { i64::MIN } else { i64::MAX }))
+        }
+        Scalar::Num(raw) => py_float_of_num(raw).filter(|f| f.is_finite()).map(|f| f.trunc() as i64),
+        Scalar::Str(s) => py_int_of_str(s),
+        _ => None,
+    };
+    n.map_or(-1, |n| n.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
+}
+
 fn class_of(cache: &mut Vec<u8>, sym: Sym, s: &str, f: fn(&str) -> u8) -> u8 {
     let i = sym as usize;
     if cache.len() <= i {
@@ -209,6 +229,14 @@ impl ColumnsBuilder {
         *self.t.counts.by_ph.entry(counts_ph).or_insert(0) += 1;
         *self.t.counts.by_cat.entry(counts_cat).or_insert(0) += 1;
         let thread = self.thread_of(ev.pid, ev.tid);
+        match ev.ts {
+            Scalar::Num(raw) if !self.t.counts.ts_fractional && !is_int_literal(raw) => {
+                self.t.counts.ts_fractional = true;
+            }
+            Scalar::Missing | Scalar::Null => self.t.counts.ts_fractional = true,
+            Scalar::Str(_) => self.t.counts.ts_text = true,
+            _ => {}
+        }
 
         if self.wants_sample() {
             let mut s = String::new();
@@ -285,10 +313,16 @@ impl ColumnsBuilder {
             self.t.frames.push(FrameRow { name, thread, ts, dur, complete });
             return;
         }
+        let timed = !ev.ts.is_none() && !ev.dur.is_none();
+        let step_mark = timed && ev.name.as_str().is_some_and(|n| n.starts_with(STEP_PREFIX));
         if cat_exact == Some("cpu_op") {
             if external_id.is_some() || correlation.is_some() {
                 let name = self.intern_py(ev.name, "");
                 self.t.cpu_ops.push(CpuOpRow { name, thread, ts, dur, complete, external_id, correlation });
+            }
+            if step_mark {
+                let name = self.intern_py(ev.name, "");
+                self.t.step_marks.push(StepMarkRow { name, ts, dur });
             }
             return;
         }
@@ -297,23 +331,48 @@ impl ColumnsBuilder {
         let cc = class_of(&mut self.cat_class, cat, cat_s, classify_cat);
         let has_stream_marker =
             ev.args.is_object && (!ev.args.stream.is_missing() || !ev.args.cuda_stream.is_missing());
+        let host_side = cc & (CAT_NON_KERNEL | CAT_ANNOTATION) == 0 && timed;
         if cc & (CAT_RUNTIME | CAT_STAGE_ANN | CAT_KERNELISH) == 0 && !has_stream_marker {
-            // Neither a launch, a stage annotation nor kernel-like.
+            // Neither a launch, a stage annotation nor kernel-like: kept only
+            // as the host side of a correlation, or as a step mark.
+            if let (Some(correlation), true) = (correlation, host_side) {
+                let name = self.intern_py(ev.name, "");
+                self.t.runtime.push(RuntimeRow { name, ts, dur, correlation });
+            }
+            if step_mark {
+                let name = self.intern_py(ev.name, "");
+                self.t.step_marks.push(StepMarkRow { name, ts, dur });
+            }
             return;
         }
         let name = self.intern_py(ev.name, "");
         let name_s = self.t.strings.resolve(name);
         let nc = class_of(&mut self.name_class, name, name_s, classify_name);
 
-        if cc & CAT_RUNTIME != 0 && nc & NAME_LAUNCH != 0 {
-            if let Some(correlation) = correlation {
-                self.t.launches.push(LaunchRow { name, thread, ts, dur, complete, correlation });
+        let launch = cc & CAT_RUNTIME != 0 && nc & NAME_LAUNCH != 0 && correlation.is_some();
+        if let (Some(correlation), true) = (correlation, launch) {
+            self.t.launches.push(LaunchRow { name, thread, ts, dur, complete, correlation });
+        }
+        let kernel_like = complete
+            && nc & NAME_METADATA == 0
+            && cc & CAT_NON_KERNEL == 0
+            && cc & CAT_ANNOTATION == 0
+            && nc & NAME_CALL_ANN == 0
+            && (cc & CAT_KERNELISH != 0 || has_stream_marker);
+        let stream_int = if has_stream_marker { stream_int(ev.args.stream) } else { -1 };
+        if let (Some(correlation), false, false, true) = (correlation, launch, kernel_like, host_side) {
+            if stream_int < 0 {
+                self.t.runtime.push(RuntimeRow { name, ts, dur, correlation });
             }
+        }
+        let annotation = complete && cc & CAT_STAGE_ANN != 0;
+        if step_mark && !annotation {
+            self.t.step_marks.push(StepMarkRow { name, ts, dur });
         }
         if !complete {
             return;
         }
-        if cc & CAT_STAGE_ANN != 0 {
+        if annotation {
             self.t.annotations.push(AnnotationRow {
                 name,
                 thread,
@@ -323,11 +382,6 @@ impl ColumnsBuilder {
                 external_id,
             });
         }
-        let kernel_like = nc & NAME_METADATA == 0
-            && cc & CAT_NON_KERNEL == 0
-            && cc & CAT_ANNOTATION == 0
-            && nc & NAME_CALL_ANN == 0
-            && (cc & CAT_KERNELISH != 0 || has_stream_marker);
         if kernel_like {
             let stream = if ev.args.stream.truthy() { Some(self.intern_py(ev.args.stream, "")) } else { None };
             let cuda_stream =
@@ -343,6 +397,7 @@ impl ColumnsBuilder {
                 has_stream_marker,
                 external_id,
                 correlation,
+                stream_int,
             });
         }
     }
@@ -372,6 +427,8 @@ impl ColumnsBuilder {
                 t.kernels.append_mapped(o.kernels, sym, thread);
                 t.cpu_ops.append_mapped(o.cpu_ops, sym, thread);
                 t.launches.append_mapped(o.launches, sym, thread);
+                t.runtime.append_mapped(o.runtime, sym, thread);
+                t.step_marks.append_mapped(o.step_marks, sym, thread);
                 t.annotations.append_mapped(o.annotations, sym, thread);
                 t.corr_to_ext.append(o.corr_to_ext);
             },
@@ -386,6 +443,8 @@ impl ColumnsBuilder {
         let c = &mut self.t.counts;
         c.events += o.counts.events;
         c.skipped += o.counts.skipped;
+        c.ts_fractional |= o.counts.ts_fractional;
+        c.ts_text |= o.counts.ts_text;
         merge_counts(&mut c.by_cat, &o.counts.by_cat, sym);
         merge_counts(&mut c.by_ph, &o.counts.by_ph, sym);
         c.min_ts = min_opt(c.min_ts, o.counts.min_ts, f64::min);
@@ -408,6 +467,8 @@ impl ColumnsBuilder {
         self.t.kernels.shrink_to_fit();
         self.t.cpu_ops.shrink_to_fit();
         self.t.launches.shrink_to_fit();
+        self.t.runtime.shrink_to_fit();
+        self.t.step_marks.shrink_to_fit();
         self.t.frames.seal();
         self.t.annotations.shrink_to_fit();
         self.t

@@ -52,7 +52,7 @@ macro_rules! pack_plain {
         }
     )*};
 }
-pack_plain!(u32, i64, f64, bool);
+pack_plain!(u32, i32, i64, f64, bool);
 
 impl Pack for Option<i64> {
     type Store = i64;
@@ -125,6 +125,7 @@ pub trait Remap: Sized {
         self
     }
 }
+impl Remap for i32 {}
 impl Remap for i64 {}
 impl Remap for f64 {}
 impl Remap for bool {}
@@ -166,6 +167,11 @@ columns!(
         external_id: Option<i64>,
         /// `coerce_optional_int(args["correlation"])`.
         correlation: Option<i64>,
+        /// `int(args["stream"])` as the profiler's own tools read the
+        /// stream (`"7"` and `7.9` are 7, stream 0 is 0), or -1 when the key
+        /// is absent or not an integer (`"0x0"`, `"7.0"`, NaN, null).
+        /// Saturated to the `i32` range.
+        stream_int: i32,
     }
 );
 
@@ -197,6 +203,34 @@ columns!(
         dur: f64,
         complete: bool,
         correlation: i64,
+    }
+);
+
+columns!(
+    /// `ph: "X"` events with ts and dur that carry a correlation and are
+    /// kept in no other column set: runtime calls other than launches
+    /// (`cudaMemcpyAsync`, `cudaMemsetAsync`, `cudaStreamWaitEvent`, hip
+    /// and MTIA runtime calls, of any category), never `python_function`,
+    /// `cpu_op`, annotation or trace categories, kernel-like rows, or
+    /// device rows (an integer `args.stream` >= 0). With the launches they
+    /// are the host side of every correlation.
+    RuntimeColumns, RuntimeRow {
+        name: Sym,
+        ts: f64,
+        dur: f64,
+        correlation: i64,
+    }
+);
+
+columns!(
+    /// `ph: "X"` events whose name starts with `ProfilerStep` (the
+    /// profiler's step annotation), of any category except
+    /// `python_function`, that are not kept as annotations: the steps of
+    /// traces that record them as operators (may also be in `cpu_ops`).
+    StepMarkColumns, StepMarkRow {
+        name: Sym,
+        ts: f64,
+        dur: f64,
     }
 );
 
@@ -245,6 +279,11 @@ pub struct Counts {
     /// Smallest `ts` and largest `ts + dur` over X events with numeric ts.
     pub min_ts: Option<f64>,
     pub max_end: Option<f64>,
+    /// Some event's `ts` is not an integer literal (`5.0`, `1.5e3`, NaN)
+    /// or is missing / null.
+    pub ts_fractional: bool,
+    /// Some event's `ts` is a string.
+    pub ts_text: bool,
 }
 
 /// Everything ingest keeps of one trace.
@@ -257,6 +296,10 @@ pub struct Trace {
     pub kernels: KernelColumns,
     pub cpu_ops: CpuOpColumns,
     pub launches: LaunchColumns,
+    /// Correlated host-side events that are not launches ([`RuntimeColumns`]).
+    pub runtime: RuntimeColumns,
+    /// `ProfilerStep` events not kept as annotations ([`StepMarkColumns`]).
+    pub step_marks: StepMarkColumns,
     pub frames: FrameStore,
     pub annotations: AnnotationColumns,
     /// `ph: "M"`, `name == "thread_name"`: `str(args.name)` when non-empty.
@@ -304,6 +347,8 @@ impl Trace {
             ("kernels", self.kernels.len(), self.kernels.heap_bytes()),
             ("cpu_ops", self.cpu_ops.len(), self.cpu_ops.heap_bytes()),
             ("launches", self.launches.len(), self.launches.heap_bytes()),
+            ("runtime", self.runtime.len(), self.runtime.heap_bytes()),
+            ("step_marks", self.step_marks.len(), self.step_marks.heap_bytes()),
             ("python_frames", self.frames.len(), self.frames.packed_bytes()),
             ("annotations", self.annotations.len(), self.annotations.heap_bytes()),
             ("strings", self.strings.len(), self.strings.heap_bytes()),

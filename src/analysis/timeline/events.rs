@@ -1,0 +1,329 @@
+//! The GPU events of one [`Basis`]: which kernel rows count, on which clock,
+//! with the start of each event's host-side call, sorted by start.
+//!
+//! - `trace`: the kernel-like rows the kernel table treats as GPU kernels
+//!   (`gpu_kernel_mask`), of every process, except rows of a runtime or
+//!   driver category (host calls that carry a stream, such as ROCm's
+//!   `hipLaunchKernel` with `stream: "0x0"`); the trace's own times.
+//! - `hta` / `hta_exact`: the rows with an integer `args.stream`, whatever
+//!   their category (HTA's GPU events), less HTA's last-step filter: with at
+//!   least two distinct `ProfilerStep` names, everything from the last one's
+//!   start on is dropped, and so is a correlated GPU event whose host-side
+//!   call is missing or that late. Under `hta` times are rounded to whole µs
+//!   (start up, end down) when any event time in the file is fractional.
+//!   `cpu_op` rows that carry a stream (Triton launchers) are not GPU events
+//!   here, unlike in HTA.
+//!
+//! The host side of a correlation is every correlated CPU-side row: launch
+//! calls, other runtime calls, CPU ops with a correlation, and kernel-like
+//! rows outside the basis's GPU set; when several share a correlation the
+//! launch call wins, then other runtime calls. An event without one has no
+//! host-side start (HTA's lookup of `traceEvents[0]` for such events is not
+//! followed).
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::types::{Basis, StepFilter};
+use crate::analysis::kernels::extract::gpu_kernel_mask;
+use crate::analysis::stage::{RowStages, Stage};
+use crate::analysis::timeline::intervals::KernelType;
+use crate::columns::{Pack, Sym, Trace};
+use crate::pysem::{fcmp, normalize_text};
+
+/// The categories whose events HTA's per-stream idle breakdown reads.
+const HTA_IDLE_CATEGORIES: [&str; 7] =
+    ["kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy", "mtia_ccp_events"];
+
+const STEP_NAME: &str = "ProfilerStep";
+
+const BIT_IDLE: u8 = 0x80;
+
+/// One GPU event: 40 bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Ev {
+    pub start: f64,
+    pub end: f64,
+    /// Start of the host-side call behind the event (basis clock); NaN when
+    /// there is none.
+    pub host_ts: f64,
+    /// The kernel row (`trace.kernels`).
+    pub row: u32,
+    /// Index into [`EventSet::streams`].
+    pub stream: u32,
+    /// Index into [`EventSet::pids`].
+    pub pid: u32,
+    /// Kernel type (2 bits), stage code (2 bits), read by the per-stream
+    /// idle breakdown (top bit).
+    bits: u8,
+}
+
+impl Ev {
+    pub(crate) fn new(start: f64, end: f64, host_ts: f64, kind: KernelType, stage: Stage, in_idle: bool) -> Ev {
+        let bits = kind.code() | (stage.code() << 2) | if in_idle { BIT_IDLE } else { 0 };
+        Ev { start, end, host_ts, row: 0, stream: 0, pid: 0, bits }
+    }
+
+    pub(crate) fn kind(&self) -> KernelType {
+        KernelType::from_code(self.bits & 3)
+    }
+
+    pub(crate) fn stage(&self) -> Stage {
+        Stage::from_code((self.bits >> 2) & 3)
+    }
+
+    /// Read by the per-stream idle breakdown.
+    pub(crate) fn in_idle(&self) -> bool {
+        self.bits & BIT_IDLE != 0
+    }
+}
+
+/// How a basis reads event times.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Clock {
+    pub round: bool,
+}
+
+impl Clock {
+    /// (start, end) of an event.
+    pub(crate) fn interval(self, ts: f64, dur: f64) -> (f64, f64) {
+        let end = ts + dur;
+        if self.round {
+            (ts.ceil(), end.floor())
+        } else {
+            (ts, end)
+        }
+    }
+
+    /// The start of an event.
+    pub(crate) fn at(self, ts: f64) -> f64 {
+        if self.round {
+            ts.ceil()
+        } else {
+            ts
+        }
+    }
+}
+
+/// The GPU events of a basis, sorted by (start, row).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EventSet {
+    pub events: Vec<Ev>,
+    /// Pid strings by index, in order of first appearance in the rows.
+    pub pids: Vec<Sym>,
+    /// Stream labels by index.
+    pub streams: Vec<String>,
+    pub clock: Clock,
+    pub filter: Option<StepFilter>,
+    pub skipped: u64,
+}
+
+/// Host-side start per correlation: (correlation, preferred start, earliest
+/// start), sorted by correlation; starts on the basis clock.
+struct HostIndex {
+    groups: Vec<(i64, f64, f64)>,
+}
+
+impl HostIndex {
+    fn build(trace: &Trace, gpu_row: &[bool], clock: Clock) -> HostIndex {
+        // (correlation, preference, start): later sources win.
+        let mut refs: Vec<(i64, u64, f64)> = Vec::new();
+        let c = &trace.cpu_ops;
+        for i in 0..c.len() {
+            if let Some(corr) = <Option<i64> as Pack>::unpack(c.correlation[i]) {
+                refs.push((corr, i as u64, c.ts[i]));
+            }
+        }
+        let k = &trace.kernels;
+        for (i, &gpu) in gpu_row.iter().enumerate() {
+            if gpu {
+                continue;
+            }
+            if let Some(corr) = <Option<i64> as Pack>::unpack(k.correlation[i]) {
+                refs.push((corr, (1 << 32) | i as u64, k.ts[i]));
+            }
+        }
+        let r = &trace.runtime;
+        refs.extend((0..r.len()).map(|i| (r.correlation[i], (2 << 32) | i as u64, r.ts[i])));
+        let l = &trace.launches;
+        refs.extend((0..l.len()).map(|i| (l.correlation[i], (3 << 32) | i as u64, l.ts[i])));
+        refs.sort_unstable_by_key(|&(corr, pref, _)| (corr, pref));
+        let mut groups: Vec<(i64, f64, f64)> = Vec::new();
+        for (corr, _, ts) in refs {
+            let ts = clock.at(ts);
+            match groups.last_mut() {
+                Some(g) if g.0 == corr => {
+                    g.1 = ts;
+                    if fcmp(ts, g.2).is_lt() {
+                        g.2 = ts;
+                    }
+                }
+                _ => groups.push((corr, ts, ts)),
+            }
+        }
+        groups.shrink_to_fit();
+        HostIndex { groups }
+    }
+
+    /// (preferred start, earliest start) of the host side of `corr`.
+    fn get(&self, corr: i64) -> Option<(f64, f64)> {
+        let i = self.groups.partition_point(|g| g.0 < corr);
+        self.groups.get(i).filter(|g| g.0 == corr).map(|g| (g.1, g.2))
+    }
+}
+
+/// HTA's last-step bound: the latest start among `ProfilerStep` rows, when
+/// there are at least two distinct such names.
+fn last_step_start(trace: &Trace, clock: Clock) -> Option<f64> {
+    let mut names: Vec<Sym> = Vec::new();
+    let mut is_step: HashMap<Sym, bool> = HashMap::default();
+    let mut last = f64::NEG_INFINITY;
+    let a = &trace.annotations;
+    let rows = (0..a.len()).map(|i| (a.name[i], a.ts[i])).chain((0..trace.step_marks.len()).map(|i| {
+        let m = &trace.step_marks;
+        (m.name[i], m.ts[i])
+    }));
+    for (name, ts) in rows {
+        if !*is_step.entry(name).or_insert_with(|| trace.s(name).contains(STEP_NAME)) {
+            continue;
+        }
+        if !names.contains(&name) {
+            names.push(name);
+        }
+        let ts = clock.at(ts);
+        if ts > last {
+            last = ts;
+        }
+    }
+    (names.len() >= 2).then_some(last)
+}
+
+/// `distributedInfo.rank` of the trace, when it is a non-negative integer.
+pub fn trace_rank(trace: &Trace) -> Option<u64> {
+    match trace.meta.distributed_info.as_ref()?.get("rank")? {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Which kernel rows are GPU events of `basis`.
+fn gpu_rows(trace: &Trace, basis: Basis) -> Vec<bool> {
+    let k = &trace.kernels;
+    match basis {
+        Basis::Trace => {
+            let mut mask = gpu_kernel_mask(trace);
+            let mut host_cat: HashMap<Sym, bool> = HashMap::default();
+            for (i, m) in mask.iter_mut().enumerate() {
+                if *m {
+                    let cat = k.cat[i];
+                    let host = *host_cat.entry(cat).or_insert_with(|| {
+                        let l = normalize_text(trace.s(cat)).to_lowercase();
+                        l.contains("runtime") || l.contains("driver")
+                    });
+                    *m = !host;
+                }
+            }
+            mask
+        }
+        Basis::Hta | Basis::HtaExact => k.stream_int.iter().map(|&s| s != -1).collect(),
+    }
+}
+
+/// Builds the GPU events of `basis`, sorted by (start, row).
+pub(crate) fn build(trace: &Trace, stages: &RowStages, basis: Basis) -> EventSet {
+    use rayon::prelude::*;
+    let k = &trace.kernels;
+    let gpu = gpu_rows(trace, basis);
+    let hta = basis != Basis::Trace;
+    let clock = Clock { round: basis == Basis::Hta && trace.counts.ts_fractional && !trace.counts.ts_text };
+    let host = HostIndex::build(trace, &gpu, clock);
+    let last = if hta { last_step_start(trace, clock) } else { None };
+
+    let mut set = EventSet { clock, ..EventSet::default() };
+    let mut kinds: HashMap<Sym, KernelType> = HashMap::default();
+    let mut idle_cat: HashMap<Sym, bool> = HashMap::default();
+    let mut pid_of_thread: Vec<u32> = vec![u32::MAX; trace.threads.len()];
+    let mut pid_index: HashMap<Sym, u32> = HashMap::default();
+    let mut stream_index: HashMap<u64, u32> = HashMap::default();
+    let mut dropped = 0u64;
+    set.events.reserve_exact(gpu.iter().filter(|&&g| g).count());
+    for (row, _) in gpu.iter().enumerate().filter(|(_, &g)| g) {
+        let (start, end) = clock.interval(k.ts[row], k.dur[row]);
+        if !start.is_finite() || !end.is_finite() {
+            set.skipped += 1;
+            continue;
+        }
+        let corr = <Option<i64> as Pack>::unpack(k.correlation[row]);
+        let hosted = corr.and_then(|c| host.get(c));
+        let mut host_ts = hosted.map_or(f64::NAN, |h| h.0);
+        if let Some(last) = last {
+            let gpu_like = k.stream_int[row] >= 0 && corr.is_some_and(|c| c >= 0);
+            let keep = if gpu_like { hosted.is_some_and(|h| h.1 < last) } else { start < last };
+            if !keep {
+                dropped += 1;
+                continue;
+            }
+            if !(host_ts < last) {
+                host_ts = f64::NAN;
+            }
+        }
+        let name = k.name[row];
+        let kind = *kinds.entry(name).or_insert_with(|| KernelType::of(trace.s(name)));
+        let in_idle =
+            !hta || *idle_cat.entry(k.cat[row]).or_insert_with(|| HTA_IDLE_CATEGORIES.contains(&trace.s(k.cat[row])));
+        let mut ev = Ev::new(start, end, host_ts, kind, stages.get(row), in_idle);
+        ev.row = row as u32;
+        let thread = k.thread[row] as usize;
+        if pid_of_thread[thread] == u32::MAX {
+            let pid = trace.threads[thread].pid;
+            let next = pid_index.len() as u32;
+            pid_of_thread[thread] = *pid_index.entry(pid).or_insert_with(|| {
+                set.pids.push(pid);
+                next
+            });
+        }
+        ev.pid = pid_of_thread[thread];
+        let key = stream_key(trace, row, hta);
+        let next = stream_index.len() as u32;
+        ev.stream = *stream_index.entry(key).or_insert_with(|| {
+            set.streams.push(stream_label(trace, key));
+            next
+        });
+        set.events.push(ev);
+    }
+    if let Some(last) = last {
+        set.filter = Some(StepFilter { last_step_start_us: last, kernels_dropped: dropped });
+    }
+    set.events.par_sort_unstable_by(|a, b| fcmp(a.start, b.start).then(a.row.cmp(&b.row)));
+    set
+}
+
+/// A stream's identity: HTA's integer stream under the HTA bases;
+/// otherwise the stream's text (stream 0 included), else the `cuda_stream`
+/// text.
+fn stream_key(trace: &Trace, row: usize, hta: bool) -> u64 {
+    let k = &trace.kernels;
+    let int = k.stream_int[row];
+    if hta {
+        return int as u32 as u64;
+    }
+    if let Some(s) = <Option<u32> as Pack>::unpack(k.stream[row]) {
+        return (1 << 32) | s as u64;
+    }
+    if int >= 0 {
+        return int as u64;
+    }
+    match <Option<u32> as Pack>::unpack(k.cuda_stream[row]) {
+        Some(s) => (2 << 32) | s as u64,
+        None => 3 << 32,
+    }
+}
+
+fn stream_label(trace: &Trace, key: u64) -> String {
+    let low = key as u32;
+    match key >> 32 {
+        0 => (low as i32).to_string(),
+        1 | 2 => trace.s(low).to_string(),
+        _ => "none".to_string(),
+    }
+}

@@ -1,0 +1,217 @@
+//! Busy / idle / kernel-class figures of a set of GPU events, overall and
+//! per stage, in one pass over the events in start order, plus the
+//! per-stream idle breakdown in a second pass.
+//!
+//! Overall, the window is first start to last merged end and idle time is
+//! the window less busy time (HTA's temporal breakdown). Per stage, each
+//! idle gap of the set's timeline (between merged busy groups of all
+//! stages) goes to the stage of the kernel that ends it, and the stage's
+//! window is its own busy time plus those gaps, so the stages of a trace
+//! share its window instead of each counting the others' kernels as idle.
+//! Computation / communication overlap is inclusion–exclusion over unions:
+//! `comm + compute − (comm ∪ compute)`.
+//!
+//! Per stream, each gap between consecutive kernels is host wait when the
+//! later kernel's host-side call started after the earlier one ended, else
+//! kernel wait below [`KERNEL_WAIT_US`], else other. Under the HTA bases the
+//! previous kernel is the previous row and negative gaps count (HTA's
+//! arithmetic); under the trace basis it is the latest end so far and only
+//! positive gaps count.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::events::{Ev, EventSet};
+use super::intervals::{KernelType, Sum, Union};
+use super::types::{Figures, StreamIdle};
+
+/// A gap between two kernels of a stream shorter than this is kernel wait
+/// (HTA's `consecutive_kernel_delay`, compared with trace times in µs).
+pub const KERNEL_WAIT_US: f64 = 30.0;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Acc {
+    kernels: u64,
+    all: Union,
+    compute: Union,
+    comm: Union,
+    memory: Union,
+    comm_or_compute: Union,
+    idle: Sum,
+    host_wait: Sum,
+}
+
+impl Acc {
+    fn push(&mut self, e: &Ev) {
+        self.kernels += 1;
+        self.all.push(e.start, e.end);
+        match e.kind() {
+            KernelType::Computation => {
+                self.compute.push(e.start, e.end);
+                self.comm_or_compute.push(e.start, e.end);
+            }
+            KernelType::Communication => {
+                self.comm.push(e.start, e.end);
+                self.comm_or_compute.push(e.start, e.end);
+            }
+            KernelType::Memory => {
+                self.memory.push(e.start, e.end);
+            }
+            KernelType::Other => {}
+        }
+    }
+
+    /// Figures with the given window and idle time.
+    fn figures(&self, window: f64, idle: f64) -> Figures {
+        let busy = self.all.total();
+        let compute = self.compute.total();
+        let comm = self.comm.total();
+        let overlap = (comm + compute - self.comm_or_compute.total()).max(0.0);
+        let pct = |x: f64| (window > 0.0).then(|| 100.0 * (x / window));
+        let non_compute = window - compute - idle;
+        Figures {
+            kernels: self.kernels,
+            window_us: window,
+            busy_us: busy,
+            idle_us: idle,
+            compute_us: compute,
+            non_compute_us: non_compute,
+            idle_pct: pct(idle),
+            compute_pct: pct(compute),
+            non_compute_pct: pct(non_compute),
+            comm_us: comm,
+            memory_us: self.memory.total(),
+            comm_comp_overlap_pct: (comm > 0.0).then(|| 100.0 * (overlap / comm)),
+            exposed_comm_us: (comm - overlap).max(0.0),
+            idle_host_wait_us: self.host_wait.value(),
+            idle_by_stream: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct StreamAcc {
+    seen: bool,
+    host: Sum,
+    kernel: Sum,
+    other: Sum,
+}
+
+impl StreamAcc {
+    fn add(&mut self, category: usize, gap: f64) {
+        match category {
+            0 => self.host.add(gap),
+            1 => self.kernel.add(gap),
+            _ => self.other.add(gap),
+        }
+    }
+
+    fn row(&self, stream: String) -> StreamIdle {
+        StreamIdle {
+            stream,
+            host_wait_us: self.host.value(),
+            kernel_wait_us: self.kernel.value(),
+            other_us: self.other.value(),
+        }
+    }
+}
+
+/// How the per-stream breakdown reads a set of events.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct IdleRule {
+    /// HTA's arithmetic: previous row's end, negative gaps counted, only
+    /// events of HTA's idle categories.
+    pub hta: bool,
+    /// Streams of different processes are different streams (labelled
+    /// `pid:stream`).
+    pub by_pid: bool,
+}
+
+/// Overall figures and figures per stage code (`None` for a stage without
+/// events) of `events`, which must be in start order.
+pub(crate) fn compute<'a>(
+    set: &EventSet,
+    pid_label: &dyn Fn(u32) -> String,
+    events: impl Iterator<Item = &'a Ev> + Clone,
+    rule: IdleRule,
+) -> (Figures, [Option<Figures>; 3]) {
+    let mut overall = Acc::default();
+    let mut stage = [Acc::default(); 3];
+    let mut whole = Union::default();
+    for e in events.clone() {
+        let s = e.stage().code() as usize;
+        overall.push(e);
+        stage[s].push(e);
+        if let Some(prev_end) = whole.push(e.start, e.end) {
+            let gap = e.start - prev_end;
+            overall.idle.add(gap);
+            stage[s].idle.add(gap);
+            if e.host_ts > prev_end {
+                overall.host_wait.add(gap);
+                stage[s].host_wait.add(gap);
+            }
+        }
+    }
+    let window = whole.span();
+    let mut all = overall.figures(window, window - whole.total());
+    let mut per: [Option<Figures>; 3] = [None, None, None];
+    for (i, acc) in stage.iter().enumerate() {
+        if acc.kernels > 0 {
+            let idle = acc.idle.value();
+            per[i] = Some(acc.figures(acc.all.total() + idle, idle));
+        }
+    }
+
+    // Per stream: slots in order of first appearance.
+    let mut slot_of: HashMap<u64, usize> = HashMap::default();
+    let mut keys: Vec<u64> = Vec::new();
+    let mut prev_end: Vec<f64> = Vec::new();
+    let mut accs: Vec<[StreamAcc; 4]> = Vec::new();
+    for e in events.filter(|e| !rule.hta || e.in_idle()) {
+        let key = if rule.by_pid { ((e.pid as u64) << 32) | e.stream as u64 } else { e.stream as u64 };
+        let slot = *slot_of.entry(key).or_insert_with(|| {
+            keys.push(key);
+            prev_end.push(f64::NAN);
+            accs.push([StreamAcc::default(); 4]);
+            keys.len() - 1
+        });
+        let s = e.stage().code() as usize;
+        let acc = &mut accs[slot];
+        acc[3].seen = true;
+        acc[s].seen = true;
+        let prev = prev_end[slot];
+        if !prev.is_nan() {
+            let gap = e.start - prev;
+            let category = if e.host_ts > prev {
+                0
+            } else if gap < KERNEL_WAIT_US {
+                1
+            } else {
+                2
+            };
+            if rule.hta || gap > 0.0 {
+                acc[3].add(category, gap);
+                acc[s].add(category, gap);
+            }
+        }
+        prev_end[slot] = if rule.hta || prev.is_nan() { e.end } else { prev.max(e.end) };
+    }
+    let label = |key: u64| {
+        let stream = &set.streams[(key & 0xffff_ffff) as usize];
+        if rule.by_pid {
+            format!("{}:{stream}", pid_label((key >> 32) as u32))
+        } else {
+            stream.clone()
+        }
+    };
+    for (slot, &key) in keys.iter().enumerate() {
+        all.idle_by_stream.push(accs[slot][3].row(label(key)));
+        for (i, fig) in per.iter_mut().enumerate() {
+            if let Some(fig) = fig {
+                if accs[slot][i].seen {
+                    fig.idle_by_stream.push(accs[slot][i].row(label(key)));
+                }
+            }
+        }
+    }
+    (all, per)
+}

@@ -1,0 +1,93 @@
+//! Launch overhead of a stage: its GPU events matched by correlation to a
+//! launch call (`trace.launches`; a CUDA-graph launch counts once however
+//! many kernels it starts), the launch delay (kernel start − launch end,
+//! at least 0), median kernel and launch durations, and the share of
+//! kernels shorter than their own launch call.
+
+use super::events::EventSet;
+use super::intervals::{percentile, sort_values, Sum};
+use super::types::LaunchStats;
+use crate::analysis::stage::Stage;
+use crate::columns::{Pack, Trace};
+
+/// Launch row per correlation (the last row of a correlation wins).
+pub(crate) struct LaunchIndex {
+    by_corr: Vec<(i64, u32)>,
+}
+
+impl LaunchIndex {
+    pub(crate) fn build(trace: &Trace) -> LaunchIndex {
+        let l = &trace.launches;
+        let mut by_corr: Vec<(i64, u32)> = (0..l.len()).map(|i| (l.correlation[i], i as u32)).collect();
+        by_corr.sort_unstable();
+        // Keep the last row of each correlation.
+        let mut out: Vec<(i64, u32)> = Vec::with_capacity(by_corr.len());
+        for e in by_corr {
+            match out.last_mut() {
+                Some(last) if last.0 == e.0 => *last = e,
+                _ => out.push(e),
+            }
+        }
+        LaunchIndex { by_corr: out }
+    }
+
+    pub(crate) fn get(&self, corr: i64) -> Option<u32> {
+        let i = self.by_corr.partition_point(|e| e.0 < corr);
+        self.by_corr.get(i).filter(|e| e.0 == corr).map(|e| e.1)
+    }
+}
+
+/// Launch statistics of the events of `stage`; `steps` is the stage's step
+/// count, for `kernels_per_step`.
+pub(crate) fn stats(trace: &Trace, set: &EventSet, index: &LaunchIndex, stage: Stage, steps: u64) -> LaunchStats {
+    let k = &trace.kernels;
+    let l = &trace.launches;
+    let mut delays: Vec<f64> = Vec::new();
+    let mut kernel_durs: Vec<f64> = Vec::new();
+    let mut rows: Vec<u32> = Vec::new();
+    let mut short = 0u64;
+    let mut stage_kernels = 0u64;
+    for e in set.events.iter().filter(|e| e.stage() == stage) {
+        stage_kernels += 1;
+        let Some(corr) = <Option<i64> as Pack>::unpack(k.correlation[e.row as usize]) else { continue };
+        let Some(row) = index.get(corr) else { continue };
+        let (ls, le) = set.clock.interval(l.ts[row as usize], l.dur[row as usize]);
+        if !ls.is_finite() || !le.is_finite() {
+            continue;
+        }
+        let dur = e.end - e.start;
+        delays.push((e.start - le).max(0.0));
+        kernel_durs.push(dur);
+        rows.push(row);
+        if dur < le - ls {
+            short += 1;
+        }
+    }
+    let matched = kernel_durs.len() as u64;
+    rows.sort_unstable();
+    rows.dedup();
+    let mut cpu = Sum::default();
+    let mut launch_durs: Vec<f64> = rows
+        .iter()
+        .map(|&r| {
+            let (s, e) = set.clock.interval(l.ts[r as usize], l.dur[r as usize]);
+            cpu.add(e - s);
+            e - s
+        })
+        .collect();
+    sort_values(&mut delays);
+    sort_values(&mut kernel_durs);
+    sort_values(&mut launch_durs);
+    LaunchStats {
+        launches: rows.len() as u64,
+        kernels: matched,
+        cpu_us: cpu.value(),
+        delay_p50_us: percentile(&delays, 0.5),
+        delay_p90_us: percentile(&delays, 0.9),
+        delay_p99_us: percentile(&delays, 0.99),
+        kernel_p50_us: percentile(&kernel_durs, 0.5),
+        launch_p50_us: percentile(&launch_durs, 0.5),
+        short_kernel_pct: (matched > 0).then(|| 100.0 * short as f64 / matched as f64),
+        kernels_per_step: (steps > 0).then(|| stage_kernels as f64 / steps as f64),
+    }
+}

@@ -1,0 +1,122 @@
+//! Steps (iterations) from CPU annotations, and which stage each belongs to.
+//!
+//! The first rule that finds any step decides, over CPU-side (not
+//! `gpu_user_annotation`) annotations:
+//! 1. `ProfilerStep#N` (also when recorded as an operator) — [`StepSource::ProfilerStep`];
+//! 2. SGLang's `step[…]` batch annotations — [`StepSource::SglangStep`];
+//! 3. vLLM's `execute_…` annotations naming `_context_` and `_generation_` —
+//!    [`StepSource::VllmExecute`].
+//!
+//! A step belongs to the stage of most of the GPU events launched inside it
+//! (host-side call start, else kernel start, within the step's interval;
+//! ties go to the earlier stage in report order). A step that launched no
+//! GPU event belongs to no stage. Steps use the trace's own times.
+
+use super::events::EventSet;
+use super::intervals::{percentile, sort_values, Sum};
+use super::types::{SlowStep, StepSource, Steps};
+use crate::analysis::stage::Stage;
+use crate::columns::{Sym, Trace};
+use crate::pysem::fcmp;
+
+/// How many of the longest steps a stage lists.
+pub const SLOWEST_STEPS: usize = 3;
+
+/// One step found in the trace.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Span {
+    pub name: Sym,
+    pub ts: f64,
+    pub dur: f64,
+}
+
+fn rule_matches(source: StepSource, name: &str) -> bool {
+    match source {
+        StepSource::ProfilerStep => name.starts_with("ProfilerStep#"),
+        StepSource::SglangStep => name.starts_with("step["),
+        StepSource::VllmExecute => {
+            name.starts_with("execute_") && name.contains("_context_") && name.contains("_generation_")
+        }
+    }
+}
+
+/// The trace's steps, sorted by start, and the rule that found them.
+pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
+    let a = &trace.annotations;
+    let m = &trace.step_marks;
+    for source in [StepSource::ProfilerStep, StepSource::SglangStep, StepSource::VllmExecute] {
+        let mut cache: rustc_hash::FxHashMap<Sym, bool> = Default::default();
+        let mut hit = |name: Sym| *cache.entry(name).or_insert_with(|| rule_matches(source, trace.s(name)));
+        let mut spans: Vec<Span> = (0..a.len())
+            .filter(|&i| !a.is_gpu[i] && hit(a.name[i]))
+            .map(|i| Span { name: a.name[i], ts: a.ts[i], dur: a.dur[i] })
+            .collect();
+        if source == StepSource::ProfilerStep {
+            spans.extend((0..m.len()).filter(|&i| hit(m.name[i])).map(|i| Span {
+                name: m.name[i],
+                ts: m.ts[i],
+                dur: m.dur[i],
+            }));
+        }
+        spans.retain(|s| s.ts.is_finite() && s.dur.is_finite() && s.dur >= 0.0);
+        if !spans.is_empty() {
+            spans.sort_by(|x, y| fcmp(x.ts, y.ts));
+            return Some((source, spans));
+        }
+    }
+    None
+}
+
+/// The stage code of each span (`None`: no GPU event launched inside).
+pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Vec<Option<Stage>> {
+    let mut counts = vec![[0u64; 3]; spans.len()];
+    for e in &set.events {
+        let probe = if e.host_ts.is_finite() { e.host_ts } else { e.start };
+        let i = spans.partition_point(|s| s.ts <= probe);
+        if i == 0 {
+            continue;
+        }
+        let s = &spans[i - 1];
+        if probe <= s.ts + s.dur {
+            counts[i - 1][e.stage().code() as usize] += 1;
+        }
+    }
+    counts
+        .iter()
+        .map(|c| {
+            let best = (0..3).fold(0, |b, i| if c[i] > c[b] { i } else { b });
+            (c[best] > 0).then(|| Stage::from_code(best as u8))
+        })
+        .collect()
+}
+
+/// The steps of `stage`.
+pub(crate) fn summary(
+    trace: &Trace,
+    source: StepSource,
+    spans: &[Span],
+    stages: &[Option<Stage>],
+    stage: Stage,
+) -> Steps {
+    let mine: Vec<&Span> = spans.iter().zip(stages).filter(|(_, s)| **s == Some(stage)).map(|(sp, _)| sp).collect();
+    let mut durs: Vec<f64> = mine.iter().map(|s| s.dur).collect();
+    sort_values(&mut durs);
+    let mut total = Sum::default();
+    durs.iter().for_each(|&d| total.add(d));
+    let n = durs.len();
+    let mut slowest: Vec<&Span> = mine.clone();
+    slowest.sort_by(|x, y| fcmp(y.dur, x.dur).then(fcmp(x.ts, y.ts)));
+    slowest.truncate(SLOWEST_STEPS);
+    Steps {
+        source: Some(source),
+        count: n as u64,
+        mean_us: (n > 0).then(|| total.value() / n as f64),
+        p50_us: percentile(&durs, 0.5),
+        p90_us: percentile(&durs, 0.9),
+        max_us: durs.last().copied(),
+        slowest: slowest
+            .into_iter()
+            .map(|s| SlowStep { name: trace.s(s.name).to_string(), start_us: s.ts, dur_us: s.dur })
+            .collect(),
+    }
+}

@@ -1,0 +1,297 @@
+//! Timeline tests over small hand-made traces read by the real ingest.
+
+use super::*;
+use crate::ingest::load_bytes;
+
+fn kernel(name: &str, ts: f64, dur: f64, stream: i64, corr: i64) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":{stream},"ts":{ts},"dur":{dur},"args":{{"stream":{stream},"correlation":{corr}}}}}"#
+    )
+}
+
+fn launch(ts: f64, dur: f64, corr: i64) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{ts},"dur":{dur},"args":{{"correlation":{corr}}}}}"#
+    )
+}
+
+fn annotation(cat: &str, name: &str, ts: f64, dur: f64) -> String {
+    format!(r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#)
+}
+
+fn trace_of(events: &[String]) -> Trace {
+    let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+    load_bytes(text.as_bytes()).expect("test trace parses")
+}
+
+fn run(t: &Trace, basis: Basis) -> Timeline {
+    timeline(t, &RowStages::build(t), &TimelineOptions { basis, rank: None })
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// Four kernels on one stream, each gap of a different cause.
+fn four_kernels() -> Vec<String> {
+    vec![
+        launch(-5.0, 2.0, 1),
+        kernel("gemm", 0.0, 10.0, 7, 1),
+        launch(2.0, 2.0, 2),
+        kernel("gemm", 15.0, 10.0, 7, 2),
+        launch(50.0, 2.0, 3),
+        kernel("gemm", 100.0, 10.0, 7, 3),
+        launch(20.0, 2.0, 4),
+        kernel("gemm", 200.0, 10.0, 7, 4),
+    ]
+}
+
+#[test]
+fn temporal_figures_and_idle_causes() {
+    let t = trace_of(&four_kernels());
+    for basis in [Basis::Trace, Basis::Hta, Basis::HtaExact] {
+        let tl = run(&t, basis);
+        let f = &tl.trace;
+        assert_eq!(f.kernels, 4, "{basis:?}");
+        assert!(close(f.window_us, 210.0) && close(f.busy_us, 40.0) && close(f.idle_us, 170.0), "{f:?}");
+        assert!(close(f.compute_us, 40.0) && close(f.non_compute_us, 0.0));
+        assert!(close(f.idle_pct.unwrap(), 100.0 * 170.0 / 210.0));
+        assert_eq!(f.comm_comp_overlap_pct, None);
+        // The 75 µs gap before the third kernel waited for its launch.
+        assert!(close(f.idle_host_wait_us, 75.0));
+        let s = &f.idle_by_stream;
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].stream, "7");
+        assert!(close(s[0].host_wait_us, 75.0) && close(s[0].kernel_wait_us, 5.0) && close(s[0].other_us, 90.0));
+        assert_eq!(tl.stages.len(), 1);
+        assert_eq!(tl.stages[0].stage, Stage::All);
+        assert_eq!(tl.stages[0].gpus[0].figures, {
+            let mut g = f.clone();
+            g.idle_by_stream = f.idle_by_stream.clone();
+            g
+        });
+    }
+}
+
+#[test]
+fn cpu_only_trace_is_empty_not_nan() {
+    let t = trace_of(&[annotation("user_annotation", "ProfilerStep#1", 0.0, 10.0), launch(1.0, 1.0, 5)]);
+    let tl = run(&t, Basis::Trace);
+    assert_eq!(tl.trace.kernels, 0);
+    assert_eq!((tl.trace.window_us, tl.trace.idle_pct, tl.trace.comm_comp_overlap_pct), (0.0, None, None));
+    assert!(tl.stages.is_empty());
+    let json = serde_json::to_string(&tl).unwrap();
+    assert!(!json.contains("NaN"), "{json}");
+    let empty = trace_of(&[]);
+    assert_eq!(run(&empty, Basis::Hta).trace.kernels, 0);
+}
+
+#[test]
+fn stream_zero_is_a_stream() {
+    let t = trace_of(&[kernel("a", 0.0, 5.0, 0, 1), kernel("b", 10.0, 5.0, 0, 2)]);
+    assert_eq!(t.kernels.stream_int, vec![0, 0]);
+    assert_eq!(t.kernels.stream[0], u32::MAX, "stream 0 is falsy: no stream symbol");
+    for basis in [Basis::Trace, Basis::Hta] {
+        let tl = run(&t, basis);
+        assert_eq!(tl.trace.kernels, 2, "{basis:?}");
+        assert_eq!(tl.trace.idle_by_stream[0].stream, "0");
+    }
+}
+
+#[test]
+fn hta_rounds_to_whole_microseconds() {
+    let t = trace_of(&[kernel("a", 0.5, 10.0, 7, 1), kernel("b", 20.2, 0.5, 7, 2)]);
+    assert!(t.counts.ts_fractional && !t.counts.ts_text);
+    let r = run(&t, Basis::Hta);
+    assert!(r.rounded_to_us);
+    // [1, 10] and [21, 20]: the sub-µs kernel gets an end before its start.
+    assert!(close(r.trace.window_us, 19.0) && close(r.trace.busy_us, 8.0), "{:?}", r.trace);
+    let e = run(&t, Basis::HtaExact);
+    assert!(!e.rounded_to_us);
+    assert!(close(e.trace.window_us, 20.2) && close(e.trace.busy_us, 10.5));
+    // Integer times are never rounded.
+    let t = trace_of(&[kernel("a", 1.0, 10.0, 7, 1).replace("1.0", "1")]);
+    assert!(!t.counts.ts_fractional);
+}
+
+#[test]
+fn hta_drops_the_last_profiler_step() {
+    let mut ev = four_kernels();
+    ev.push(annotation("user_annotation", "ProfilerStep#1", -10.0, 40.0));
+    ev.push(annotation("user_annotation", "ProfilerStep#2", 40.0, 100.0));
+    let t = trace_of(&ev);
+    let hta = run(&t, Basis::Hta);
+    // Launches 3 (at 50) and 4 (at 20)... launch 3 is after the last step's start.
+    assert_eq!(hta.trace.kernels, 3);
+    assert_eq!(hta.step_filter, Some(StepFilter { last_step_start_us: 40.0, kernels_dropped: 1 }));
+    assert_eq!(run(&t, Basis::Trace).trace.kernels, 4);
+    assert_eq!(run(&t, Basis::Trace).step_filter, None);
+    // One step name only: nothing is filtered.
+    let t = trace_of(&[four_kernels(), vec![annotation("user_annotation", "ProfilerStep#1", 40.0, 10.0)]].concat());
+    assert_eq!(run(&t, Basis::Hta).trace.kernels, 4);
+}
+
+#[test]
+fn communication_overlap_and_kernel_classes() {
+    let t = trace_of(&[
+        kernel("ncclKernel_AllReduce", 0.0, 10.0, 1, 1),
+        kernel("gemm", 5.0, 15.0, 2, 2),
+        kernel("Memcpy DtoD", 30.0, 4.0, 3, 3),
+        kernel("cudaStreamSynchronize Sync", 40.0, 2.0, 3, 4),
+    ]);
+    let f = run(&t, Basis::Trace).trace;
+    assert!(close(f.comm_us, 10.0) && close(f.compute_us, 15.0) && close(f.memory_us, 4.0));
+    assert!(close(f.comm_comp_overlap_pct.unwrap(), 50.0) && close(f.exposed_comm_us, 5.0));
+    assert!(close(f.busy_us, 26.0) && close(f.window_us, 42.0));
+    assert!(close(f.non_compute_us, 26.0 - 15.0));
+    assert_eq!(f.idle_by_stream.iter().map(|s| s.stream.as_str()).collect::<Vec<_>>(), ["1", "2", "3"]);
+}
+
+#[test]
+fn stages_share_the_window() {
+    let t = trace_of(&[
+        annotation("gpu_user_annotation", "prefill", 0.0, 50.0),
+        annotation("gpu_user_annotation", "decode", 60.0, 200.0),
+        kernel("a", 0.0, 20.0, 7, 1),
+        kernel("b", 30.0, 20.0, 7, 2),
+        kernel("c", 70.0, 10.0, 7, 3),
+        kernel("d", 100.0, 10.0, 7, 4),
+    ]);
+    let tl = run(&t, Basis::Trace);
+    let stages: Vec<Stage> = tl.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, [Stage::Extend, Stage::Decode]);
+    let (e, d) = (&tl.stages[0].gpus[0].figures, &tl.stages[1].gpus[0].figures);
+    // Extend: 40 busy + the 10 µs gap before b; decode: 20 busy + gaps of 20 and 20.
+    assert!(close(e.window_us, 50.0) && close(e.idle_us, 10.0), "{e:?}");
+    assert!(close(d.window_us, 60.0) && close(d.idle_us, 40.0), "{d:?}");
+    assert!(close(e.window_us + d.window_us, tl.trace.window_us));
+    assert_eq!((tl.stages[0].verdict.kind, tl.stages[1].verdict.kind), (VerdictKind::GpuIdle, VerdictKind::GpuIdle));
+}
+
+#[test]
+fn launch_statistics() {
+    let mut ev = four_kernels();
+    // A graph launch starting two kernels counts once.
+    ev.push(
+        r#"{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":300,"dur":20,"args":{"correlation":9}}"#.to_string());
+    ev.push(kernel("g1", 330.0, 5.0, 7, 9));
+    ev.push(kernel("g2", 336.0, 5.0, 7, 9));
+    let t = trace_of(&ev);
+    let l = &run(&t, Basis::Trace).stages[0].launch;
+    assert_eq!((l.launches, l.kernels), (5, 6));
+    assert!(close(l.cpu_us, 4.0 * 2.0 + 20.0));
+    // Delays: 3, 11, 48, 178, 10, 16.
+    assert!(close(l.delay_p50_us.unwrap(), 13.5), "{l:?}");
+    assert!(close(l.kernel_p50_us.unwrap(), 10.0) && close(l.launch_p50_us.unwrap(), 2.0));
+    assert!(close(l.short_kernel_pct.unwrap(), 100.0 * 2.0 / 6.0));
+    assert_eq!(l.kernels_per_step, None);
+}
+
+#[test]
+fn step_detection_rules() {
+    let mut ev = four_kernels();
+    ev.push(annotation("user_annotation", "step[DECODE bs=1]", -10.0, 30.0));
+    ev.push(annotation("user_annotation", "step[DECODE bs=2]", 40.0, 100.0));
+    ev.push(annotation("gpu_user_annotation", "ProfilerStep#9", 0.0, 300.0));
+    let t = trace_of(&ev);
+    let s = &run(&t, Basis::Trace).stages[0].steps;
+    // GPU-side ProfilerStep annotations do not count; SGLang steps do.
+    assert_eq!((s.source, s.count), (Some(StepSource::SglangStep), 2));
+    assert!(close(s.max_us.unwrap(), 100.0) && close(s.mean_us.unwrap(), 65.0));
+    assert_eq!(
+        s.slowest.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+        ["step[DECODE bs=2]", "step[DECODE bs=1]"]
+    );
+    assert_eq!(s.slowest[0].start_us, 40.0);
+    assert!(close(run(&t, Basis::Trace).stages[0].launch.kernels_per_step.unwrap(), 2.0));
+
+    ev.push(annotation("user_annotation", "ProfilerStep#3", -10.0, 300.0));
+    let t = trace_of(&ev);
+    let s = &run(&t, Basis::Trace).stages[0].steps;
+    assert_eq!((s.source, s.count), (Some(StepSource::ProfilerStep), 1));
+
+    let t = trace_of(
+        &[four_kernels(), vec![annotation("user_annotation", "execute_context_1(8)_generation_0(0)", -10.0, 300.0)]]
+            .concat(),
+    );
+    assert_eq!(run(&t, Basis::Trace).stages[0].steps.source, Some(StepSource::VllmExecute));
+    let t = trace_of(&four_kernels());
+    assert_eq!(run(&t, Basis::Trace).stages[0].steps, Steps::default());
+}
+
+#[test]
+fn profiler_steps_recorded_as_operators() {
+    let ev = [
+        annotation("Operator", "ProfilerStep#1", 0.0, 10.0),
+        annotation("cpu_op", "ProfilerStep#2", 10.0, 10.0),
+        kernel("a", 1.0, 1.0, 7, 1),
+    ];
+    let t = trace_of(&ev);
+    assert_eq!(t.step_marks.len(), 2);
+    assert_eq!(t.annotations.len(), 0);
+    assert!(trace_of(&[annotation("user_annotation", "ProfilerStep#1", 0.0, 10.0)]).step_marks.is_empty());
+}
+
+#[test]
+fn runtime_calls_are_kept_once() {
+    let t = trace_of(&[
+        launch(0.0, 1.0, 1),
+        r#"{"ph":"X","cat":"cuda_runtime","name":"cudaMemcpyAsync","pid":1,"tid":1,"ts":2,"dur":1,"args":{"correlation":2}}"#.to_string(),
+        r#"{"ph":"X","cat":"mtia_runtime","name":"enqueueCommand","pid":1,"tid":1,"ts":3,"dur":1,"args":{"correlation":3}}"#.to_string(),
+        r#"{"ph":"X","cat":"python_function","name":"f","pid":1,"tid":1,"ts":3,"dur":1,"args":{"correlation":4}}"#.to_string(),
+        // A zero-length device row is neither a kernel nor a runtime call.
+        r#"{"ph":"X","cat":"cuda_sync","name":"Stream Wait Event","pid":0,"tid":7,"ts":3,"dur":0,"args":{"stream":7,"correlation":5}}"#.to_string(),
+        kernel("a", 5.0, 1.0, 7, 2),
+    ]);
+    assert_eq!(t.launches.len(), 1);
+    assert_eq!(t.kernels.len(), 1);
+    let names: Vec<&str> = t.runtime.name.iter().map(|&s| t.s(s)).collect();
+    assert_eq!(names, ["cudaMemcpyAsync", "enqueueCommand"]);
+    // The memcpy call is the kernel's host side: it started (2) before the kernel.
+    let tl = run(&t, Basis::Trace);
+    assert_eq!(tl.trace.kernels, 1);
+}
+
+#[test]
+fn runtime_rows_with_a_text_stream_are_host_calls() {
+    // ROCm runtime calls carry `stream: "0x0"`: kernel-like rows, but host calls.
+    let hip = r#"{"ph":"X","cat":"cuda_runtime","name":"hipLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"stream":"0x0","correlation":1}}"#;
+    let t = trace_of(&[hip.to_string(), kernel("a", 50.0, 1.0, 7, 1), kernel("b", 60.0, 1.0, 7, 2)]);
+    assert_eq!(t.kernels.len(), 3);
+    assert_eq!(t.kernels.stream_int[0], -1);
+    for basis in [Basis::Trace, Basis::Hta] {
+        let tl = run(&t, basis);
+        assert_eq!(tl.trace.kernels, 2, "{basis:?}");
+        assert_eq!(tl.stages[0].launch.launches, 1);
+    }
+}
+
+#[test]
+fn non_finite_times_never_panic() {
+    let bad =
+        r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":NaN,"dur":5,"args":{"stream":7,"correlation":1}}"#;
+    let inf = r#"{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":Infinity,"args":{"stream":7,"correlation":2}}"#;
+    let t = trace_of(&[bad.to_string(), inf.to_string(), kernel("a", 1.0, 1.0, 7, 3), launch(f64::MAX, 1e308, 3)]);
+    for basis in [Basis::Trace, Basis::Hta, Basis::HtaExact] {
+        let tl = run(&t, basis);
+        assert_eq!((tl.trace.kernels, tl.skipped_non_finite), (1, 2), "{basis:?}");
+        let json = serde_json::to_string(&tl).unwrap();
+        assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+    }
+}
+
+#[test]
+fn stream_int_follows_python_int() {
+    use crate::columns::builder::stream_int;
+    use crate::pysem::Scalar;
+    assert_eq!(stream_int(Scalar::Num("7")), 7);
+    assert_eq!(stream_int(Scalar::Num("0")), 0);
+    assert_eq!(stream_int(Scalar::Num("7.9")), 7);
+    assert_eq!(stream_int(Scalar::Num("NaN")), -1);
+    assert_eq!(stream_int(Scalar::Str(" 7 ")), 7);
+    assert_eq!(stream_int(Scalar::Str("7.0")), -1);
+    assert_eq!(stream_int(Scalar::Str("0x0")), -1);
+    assert_eq!(stream_int(Scalar::Bool(true)), 1);
+    assert_eq!(stream_int(Scalar::Missing), -1);
+    assert_eq!(stream_int(Scalar::Num("99999999999")), i32::MAX);
+}

@@ -1,0 +1,215 @@
+//! The timeline's options and result types: what a caller asks for
+//! ([`TimelineOptions`], [`Basis`]) and the serde-serializable figures it
+//! gets back ([`Timeline`] and its parts). Values are not rounded here;
+//! renderers round. An undefined value (a share of an empty window, a
+//! percentile of no samples) is `None`, never NaN.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::stage::Stage;
+
+/// Which kernels and which clock the timeline is computed on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Every GPU kernel of the trace, of every process, at the trace's own
+    /// float times; nothing is dropped. What users see in a trace viewer.
+    #[default]
+    Trace,
+    /// Holistic Trace Analysis 0.5.0 as it runs by default: times rounded to
+    /// whole µs (start up, end down) when any event time is fractional,
+    /// events from the start of the last `ProfilerStep` on dropped, every
+    /// event with an integer `args.stream` counted as a GPU event.
+    Hta,
+    /// As [`Basis::Hta`] without the µs rounding (HTA run with
+    /// `HTA_DISABLE_NS_ROUNDING=1`).
+    HtaExact,
+}
+
+/// Options of [`super::timeline`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TimelineOptions {
+    pub basis: Basis,
+    /// The trace's rank; `None` reads `distributedInfo.rank` from the trace.
+    pub rank: Option<u64>,
+}
+
+/// The whole timeline result of one trace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Timeline {
+    pub basis: Basis,
+    /// Times were rounded to whole µs (only under [`Basis::Hta`]).
+    pub rounded_to_us: bool,
+    /// The HTA last-step filter, when it applied (HTA bases only).
+    pub step_filter: Option<StepFilter>,
+    /// GPU events left out because their start or end is not a finite
+    /// number.
+    pub skipped_non_finite: u64,
+    /// Figures over every GPU event of the trace (all processes together).
+    pub trace: Figures,
+    /// Per stage present, in report order (extend, decode, all).
+    pub stages: Vec<StageTimeline>,
+}
+
+/// HTA drops everything from the start of the last `ProfilerStep` on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StepFilter {
+    /// Start of the last `ProfilerStep` (on the basis clock).
+    pub last_step_start_us: f64,
+    /// GPU events the filter dropped.
+    pub kernels_dropped: u64,
+}
+
+/// Busy, idle and kernel-class time over a set of GPU events.
+///
+/// The window runs from the first event's start to the last merged end;
+/// busy time is the union of the events' intervals over all streams,
+/// idle time the rest of the window. `compute_us`, `comm_us` and
+/// `memory_us` are unions of the computation, communication and memory
+/// kernels (HTA's kernel-type rule on the name); `non_compute_us` is busy
+/// time not covered by computation. For a stage, the window is the stage's
+/// busy time plus the idle gaps that end with one of its kernels.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// GPU events counted.
+    pub kernels: u64,
+    pub window_us: f64,
+    pub busy_us: f64,
+    pub idle_us: f64,
+    pub compute_us: f64,
+    pub non_compute_us: f64,
+    /// Shares of the window, 0–100; `None` for an empty window.
+    pub idle_pct: Option<f64>,
+    pub compute_pct: Option<f64>,
+    pub non_compute_pct: Option<f64>,
+    pub comm_us: f64,
+    pub memory_us: f64,
+    /// Share of communication time that overlaps computation, 0–100;
+    /// `None` without communication.
+    pub comm_comp_overlap_pct: Option<f64>,
+    /// Communication time not overlapped by computation.
+    pub exposed_comm_us: f64,
+    /// The part of `idle_us` spent waiting for the host: idle gaps whose
+    /// next kernel's host-side call started after the gap opened.
+    pub idle_host_wait_us: f64,
+    /// Idle time between consecutive kernels of each stream, by cause.
+    pub idle_by_stream: Vec<StreamIdle>,
+}
+
+/// Idle time between consecutive kernels of one stream, split by cause: the
+/// next kernel's host-side call started after the previous kernel ended
+/// (`host_wait_us`), else a gap under 30 µs (`kernel_wait_us`), else
+/// `other_us`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StreamIdle {
+    pub stream: String,
+    pub host_wait_us: f64,
+    pub kernel_wait_us: f64,
+    pub other_us: f64,
+}
+
+/// One stage of the trace.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StageTimeline {
+    pub stage: Stage,
+    /// Per GPU (kernel process), in order of first kernel.
+    pub gpus: Vec<GpuTimeline>,
+    pub launch: LaunchStats,
+    pub steps: Steps,
+    pub verdict: Verdict,
+}
+
+/// The figures of one GPU (one kernel process) within a stage.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GpuTimeline {
+    pub pid: String,
+    pub rank: Option<u64>,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// Launch overhead of a stage's kernels that match a launch call by
+/// correlation. Percentiles interpolate linearly between order statistics
+/// (numpy's default).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LaunchStats {
+    /// Distinct launch calls behind the matched kernels.
+    pub launches: u64,
+    /// Kernels matched to a launch call.
+    pub kernels: u64,
+    /// Total duration of those launch calls.
+    pub cpu_us: f64,
+    /// Kernel start minus its launch call's end, at least 0.
+    pub delay_p50_us: Option<f64>,
+    pub delay_p90_us: Option<f64>,
+    pub delay_p99_us: Option<f64>,
+    /// Median matched-kernel duration.
+    pub kernel_p50_us: Option<f64>,
+    /// Median launch-call duration.
+    pub launch_p50_us: Option<f64>,
+    /// Share of matched kernels shorter than their own launch call, 0–100.
+    pub short_kernel_pct: Option<f64>,
+    /// The stage's kernels per step; `None` without steps.
+    pub kernels_per_step: Option<f64>,
+}
+
+/// Which annotations delimit the steps (iterations) of a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepSource {
+    /// `ProfilerStep#N`, the profiler's own step annotation.
+    ProfilerStep,
+    /// SGLang's batch annotations `step[DECODE bs=…]`, `step[EXTEND …]`.
+    SglangStep,
+    /// vLLM's model-step annotations `execute_…context_…_generation_…`.
+    VllmExecute,
+}
+
+/// The steps of one stage.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Steps {
+    /// The rule the trace's steps were found by; `None` when it has none.
+    pub source: Option<StepSource>,
+    pub count: u64,
+    pub mean_us: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub max_us: Option<f64>,
+    /// Up to three longest steps, longest first.
+    pub slowest: Vec<SlowStep>,
+}
+
+/// One step, located on the trace's own clock.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SlowStep {
+    pub name: String,
+    /// The step's `ts` as written in the trace.
+    pub start_us: f64,
+    pub dur_us: f64,
+}
+
+/// What bounds a stage, by the rule in the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    CpuLaunchBound,
+    CommunicationBound,
+    GpuIdle,
+    GpuBound,
+    NoGpuKernels,
+}
+
+/// A stage's verdict and the numbers that decided it (sums over the
+/// stage's GPUs; shares of their summed windows, 0–100).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    pub window_us: f64,
+    pub idle_pct: Option<f64>,
+    /// Idle time waiting for the host, as a share of the window (points of
+    /// `idle_pct`).
+    pub host_wait_pct: Option<f64>,
+    pub exposed_comm_pct: Option<f64>,
+    pub kernel_p50_us: Option<f64>,
+    pub launch_p50_us: Option<f64>,
+}
