@@ -642,7 +642,7 @@ fn column_sizes_do_not_depend_on_the_thread_count() {
         o.json()["columns"].clone()
     };
     let one = columns("1");
-    assert_eq!(one[3]["name"], "python_frames");
+    assert!(one.as_array().is_some_and(|c| c.iter().any(|c| c["name"] == "python_frames")), "{one}");
     for threads in ["2", "3", "7"] {
         assert_eq!(columns(threads), one, "{threads} threads");
     }
