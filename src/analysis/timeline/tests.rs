@@ -188,6 +188,21 @@ fn launch_statistics() {
 }
 
 #[test]
+fn launches_of_an_older_runtime_category() {
+    // Older profilers write launches with category `Runtime`.
+    let old = r#"{"ph":"X","cat":"Runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":4,"args":{"correlation":1}}"#;
+    let memcpy = r#"{"ph":"X","cat":"Runtime","name":"cudaMemcpyAsync","pid":1,"tid":1,"ts":10,"dur":4,"args":{"correlation":2}}"#;
+    let t = trace_of(&[old.to_string(), memcpy.to_string(), kernel("a", 6.0, 1.0, 7, 1), kernel("b", 20.0, 1.0, 7, 2)]);
+    assert_eq!((t.launches.len(), t.runtime.len()), (0, 2));
+    let tl = run(&t, Basis::Trace);
+    let l = &tl.stages[0].launch;
+    assert_eq!((l.launches, l.kernels), (1, 1));
+    assert!(close(l.delay_p50_us.unwrap(), 2.0));
+    // Both calls are host sides: b's memcpy started (10) after a ended (7).
+    assert!(close(tl.trace.idle_by_stream[0].host_wait_us, 13.0));
+}
+
+#[test]
 fn step_detection_rules() {
     let mut ev = four_kernels();
     ev.push(annotation("user_annotation", "step[DECODE bs=1]", -10.0, 30.0));
