@@ -64,16 +64,22 @@ impl LaunchIndex {
     }
 }
 
-/// Launch statistics of the events of `stage`; `steps` is the stage's step
-/// count, for `kernels_per_step`.
-pub(crate) fn stats(trace: &Trace, set: &EventSet, index: &LaunchIndex, stage: Stage, steps: u64) -> LaunchStats {
+/// Launch statistics of the events of `stage` (`None`: of every event);
+/// `steps` is the step count that goes with them, for `kernels_per_step`.
+pub(crate) fn stats(
+    trace: &Trace,
+    set: &EventSet,
+    index: &LaunchIndex,
+    stage: Option<Stage>,
+    steps: u64,
+) -> LaunchStats {
     let k = &trace.kernels;
     let mut delays: Vec<f64> = Vec::new();
     let mut kernel_durs: Vec<f64> = Vec::new();
     let mut rows: Vec<u64> = Vec::new();
     let mut short = 0u64;
     let mut stage_kernels = 0u64;
-    for e in set.events.iter().filter(|e| e.stage() == stage) {
+    for e in set.events.iter().filter(|e| stage.is_none_or(|s| e.stage() == s)) {
         stage_kernels += 1;
         let Some(corr) = <Option<i64> as Pack>::unpack(k.correlation[e.row as usize]) else { continue };
         let Some(row) = index.get(corr) else { continue };

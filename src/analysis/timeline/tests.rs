@@ -65,6 +65,10 @@ fn temporal_figures_and_idle_causes() {
         assert!(close(s[0].host_wait_us, 75.0) && close(s[0].kernel_wait_us, 5.0) && close(s[0].other_us, 90.0));
         assert_eq!(tl.stages.len(), 1);
         assert_eq!(tl.stages[0].stage, Stage::All);
+        assert_eq!(tl.verdict, tl.stages[0].verdict);
+        assert_eq!(tl.launch, tl.stages[0].launch);
+        // 80 % idle, 75 of the 170 idle µs waiting for the host: under half.
+        assert_eq!(tl.verdict.kind, VerdictKind::GpuIdle);
         assert_eq!(tl.stages[0].gpus[0].figures, {
             let mut g = f.clone();
             g.idle_by_stream = f.idle_by_stream.clone();
@@ -80,6 +84,7 @@ fn cpu_only_trace_is_empty_not_nan() {
     assert_eq!(tl.trace.kernels, 0);
     assert_eq!((tl.trace.window_us, tl.trace.idle_pct, tl.trace.comm_comp_overlap_pct), (0.0, None, None));
     assert!(tl.stages.is_empty());
+    assert_eq!(tl.verdict.kind, VerdictKind::NoGpuKernels);
     let json = serde_json::to_string(&tl).unwrap();
     assert!(!json.contains("NaN"), "{json}");
     let empty = trace_of(&[]);
@@ -309,4 +314,35 @@ fn stream_int_follows_python_int() {
     assert_eq!(stream_int(Scalar::Bool(true)), 1);
     assert_eq!(stream_int(Scalar::Missing), -1);
     assert_eq!(stream_int(Scalar::Num("99999999999")), i32::MAX);
+}
+
+#[test]
+fn gpus_are_processes_and_keep_their_streams_apart() {
+    let other = kernel("b", 5.0, 10.0, 7, 2).replace(r#""pid":0"#, r#""pid":1"#);
+    let text = format!(
+        r#"{{"distributedInfo":{{"rank":3}},"traceEvents":[{},{},{}]}}"#,
+        kernel("a", 0.0, 10.0, 7, 1),
+        other,
+        kernel("c", 30.0, 10.0, 7, 3)
+    );
+    let t = load_bytes(text.as_bytes()).unwrap();
+    assert_eq!(trace_rank(&t), Some(3));
+    let tl = run(&t, Basis::Trace);
+    // The whole trace merges both GPUs' busy time; streams stay per process.
+    assert!(close(tl.trace.busy_us, 25.0) && close(tl.trace.window_us, 40.0));
+    let labels: Vec<&str> = tl.trace.idle_by_stream.iter().map(|s| s.stream.as_str()).collect();
+    assert_eq!(labels, ["0:7", "1:7"]);
+    let gpus = &tl.stages[0].gpus;
+    assert_eq!(gpus.iter().map(|g| (g.pid.as_str(), g.rank)).collect::<Vec<_>>(), [("0", None), ("1", None)]);
+    assert!(close(gpus[0].figures.window_us, 40.0) && close(gpus[0].figures.idle_us, 20.0));
+    assert!(close(gpus[1].figures.window_us, 10.0));
+    // HTA reads one stream 7 across processes.
+    let hta = run(&t, Basis::Hta);
+    assert_eq!(hta.trace.idle_by_stream.len(), 1);
+    // One GPU: it gets the trace's rank.
+    let one = load_bytes(
+        format!(r#"{{"distributedInfo":{{"rank":3}},"traceEvents":[{}]}}"#, kernel("a", 0.0, 1.0, 7, 1)).as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(run(&one, Basis::Trace).stages[0].gpus[0].rank, Some(3));
 }
