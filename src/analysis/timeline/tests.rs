@@ -346,3 +346,46 @@ fn gpus_are_processes_and_keep_their_streams_apart() {
     .unwrap();
     assert_eq!(run(&one, Basis::Trace).stages[0].gpus[0].rank, Some(3));
 }
+
+#[test]
+fn random_hostile_traces_never_panic() {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let times = ["0", "1", "2.5", "-3", "1e308", "-1e308", "NaN", "Infinity", "-Infinity", "100", "0.25", "7"];
+    let streams = ["0", "7", "\"0x0\"", "\"7\"", "null", "7.5", "-2", "true"];
+    let cats = ["kernel", "gpu_memcpy", "cuda_runtime", "cuda_driver", "user_annotation", "Runtime", "cpu_op"];
+    let names = ["ncclKernel_x", "gemm", "Memcpy", "cudaLaunchKernel", "ProfilerStep#1", "ProfilerStep#2", "step[x]"];
+    for _ in 0..300 {
+        let n = 1 + next(12);
+        let events: Vec<String> = (0..n)
+            .map(|_| {
+                format!(
+                    r#"{{"ph":"X","cat":"{}","name":"{}","pid":{},"tid":1,"ts":{},"dur":{},"args":{{"stream":{},"correlation":{}}}}}"#,
+                    cats[next(cats.len())],
+                    names[next(names.len())],
+                    next(3),
+                    times[next(times.len())],
+                    times[next(times.len())],
+                    streams[next(streams.len())],
+                    next(4)
+                )
+            })
+            .collect();
+        let t = trace_of(&events);
+        for basis in [Basis::Trace, Basis::Hta, Basis::HtaExact] {
+            let tl = run(&t, basis);
+            let json = serde_json::to_string(&tl).unwrap();
+            assert!(!json.contains("NaN"), "{json}");
+        }
+    }
+}
+
+#[test]
+fn gpu_events_stay_small() {
+    assert!(std::mem::size_of::<events::Ev>() <= 40);
+}
