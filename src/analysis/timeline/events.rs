@@ -23,10 +23,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::intervals::KernelType;
 use super::types::{Basis, StepFilter};
 use crate::analysis::kernels::extract::gpu_kernel_mask;
 use crate::analysis::stage::{RowStages, Stage};
-use crate::analysis::timeline::intervals::KernelType;
 use crate::columns::{Pack, Sym, Trace};
 use crate::pysem::{fcmp, normalize_text};
 

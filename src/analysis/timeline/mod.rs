@@ -4,7 +4,11 @@
 //! steps (iterations) and a verdict per stage on what bounds it.
 //!
 //! [`timeline`] is a pure function of a trace, the stage of each kernel row
-//! and [`TimelineOptions`]. The [`Basis`] chooses the kernels and clock:
+//! and [`TimelineOptions`]. It gives whole-trace figures (every GPU process
+//! in one timeline, as HTA reads a trace) with their launch statistics and
+//! verdict, then per stage the figures of each GPU (kernel process), the
+//! stage's launch statistics, steps and verdict. A GPU gets the trace's rank
+//! (`distributedInfo.rank`) when it is the trace's only GPU. The [`Basis`] chooses the kernels and clock:
 //! `trace` (the default) reads every GPU kernel at the trace's own times;
 //! `hta` and `hta_exact` reproduce Holistic Trace Analysis 0.5.0's temporal,
 //! idle-time and communication-overlap figures (with and without its µs
@@ -98,17 +102,22 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
             Some((source, spans)) => steps::summary(trace, *source, spans, &step_stage, stage),
             None => Steps::default(),
         };
-        let launch = launch::stats(trace, &set, &launches, stage, steps.count);
+        let launch = launch::stats(trace, &set, &launches, Some(stage), steps.count);
         let verdict = verdict::decide(g.iter().map(|g| &g.figures), &launch);
         out_stages.push(StageTimeline { stage, gpus: g, launch, steps, verdict });
     }
 
+    let all_steps = found.as_ref().map_or(0, |(_, spans)| spans.len() as u64);
+    let launch = launch::stats(trace, &set, &launches, None, all_steps);
+    let verdict = verdict::decide([&whole], &launch);
     Timeline {
         basis: opts.basis,
         rounded_to_us: set.clock.round,
         step_filter: set.filter.clone(),
         skipped_non_finite: set.skipped,
         trace: whole,
+        launch,
+        verdict,
         stages: out_stages,
     }
 }

@@ -65,6 +65,10 @@ fn temporal_figures_and_idle_causes() {
         assert!(close(s[0].host_wait_us, 75.0) && close(s[0].kernel_wait_us, 5.0) && close(s[0].other_us, 90.0));
         assert_eq!(tl.stages.len(), 1);
         assert_eq!(tl.stages[0].stage, Stage::All);
+        assert_eq!(tl.verdict, tl.stages[0].verdict);
+        assert_eq!(tl.launch, tl.stages[0].launch);
+        // 80 % idle, 75 of the 170 idle µs waiting for the host: under half.
+        assert_eq!(tl.verdict.kind, VerdictKind::GpuIdle);
         assert_eq!(tl.stages[0].gpus[0].figures, {
             let mut g = f.clone();
             g.idle_by_stream = f.idle_by_stream.clone();
@@ -80,6 +84,7 @@ fn cpu_only_trace_is_empty_not_nan() {
     assert_eq!(tl.trace.kernels, 0);
     assert_eq!((tl.trace.window_us, tl.trace.idle_pct, tl.trace.comm_comp_overlap_pct), (0.0, None, None));
     assert!(tl.stages.is_empty());
+    assert_eq!(tl.verdict.kind, VerdictKind::NoGpuKernels);
     let json = serde_json::to_string(&tl).unwrap();
     assert!(!json.contains("NaN"), "{json}");
     let empty = trace_of(&[]);
@@ -185,6 +190,21 @@ fn launch_statistics() {
     assert!(close(l.kernel_p50_us.unwrap(), 10.0) && close(l.launch_p50_us.unwrap(), 2.0));
     assert!(close(l.short_kernel_pct.unwrap(), 100.0 * 2.0 / 6.0));
     assert_eq!(l.kernels_per_step, None);
+}
+
+#[test]
+fn launches_of_an_older_runtime_category() {
+    // Older profilers write launches with category `Runtime`.
+    let old = r#"{"ph":"X","cat":"Runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":0,"dur":4,"args":{"correlation":1}}"#;
+    let memcpy = r#"{"ph":"X","cat":"Runtime","name":"cudaMemcpyAsync","pid":1,"tid":1,"ts":10,"dur":4,"args":{"correlation":2}}"#;
+    let t = trace_of(&[old.to_string(), memcpy.to_string(), kernel("a", 6.0, 1.0, 7, 1), kernel("b", 20.0, 1.0, 7, 2)]);
+    assert_eq!((t.launches.len(), t.runtime.len()), (0, 2));
+    let tl = run(&t, Basis::Trace);
+    let l = &tl.stages[0].launch;
+    assert_eq!((l.launches, l.kernels), (1, 1));
+    assert!(close(l.delay_p50_us.unwrap(), 2.0));
+    // Both calls are host sides: b's memcpy started (10) after a ended (7).
+    assert!(close(tl.trace.idle_by_stream[0].host_wait_us, 13.0));
 }
 
 #[test]
@@ -294,4 +314,78 @@ fn stream_int_follows_python_int() {
     assert_eq!(stream_int(Scalar::Bool(true)), 1);
     assert_eq!(stream_int(Scalar::Missing), -1);
     assert_eq!(stream_int(Scalar::Num("99999999999")), i32::MAX);
+}
+
+#[test]
+fn gpus_are_processes_and_keep_their_streams_apart() {
+    let other = kernel("b", 5.0, 10.0, 7, 2).replace(r#""pid":0"#, r#""pid":1"#);
+    let text = format!(
+        r#"{{"distributedInfo":{{"rank":3}},"traceEvents":[{},{},{}]}}"#,
+        kernel("a", 0.0, 10.0, 7, 1),
+        other,
+        kernel("c", 30.0, 10.0, 7, 3)
+    );
+    let t = load_bytes(text.as_bytes()).unwrap();
+    assert_eq!(trace_rank(&t), Some(3));
+    let tl = run(&t, Basis::Trace);
+    // The whole trace merges both GPUs' busy time; streams stay per process.
+    assert!(close(tl.trace.busy_us, 25.0) && close(tl.trace.window_us, 40.0));
+    let labels: Vec<&str> = tl.trace.idle_by_stream.iter().map(|s| s.stream.as_str()).collect();
+    assert_eq!(labels, ["0:7", "1:7"]);
+    let gpus = &tl.stages[0].gpus;
+    assert_eq!(gpus.iter().map(|g| (g.pid.as_str(), g.rank)).collect::<Vec<_>>(), [("0", None), ("1", None)]);
+    assert!(close(gpus[0].figures.window_us, 40.0) && close(gpus[0].figures.idle_us, 20.0));
+    assert!(close(gpus[1].figures.window_us, 10.0));
+    // HTA reads one stream 7 across processes.
+    let hta = run(&t, Basis::Hta);
+    assert_eq!(hta.trace.idle_by_stream.len(), 1);
+    // One GPU: it gets the trace's rank.
+    let one = load_bytes(
+        format!(r#"{{"distributedInfo":{{"rank":3}},"traceEvents":[{}]}}"#, kernel("a", 0.0, 1.0, 7, 1)).as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(run(&one, Basis::Trace).stages[0].gpus[0].rank, Some(3));
+}
+
+#[test]
+fn random_hostile_traces_never_panic() {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let times = ["0", "1", "2.5", "-3", "1e308", "-1e308", "NaN", "Infinity", "-Infinity", "100", "0.25", "7"];
+    let streams = ["0", "7", "\"0x0\"", "\"7\"", "null", "7.5", "-2", "true"];
+    let cats = ["kernel", "gpu_memcpy", "cuda_runtime", "cuda_driver", "user_annotation", "Runtime", "cpu_op"];
+    let names = ["ncclKernel_x", "gemm", "Memcpy", "cudaLaunchKernel", "ProfilerStep#1", "ProfilerStep#2", "step[x]"];
+    for _ in 0..300 {
+        let n = 1 + next(12);
+        let events: Vec<String> = (0..n)
+            .map(|_| {
+                format!(
+                    r#"{{"ph":"X","cat":"{}","name":"{}","pid":{},"tid":1,"ts":{},"dur":{},"args":{{"stream":{},"correlation":{}}}}}"#,
+                    cats[next(cats.len())],
+                    names[next(names.len())],
+                    next(3),
+                    times[next(times.len())],
+                    times[next(times.len())],
+                    streams[next(streams.len())],
+                    next(4)
+                )
+            })
+            .collect();
+        let t = trace_of(&events);
+        for basis in [Basis::Trace, Basis::Hta, Basis::HtaExact] {
+            let tl = run(&t, basis);
+            let json = serde_json::to_string(&tl).unwrap();
+            assert!(!json.contains("NaN"), "{json}");
+        }
+    }
+}
+
+#[test]
+fn gpu_events_stay_small() {
+    assert!(std::mem::size_of::<events::Ev>() <= 40);
 }

@@ -35,7 +35,7 @@ pub struct TimelineOptions {
 }
 
 /// The whole timeline result of one trace.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Timeline {
     pub basis: Basis,
     /// Times were rounded to whole µs (only under [`Basis::Hta`]).
@@ -47,6 +47,12 @@ pub struct Timeline {
     pub skipped_non_finite: u64,
     /// Figures over every GPU event of the trace (all processes together).
     pub trace: Figures,
+    /// Launch statistics over every GPU event (`kernels_per_step` over every
+    /// step found).
+    pub launch: LaunchStats,
+    /// The verdict over the whole-trace figures: `no_gpu_kernels` for a
+    /// trace without GPU events.
+    pub verdict: Verdict,
     /// Per stage present, in report order (extend, decode, all).
     pub stages: Vec<StageTimeline>,
 }
