@@ -192,6 +192,8 @@ fn step_source_name(s: StepSource) -> &'static str {
         StepSource::ProfilerStep => "ProfilerStep annotations",
         StepSource::SglangStep => "SGLang step[...] annotations",
         StepSource::VllmExecute => "vLLM execute_... annotations",
+        StepSource::VllmExecuteModelFrame => "vLLM model-runner execute_model frames",
+        StepSource::SglangForwardFrame => "SGLang forward_batch_generation frames",
     }
 }
 

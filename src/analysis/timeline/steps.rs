@@ -5,7 +5,11 @@
 //! 1. `ProfilerStep#N` (also when recorded as an operator) — [`StepSource::ProfilerStep`];
 //! 2. SGLang's `step[…]` batch annotations — [`StepSource::SglangStep`];
 //! 3. vLLM's `execute_…` annotations naming `_context_` and `_generation_` —
-//!    [`StepSource::VllmExecute`].
+//!    [`StepSource::VllmExecute`];
+//! 4. Python frames of vLLM's `…model_runner.py(N): execute_model` —
+//!    [`StepSource::VllmExecuteModelFrame`];
+//! 5. Python frames of SGLang's `…tp_worker.py(N): forward_batch_generation` —
+//!    [`StepSource::SglangForwardFrame`].
 //!
 //! A step belongs to the stage of most of the GPU events launched inside it
 //! (host-side call start, else kernel start, within the step's interval;
@@ -37,6 +41,13 @@ fn rule_matches(source: StepSource, name: &str) -> bool {
         StepSource::VllmExecute => {
             name.starts_with("execute_") && name.contains("_context_") && name.contains("_generation_")
         }
+        StepSource::VllmExecuteModelFrame => {
+            name.ends_with(": execute_model") && name.split('(').next().is_some_and(|p| p.ends_with("model_runner.py"))
+        }
+        StepSource::SglangForwardFrame => {
+            name.ends_with(": forward_batch_generation")
+                && name.split('(').next().is_some_and(|p| p.ends_with("tp_worker.py"))
+        }
     }
 }
 
@@ -62,6 +73,39 @@ pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
         if !spans.is_empty() {
             spans.sort_by(|x, y| fcmp(x.ts, y.ts));
             return Some((source, spans));
+        }
+    }
+    frame_steps(trace)
+}
+
+/// Steps from Python frames, when no annotation marks them: the frame
+/// names are matched first (one test per distinct string), and the frames
+/// are read only when some name matches.
+fn frame_steps(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
+    for source in [StepSource::VllmExecuteModelFrame, StepSource::SglangForwardFrame] {
+        let wanted: rustc_hash::FxHashSet<Sym> =
+            (0..trace.strings.len() as Sym).filter(|&sym| rule_matches(source, trace.s(sym))).collect();
+        if wanted.is_empty() {
+            continue;
+        }
+        let mut spans: Vec<Span> = trace
+            .frames
+            .iter()
+            .filter(|(_, f)| f.complete && wanted.contains(&f.name))
+            .map(|(_, f)| Span { name: f.name, ts: f.ts, dur: f.dur })
+            .filter(|s| s.ts.is_finite() && s.dur.is_finite() && s.dur >= 0.0)
+            .collect();
+        if !spans.is_empty() {
+            // A nested call of the same function (a wrapper) is the same step.
+            spans.sort_by(|x, y| fcmp(x.ts, y.ts).then(fcmp(y.dur, x.dur)));
+            let mut outer: Vec<Span> = Vec::with_capacity(spans.len());
+            for s in spans {
+                if outer.last().is_some_and(|o| s.ts + s.dur <= o.ts + o.dur) {
+                    continue;
+                }
+                outer.push(s);
+            }
+            return Some((source, outer));
         }
     }
     None

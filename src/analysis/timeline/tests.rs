@@ -389,3 +389,32 @@ fn random_hostile_traces_never_panic() {
 fn gpu_events_stay_small() {
     assert!(std::mem::size_of::<events::Ev>() <= 40);
 }
+
+#[test]
+fn steps_from_model_runner_frames_when_no_annotation_marks_them() {
+    let frame = |name: &str, ts: f64, dur: f64| {
+        format!(r#"{{"ph":"X","cat":"python_function","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#)
+    };
+    let mut ev = four_kernels();
+    ev.push(frame("vllm/v1/worker/gpu_worker.py(263): execute_model", -10.0, 400.0));
+    ev.push(frame("vllm/v1/worker/gpu_model_runner.py(1002): execute_model", -5.0, 100.0));
+    // The same function called inside itself is one step.
+    ev.push(frame("vllm/v1/worker/gpu_model_runner.py(1002): execute_model", -4.0, 50.0));
+    ev.push(frame("vllm/v1/worker/gpu_model_runner.py(1002): execute_model", 45.0, 200.0));
+    ev.push(frame("my/model_runner_helpers.py(1): execute_model", 0.0, 900.0));
+    let t = trace_of(&ev);
+    let s = &run(&t, Basis::Trace).stages[0].steps;
+    assert_eq!(s.source, Some(StepSource::VllmExecuteModelFrame));
+    assert_eq!(s.count, 2, "{s:?}");
+    assert!(close(s.max_us.unwrap(), 200.0));
+
+    let mut ev = four_kernels();
+    ev.push(frame("sglang/srt/managers/tp_worker.py(445): forward_batch_generation", -10.0, 400.0));
+    let s = &run(&trace_of(&ev), Basis::Trace).stages[0].steps;
+    assert_eq!((s.source, s.count), (Some(StepSource::SglangForwardFrame), 1));
+
+    // A step annotation, when there is one, wins over the frames.
+    ev.push(annotation("user_annotation", "ProfilerStep#3", -10.0, 300.0));
+    let s = &run(&trace_of(&ev), Basis::Trace).stages[0].steps;
+    assert_eq!(s.source, Some(StepSource::ProfilerStep));
+}

@@ -169,6 +169,11 @@ pub enum StepSource {
     SglangStep,
     /// vLLM's model-step annotations `execute_…context_…_generation_…`.
     VllmExecute,
+    /// Python frames of vLLM's model runner `…model_runner.py(N): execute_model`
+    /// (traces recorded with Python stacks but without step annotations).
+    VllmExecuteModelFrame,
+    /// Python frames of SGLang's worker `…tp_worker.py(N): forward_batch_generation`.
+    SglangForwardFrame,
 }
 
 /// The steps of one stage.
