@@ -232,8 +232,7 @@ pub fn build_action_rows(
     table_limit: usize,
 ) -> Vec<ActionRow> {
     let aggregates = aggregate::aggregate_events(&formal.events);
-    let mut source_map = source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage);
-    source_map::merge_stage_payload(&mut source_map, formal_stage_payload);
+    let source_map = source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage, formal_stage_payload);
     rows::build_action_rows(&aggregates, &source_map, &formal.events, stats.total_busy_us, table_limit)
 }
 
