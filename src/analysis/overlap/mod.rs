@@ -163,7 +163,12 @@ impl OverlapList {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
-        self.first.iter().chain(self.rest.iter().flat_map(|r| r.iter())).map(|(n, v)| (&*n.canonical, *v))
+        self.entries().map(|(n, v)| (&*n.canonical, v))
+    }
+
+    /// The overlappers' name records and hidden times, first-seen order.
+    pub fn entries(&self) -> impl Iterator<Item = (&Arc<KernelName>, f64)> {
+        self.first.iter().chain(self.rest.iter().flat_map(|r| r.iter())).map(|(n, v)| (n, *v))
     }
 
     pub fn is_empty(&self) -> bool {
