@@ -109,10 +109,11 @@ pub struct OverlapStageStats {
     #[serde(rename = "total_overlap_us")]
     pub overlap_us: f64,
     pub max_concurrent_streams: usize,
-    /// Exclusive (exposed) time per kernel of the sweep: (canonical name,
-    /// overlap category, exclusive µs), first-seen order.
+    /// Exclusive (exposed) time per communication kernel of the sweep:
+    /// (canonical name, overlap category, exclusive µs), first-seen order.
+    /// The batch summary reads no other category.
     #[serde(skip)]
-    pub exclusive_by_kernel: Vec<(String, &'static str, f64)>,
+    pub exclusive_comm_by_kernel: Vec<(String, &'static str, f64)>,
 }
 
 /// A fusion opportunity that cleared the share bar.

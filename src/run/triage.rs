@@ -543,7 +543,7 @@ fn overlap_rows<'a>(
                 total_busy_us: stats.total_busy_us,
                 overlap_us: stats.overlap_us,
                 max_concurrent_streams: stats.max_concurrent_streams,
-                exclusive_by_kernel: exclusive_by_kernel(&formal_bundle.events),
+                exclusive_comm_by_kernel: exclusive_comm_by_kernel(&formal_bundle.events),
             };
             let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
             let rows = overlap::build_action_rows(
@@ -572,10 +572,11 @@ fn overlap_rows<'a>(
     report
 }
 
-/// Exclusive time summed per (canonical name, category), first-seen order.
-fn exclusive_by_kernel(events: &[overlap::OverlapKernel]) -> Vec<(String, &'static str, f64)> {
+/// Exclusive time of the communication kernels summed per (canonical name,
+/// category), first-seen order.
+fn exclusive_comm_by_kernel(events: &[overlap::OverlapKernel]) -> Vec<(String, &'static str, f64)> {
     let mut sums: IndexMap<(&str, &'static str), f64> = IndexMap::new();
-    for e in events {
+    for e in events.iter().filter(|e| e.category() == "communication") {
         *sums.entry((e.canonical_name(), e.category())).or_insert(0.0) += e.exclusive_us;
     }
     sums.into_iter().map(|((n, c), us)| (n.to_string(), c, us)).collect()

@@ -189,6 +189,16 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
     out
 }
 
+/// The stage a kernel is grouped in: the trace's stage when its path names
+/// one, else the kernel's own.
+pub fn kernel_stage(kernel: &KernelEvent, default_stage: Stage) -> Stage {
+    if default_stage != Stage::All {
+        default_stage
+    } else {
+        kernel.stage()
+    }
+}
+
 /// Kernels grouped by stage, stages in first-seen order. A trace whose path
 /// names a stage puts every kernel in that stage.
 pub fn group_kernels_by_stage<'a>(
@@ -197,7 +207,7 @@ pub fn group_kernels_by_stage<'a>(
 ) -> Vec<(Stage, Vec<&'a KernelEvent>)> {
     let mut groups: Vec<(Stage, Vec<&'a KernelEvent>)> = Vec::new();
     for kernel in kernels {
-        let stage = if default_stage != Stage::All { default_stage } else { kernel.stage() };
+        let stage = kernel_stage(kernel, default_stage);
         match groups.iter_mut().find(|(s, _)| *s == stage) {
             Some((_, v)) => v.push(kernel),
             None => groups.push((stage, vec![kernel])),

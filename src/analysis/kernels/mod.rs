@@ -7,20 +7,19 @@ pub mod names;
 use indexmap::IndexMap;
 
 pub use extract::{
-    extract_trace_data, group_kernels_by_stage, CpuOpEvent, KernelEvent, KernelName, LaunchEvent, TraceData,
+    extract_trace_data, group_kernels_by_stage, kernel_stage, CpuOpEvent, KernelEvent, KernelName, LaunchEvent,
+    TraceData,
 };
 pub use names::{kernel_table_category, kernel_table_name, short_name};
 
 use crate::analysis::types::Aggregate;
 
-/// Totals per canonical name, in first-seen order.
-pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<String, Aggregate> {
-    let mut out: IndexMap<String, Aggregate> = IndexMap::new();
+/// Totals per canonical name (borrowed from the kernels' shared name
+/// records), in first-seen order.
+pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<&'a str, Aggregate> {
+    let mut out: IndexMap<&'a str, Aggregate> = IndexMap::new();
     for k in kernels {
-        let item = match out.get_index_of(k.canonical()) {
-            Some(i) => &mut out[i],
-            None => out.entry(k.canonical().to_string()).or_default(),
-        };
+        let item = out.entry(k.canonical()).or_default();
         item.total_us += k.dur;
         item.count += 1;
         item.max_us = item.max_us.max(k.dur);
@@ -30,18 +29,10 @@ pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>)
 
 /// Canonical name → category, last kernel with that name winning, in
 /// first-seen order (a Python dict comprehension).
-pub fn categories_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<String, String> {
-    let mut out: IndexMap<String, String> = IndexMap::new();
+pub fn categories_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<&'a str, &'static str> {
+    let mut out: IndexMap<&'a str, &'static str> = IndexMap::new();
     for k in kernels {
-        // Last category wins, first-seen order (a dict assignment), without
-        // allocating for names already present.
-        match out.get_mut(k.canonical()) {
-            Some(c) if *c == *k.category() => {}
-            Some(c) => *c = k.category().to_string(),
-            None => {
-                out.insert(k.canonical().to_string(), k.category().to_string());
-            }
-        }
+        out.insert(k.canonical(), k.category());
     }
     out
 }

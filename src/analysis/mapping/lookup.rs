@@ -3,6 +3,8 @@
 //! then a long common prefix for templated kernels, then hand-written alias
 //! families. Also the row summary (location and CPU op cells) of an entry.
 
+use std::sync::Arc;
+
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
 use crate::analysis::stage::Stage;
 pub use crate::analysis::text::normalize_match_text;
@@ -76,25 +78,31 @@ pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<
     best.filter(|(k, _)| !k.is_empty()).and_then(|(k, _)| kernels.get(k))
 }
 
-/// A kernel map: per-stage payloads plus one over all stages.
+/// A kernel map: per-stage payloads plus one over all stages (the same
+/// payload as the only stage's when there is one stage).
 #[derive(Clone, Debug, Default)]
 pub struct KernelMap {
-    pub stages: indexmap::IndexMap<Stage, StagePayload>,
-    pub global: StagePayload,
+    pub stages: indexmap::IndexMap<Stage, Arc<StagePayload>>,
+    pub global: Arc<StagePayload>,
 }
 
 impl KernelMap {
     /// The reference's `lookup_kernel_map_entry`: the stage and its aliases,
-    /// then the global payload.
+    /// then the global payload. A payload already asked is not asked again:
+    /// it would miss again.
     pub fn lookup(&self, stage: Stage, kernel_name: &str) -> Option<&KernelEntry> {
-        for s in stage_aliases(stage) {
-            if let Some(payload) = self.stages.get(&s) {
-                if let Some(e) = relaxed_lookup(payload, kernel_name) {
-                    return Some(e);
-                }
+        let mut asked: Vec<&Arc<StagePayload>> = Vec::with_capacity(3);
+        let payloads = stage_aliases(stage).into_iter().filter_map(|s| self.stages.get(&s)).chain([&self.global]);
+        for payload in payloads {
+            if asked.iter().any(|p| Arc::ptr_eq(p, payload)) {
+                continue;
             }
+            if let Some(e) = relaxed_lookup(payload, kernel_name) {
+                return Some(e);
+            }
+            asked.push(payload);
         }
-        relaxed_lookup(&self.global, kernel_name)
+        None
     }
 }
 

@@ -5,13 +5,16 @@
 pub mod lookup;
 pub mod payload;
 
+use std::sync::Arc;
+
+use indexmap::map::Entry;
 use indexmap::IndexMap;
 
 pub use lookup::{best_site_summary, relaxed_lookup, KernelMap};
 pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
 
 use crate::analysis::framework::Framework;
-use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, KernelEvent, TraceData};
+use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, kernel_stage, KernelEvent, TraceData};
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
 use crate::analysis::stage::Stage;
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
@@ -47,19 +50,31 @@ pub fn sample_kernels_for_mapping<'a>(
 }
 
 /// The reference's `build_mapping_kernel_map`. SGLang traces are attributed
-/// from every launch; other frameworks from a per-name sample.
+/// from every launch; other frameworks from a per-name sample. When all
+/// kernels fall in one stage, the global payload is that stage's (the same
+/// sites merged in the same order) and is built once and shared.
 pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Framework) -> KernelMap {
+    let mut stages_seen: Vec<Stage> = Vec::new();
+    for t in traces {
+        for k in &t.data.kernels {
+            let stage = kernel_stage(k, t.default_stage);
+            if !stages_seen.contains(&stage) {
+                stages_seen.push(stage);
+            }
+        }
+    }
+    let single_stage = stages_seen.len() == 1;
     let mut stage_stats: IndexMap<Stage, SiteStats> = IndexMap::new();
-    let mut stage_categories: IndexMap<Stage, IndexMap<String, String>> = IndexMap::new();
+    let mut stage_categories: IndexMap<Stage, IndexMap<&str, &'static str>> = IndexMap::new();
     let mut global_stats = SiteStats::new();
-    let mut global_categories: IndexMap<String, String> = IndexMap::new();
+    let mut global_categories: IndexMap<&str, &'static str> = IndexMap::new();
     for t in traces {
         if t.data.kernels.is_empty() {
             continue;
         }
         // Sample every stage first, so that the stages' full lists (tens of
         // megabytes on a large trace) are gone before the sweeps.
-        let sampled: Vec<(Stage, IndexMap<String, String>, Vec<&KernelEvent>)> =
+        let sampled: Vec<(Stage, IndexMap<&str, &'static str>, Vec<&KernelEvent>)> =
             group_kernels_by_stage(&t.data.kernels, t.default_stage)
                 .into_iter()
                 .map(|(stage, kernels)| {
@@ -74,21 +89,34 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
                 .collect();
         for (stage, categories, sampled) in sampled {
             let local = aggregate_kernel_sites(t.trace, t.index, &sampled);
-            merge_site_stats(stage_stats.entry(stage).or_default(), &local);
-            merge_site_stats(&mut global_stats, &local);
-            let sc = stage_categories.entry(stage).or_default();
-            for (k, v) in &categories {
-                sc.insert(k.clone(), v.clone());
-                global_categories.insert(k.clone(), v.clone());
+            if !single_stage {
+                merge_site_stats(&mut global_stats, &local);
+                global_categories.extend(categories.iter().map(|(k, v)| (*k, *v)));
             }
+            // A stage's first sites are taken as they are: merging them
+            // into an empty map would copy them unchanged.
+            match stage_stats.entry(stage) {
+                Entry::Vacant(slot) => {
+                    slot.insert(local);
+                }
+                Entry::Occupied(slot) => merge_site_stats(slot.into_mut(), &local),
+            }
+            stage_categories.entry(stage).or_default().extend(categories);
         }
     }
     let empty = IndexMap::new();
-    let stages = stage_stats
-        .iter()
-        .map(|(stage, stats)| (*stage, build_stage_payload(stats, stage_categories.get(stage).unwrap_or(&empty))))
+    let stages: IndexMap<Stage, Arc<StagePayload>> = stage_stats
+        .into_iter()
+        .map(|(stage, stats)| {
+            let payload = build_stage_payload(stats, stage_categories.get(&stage).unwrap_or(&empty));
+            (stage, Arc::new(payload))
+        })
         .collect();
-    KernelMap { stages, global: build_stage_payload(&global_stats, &global_categories) }
+    let global = match stages.values().next() {
+        Some(payload) if single_stage => payload.clone(),
+        _ => Arc::new(build_stage_payload(global_stats, &global_categories)),
+    };
+    KernelMap { stages, global }
 }
 
 /// The mapping entry of a kernel, falling back to the formal trace's own
@@ -108,12 +136,12 @@ pub fn resolve_kernel_entry(
 /// Kernel table rows of one stage, by GPU time descending (stable).
 pub fn build_kernel_rows(
     stage: Stage,
-    stats: &IndexMap<String, Aggregate>,
-    categories: &IndexMap<String, String>,
+    stats: &IndexMap<&str, Aggregate>,
+    categories: &IndexMap<&str, &'static str>,
     local: &StagePayload,
     map: Option<&KernelMap>,
 ) -> Vec<KernelRow> {
-    let mut ordered: Vec<(&String, &Aggregate)> = stats.iter().collect();
+    let mut ordered: Vec<(&&str, &Aggregate)> = stats.iter().collect();
     ordered.sort_by(|a, b| fcmp(b.1.total_us, a.1.total_us));
     ordered
         .into_iter()
@@ -121,8 +149,8 @@ pub fn build_kernel_rows(
             let entry = resolve_kernel_entry(stage, name, local, map);
             let (location, cpu_op) = best_site_summary(entry.as_ref());
             KernelRow {
-                name: name.clone(),
-                category: categories.get(name).cloned().unwrap_or_else(|| "other".into()),
+                name: name.to_string(),
+                category: categories.get(name).copied().unwrap_or("other").to_string(),
                 aggregate: *agg,
                 location,
                 cpu_op,
@@ -148,7 +176,7 @@ pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(Stage, StagePayloa
         .into_par_iter()
         .map(|(stage, kernels)| {
             let local = aggregate_kernel_sites(t.trace, t.index, &kernels);
-            let payload = build_stage_payload(&local, &categories_by_name(kernels.iter().copied()));
+            let payload = build_stage_payload(local, &categories_by_name(kernels.iter().copied()));
             (stage, payload)
         })
         .collect()

@@ -1,8 +1,11 @@
 //! Stage payloads: per canonical kernel name, its launch sites ranked by
 //! source quality then GPU time, each with its share of the kernel's time,
-//! top CPU op and most common stack.
+//! top CPU op and most common stack. Thousands of kernels share a handful
+//! of (location, stack) pairs, so each pair's display location and rank are
+//! worked out once per payload.
 
 use indexmap::IndexMap;
+use rustc_hash::FxHashMap;
 
 use crate::analysis::sites::locations::{
     extract_preferred_stack_location, is_low_signal_source_location, is_preferred_source_location, py_strip,
@@ -41,6 +44,38 @@ pub fn site_display_location(site: &SiteEntry) -> String {
     extract_preferred_stack_location(site.stack.as_deref()).unwrap_or_else(|| location.to_string())
 }
 
+/// Texts of one payload and the per-pair results computed once each.
+#[derive(Default)]
+struct SiteViews {
+    texts: TextCache,
+    /// [`extract_preferred_stack_location`] of each stack.
+    preferred: FxHashMap<Option<Text>, Option<Text>>,
+    /// Display location and its priority per (location, stack).
+    display: FxHashMap<(Text, Option<Text>), (Text, i32)>,
+}
+
+impl SiteViews {
+    fn preferred(&mut self, stack: &Option<Text>) -> Option<Text> {
+        if let Some(p) = self.preferred.get(stack) {
+            return p.clone();
+        }
+        let p = extract_preferred_stack_location(stack.as_deref()).map(|d| self.texts.get(&d));
+        self.preferred.insert(stack.clone(), p.clone());
+        p
+    }
+
+    fn display(&mut self, site: &SiteEntry) -> (Text, i32) {
+        let key = (site.location.clone(), site.stack.clone());
+        if let Some(v) = self.display.get(&key) {
+            return v.clone();
+        }
+        let shown = self.texts.get(&site_display_location(site));
+        let v = (shown.clone(), source_location_priority(&shown));
+        self.display.insert(key, v.clone());
+        v
+    }
+}
+
 /// Best location by (priority, GPU time, launches), first on ties.
 fn choose_best_location(locations: &KernelSites) -> Option<&Text> {
     let mut best: Option<(&Text, (i32, f64, u64))> = None;
@@ -54,7 +89,7 @@ fn choose_best_location(locations: &KernelSites) -> Option<&Text> {
 }
 
 /// One kernel's entry from its per-location totals.
-fn kernel_entry(locations: &KernelSites, category: Text, texts: &mut TextCache) -> KernelEntry {
+fn kernel_entry(locations: &KernelSites, category: Text, views: &mut SiteViews) -> KernelEntry {
     let total: f64 = locations.iter().fold(0.0, |acc, (_, a)| acc + a.total_us);
     let mut ordered: Vec<&(Text, MappingSiteAggregate)> = locations.iter().collect();
     ordered.sort_by(|a, b| fcmp(b.1.total_us, a.1.total_us));
@@ -62,10 +97,7 @@ fn kernel_entry(locations: &KernelSites, category: Text, texts: &mut TextCache) 
         .into_iter()
         .map(|(location, agg)| {
             let stack = most_common_key(agg.stacks.iter().map(|(k, v)| (k, v))).cloned();
-            let display_location = match extract_preferred_stack_location(stack.as_deref()) {
-                Some(d) => texts.get(&d),
-                None => location.clone(),
-            };
+            let display_location = views.preferred(&stack).unwrap_or_else(|| location.clone());
             SiteEntry {
                 location: location.clone(),
                 display_location,
@@ -77,32 +109,31 @@ fn kernel_entry(locations: &KernelSites, category: Text, texts: &mut TextCache) 
             }
         })
         .collect();
-    let mut keyed: Vec<((i32, f64, u64), SiteEntry)> = sites
-        .drain(..)
-        .map(|s| ((source_location_priority(&site_display_location(&s)), s.total_us, s.launches), s))
-        .collect();
+    let mut keyed: Vec<((i32, f64, u64), SiteEntry)> =
+        sites.drain(..).map(|s| ((views.display(&s).1, s.total_us, s.launches), s)).collect();
     keyed.sort_by(|(a, _), (b, _)| b.0.cmp(&a.0).then(fcmp(b.1, a.1)).then(b.2.cmp(&a.2)));
     let mut sites: Vec<SiteEntry> = keyed.into_iter().map(|(_, s)| s).collect();
     sites.shrink_to_fit();
     let best_location = match sites.first() {
-        Some(s) => texts.get(&site_display_location(s)),
-        None => choose_best_location(locations).cloned().unwrap_or_else(|| texts.get("unresolved")),
+        Some(s) => views.display(s).0,
+        None => choose_best_location(locations).cloned().unwrap_or_else(|| views.texts.get("unresolved")),
     };
     KernelEntry { category, sites, best_location }
 }
 
-/// The reference's `build_stage_payload`: kernels sorted by name.
-pub fn build_stage_payload(site_stats: &SiteStats, categories: &IndexMap<String, String>) -> StagePayload {
-    let mut names: Vec<&Text> = site_stats.keys().collect();
-    names.sort();
-    let mut texts = TextCache::default();
-    names
-        .into_iter()
-        .map(|name| {
-            let category = texts.get(categories.get(&**name).map_or("other", String::as_str));
-            (name.clone(), kernel_entry(&site_stats[name], category, &mut texts))
-        })
-        .collect()
+/// The reference's `build_stage_payload`: kernels sorted by name. The site
+/// stats are consumed as the entries are made, so the two are not both
+/// held in full.
+pub fn build_stage_payload(mut site_stats: SiteStats, categories: &IndexMap<&str, &'static str>) -> StagePayload {
+    site_stats.sort_unstable_keys();
+    let mut views = SiteViews::default();
+    let mut payload = StagePayload::with_capacity(site_stats.len());
+    for (name, locations) in site_stats {
+        let category = views.texts.get(categories.get(&*name).copied().unwrap_or("other"));
+        let entry = kernel_entry(&locations, category, &mut views);
+        payload.insert(name, entry);
+    }
+    payload
 }
 
 #[cfg(test)]
@@ -125,7 +156,7 @@ mod tests {
         ];
         let mut stats = SiteStats::new();
         stats.insert("k".into(), locs);
-        let payload = build_stage_payload(&stats, &IndexMap::new());
+        let payload = build_stage_payload(stats, &IndexMap::new());
         let e = &payload["k"];
         assert_eq!(&*e.category, "other");
         assert_eq!(&*e.best_location, "vllm/b.py:2 g");

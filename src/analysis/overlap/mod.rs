@@ -163,7 +163,12 @@ impl OverlapList {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
-        self.first.iter().chain(self.rest.iter().flat_map(|r| r.iter())).map(|(n, v)| (&*n.canonical, *v))
+        self.entries().map(|(n, v)| (&*n.canonical, v))
+    }
+
+    /// The overlappers' name records and hidden times, first-seen order.
+    pub fn entries(&self) -> impl Iterator<Item = (&Arc<KernelName>, f64)> {
+        self.first.iter().chain(self.rest.iter().flat_map(|r| r.iter())).map(|(n, v)| (n, *v))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -232,8 +237,7 @@ pub fn build_action_rows(
     table_limit: usize,
 ) -> Vec<ActionRow> {
     let aggregates = aggregate::aggregate_events(&formal.events);
-    let mut source_map = source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage);
-    source_map::merge_stage_payload(&mut source_map, formal_stage_payload);
+    let source_map = source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage, formal_stage_payload);
     rows::build_action_rows(&aggregates, &source_map, &formal.events, stats.total_busy_us, table_limit)
 }
 

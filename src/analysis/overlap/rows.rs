@@ -10,7 +10,7 @@ use super::detect::short_name;
 use super::lookup::relaxed_lookup;
 use super::source_map::SourceMap;
 use super::{ActionRow, OverlapKernel};
-use crate::pysem::{fcmp, most_common_key, py_max};
+use crate::pysem::{fcmp, py_max};
 
 fn category_weight(category: &str) -> f64 {
     match category {
@@ -28,8 +28,8 @@ fn category_weight(category: &str) -> f64 {
 pub fn top_overlap_opportunities(aggregates: &Aggregates) -> Vec<&KernelAggregate> {
     let candidates = aggregates.values().filter(|s| s.total_us >= 5.0 && s.exclusive_ratio() >= 0.45);
     let (mut primary, mut fallback): (Vec<&KernelAggregate>, Vec<&KernelAggregate>) =
-        candidates.partition(|s| s.category != "compute");
-    let key = |s: &KernelAggregate| s.exclusive_us * category_weight(s.category);
+        candidates.partition(|s| s.category() != "compute");
+    let key = |s: &KernelAggregate| s.exclusive_us * category_weight(s.category());
     primary.sort_by(|a, b| fcmp(key(b), key(a)));
     fallback.sort_by(|a, b| fcmp(key(b), key(a)));
     primary.extend(fallback);
@@ -42,7 +42,7 @@ pub fn top_overlap_opportunities(aggregates: &Aggregates) -> Vec<&KernelAggregat
 pub fn top_hidden_low_roi(aggregates: &Aggregates) -> Vec<&KernelAggregate> {
     let mut candidates: Vec<&KernelAggregate> = aggregates
         .values()
-        .filter(|s| matches!(s.category, "elementwise" | "memory") && s.total_us >= 5.0 && s.hidden_ratio() >= 0.65)
+        .filter(|s| matches!(s.category(), "elementwise" | "memory") && s.total_us >= 5.0 && s.hidden_ratio() >= 0.65)
         .collect();
     let key = |s: &KernelAggregate| s.hidden_us * (1.0 + s.hidden_by_compute_us / py_max(s.hidden_us, 1.0));
     candidates.sort_by(|a, b| fcmp(key(b), key(a)).then_with(|| fcmp(b.hidden_ratio(), a.hidden_ratio())));
@@ -52,14 +52,14 @@ pub fn top_hidden_low_roi(aggregates: &Aggregates) -> Vec<&KernelAggregate> {
 
 /// `name (x.y us)` for the largest overlappers, or `n/a`.
 fn format_overlap_counter(stats: &KernelAggregate) -> String {
-    match most_common_key(&stats.overlap_with) {
+    match stats.overlap_with.most_common() {
         None => "n/a".to_string(),
-        Some(name) => format!("{} ({:.1} us)", short_name(name, 48), stats.overlap_with[name]),
+        Some((name, us)) => format!("{} ({:.1} us)", short_name(name, 48), us),
     }
 }
 
 fn headroom_suggestion(stats: &KernelAggregate) -> String {
-    match stats.category {
+    match stats.category() {
         "communication" => "Communication is still exposed. Check overlap with nearby compute.",
         "elementwise" | "memory" => "This work is still exposed. Check fusion or nearby compute coverage.",
         _ => "This work is still exposed. Check stream placement and immediate dependencies.",
@@ -118,7 +118,7 @@ struct RowContext<'a> {
 }
 
 fn make_row(stats: &KernelAggregate, verdict: &str, suggestion: String, cx: &RowContext) -> ActionRow {
-    let source = relaxed_lookup(cx.map, &stats.name);
+    let source = relaxed_lookup(cx.map, stats.name());
     let share_pct = if cx.total_busy_us > 0.0 { stats.total_us / cx.total_busy_us * 100.0 } else { 0.0 };
     let mut signal = "adjacency unclear".to_string();
     let mut prev_neighbor = "none".to_string();
@@ -131,12 +131,12 @@ fn make_row(stats: &KernelAggregate, verdict: &str, suggestion: String, cx: &Row
             (signal, prev_neighbor, next_neighbor) = classify_dependency_signal(current, source, prev, next, cx.map);
         }
     }
-    let (priority, recommendation) = priority_and_recommendation(verdict, stats.category, &signal, stats, share_pct);
+    let (priority, recommendation) = priority_and_recommendation(verdict, stats.category(), &signal, stats, share_pct);
     ActionRow {
         priority: priority.to_string(),
         verdict: verdict.to_string(),
-        kernel: stats.name.to_string(),
-        category: stats.category.to_string(),
+        kernel: stats.name().to_string(),
+        category: stats.category().to_string(),
         total_us: stats.total_us,
         share_pct,
         exclusive_ratio: stats.exclusive_ratio(),
@@ -162,25 +162,28 @@ pub fn build_action_rows(
     total_busy_us: f64,
     table_limit: usize,
 ) -> Vec<ActionRow> {
-    let representatives: HashSet<usize> = aggregates.values().filter_map(|a| a.representative_idx).collect();
+    let headroom = top_overlap_opportunities(aggregates);
+    let hidden = top_hidden_low_roi(aggregates);
+    // Only the candidates' representative launches are asked about.
+    let representatives: HashSet<usize> = headroom.iter().chain(&hidden).filter_map(|a| a.representative_idx).collect();
     let neighbors = build_neighbor_index(events, |idx| representatives.contains(&idx));
     let cx = RowContext { map, events, neighbors, total_busy_us };
     let mut rows = Vec::new();
     let mut seen: HashSet<&str> = HashSet::default();
-    for stats in top_overlap_opportunities(aggregates) {
+    for stats in headroom {
         let row = make_row(stats, "headroom", headroom_suggestion(stats), &cx);
         if row.priority == "P5" {
             continue;
         }
         rows.push(row);
-        seen.insert(&stats.name);
+        seen.insert(stats.name());
     }
-    for stats in top_hidden_low_roi(aggregates) {
-        if seen.contains(&*stats.name) {
+    for stats in hidden {
+        if seen.contains(stats.name()) {
             continue;
         }
         rows.push(make_row(stats, "low-roi-hidden", hidden_suggestion(stats), &cx));
-        seen.insert(&stats.name);
+        seen.insert(stats.name());
     }
     if table_limit > 0 {
         rows.truncate(table_limit);
@@ -191,20 +194,20 @@ pub fn build_action_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::kernels::extract::KernelName;
+    use crate::analysis::overlap::aggregate::AggregateKey;
     use std::sync::Arc;
 
     fn agg(name: &str, category: &'static str, total: f64, excl: f64, hidden: f64) -> KernelAggregate {
+        let name = Arc::new(KernelName { canonical: name.into(), category });
         KernelAggregate {
-            name: Arc::from(name),
-            category,
             count: 1,
             total_us: total,
             hidden_us: hidden,
             exclusive_us: excl,
-            hidden_by_compute_us: 0.0,
-            overlap_with: Default::default(),
             representative_idx: Some(0),
             representative_score: total,
+            ..KernelAggregate::new(name)
         }
     }
 
@@ -227,18 +230,18 @@ mod tests {
 
     #[test]
     fn compute_candidates_come_last() {
-        let mut a = Aggregates::new();
+        let mut a = Aggregates::default();
         for s in [
             agg("gemm", "compute", 100.0, 100.0, 0.0),
             agg("copy", "memory", 10.0, 10.0, 0.0),
             agg("tiny", "memory", 4.0, 4.0, 0.0),
             agg("hidden", "memory", 10.0, 1.0, 9.0),
         ] {
-            a.insert((s.name.clone(), s.category), s);
+            a.insert(AggregateKey(s.name.clone()), s);
         }
-        let names: Vec<&str> = top_overlap_opportunities(&a).iter().map(|s| &*s.name).collect();
+        let names: Vec<&str> = top_overlap_opportunities(&a).iter().map(|s| s.name()).collect();
         assert_eq!(names, vec!["copy", "gemm"]);
-        let hidden: Vec<&str> = top_hidden_low_roi(&a).iter().map(|s| &*s.name).collect();
+        let hidden: Vec<&str> = top_hidden_low_roi(&a).iter().map(|s| s.name()).collect();
         assert_eq!(hidden, vec!["hidden"]);
     }
 }

@@ -3,8 +3,17 @@
 //! attributed through its CPU op's scope chain, else the time-window
 //! fallback, else the kernel module's map entry; then topped up from the
 //! formal stage payload.
+//!
+//! The reference keeps a handful of counters per name, but only their
+//! totals and most common keys are read afterwards. So the map is built one
+//! name at a time (sampled names in first-seen order, then the names only
+//! the payload has, in its order) with one set of reused counters, and each
+//! name keeps its two totals and three winning keys (texts shared across
+//! names): about a hundred bytes a name, whatever the evidence behind it.
+//! (The reference's site-share counter is not read by anything and is not
+//! kept.)
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet as HashSet};
 
 use indexmap::IndexMap;
 
@@ -16,7 +25,7 @@ use super::detect::short_name;
 use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::stage::Stage;
-use crate::analysis::types::{KernelEntry, StagePayload};
+use crate::analysis::types::{KernelEntry, StagePayload, Text, TextCache};
 use crate::pysem::{fcmp, most_common_key};
 use crate::pysem::{is_py_space, normalize_text};
 
@@ -28,44 +37,18 @@ fn strip(s: &str) -> &str {
 /// How many launches of one kernel name the source map samples.
 pub const SAMPLE_LIMIT_PER_NAME: usize = 16;
 
-pub type Counter = IndexMap<String, i64>;
-
-/// Attribution evidence for one kernel name.
+/// What the rows read of one kernel name's attribution evidence.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SourceStats {
-    pub name: String,
     pub total_count: i64,
     pub mapped_count: i64,
-    pub scope_counter: Counter,
-    pub chain_counter: Counter,
-    pub launch_op_counter: Counter,
-    pub site_share_counter: Counter,
-}
-
-fn bump(counter: &mut Counter, key: &str, by: i64) {
-    match counter.get_mut(key) {
-        Some(v) => *v = v.saturating_add(by),
-        None => {
-            counter.insert(key.to_string(), by);
-        }
-    }
-}
-
-/// A site's launch count as a counter value (Python's ints are unbounded;
-/// counts beyond i64 saturate).
-fn launch_count(launches: u64) -> i64 {
-    i64::try_from(launches).unwrap_or(i64::MAX)
-}
-
-fn best(counter: &Counter) -> Option<&str> {
-    most_common_key(counter).map(String::as_str).filter(|s| !s.is_empty())
+    /// Most common key of each counter (first on ties), when not empty.
+    pub(super) best_scope: Option<Text>,
+    pub(super) best_chain: Option<Text>,
+    pub(super) best_launch_op: Option<Text>,
 }
 
 impl SourceStats {
-    fn new(name: &str) -> Self {
-        SourceStats { name: name.to_string(), ..Default::default() }
-    }
-
     pub fn mapping_ratio(&self) -> f64 {
         if self.total_count != 0 {
             self.mapped_count as f64 / self.total_count as f64
@@ -75,19 +58,131 @@ impl SourceStats {
     }
 
     pub fn best_scope(&self) -> Option<&str> {
-        best(&self.scope_counter)
+        self.best_scope.as_deref()
     }
 
     pub fn best_chain(&self) -> Option<&str> {
-        best(&self.chain_counter)
+        self.best_chain.as_deref()
     }
 
     pub fn best_launch_op(&self) -> Option<&str> {
-        best(&self.launch_op_counter)
+        self.best_launch_op.as_deref()
     }
 }
 
-pub type SourceMap = IndexMap<String, SourceStats>;
+/// Canonical kernel name → its evidence, in the reference's insertion order.
+pub type SourceMap = IndexMap<Text, SourceStats>;
+
+/// A Python `Counter` (insertion-ordered), cleared between names.
+#[derive(Default)]
+struct Counter(IndexMap<Text, i64, FxBuildHasher>);
+
+impl Counter {
+    fn bump(&mut self, texts: &mut TextCache, key: &str, by: i64) {
+        match self.0.get_mut(key) {
+            Some(v) => *v = v.saturating_add(by),
+            None => {
+                self.0.insert(texts.get(key), by);
+            }
+        }
+    }
+
+    /// The most common key, first on ties; `None` when that is empty.
+    fn best(&self) -> Option<Text> {
+        most_common_key(&self.0).filter(|s| !s.is_empty()).cloned()
+    }
+}
+
+/// The evidence of the name being built.
+#[derive(Default)]
+struct Evidence {
+    total_count: i64,
+    mapped_count: i64,
+    scopes: Counter,
+    chains: Counter,
+    launch_ops: Counter,
+}
+
+/// A site's launch count as a counter value (Python's ints are unbounded;
+/// counts beyond i64 saturate).
+fn launch_count(launches: u64) -> i64 {
+    i64::try_from(launches).unwrap_or(i64::MAX)
+}
+
+impl Evidence {
+    /// The stats kept for the name; the evidence is cleared for the next.
+    fn take(&mut self) -> SourceStats {
+        let stats = SourceStats {
+            total_count: self.total_count,
+            mapped_count: self.mapped_count,
+            best_scope: self.scopes.best(),
+            best_chain: self.chains.best(),
+            best_launch_op: self.launch_ops.best(),
+        };
+        self.total_count = 0;
+        self.mapped_count = 0;
+        for counter in [&mut self.scopes, &mut self.chains, &mut self.launch_ops] {
+            counter.0.clear();
+        }
+        stats
+    }
+
+    /// Credits a kernel-map entry to a launch the trace could not attribute.
+    fn credit_kernel_entry(&mut self, texts: &mut TextCache, entry: &KernelEntry) {
+        let best_location = strip(&entry.best_location);
+        if best_location.is_empty() || best_location == "unresolved" {
+            return;
+        }
+        self.mapped_count += 1;
+        self.scopes.bump(texts, best_location, 1);
+        for site in &entry.sites {
+            let display = if !site.display_location.is_empty() { &site.display_location } else { &site.location };
+            let display = strip(display);
+            let launches = launch_count(site.launches);
+            if !display.is_empty() && display != "unresolved" && launches > 0 {
+                self.scopes.bump(texts, display, launches);
+            }
+            if let Some(op) = site.top_cpu_op.as_deref().filter(|s| !s.is_empty()) {
+                self.launch_ops.bump(texts, op, launches.max(1));
+            }
+        }
+    }
+
+    /// Adds a formal stage payload entry's sites, weighted by launches.
+    /// False (and nothing added) when the entry has no sites and no
+    /// location: such names are not put in the map.
+    fn add_payload_entry(&mut self, texts: &mut TextCache, entry: &KernelEntry) -> bool {
+        let best_location = strip(&entry.best_location);
+        if entry.sites.is_empty() && (best_location.is_empty() || best_location == "unresolved") {
+            return false;
+        }
+        if entry.sites.is_empty() {
+            self.total_count += 1;
+            self.mapped_count += 1;
+            self.scopes.bump(texts, best_location, 1);
+            return true;
+        }
+        for site in &entry.sites {
+            let location = if !site.location.is_empty() { &*site.location } else { &*entry.best_location };
+            let location = strip(location);
+            let launches = launch_count(site.launches).max(1);
+            self.total_count = self.total_count.saturating_add(launches);
+            if !location.is_empty() && location != "unresolved" {
+                self.mapped_count = self.mapped_count.saturating_add(launches);
+                self.scopes.bump(texts, location, launches);
+            }
+            let op = strip(site.top_cpu_op.as_deref().unwrap_or(""));
+            if !op.is_empty() {
+                self.launch_ops.bump(texts, op, launches);
+            }
+            let stack = strip(site.stack.as_deref().unwrap_or(""));
+            if !stack.is_empty() {
+                self.chains.bump(texts, stack, launches);
+            }
+        }
+        true
+    }
+}
 
 /// At most `limit` launches per canonical name, evenly spread over each
 /// name's launches (names in sorted order), then ordered by (ts, idx).
@@ -105,37 +200,33 @@ fn canonicalize_cpu_op_name(name: &str) -> String {
     short_name(&normalize_text(name), 100)
 }
 
-/// Credits a kernel-map entry to a launch the trace could not attribute.
-fn credit_kernel_entry(stats: &mut SourceStats, entry: &KernelEntry) {
-    let best_location = strip(&entry.best_location);
-    if best_location.is_empty() || best_location == "unresolved" {
-        return;
-    }
-    stats.mapped_count += 1;
-    bump(&mut stats.scope_counter, best_location, 1);
-    bump(&mut stats.site_share_counter, best_location, 1);
-    for site in &entry.sites {
-        let display = if !site.display_location.is_empty() { &site.display_location } else { &site.location };
-        let display = strip(display);
-        let launches = launch_count(site.launches);
-        if !display.is_empty() && display != "unresolved" {
-            bump(&mut stats.site_share_counter, display, launches.max(1));
-            if launches > 0 {
-                bump(&mut stats.scope_counter, display, launches);
-            }
-        }
-        if let Some(op) = site.top_cpu_op.as_deref().filter(|s| !s.is_empty()) {
-            bump(&mut stats.launch_op_counter, op, launches.max(1));
-        }
-    }
+/// Positions in `sampled` grouped by canonical name: names in first-seen
+/// order, each name's launches in sampled order.
+fn group_by_name(sampled: &[&OverlapKernel]) -> Vec<u32> {
+    let mut rank: HashMap<&str, u32> = HashMap::default();
+    let ranks: Vec<u32> = sampled
+        .iter()
+        .map(|e| {
+            let next = rank.len() as u32;
+            *rank.entry(e.canonical_name()).or_insert(next)
+        })
+        .collect();
+    let mut order: Vec<u32> = (0..sampled.len() as u32).collect();
+    // Stable: a name's launches keep their sampled order.
+    order.sort_by_key(|&i| ranks[i as usize]);
+    order
 }
 
-/// Builds the source map from the mapping bundle's kernels. `lookup` is
-/// asked (stage, canonical name) for the kernel module's map entry.
+/// Builds the source map from the mapping bundle's kernels, then tops it up
+/// from `payload` (the formal stage payload): its sites, weighted by
+/// launches, are added to the names already there and names it alone has
+/// are appended. `lookup` is asked (stage, canonical name) for the kernel
+/// module's map entry.
 pub fn build_kernel_source_map(
     mapping: &StageBundle,
     lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
     stage: Stage,
+    payload: Option<&StagePayload>,
 ) -> SourceMap {
     let trace = mapping.trace;
     let sampled = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME);
@@ -151,104 +242,85 @@ pub fn build_kernel_source_map(
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
 
     let mut map = SourceMap::new();
-    let mut entries: HashMap<&str, Option<KernelEntry>> = HashMap::default();
-    for e in sampled {
-        let stats = map.entry(e.canonical_name().to_string()).or_insert_with(|| SourceStats::new(e.canonical_name()));
-        stats.total_count += 1;
-        let correlation = e.correlation(trace);
-        let mut external_id = e.external_id(trace);
-        if external_id.is_none() {
-            external_id = correlation.and_then(|c| trace.corr_to_ext.get(&c).copied());
-        }
-        let cpu = external_id.and_then(|x| contexts.get(&x)).and_then(|v| choose_cpu_context(v, e.ts));
+    let mut texts = TextCache::default();
+    let mut evidence = Evidence::default();
+    let order = group_by_name(&sampled);
+    for group in order.chunk_by(|&a, &b| sampled[a as usize].canonical_name() == sampled[b as usize].canonical_name()) {
+        let name = sampled[group[0] as usize].canonical_name();
+        // The kernel map entry, asked for at most once per name.
+        let mut entry: Option<Option<KernelEntry>> = None;
+        for e in group.iter().map(|&i| sampled[i as usize]) {
+            evidence.total_count += 1;
+            let correlation = e.correlation(trace);
+            let mut external_id = e.external_id(trace);
+            if external_id.is_none() {
+                external_id = correlation.and_then(|c| trace.corr_to_ext.get(&c).copied());
+            }
+            let cpu = external_id.and_then(|x| contexts.get(&x)).and_then(|v| choose_cpu_context(v, e.ts));
 
-        let mut launch_op: Option<String> = None;
-        let mut chain: Option<ScopeChain> = None;
-        if let Some(cpu) = cpu {
-            launch_op = Some(canonicalize_cpu_op_name(trace.s(cpu.cpu_op_name)));
-            chain = Some(cpu.scope_chain.clone());
-        } else {
-            let launch = correlation.and_then(|c| launches.get(&c)).and_then(|v| choose_launch_context(v, e.ts));
-            if let Some(launch) = launch {
-                let found = temporal_scope_lookup(trace, &[(e.idx(), launch.ts)], &mut names).remove(&e.idx());
-                if found.as_ref().is_some_and(|c| !c.is_empty()) {
-                    launch_op = Some(canonicalize_cpu_op_name(trace.s(launch.launch_name)));
-                    chain = found;
+            let mut launch_op: Option<String> = None;
+            let mut chain: Option<ScopeChain> = None;
+            if let Some(cpu) = cpu {
+                launch_op = Some(canonicalize_cpu_op_name(trace.s(cpu.cpu_op_name)));
+                chain = Some(cpu.scope_chain.clone());
+            } else {
+                let launch = correlation.and_then(|c| launches.get(&c)).and_then(|v| choose_launch_context(v, e.ts));
+                if let Some(launch) = launch {
+                    let found = temporal_scope_lookup(trace, &[(e.idx(), launch.ts)], &mut names).remove(&e.idx());
+                    if found.as_ref().is_some_and(|c| !c.is_empty()) {
+                        launch_op = Some(canonicalize_cpu_op_name(trace.s(launch.launch_name)));
+                        chain = found;
+                    }
+                }
+                if chain.as_ref().is_none_or(|c| c.is_empty()) {
+                    chain = temporal.get(&e.idx()).cloned();
+                }
+                if chain.as_ref().is_some_and(|c| !c.is_empty()) {
+                    launch_op = Some("time-window fallback".to_string());
                 }
             }
-            if chain.as_ref().is_none_or(|c| c.is_empty()) {
-                chain = temporal.get(&e.idx()).cloned();
-            }
-            if chain.as_ref().is_some_and(|c| !c.is_empty()) {
-                launch_op = Some("time-window fallback".to_string());
-            }
-        }
 
-        let chain = chain.filter(|c| !c.is_empty());
-        let Some(chain) = chain else {
-            let entry = entries.entry(e.canonical_name()).or_insert_with(|| lookup(stage, e.canonical_name()));
-            if let Some(entry) = entry {
-                credit_kernel_entry(stats, entry);
+            let chain = chain.filter(|c| !c.is_empty());
+            let Some(chain) = chain else {
+                if let Some(entry) = entry.get_or_insert_with(|| lookup(stage, name)) {
+                    evidence.credit_kernel_entry(&mut texts, entry);
+                }
+                continue;
+            };
+            evidence.mapped_count += 1;
+            if let Some(scope) = ranker.best(&chain).filter(|s| !s.is_empty()) {
+                evidence.scopes.bump(&mut texts, scope, 1);
             }
-            continue;
+            if let Some(key) = scope_chain_key(&chain).filter(|s| !s.is_empty()) {
+                evidence.chains.bump(&mut texts, &key, 1);
+            }
+            if let Some(op) = launch_op.filter(|s| !s.is_empty()) {
+                evidence.launch_ops.bump(&mut texts, &op, 1);
+            }
+        }
+        // The payload's key text is shared when it has the name.
+        let key = match payload.and_then(|p| p.get_key_value(name)) {
+            Some((key, payload_entry)) => {
+                evidence.add_payload_entry(&mut texts, payload_entry);
+                key.clone()
+            }
+            None => Text::from(name),
         };
-        stats.mapped_count += 1;
-        if let Some(scope) = ranker.best(&chain).filter(|s| !s.is_empty()) {
-            bump(&mut stats.scope_counter, scope, 1);
-            bump(&mut stats.site_share_counter, scope, 1);
-        }
-        if let Some(key) = scope_chain_key(&chain).filter(|s| !s.is_empty()) {
-            bump(&mut stats.chain_counter, &key, 1);
-        }
-        if let Some(op) = launch_op.filter(|s| !s.is_empty()) {
-            bump(&mut stats.launch_op_counter, &op, 1);
+        map.insert(key, evidence.take());
+    }
+    for (name, entry) in payload.into_iter().flatten() {
+        if !map.contains_key(&**name) && evidence.add_payload_entry(&mut texts, entry) {
+            map.insert(name.clone(), evidence.take());
         }
     }
     map
-}
-
-/// Adds the formal stage payload's sites (weighted by launches) to the map.
-pub fn merge_stage_payload(map: &mut SourceMap, payload: Option<&StagePayload>) {
-    let Some(payload) = payload else { return };
-    for (name, entry) in payload {
-        let best_location = strip(&entry.best_location);
-        if entry.sites.is_empty() && (best_location.is_empty() || best_location == "unresolved") {
-            continue;
-        }
-        let stats = map.entry(name.to_string()).or_insert_with(|| SourceStats::new(name));
-        if entry.sites.is_empty() {
-            stats.total_count += 1;
-            stats.mapped_count += 1;
-            bump(&mut stats.scope_counter, best_location, 1);
-            bump(&mut stats.site_share_counter, best_location, 1);
-            continue;
-        }
-        for site in &entry.sites {
-            let location = if !site.location.is_empty() { &*site.location } else { &*entry.best_location };
-            let location = strip(location);
-            let launches = launch_count(site.launches).max(1);
-            stats.total_count = stats.total_count.saturating_add(launches);
-            if !location.is_empty() && location != "unresolved" {
-                stats.mapped_count = stats.mapped_count.saturating_add(launches);
-                bump(&mut stats.scope_counter, location, launches);
-                bump(&mut stats.site_share_counter, location, launches);
-            }
-            let op = strip(site.top_cpu_op.as_deref().unwrap_or(""));
-            if !op.is_empty() {
-                bump(&mut stats.launch_op_counter, op, launches);
-            }
-            let stack = strip(site.stack.as_deref().unwrap_or(""));
-            if !stack.is_empty() {
-                bump(&mut stats.chain_counter, stack, launches);
-            }
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::types::SiteEntry;
+    use crate::columns::Trace;
     use crate::pysem::py_round;
     use std::sync::Arc;
 
@@ -269,6 +341,25 @@ mod tests {
     }
 
     #[test]
+    fn names_are_grouped_in_first_seen_order() {
+        let events: Vec<OverlapKernel> =
+            ["b", "a", "b", "c", "a"].iter().enumerate().map(|(i, n)| ev(i, n, i as f64)).collect();
+        let sampled: Vec<&OverlapKernel> = events.iter().collect();
+        let grouped: Vec<usize> = group_by_name(&sampled).iter().map(|&i| sampled[i as usize].idx()).collect();
+        assert_eq!(grouped, vec![0, 2, 1, 4, 3]);
+    }
+
+    fn site(location: &str, launches: u64, op: Option<&str>, stack: Option<&str>) -> SiteEntry {
+        SiteEntry {
+            location: location.into(),
+            launches,
+            top_cpu_op: op.map(Into::into),
+            stack: stack.map(Into::into),
+            ..Default::default()
+        }
+    }
+
+    #[test]
     fn payload_merge_weights_by_launches() {
         let mut payload = StagePayload::new();
         payload.insert(
@@ -277,25 +368,49 @@ mod tests {
                 category: "other".into(),
                 best_location: "a.py:1 f".into(),
                 sites: vec![
-                    SiteEntry {
-                        location: "a.py:1 f".into(),
-                        launches: 3,
-                        top_cpu_op: Some("aten::mm".into()),
-                        stack: Some("x -> a.py:1 f".into()),
-                        ..Default::default()
-                    },
-                    SiteEntry { location: "unresolved".into(), launches: 0, ..Default::default() },
+                    site("a.py:1 f", 3, Some("aten::mm"), Some("x -> a.py:1 f")),
+                    site("unresolved", 0, None, None),
                 ],
             },
         );
         payload.insert("empty".into(), KernelEntry { best_location: "unresolved".into(), ..Default::default() });
-        let mut map = SourceMap::new();
-        merge_stage_payload(&mut map, Some(&payload));
+        payload.insert("bare".into(), KernelEntry { best_location: " b.py:2 g ".into(), ..Default::default() });
+        let trace = Trace::default();
+        let bundle = StageBundle {
+            label: "f".into(),
+            trace: &trace,
+            events: Vec::new(),
+            pid: None,
+            masking: Default::default(),
+        };
+        let map = build_kernel_source_map(&bundle, &|_, _| None, Stage::All, Some(&payload));
         let s = &map["k"];
         assert_eq!((s.total_count, s.mapped_count), (4, 3));
         assert_eq!(s.best_scope(), Some("a.py:1 f"));
         assert_eq!(s.best_launch_op(), Some("aten::mm"));
         assert_eq!(s.best_chain(), Some("x -> a.py:1 f"));
         assert!(!map.contains_key("empty"));
+        let b = &map["bare"];
+        assert_eq!((b.total_count, b.mapped_count, b.best_scope(), b.best_chain()), (1, 1, Some("b.py:2 g"), None));
+        // The map's key is the payload's own text.
+        assert!(Arc::ptr_eq(map.get_key_value("k").unwrap().0, payload.get_key_value("k").unwrap().0));
+    }
+
+    #[test]
+    fn counters_keep_the_first_most_common_key() {
+        let mut texts = TextCache::default();
+        let mut e = Evidence::default();
+        for (key, by) in [("a", 1), ("b", 2), ("a", 1), ("", 5)] {
+            e.scopes.bump(&mut texts, key, by);
+        }
+        e.chains.bump(&mut texts, "", 1);
+        let s = e.take();
+        assert_eq!((s.best_scope(), s.best_chain(), s.best_launch_op()), (None, None, None));
+        e.scopes.bump(&mut texts, "b", 1);
+        e.scopes.bump(&mut texts, "a", i64::MAX);
+        e.scopes.bump(&mut texts, "a", 1);
+        e.scopes.bump(&mut texts, "b", i64::MAX);
+        // Both saturate at i64::MAX: the first inserted wins the tie.
+        assert_eq!(e.take().best_scope(), Some("b"));
     }
 }

@@ -420,8 +420,6 @@ fn resolve_site_context<'a>(
     ("unresolved", "", name)
 }
 
-/// The position of `key`, inserted (default) at the end when missing,
-/// allocating the key only then.
 /// The reference's `aggregate_kernel_sites` over `kernels`.
 pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&KernelEvent]) -> SiteStats {
     // Per kernel: rows of its CPU op and launch call (found once, used
@@ -474,45 +472,75 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
         resolve_thread_queries(trace, &index.frames, thread, q, time, &mut stacks, &mut resolved);
     }
 
-    // Map positions are cached by where each key's text lives (every text
-    // is borrowed from a table that outlives this loop), so each distinct
-    // string is hashed and compared once.
-    type TextKey = (usize, usize);
-    let key = |s: &str| -> TextKey { (s.as_ptr() as usize, s.len()) };
-    let mut kernel_pos: FxHashMap<TextKey, usize> = FxHashMap::default();
-    let mut location_pos: FxHashMap<(usize, TextKey), usize> = FxHashMap::default();
-    // (kernel, location, text, is the CPU-op counter) → position.
-    let mut counter_pos: FxHashMap<(usize, usize, TextKey, bool), usize> = FxHashMap::default();
+    // Kernels are found by where their canonical name lives (each name
+    // record's own allocation), so each distinct record is hashed once.
+    // Locations and counters are short first-seen lists, scanned while
+    // short; the positions in longer ones are cached by where the text
+    // lives (every text is borrowed from a table that outlives this loop).
+    let mut kernel_pos: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut long_lists = LongLists::default();
     let mut out: SiteStats = IndexMap::new();
     let mut texts = TextCache::default();
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
         let res = (stacks.resolution(resolved[2 * i]), stacks.resolution(resolved[2 * i + 1]));
         let (location, stack, cpu_op) = resolve_site_context(trace, &index.frames, &stacks, op, launch, res);
-        let ki = *kernel_pos.entry(key(k.canonical())).or_insert_with(|| match out.get_index_of(k.canonical()) {
-            Some(i) => i,
-            None => out.insert_full(texts.get(k.canonical()), Vec::new()).0,
+        let ki = *kernel_pos.entry(k.canonical().as_ptr() as usize).or_insert_with(|| {
+            match out.get_index_of(k.canonical()) {
+                Some(i) => i,
+                None => out.insert_full(texts.get(k.canonical()), Vec::new()).0,
+            }
         });
-        let li = *location_pos
-            .entry((ki, key(location)))
-            .or_insert_with(|| list_slot(&mut out[ki], location, || texts.get(location)));
+        let li = long_lists.slot((ki, 0, ListKind::Locations), &mut out[ki], location, &mut texts);
         let item = &mut out[ki][li].1;
         item.total_us += k.dur;
         item.count += 1;
         if !cpu_op.is_empty() {
-            let ci = *counter_pos
-                .entry((ki, li, key(cpu_op), true))
-                .or_insert_with(|| list_slot(&mut item.cpu_ops, cpu_op, || texts.get(cpu_op)));
+            let ci = long_lists.slot((ki, li, ListKind::CpuOps), &mut item.cpu_ops, cpu_op, &mut texts);
             item.cpu_ops[ci].1 += 1;
         }
         if !stack.is_empty() {
-            let si = *counter_pos
-                .entry((ki, li, key(stack), false))
-                .or_insert_with(|| list_slot(&mut item.stacks, stack, || texts.get(stack)));
+            let si = long_lists.slot((ki, li, ListKind::Stacks), &mut item.stacks, stack, &mut texts);
             item.stacks[si].1 += 1;
         }
     }
     out
+}
+
+/// Lists up to this long are scanned rather than looked up.
+const SCAN_MAX: usize = 8;
+
+/// Which list of a kernel (its locations) or of a (kernel, location) pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum ListKind {
+    Locations,
+    CpuOps,
+    Stacks,
+}
+
+/// Positions in the lists that grew past [`SCAN_MAX`], keyed by (kernel,
+/// location, list) and where the text lives: most lists hold one or two
+/// entries and never get here.
+#[derive(Default)]
+struct LongLists(FxHashMap<((usize, usize, ListKind), (usize, usize)), usize>);
+
+impl LongLists {
+    /// Position of `key` in `list` (appended when new), as [`list_slot`].
+    fn slot<V: Default>(
+        &mut self,
+        id: (usize, usize, ListKind),
+        list: &mut Vec<(Text, V)>,
+        key: &str,
+        texts: &mut TextCache,
+    ) -> usize {
+        if list.len() <= SCAN_MAX {
+            return list_slot(list, key, || texts.get(key));
+        }
+        *self
+            .0
+            .entry((id, (key.as_ptr() as usize, key.len())))
+            .or_insert_with(|| list_slot(list, key, || texts.get(key)))
+    }
 }
 
 /// Adds `source` into `dest` (Counter.update semantics for the counters).

@@ -194,7 +194,7 @@ pub fn analyze_file(file: &BatchFile, opts: &TriageOptions, phase: &dyn Fn(&'sta
         .overlap_stats
         .iter()
         .map(|s| {
-            let kernels = s.exclusive_by_kernel.iter().map(|(n, c, us)| (n.as_str(), *c, *us));
+            let kernels = s.exclusive_comm_by_kernel.iter().map(|(n, c, us)| (n.as_str(), *c, *us));
             (s.bundle.clone(), comm_exposure(kernels))
         })
         .collect();
