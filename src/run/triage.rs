@@ -173,6 +173,12 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
 /// (A 1 GB trace has about 300,000 kernels; 56 bytes each.)
 const PARALLEL_STEPS_MAX_KERNELS: usize = 1_000_000;
 
+/// Likewise above this many kernel names (over the formal stage payloads):
+/// the kernel table and the overlap source map each hold a few hundred
+/// bytes per name, so with many names the two steps run one after the
+/// other too.
+const PARALLEL_STEPS_MAX_NAMES: usize = 100_000;
+
 /// Hands freed heap pages back to the OS. glibc keeps large freed blocks
 /// in its arenas once its mmap threshold has adapted upward, so without
 /// this the peak RSS of the kernel step would carry into the overlap step.
@@ -276,6 +282,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         payloads.insert(*stage, payload);
     }
     let kernels: usize = loaded.iter().map(|l| l.data.kernels.len()).sum();
+    let names: usize = per_trace.iter().flatten().map(|(_, payload)| payload.len()).sum();
     // Site attribution is done: free its indexes (frames by thread, CPU ops
     // and launches by id) before the overlap step builds its records.
     drop(mapping_views);
@@ -284,7 +291,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     }
     release_free_memory();
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
-    if kernels <= PARALLEL_STEPS_MAX_KERNELS {
+    if kernels <= PARALLEL_STEPS_MAX_KERNELS && names <= PARALLEL_STEPS_MAX_NAMES {
         // The kernel rows need only the kernel events, which are small next
         // to the overlap records: run the two steps side by side.
         let (kernel_part, overlap_part) = rayon::join(
