@@ -297,9 +297,14 @@ pub fn py_round(x: f64) -> f64 {
 /// (`n > limit >= 2`): `round(i * (n - 1) / (limit - 1))` for each `i` below
 /// `limit`, with Python's exact integer product and half-to-even rounding.
 pub fn sample_positions(n: usize, limit: usize) -> impl Iterator<Item = usize> {
+    (0..limit).map(move |i| sample_position(n, limit, i))
+}
+
+/// The `i`-th of the [`sample_positions`].
+fn sample_position(n: usize, limit: usize, i: usize) -> usize {
     let span = n.saturating_sub(1);
     let steps = limit.saturating_sub(1).max(1);
-    (0..limit).map(move |i| py_round(i.saturating_mul(span) as f64 / steps as f64) as usize)
+    py_round(i.saturating_mul(span) as f64 / steps as f64) as usize
 }
 
 /// The reference's per-name sampling: items grouped by `name`, names in
@@ -307,8 +312,10 @@ pub fn sample_positions(n: usize, limit: usize) -> impl Iterator<Item = usize> {
 /// [`sample_positions`] of its items (in their given order). `limit == 0`
 /// keeps everything, in the given order. Callers order the result.
 ///
-/// Two passes over `items` (counts, then picks), so the memory is per name
-/// and per pick, not per item: the overlap step samples millions of kernels.
+/// Two passes over `items` (counts, then picks) with one small record per
+/// name and the picks themselves, so the memory is per name and per pick,
+/// not per item: the overlap step samples millions of kernels, and a trace
+/// can have hundreds of thousands of names.
 pub fn sample_per_name<'a, T, I>(items: I, name: impl Fn(&T) -> &str, limit: usize) -> Vec<&'a T>
 where
     I: IntoIterator<Item = &'a T>,
@@ -318,37 +325,35 @@ where
     if limit == 0 {
         return items.collect();
     }
-    let mut counts: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
-    for item in items.clone() {
-        *counts.entry(name(item)).or_insert(0) += 1;
-    }
-    // Per name: the positions kept (ascending: `sample_positions` never
-    // decreases), how many items were seen, and the picks.
-    struct Picks<'a, T> {
-        positions: Vec<usize>,
-        next: usize,
+    /// One name's item count, items seen so far in the second pass, and
+    /// which of its sample positions comes next.
+    struct Name {
+        count: usize,
         seen: usize,
-        picked: Vec<&'a T>,
+        next: usize,
     }
-    let mut picks: rustc_hash::FxHashMap<&str, Picks<'a, T>> = counts
-        .iter()
-        .map(|(&n, &count)| {
-            let positions =
-                if count <= limit { (0..count).collect() } else { sample_positions(count, limit).collect() };
-            (n, Picks { positions, next: 0, seen: 0, picked: Vec::new() })
-        })
-        .collect();
+    let mut names: rustc_hash::FxHashMap<&str, Name> = rustc_hash::FxHashMap::default();
+    for item in items.clone() {
+        names.entry(name(item)).or_insert(Name { count: 0, seen: 0, next: 0 }).count += 1;
+    }
+    let mut picked: Vec<&'a T> = Vec::new();
     for item in items {
-        let Some(p) = picks.get_mut(name(item)) else { continue };
-        while p.positions.get(p.next) == Some(&p.seen) {
-            p.picked.push(item);
-            p.next += 1;
+        let Some(n) = names.get_mut(name(item)) else { continue };
+        if n.count <= limit {
+            picked.push(item);
+        } else {
+            // Sample positions never decrease; one can repeat.
+            while n.next < limit && sample_position(n.count, limit, n.next) == n.seen {
+                picked.push(item);
+                n.next += 1;
+            }
         }
-        p.seen += 1;
+        n.seen += 1;
     }
-    let mut names: Vec<&str> = picks.keys().copied().collect();
-    names.sort_unstable();
-    names.into_iter().flat_map(|n| picks.remove(n).map(|p| p.picked).unwrap_or_default()).collect()
+    drop(names);
+    // Names in sorted order, each name's picks in item order (stable).
+    picked.sort_by(|a, b| name(a).cmp(name(b)));
+    picked
 }
 
 /// Python's `max(a, b)`: `a` unless `b > a`.
@@ -436,6 +441,43 @@ mod tests {
         // "a" has 6 items (1 2 4 5 7 8): positions 0, round(2.5) = 2, 5; "b" has 4 (0 3 6 9).
         assert_eq!(picked, vec![1, 4, 8, 0, 6, 9]);
         assert_eq!(sample_per_name(&items, |x| x.0, 0).len(), 10);
+    }
+
+    #[test]
+    fn per_name_sampling_matches_the_grouping_definition() {
+        // The definition: group by name (sorted), keep each group whole or
+        // its sample positions.
+        fn naive<'a>(items: &'a [(String, usize)], limit: usize) -> Vec<&'a (String, usize)> {
+            let mut groups: std::collections::BTreeMap<&str, Vec<&(String, usize)>> = Default::default();
+            for it in items {
+                groups.entry(it.0.as_str()).or_default().push(it);
+            }
+            let mut out = Vec::new();
+            for (_, group) in groups {
+                if group.len() <= limit {
+                    out.extend(group);
+                } else {
+                    out.extend(sample_positions(group.len(), limit).map(|p| group[p]));
+                }
+            }
+            out
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..200 {
+            let names = 1 + (next() % 40) as usize;
+            let len = (next() % 600) as usize;
+            let items: Vec<(String, usize)> = (0..len).map(|i| (format!("k{}", next() as usize % names), i)).collect();
+            let limit = [1, 2, 3, 16][round % 4];
+            let got: Vec<usize> = sample_per_name(&items, |x| x.0.as_str(), limit).iter().map(|x| x.1).collect();
+            let want: Vec<usize> = naive(&items, limit).iter().map(|x| x.1).collect();
+            assert_eq!(got, want, "round {round}");
+        }
     }
 
     #[test]

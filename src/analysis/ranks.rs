@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 
 use crate::analysis::stage::Stage;
+use crate::analysis::types::Text;
 
 /// Where a file's rank came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +51,8 @@ pub struct StageFacts {
     /// First `headroom` row of the overlap table: (priority, kernel).
     pub top_headroom: Option<(String, String)>,
     /// Kernel table of the stage: (kernel, category, GPU time µs), ranked.
-    pub kernels: Vec<(String, String, f64)>,
+    /// The names are the report's shared texts.
+    pub kernels: Vec<(Text, &'static str, f64)>,
     /// Sum of the stage's kernel GPU time (kernel table total).
     pub gpu_time_us: f64,
 }
@@ -177,18 +179,18 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
 /// all rows of the stage (0 where a row did not run them), largest max
 /// first.
 fn kernel_spreads(rows: &[RankRow]) -> Vec<KernelSpread> {
-    let mut leaders: Vec<(String, String, Vec<u64>)> = Vec::new();
+    let mut leaders: Vec<(&Text, &'static str, Vec<u64>)> = Vec::new();
     for r in rows {
         let Some((name, category, _)) = r.facts.kernels.first() else {
             continue;
         };
-        match leaders.iter_mut().find(|(n, _, _)| n == name) {
+        match leaders.iter_mut().find(|(n, _, _)| *n == name) {
             Some((_, _, ranks)) => {
                 if !ranks.contains(&r.rank) {
                     ranks.push(r.rank);
                 }
             }
-            None => leaders.push((name.clone(), category.clone(), vec![r.rank])),
+            None => leaders.push((name, category, vec![r.rank])),
         }
     }
     let mut out: Vec<KernelSpread> = leaders
@@ -197,7 +199,7 @@ fn kernel_spreads(rows: &[RankRow]) -> Vec<KernelSpread> {
             let per_row: Vec<(u64, Option<f64>)> = rows
                 .iter()
                 .map(|r| {
-                    let hits: Vec<f64> = r.facts.kernels.iter().filter(|k| k.0 == kernel).map(|k| k.2).collect();
+                    let hits: Vec<f64> = r.facts.kernels.iter().filter(|k| k.0 == *kernel).map(|k| k.2).collect();
                     (r.rank, (!hits.is_empty()).then(|| hits.iter().sum()))
                 })
                 .collect();
@@ -210,8 +212,8 @@ fn kernel_spreads(rows: &[RankRow]) -> Vec<KernelSpread> {
                 }
             }
             KernelSpread {
-                kernel,
-                category,
+                kernel: kernel.to_string(),
+                category: category.to_string(),
                 leads,
                 present: per_row.iter().filter(|(_, v)| v.is_some()).count(),
                 min_us: values.iter().copied().fold(f64::INFINITY, f64::min),
@@ -238,7 +240,7 @@ mod tests {
             exposed_comm_us: comm,
             top_exposed: None,
             top_headroom: None,
-            kernels: kernels.iter().map(|(n, us)| (n.to_string(), "gemm".to_string(), *us)).collect(),
+            kernels: kernels.iter().map(|(n, us)| ((*n).into(), "gemm", *us)).collect(),
             gpu_time_us: busy,
         }
     }

@@ -9,6 +9,10 @@ use std::sync::Arc;
 /// stored once ([`TextCache`]) and shared.
 pub type Text = Arc<str>;
 
+/// A row's list of cell texts (locations, CPU ops), one allocation shared
+/// by all rows with an equal list.
+pub type TextList = Arc<[Text]>;
+
 /// Hands out one shared [`Text`] per distinct string.
 #[derive(Default)]
 pub struct TextCache(rustc_hash::FxHashSet<Text>);
@@ -64,7 +68,9 @@ pub struct KernelEntry {
     pub best_location: Text,
 }
 
-/// One row of the kernel table (`KernelRow` in the reference).
+/// One row of the kernel table (`KernelRow` in the reference), owned: the
+/// fuse matcher's input as the tests and tools build it (the triage driver
+/// hands it lighter views, see `fusion::FuseRow`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KernelRow {
     pub name: String,
@@ -95,7 +101,7 @@ impl KernelRow {
 }
 
 /// A list as one table cell: items joined with `<br>`, or `empty`.
-pub fn list_cell(items: &[String], empty: &str) -> String {
+pub fn list_cell<S: std::borrow::Borrow<str>>(items: &[S], empty: &str) -> String {
     if items.is_empty() {
         empty.to_string()
     } else {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::analysis::fusion::FusionOpportunity;
 use crate::analysis::overlap::ActionRow;
-use crate::analysis::types::list_cell;
+use crate::analysis::types::{list_cell, Text, TextList};
 
 /// Version of the JSON layout ([`crate::report::json`]); documented in
 /// `docs/json-schema.md`. Raised whenever a field changes meaning or type.
@@ -59,11 +59,12 @@ pub struct KernelTable {
     pub rows: Vec<KernelTableRow>,
 }
 
-/// One kernel (canonical name) of a stage.
+/// One kernel (canonical name) of a stage. The texts are shared with the
+/// kernel maps and between rows: a stage can have hundreds of thousands.
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelTableRow {
-    pub kernel: String,
-    pub category: String,
+    pub kernel: Text,
+    pub category: &'static str,
     pub total_us: f64,
     /// Share of the stage's GPU time, percent.
     pub share_pct: f64,
@@ -71,9 +72,9 @@ pub struct KernelTableRow {
     pub max_us: f64,
     pub avg_us: f64,
     /// Python locations launching it (empty: unresolved).
-    pub location: Vec<String>,
+    pub location: TextList,
     /// CPU ops launching it (empty: none known).
-    pub cpu_op: Vec<String>,
+    pub cpu_op: TextList,
     /// Within the row limit and at or above the share bar: shown in tables.
     pub rendered: bool,
 }

@@ -98,7 +98,7 @@ fn top_kernel(r: &TriageReport, stage: Stage) -> Option<(String, f64)> {
         .filter(|t| t.stage == stage)
         .flat_map(|t| t.rows.first())
         .max_by(|a, b| a.total_us.total_cmp(&b.total_us))
-        .map(|row| (row.kernel.clone(), row.share_pct))
+        .map(|row| (row.kernel.to_string(), row.share_pct))
 }
 
 /// Kernel names in the headline are cut to this many characters.

@@ -9,13 +9,13 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 
 use crate::analysis::framework::{Framework, FrameworkChoice};
-use crate::analysis::fusion::detect_fusion_opportunities;
+use crate::analysis::fusion::{self, detect_fusion_opportunities};
 use crate::analysis::kernels::{
     aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
 };
 use crate::analysis::mapping::{
-    build_kernel_rows, build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, AttributedTrace,
-    KernelMap,
+    build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, rank_kernels, AttributedTrace, KernelMap,
+    SiteCells,
 };
 use crate::analysis::overlap::render_stages;
 use crate::analysis::overlap::{self, StageBundle};
@@ -24,7 +24,7 @@ use crate::analysis::stage::RowStages;
 use crate::analysis::stage::{parse_stage, Stage};
 use crate::analysis::text::Masking;
 use crate::analysis::timeline::{timeline, Timeline, TimelineOptions};
-use crate::analysis::types::StagePayload;
+use crate::analysis::types::{KernelEntry, StagePayload, Text};
 use crate::columns::Trace;
 use crate::error::{Error, Result};
 use crate::input::ReadMode;
@@ -199,6 +199,12 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
 /// (A 1 GB trace has about 300,000 kernels; 56 bytes each.)
 const PARALLEL_STEPS_MAX_KERNELS: usize = 1_000_000;
 
+/// Likewise above this many kernel names (over the formal stage payloads):
+/// the kernel table and the overlap source map each hold a few hundred
+/// bytes per name, so with many names the two steps run one after the
+/// other too.
+const PARALLEL_STEPS_MAX_NAMES: usize = 100_000;
+
 /// Traces whose columns take less than this are too small for a trim to
 /// matter.
 const TRIM_MIN_BYTES: usize = 32 << 20;
@@ -315,6 +321,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     }
     let kernels: usize = loaded.iter().map(|l| l.data.kernels.len()).sum();
     let bytes: usize = loaded.iter().map(|l| l.bytes).sum();
+    let names: usize = per_trace.iter().flatten().map(|(_, payload)| payload.len()).sum();
     // Site attribution is done: free its indexes (frames by thread, CPU ops
     // and launches by id) before the overlap step builds its records.
     drop(mapping_views);
@@ -323,7 +330,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     }
     release_free_memory(bytes);
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
-    if kernels <= PARALLEL_STEPS_MAX_KERNELS {
+    if kernels <= PARALLEL_STEPS_MAX_KERNELS && names <= PARALLEL_STEPS_MAX_NAMES {
         // The kernel rows need only the kernel events, which are small next
         // to the overlap records: run the two steps side by side.
         let (kernel_part, overlap_part) = rayon::join(
@@ -391,6 +398,37 @@ impl OverlapPart {
     }
 }
 
+/// A kernel table row as the fuse matcher reads it: the report row's cells
+/// and the kernel-map entry, borrowed.
+struct FuseView<'a> {
+    row: &'a KernelTableRow,
+    entry: Option<&'a KernelEntry>,
+}
+
+impl fusion::FuseRow for FuseView<'_> {
+    type Cell = Text;
+
+    fn name(&self) -> &str {
+        &self.row.kernel
+    }
+
+    fn total_us(&self) -> f64 {
+        self.row.total_us
+    }
+
+    fn location(&self) -> &[Text] {
+        &self.row.location
+    }
+
+    fn cpu_op(&self) -> &[Text] {
+        &self.row.cpu_op
+    }
+
+    fn entry(&self) -> Option<&KernelEntry> {
+        self.entry
+    }
+}
+
 /// Kernel table rows (and fuse rows) of every formal trace and stage.
 /// `per_trace` holds each formal trace's stage payloads; a stage a trace
 /// lacks falls back to an earlier trace's payload.
@@ -433,34 +471,43 @@ fn kernel_and_fuse_rows<'a>(
             let categories = categories_by_name(kernels.iter().copied());
             let empty = StagePayload::new();
             let local = payloads.get(&stage).copied().unwrap_or(&empty);
-            let rows = build_kernel_rows(stage, &stats, &categories, local, Some(kernel_map));
-            for item in detect_fusion_opportunities(registry, &rows, total, server_args, Some(formal.framework)) {
+            let ranked = rank_kernels(stage, &stats, &categories, local, Some(kernel_map));
+            drop((stats, categories));
+            let shown = limit_kernel_rows(&ranked, opts.kernel_table_limit).len();
+            let mut cells = SiteCells::default();
+            let (rows, entries): (Vec<KernelTableRow>, Vec<Option<&KernelEntry>>) = ranked
+                .into_iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    let (location, cpu_op) = cells.summary(k.entry);
+                    let share_pct = pct(k.aggregate.total_us, total);
+                    let row = KernelTableRow {
+                        share_pct,
+                        rendered: i < shown && share_pct >= opts.min_share,
+                        total_us: k.aggregate.total_us,
+                        launches: k.aggregate.count,
+                        max_us: k.aggregate.max_us,
+                        avg_us: k.aggregate.avg_us(),
+                        // The stage payload's text of the name when it has one.
+                        kernel: local
+                            .get_key_value(k.name)
+                            .map_or_else(|| cells.text(k.name), |(name, _)| name.clone()),
+                        category: k.category,
+                        location,
+                        cpu_op,
+                    };
+                    (row, k.entry)
+                })
+                .unzip();
+            let views: Vec<FuseView> = rows.iter().zip(entries).map(|(row, entry)| FuseView { row, entry }).collect();
+            for item in detect_fusion_opportunities(registry, &views, total, server_args, Some(formal.framework)) {
                 let share = pct(item.related_us, total);
                 if share < opts.min_share {
                     continue;
                 }
                 report.fuse_rows.push(FuseRow::new(stage, share, item));
             }
-            let limit = limit_kernel_rows(&rows, opts.kernel_table_limit).len();
-            let rows = rows
-                .into_iter()
-                .enumerate()
-                .map(|(i, row)| {
-                    let share_pct = pct(row.total_us(), total);
-                    KernelTableRow {
-                        share_pct,
-                        rendered: i < limit && share_pct >= opts.min_share,
-                        total_us: row.total_us(),
-                        launches: row.aggregate.count,
-                        max_us: row.aggregate.max_us,
-                        avg_us: row.aggregate.avg_us(),
-                        kernel: row.name,
-                        category: row.category,
-                        location: row.location,
-                        cpu_op: row.cpu_op,
-                    }
-                })
-                .collect();
+            drop(views);
             report.kernel_tables.push(KernelTable {
                 trace: path.clone(),
                 stage,

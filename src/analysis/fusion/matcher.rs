@@ -1,16 +1,18 @@
-//! Matching one pattern against a stage's kernel rows: keyword tests on
-//! each row's name, location and CPU op (plain lower-case and
-//! alphanumeric-compacted), the framework / model / TP gates, and the
+//! Matching patterns against a stage's kernel rows: keyword tests on each
+//! row's name, location and CPU op (plain lower-case and
+//! alphanumeric-compacted), made for all patterns in one pass over the rows
+//! ([`find_hits`]); the framework / model / TP gates; and the
 //! direct-or-split decision with its share thresholds.
 
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::analysis::framework::Framework;
-use crate::analysis::types::KernelRow;
+use crate::analysis::types::list_cell;
 use crate::pysem::normalize_text;
 
 use super::registry::PatternSpec;
 use super::summary::pct;
+use super::FuseRow;
 
 /// Lower-cases and keeps only ASCII letters and digits, so that
 /// `fused_add_rms_norm`, `FusedAddRMSNorm` and `fused add rms-norm` agree.
@@ -34,15 +36,16 @@ impl Needle {
     }
 }
 
-/// A row's searchable text, prepared once per stage.
+/// A row's searchable text: name, location cell and CPU-op cell.
 pub struct RowText {
     lowered: String,
     compact: String,
 }
 
 impl RowText {
-    pub fn new(row: &KernelRow) -> RowText {
-        let lowered = [row.name.clone(), row.location_cell(), row.cpu_op_cell()].join(" ").to_lowercase();
+    pub fn new<R: FuseRow>(row: &R) -> RowText {
+        let cells = [row.name(), &list_cell(row.location(), "unresolved"), &list_cell(row.cpu_op(), "-")];
+        let lowered = cells.join(" ").to_lowercase();
         let compact = compact_match_text(&lowered);
         RowText { lowered, compact }
     }
@@ -67,11 +70,48 @@ pub struct MatchContext<'a> {
 }
 
 /// One pattern's raw match before ranking and de-duplication.
-pub struct PatternMatch<'r> {
+pub struct PatternMatch<'r, R> {
     pub has_direct_match: bool,
     /// Direct rows first, then each split group's rows, without repeats.
-    pub related: Vec<&'r KernelRow>,
+    pub related: Vec<&'r R>,
     pub related_us: f64,
+}
+
+/// The rows (positions) one pattern's keyword lists hit: its direct
+/// keywords, and each split group.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PatternHits {
+    pub direct: Vec<u32>,
+    pub groups: Vec<Vec<u32>>,
+}
+
+/// The hits of every pattern in `specs`, from one pass over the rows: each
+/// row's text is made once and dropped, rather than kept for all rows while
+/// pattern after pattern is tried. An empty keyword list hits nothing.
+pub fn find_hits<R: FuseRow>(specs: &[&PatternSpec], rows: &[R]) -> Vec<PatternHits> {
+    let needles: Vec<(Vec<Needle>, Vec<Vec<Needle>>)> = specs
+        .iter()
+        .map(|s| (Needle::all(&s.keywords), s.split_groups.iter().map(|g| Needle::all(g)).collect()))
+        .collect();
+    let mut hits: Vec<PatternHits> = needles
+        .iter()
+        .map(|(_, groups)| PatternHits { direct: Vec::new(), groups: vec![Vec::new(); groups.len()] })
+        .collect();
+    let hit = |text: &RowText, list: &[Needle]| !list.is_empty() && text.matches_any(list);
+    for (i, row) in rows.iter().enumerate() {
+        let text = RowText::new(row);
+        for ((direct, groups), found) in needles.iter().zip(&mut hits) {
+            if hit(&text, direct) {
+                found.direct.push(i as u32);
+            }
+            for (group, found) in groups.iter().zip(&mut found.groups) {
+                if hit(&text, group) {
+                    found.push(i as u32);
+                }
+            }
+        }
+    }
+    hits
 }
 
 /// Whether the pattern applies to this framework / model / TP setup.
@@ -92,39 +132,30 @@ pub fn gates_pass(spec: &PatternSpec, ctx: &MatchContext) -> bool {
     !spec.exclude_models.iter().any(|m| ctx.model_path.contains(m.as_str()))
 }
 
-fn rows_matching(texts: &[RowText], keywords: &[String]) -> Vec<usize> {
-    if keywords.is_empty() {
-        return Vec::new();
-    }
-    let needles = Needle::all(keywords);
-    texts.iter().enumerate().filter(|(_, t)| t.matches_any(&needles)).map(|(i, _)| i).collect()
-}
-
-/// Matches `spec` against the rows (`texts[i]` belongs to `rows[i]`; the
-/// two slices have the same length).
+/// Matches `spec` against the rows, given the rows its keyword lists hit
+/// ([`find_hits`] over the same rows).
 /// A direct keyword hit always reports; a split match needs every group to
 /// hit and at least `min_share` percent of `total_us`.
-pub fn match_pattern<'r>(
+pub fn match_pattern<'r, R: FuseRow>(
     spec: &PatternSpec,
-    rows: &'r [KernelRow],
-    texts: &[RowText],
+    rows: &'r [R],
+    hits: &PatternHits,
     total_us: f64,
     ctx: &MatchContext,
-) -> Option<PatternMatch<'r>> {
+) -> Option<PatternMatch<'r, R>> {
     if total_us <= 0.0 || !gates_pass(spec, ctx) {
         return None;
     }
-    let direct = rows_matching(texts, &spec.keywords);
-    let groups: Vec<Vec<usize>> = spec.split_groups.iter().map(|g| rows_matching(texts, g)).collect();
+    let (direct, groups) = (&hits.direct, &hits.groups);
     let has_direct_match = !direct.is_empty();
     let has_split_match = !groups.is_empty() && groups.iter().all(|g| !g.is_empty());
     if !has_direct_match && !has_split_match {
         return None;
     }
-    let mut seen: HashSet<RowKey<'r>> = HashSet::default();
-    let mut related: Vec<&KernelRow> = Vec::new();
+    let mut seen: HashSet<RowKey<'r, R::Cell>> = HashSet::default();
+    let mut related: Vec<&R> = Vec::new();
     for i in direct.iter().chain(groups.iter().flatten()) {
-        let Some(row) = rows.get(*i) else { continue };
+        let Some(row) = rows.get(*i as usize) else { continue };
         if seen.insert(row_key(row)) {
             related.push(row);
         }
@@ -140,17 +171,17 @@ pub fn match_pattern<'r>(
 }
 
 /// Identity of a kernel-table row: name, location and CPU op.
-pub type RowKey<'r> = (&'r str, &'r [String], &'r [String]);
+pub type RowKey<'r, C> = (&'r str, &'r [C], &'r [C]);
 
-pub fn row_key(row: &KernelRow) -> RowKey<'_> {
-    (row.name.as_str(), &row.location, &row.cpu_op)
+pub fn row_key<R: FuseRow>(row: &R) -> RowKey<'_, R::Cell> {
+    (row.name(), row.location(), row.cpu_op())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::fusion::registry::Registry;
-    use crate::analysis::types::Aggregate;
+    use crate::analysis::types::{Aggregate, KernelRow};
 
     fn row(name: &str, location: &str, cpu_op: &str, us: f64) -> KernelRow {
         KernelRow {
@@ -203,14 +234,41 @@ mod tests {
         let ctx = MatchContext { model_path: "", tp_size: 1, framework: None };
         let rows =
             vec![row("temperature_scale", "", "", 5.0), row("softmax_kernel", "", "", 5.0), row("gemm", "", "", 90.0)];
-        let texts: Vec<RowText> = rows.iter().map(RowText::new).collect();
-        let m = match_pattern(spec, &rows, &texts, 100.0, &ctx).unwrap();
+        let hits = &find_hits(&[spec], &rows)[0];
+        let m = match_pattern(spec, &rows, hits, 100.0, &ctx).unwrap();
         assert!(!m.has_direct_match);
         assert_eq!(m.related.len(), 2);
         assert_eq!(m.related_us, 10.0);
         // One group missing: no match.
-        assert!(match_pattern(spec, &rows[1..], &texts[1..], 100.0, &ctx).is_none());
+        assert!(match_pattern(spec, &rows[1..], &find_hits(&[spec], &rows[1..])[0], 100.0, &ctx).is_none());
         // Below min_share: no match.
-        assert!(match_pattern(spec, &rows, &texts, 1_000_000.0, &ctx).is_none());
+        assert!(match_pattern(spec, &rows, hits, 1_000_000.0, &ctx).is_none());
+    }
+
+    #[test]
+    fn one_pass_hits_match_each_list_tested_alone() {
+        let reg = Registry::builtin();
+        let rows: Vec<KernelRow> = (0..200)
+            .map(|i| {
+                let names = ["softmax_kernel", "silu_and_mul", "gemm", "temperature_scale", "rotary_emb", "v"];
+                let ops = ["", "aten::mm", "aten::softmax", "-"];
+                row(names[i % names.len()], ["vllm/a.py:3 forward", "", "x.py:1 rope"][i % 3], ops[i % 4], i as f64)
+            })
+            .collect();
+        let specs: Vec<&PatternSpec> = reg.patterns().iter().collect();
+        let texts: Vec<RowText> = rows.iter().map(RowText::new).collect();
+        // The unbatched definition: each list against every row's text.
+        let alone = |list: &[String]| -> Vec<u32> {
+            if list.is_empty() {
+                return Vec::new();
+            }
+            let needles = Needle::all(list);
+            (0..rows.len() as u32).filter(|&i| texts[i as usize].matches_any(&needles)).collect()
+        };
+        for (spec, hits) in specs.iter().zip(find_hits(&specs, &rows)) {
+            assert_eq!(hits.direct, alone(&spec.keywords), "{}", spec.name);
+            let groups: Vec<Vec<u32>> = spec.split_groups.iter().map(|g| alone(g)).collect();
+            assert_eq!(hits.groups, groups, "{}", spec.name);
+        }
     }
 }

@@ -2,23 +2,69 @@
 //! stage's kernel rows. Patterns come from a [`Registry`] (built-ins plus
 //! user files); [`detect_fusion_opportunities`] matches each one, ranks the
 //! matches and drops those whose rows an earlier (higher-ranked) match
-//! already explains. The driver applies the 1% display bar.
+//! already explains. The driver applies the 1% display bar. Rows are read
+//! through [`FuseRow`], and each row's text is made once, in one pass that
+//! finds the rows every keyword list hits.
 
 mod matcher;
 mod registry;
 mod summary;
+
+use std::borrow::Borrow;
+use std::hash::Hash;
 
 use crate::analysis::framework::Framework;
 use rustc_hash::FxHashSet as HashSet;
 
 use serde_json::Value;
 
-use crate::analysis::types::KernelRow;
+use crate::analysis::types::{list_cell, KernelEntry, KernelRow};
 use crate::pysem::{fcmp, py_float_repr, py_int_of_str};
 
-pub use matcher::{compact_match_text, MatchContext, Needle, RowText};
+pub use matcher::{compact_match_text, find_hits, MatchContext, Needle, PatternHits, RowText};
 pub use registry::{framework_hints, Origin, PatternSpec, Registry, Source};
 pub use summary::{fusion_display_location, kernel_row_locations, ordered_unique, pct};
+
+/// What the matcher reads of a kernel-table row. [`KernelRow`] is one; the
+/// triage driver passes views of its report rows that borrow their cells
+/// and the kernel-map entry, so that a stage with hundreds of thousands of
+/// kernels is not copied for the matcher.
+pub trait FuseRow {
+    /// An item of the location and CPU-op lists.
+    type Cell: Borrow<str> + Hash + Eq;
+    fn name(&self) -> &str;
+    fn total_us(&self) -> f64;
+    /// Python locations launching the kernel (empty: unresolved).
+    fn location(&self) -> &[Self::Cell];
+    /// CPU ops launching it (empty: none known).
+    fn cpu_op(&self) -> &[Self::Cell];
+    /// Its kernel-map entry, if it has one.
+    fn entry(&self) -> Option<&KernelEntry>;
+}
+
+impl FuseRow for KernelRow {
+    type Cell = String;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn total_us(&self) -> f64 {
+        self.aggregate.total_us
+    }
+
+    fn location(&self) -> &[String] {
+        &self.location
+    }
+
+    fn cpu_op(&self) -> &[String] {
+        &self.cpu_op
+    }
+
+    fn entry(&self) -> Option<&KernelEntry> {
+        self.entry.as_ref()
+    }
+}
 
 /// One row of the fuse table.
 #[derive(Clone, Debug, PartialEq)]
@@ -146,9 +192,9 @@ fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
 /// kept opportunities, highest ranked first. `total_us` is the stage's
 /// GPU time; `framework` is the resolved framework (`None` accepts every
 /// pattern).
-pub fn detect_fusion_opportunities(
+pub fn detect_fusion_opportunities<R: FuseRow>(
     registry: &Registry,
-    rows: &[KernelRow],
+    rows: &[R],
     total_us: f64,
     server_args: Option<&Value>,
     framework: Option<Framework>,
@@ -158,15 +204,17 @@ pub fn detect_fusion_opportunities(
     }
     let model_path = model_path_from_server_args(server_args);
     let ctx = MatchContext { model_path: &model_path, tp_size: tp_size_from_server_args(server_args), framework };
-    let texts: Vec<RowText> = rows.iter().map(RowText::new).collect();
+    // Patterns whose gates fail match nothing: their keywords are not tried.
+    let specs: Vec<&PatternSpec> = registry.patterns().iter().filter(|spec| matcher::gates_pass(spec, &ctx)).collect();
+    let hits = find_hits(&specs, rows);
 
     let mut raw: Vec<FusionOpportunity> = Vec::new();
-    for spec in registry.patterns() {
-        let Some(m) = matcher::match_pattern(spec, rows, &texts, total_us, &ctx) else { continue };
+    for (spec, hits) in specs.into_iter().zip(&hits) {
+        let Some(m) = matcher::match_pattern(spec, rows, hits, total_us, &ctx) else { continue };
         let share = pct(m.related_us, total_us);
         let kind = if m.has_direct_match { "direct" } else { "split" };
         let confirmed = m.has_direct_match || share >= spec.likely_share;
-        let locations = m.related.iter().flat_map(|r| kernel_row_locations(r));
+        let locations = m.related.iter().flat_map(|r| kernel_row_locations(*r));
         raw.push(FusionOpportunity {
             pattern: spec.name.clone(),
             status: format!("{} {kind}", spec.origin.status_word()),
@@ -176,7 +224,11 @@ pub fn detect_fusion_opportunities(
             current_locations: summary::summarize_locations(locations),
             candidate_path: spec.candidate_paths.clone(),
             rationale: rationale(spec, m.has_direct_match, share),
-            covered: m.related.iter().map(|r| (r.name.clone(), r.location_cell(), r.cpu_op_cell())).collect(),
+            covered: m
+                .related
+                .iter()
+                .map(|r| (r.name().to_string(), list_cell(r.location(), "unresolved"), list_cell(r.cpu_op(), "-")))
+                .collect(),
             span: spec.span(),
             priority: spec.priority,
             has_direct_match: m.has_direct_match,

@@ -2,7 +2,8 @@
 //! and the current launch locations of the related rows, each de-duplicated
 //! and capped the way the reference's table shows them.
 
-use crate::analysis::types::KernelRow;
+use super::FuseRow;
+use crate::analysis::types::list_cell;
 use crate::pysem::{is_py_space, normalize_text};
 
 use crate::analysis::mapping::site_display_location;
@@ -45,15 +46,15 @@ where
 
 /// Up to four places a row's kernel is launched from: its mapping sites'
 /// display locations, else the `<br>`-separated fragments of its location.
-pub fn kernel_row_locations(row: &KernelRow) -> Vec<String> {
+pub fn kernel_row_locations<R: FuseRow>(row: &R) -> Vec<String> {
     let mut values: Vec<String> = row
-        .entry
+        .entry()
         .iter()
         .flat_map(|e| e.sites.iter())
         .filter(|s| !s.location.is_empty())
         .map(site_display_location)
         .collect();
-    let cell = row.location_cell();
+    let cell = list_cell(row.location(), "unresolved");
     if values.is_empty() && !cell.is_empty() && cell != "unresolved" {
         values = cell.split("<br>").map(|f| f.trim_matches(is_py_space).to_string()).collect();
     }
@@ -114,14 +115,14 @@ where
 
 /// `name (share%)` of the first rows with at least 1% of the stage's GPU
 /// time, at most three.
-pub fn summarize_evidence(rows: &[&KernelRow], total_us: f64) -> Vec<String> {
+pub fn summarize_evidence<R: FuseRow>(rows: &[&R], total_us: f64) -> Vec<String> {
     let mut items: Vec<String> = Vec::new();
     for row in rows {
         let share = pct(row.total_us(), total_us);
         if share < EVIDENCE_MIN_SHARE {
             continue;
         }
-        items.push(format!("{} ({:.1}%)", row.name, share));
+        items.push(format!("{} ({:.1}%)", row.name(), share));
         if items.len() >= EVIDENCE_LIMIT {
             break;
         }
@@ -132,7 +133,7 @@ pub fn summarize_evidence(rows: &[&KernelRow], total_us: f64) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::types::{Aggregate, KernelEntry, SiteEntry};
+    use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, SiteEntry};
 
     #[test]
     fn display_location_moves_func_first() {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::names::{kernel_table_category, kernel_table_name};
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
 use crate::analysis::text::Masking;
+use crate::analysis::types::{Text, TextCache};
 use crate::columns::{Pack, Sym, ThreadIdx, Trace};
 use crate::pysem::normalize_text;
 
@@ -15,10 +16,11 @@ use crate::pysem::normalize_text;
 pub const PREFERRED_PIDS: &[&str] = &["TP00", "TP-0"];
 
 /// Canonical name and category of one raw kernel name, shared by all of
-/// its launches.
+/// its launches. The canonical name is a shared text: the kernel maps key
+/// their entries by it without copying it.
 #[derive(Debug, PartialEq)]
 pub struct KernelName {
-    pub canonical: Box<str>,
+    pub canonical: Text,
     pub category: &'static str,
 }
 
@@ -64,6 +66,11 @@ impl KernelEvent {
     }
 
     pub fn canonical(&self) -> &str {
+        &self.info.canonical
+    }
+
+    /// The canonical name's shared text.
+    pub fn canonical_text(&self) -> &Text {
         &self.info.canonical
     }
 
@@ -160,6 +167,8 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
     let keep = |i: usize| mask[i] && trace.pid_str(k.thread[i]) == pid;
     out.kernels.reserve_exact((0..k.len()).filter(|&i| keep(i)).count());
     let mut name_cache: HashMap<Sym, Arc<KernelName>> = HashMap::default();
+    // Raw names with one canonical name share its text.
+    let mut texts = TextCache::default();
     for (i, (row, &is_kernel)) in k.iter().zip(&mask).enumerate() {
         if !is_kernel || trace.pid_str(row.thread) != pid {
             continue;
@@ -169,7 +178,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
             .or_insert_with(|| {
                 let name = trace.s(row.name);
                 Arc::new(KernelName {
-                    canonical: kernel_table_name(name, masking).into(),
+                    canonical: texts.get(&kernel_table_name(name, masking)),
                     category: kernel_table_category(name),
                 })
             })

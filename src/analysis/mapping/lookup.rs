@@ -9,7 +9,7 @@ use crate::analysis::sites::locations::{is_preferred_source_location, source_loc
 use crate::analysis::stage::Stage;
 pub use crate::analysis::text::normalize_match_text;
 use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
-use crate::analysis::types::{list_cell, KernelEntry, StagePayload};
+use crate::analysis::types::{list_cell, KernelEntry, SiteEntry, StagePayload, Text, TextCache, TextList};
 
 use super::payload::site_display_location;
 
@@ -109,29 +109,87 @@ impl KernelMap {
 /// The (location, CPU op) cells of a kernel row: up to two sites, framework
 /// sites preferred, with their share of the kernel when there are several.
 pub fn best_site_summary(entry: Option<&KernelEntry>) -> (Vec<String>, Vec<String>) {
-    let Some(entry) = entry else {
-        return (Vec::new(), Vec::new());
-    };
-    if entry.sites.is_empty() {
-        return (vec![entry.best_location.to_string()], Vec::new());
-    }
-    let preferred: Vec<_> =
-        entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
-    let candidates: Vec<_> = if preferred.is_empty() { entry.sites.iter().collect() } else { preferred };
-    let mut locations = Vec::new();
-    let mut cpu_ops = Vec::new();
-    for site in candidates.iter().take(2) {
-        let location = site_display_location(site);
-        if candidates.len() > 1 {
-            locations.push(format!("{} (site share {:.0}%)", location, site.share_pct_within_kernel));
-        } else {
-            locations.push(location);
+    let (locations, cpu_ops) = SiteCells::default().summary_items(entry);
+    let owned = |texts: Vec<Text>| texts.iter().map(|t| t.to_string()).collect();
+    (owned(locations), owned(cpu_ops))
+}
+
+/// Makes [`best_site_summary`] cells for many rows with shared texts: each
+/// (location, stack) pair's display location is worked out once, equal
+/// cells are one text and equal lists one list.
+#[derive(Default)]
+pub struct SiteCells {
+    texts: TextCache,
+    shown: rustc_hash::FxHashMap<(Text, Option<Text>), (Text, bool)>,
+    lists: rustc_hash::FxHashSet<TextList>,
+}
+
+impl SiteCells {
+    /// Display location of a site and whether it is framework code.
+    fn shown(&mut self, site: &SiteEntry) -> (Text, bool) {
+        let key = (site.location.clone(), site.stack.clone());
+        if let Some(v) = self.shown.get(&key) {
+            return v.clone();
         }
-        if let Some(op) = site.top_cpu_op.as_deref().filter(|o| !o.is_empty()) {
-            cpu_ops.push(op.to_string());
-        }
+        let text = self.texts.get(&site_display_location(site));
+        let v = (text.clone(), is_preferred_source_location(&text));
+        self.shown.insert(key, v.clone());
+        v
     }
-    (locations, cpu_ops)
+
+    /// One shared text for `s`.
+    pub fn text(&mut self, s: &str) -> Text {
+        self.texts.get(s)
+    }
+
+    fn list(&mut self, items: Vec<Text>) -> TextList {
+        if let Some(list) = self.lists.get(items.as_slice()) {
+            return list.clone();
+        }
+        let list: TextList = items.into();
+        self.lists.insert(list.clone());
+        list
+    }
+
+    /// [`best_site_summary`] of `entry`, as shared lists.
+    pub fn summary(&mut self, entry: Option<&KernelEntry>) -> (TextList, TextList) {
+        let (locations, cpu_ops) = self.summary_items(entry);
+        (self.list(locations), self.list(cpu_ops))
+    }
+
+    fn summary_items(&mut self, entry: Option<&KernelEntry>) -> (Vec<Text>, Vec<Text>) {
+        let Some(entry) = entry else {
+            return (Vec::new(), Vec::new());
+        };
+        if entry.sites.is_empty() {
+            return (vec![entry.best_location.clone()], Vec::new());
+        }
+        let shown: Vec<(&SiteEntry, Text, bool)> = entry
+            .sites
+            .iter()
+            .map(|s| {
+                let (text, preferred) = self.shown(s);
+                (s, text, preferred)
+            })
+            .collect();
+        let any_preferred = shown.iter().any(|(_, _, preferred)| *preferred);
+        let candidates: Vec<&(&SiteEntry, Text, bool)> =
+            shown.iter().filter(|(_, _, preferred)| *preferred || !any_preferred).collect();
+        let mut locations = Vec::new();
+        let mut cpu_ops = Vec::new();
+        for (site, location, _) in candidates.iter().take(2) {
+            if candidates.len() > 1 {
+                locations
+                    .push(self.texts.get(&format!("{} (site share {:.0}%)", location, site.share_pct_within_kernel)));
+            } else {
+                locations.push(location.clone());
+            }
+            if let Some(op) = site.top_cpu_op.as_ref().filter(|o| !o.is_empty()) {
+                cpu_ops.push(op.clone());
+            }
+        }
+        (locations, cpu_ops)
+    }
 }
 
 #[cfg(test)]

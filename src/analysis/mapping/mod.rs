@@ -10,7 +10,7 @@ use std::sync::Arc;
 use indexmap::map::Entry;
 use indexmap::IndexMap;
 
-pub use lookup::{best_site_summary, relaxed_lookup, KernelMap};
+pub use lookup::{best_site_summary, relaxed_lookup, KernelMap, SiteCells};
 pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
 
 use crate::analysis::framework::Framework;
@@ -121,16 +121,62 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
 
 /// The mapping entry of a kernel, falling back to the formal trace's own
 /// payload for that stage.
-pub fn resolve_kernel_entry(
+pub fn resolve_kernel_entry<'a>(
     stage: Stage,
     name: &str,
-    local: &StagePayload,
-    map: Option<&KernelMap>,
-) -> Option<KernelEntry> {
+    local: &'a StagePayload,
+    map: Option<&'a KernelMap>,
+) -> Option<&'a KernelEntry> {
     if let Some(e) = map.and_then(|m| m.lookup(stage, name)) {
-        return Some(e.clone());
+        return Some(e);
     }
-    relaxed_lookup(local, name).cloned()
+    relaxed_lookup(local, name)
+}
+
+/// A kernel of a stage's table before its cells are made: its totals,
+/// category and the map entry it borrows.
+#[derive(Clone, Copy, Debug)]
+pub struct RankedKernel<'a> {
+    pub name: &'a str,
+    pub category: &'static str,
+    pub aggregate: Aggregate,
+    pub entry: Option<&'a KernelEntry>,
+}
+
+impl RankedKernel<'_> {
+    /// The owned row, with the given cells.
+    pub fn to_row(&self, location: Vec<String>, cpu_op: Vec<String>) -> KernelRow {
+        KernelRow {
+            name: self.name.to_string(),
+            category: self.category.to_string(),
+            aggregate: self.aggregate,
+            location,
+            cpu_op,
+            entry: self.entry.cloned(),
+        }
+    }
+}
+
+/// The kernels of one stage by GPU time descending (stable), each with its
+/// entry.
+pub fn rank_kernels<'a>(
+    stage: Stage,
+    stats: &IndexMap<&'a str, Aggregate>,
+    categories: &IndexMap<&str, &'static str>,
+    local: &'a StagePayload,
+    map: Option<&'a KernelMap>,
+) -> Vec<RankedKernel<'a>> {
+    let mut ordered: Vec<(&'a str, &Aggregate)> = stats.iter().map(|(name, agg)| (*name, agg)).collect();
+    ordered.sort_by(|a, b| fcmp(b.1.total_us, a.1.total_us));
+    ordered
+        .into_iter()
+        .map(|(name, agg)| RankedKernel {
+            name,
+            category: categories.get(name).copied().unwrap_or("other"),
+            aggregate: *agg,
+            entry: resolve_kernel_entry(stage, name, local, map),
+        })
+        .collect()
 }
 
 /// Kernel table rows of one stage, by GPU time descending (stable).
@@ -141,27 +187,17 @@ pub fn build_kernel_rows(
     local: &StagePayload,
     map: Option<&KernelMap>,
 ) -> Vec<KernelRow> {
-    let mut ordered: Vec<(&&str, &Aggregate)> = stats.iter().collect();
-    ordered.sort_by(|a, b| fcmp(b.1.total_us, a.1.total_us));
-    ordered
-        .into_iter()
-        .map(|(name, agg)| {
-            let entry = resolve_kernel_entry(stage, name, local, map);
-            let (location, cpu_op) = best_site_summary(entry.as_ref());
-            KernelRow {
-                name: name.to_string(),
-                category: categories.get(name).copied().unwrap_or("other").to_string(),
-                aggregate: *agg,
-                location,
-                cpu_op,
-                entry,
-            }
+    rank_kernels(stage, stats, categories, local, map)
+        .iter()
+        .map(|k| {
+            let (location, cpu_op) = best_site_summary(k.entry);
+            k.to_row(location, cpu_op)
         })
         .collect()
 }
 
 /// The first `limit` rows (all when 0).
-pub fn limit_kernel_rows(rows: &[KernelRow], limit: usize) -> &[KernelRow] {
+pub fn limit_kernel_rows<T>(rows: &[T], limit: usize) -> &[T] {
     if limit == 0 {
         rows
     } else {

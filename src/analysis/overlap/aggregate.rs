@@ -134,17 +134,23 @@ pub type Aggregates = IndexMap<AggregateKey, KernelAggregate, FxBuildHasher>;
 
 /// Sums the sweep's results per (canonical name, category).
 pub fn aggregate_events(events: &[OverlapKernel]) -> Aggregates {
-    let mut out = Aggregates::default();
     // Kernels sharing a name record share one aggregate: look it up once
     // per record (by address), not once per kernel.
     let mut slots: rustc_hash::FxHashMap<*const KernelName, usize> = Default::default();
     for e in events {
-        let slot = *slots.entry(Arc::as_ptr(&e.name)).or_insert_with(|| {
+        slots.entry(Arc::as_ptr(&e.name)).or_insert(usize::MAX);
+    }
+    // At most one aggregate per record: room for all up front, rather than
+    // doubling past what is needed.
+    let mut out = Aggregates::with_capacity_and_hasher(slots.len(), FxBuildHasher);
+    for e in events {
+        let slot = slots.entry(Arc::as_ptr(&e.name)).or_default();
+        if *slot == usize::MAX {
             let entry = out.entry(AggregateKey(e.name.clone()));
-            let i = entry.index();
+            *slot = entry.index();
             entry.or_insert_with(|| KernelAggregate::new(e.name.clone()));
-            i
-        });
+        }
+        let slot = *slot;
         let stats = &mut out[slot];
         stats.count += 1;
         stats.total_us += e.dur;

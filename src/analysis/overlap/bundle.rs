@@ -13,6 +13,7 @@ use super::Masking;
 use super::{OverlapKernel, StageBundle, StreamName};
 use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
+use crate::analysis::types::Text;
 use crate::columns::{Sym, ThreadIdx, Trace};
 
 /// The chosen process's kernel rows (trace order) and that process's pid.
@@ -54,7 +55,7 @@ struct EventBuilder<'t> {
     stages: &'t RowStages,
     /// Per raw name; equal (canonical, category) pairs share one value.
     names: HashMap<Sym, Arc<KernelName>>,
-    shared: HashMap<(Box<str>, &'static str), Arc<KernelName>>,
+    shared: HashMap<(Text, &'static str), Arc<KernelName>>,
     /// Per thread: the stream name used when args carry none.
     threads: HashMap<ThreadIdx, StreamName>,
     streams: HashMap<Sym, StreamName>,
@@ -102,7 +103,7 @@ impl<'t> EventBuilder<'t> {
             .entry(r.name)
             .or_insert_with(|| {
                 let raw = trace.s(r.name);
-                let key = (Box::from(overlap_kernel_name(raw, masking)), overlap_category(raw));
+                let key = (Text::from(overlap_kernel_name(raw, masking)), overlap_category(raw));
                 shared
                     .entry(key)
                     .or_insert_with_key(|k| Arc::new(KernelName { canonical: k.0.clone(), category: k.1 }))

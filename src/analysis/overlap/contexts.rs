@@ -238,8 +238,9 @@ pub fn temporal_scope_lookup(
     let times: Vec<f64> = ordered.iter().map(|q| q.0).collect();
     let (first, last) = (times[0], times[times.len() - 1]);
 
-    // Per query position: matched frames as (ts, dur, name).
-    let mut matches: IndexMap<usize, Vec<(f64, f64, Arc<str>)>> = IndexMap::new();
+    // Every (query id, frame start, duration, name) of a frame spanning a
+    // query, in one list rather than a list per query.
+    let mut matches: Vec<(usize, f64, f64, Arc<str>)> = Vec::new();
     for thread in trace.frames.threads() {
         let mut cursor = trace.frames.cursor(thread);
         // A block none of whose spans (widened by 1 ns) holds a query time
@@ -267,16 +268,30 @@ pub fn temporal_scope_lookup(
             let left = times.partition_point(|&t| t < lo);
             let right = times.partition_point(|&t| t <= hi);
             for q in ordered.get(left..right).unwrap_or(&[]) {
-                matches.entry(q.1).or_default().push((f.ts, f.dur, name.clone()));
+                matches.push((q.1, f.ts, f.dur, name.clone()));
             }
         }
     }
-    for (id, mut scopes) in matches {
-        scopes.sort_by(|a, b| fcmp(a.0, b.0).then_with(|| fcmp(b.1, a.1)).then_with(|| a.2.cmp(&b.2)));
+    // Per query: (start, longer first, name), stable, so a query's frames
+    // keep the order they were found in on full ties.
+    matches.sort_by(|a, b| {
+        a.0.cmp(&b.0).then_with(|| fcmp(a.1, b.1)).then_with(|| fcmp(b.2, a.2)).then_with(|| a.3.cmp(&b.3))
+    });
+    // Queries under the same frames share one chain.
+    let mut chains: HashSet<ScopeChain> = HashSet::default();
+    for scopes in matches.chunk_by(|a, b| a.0 == b.0) {
         let mut seen: HashSet<&str> = HashSet::default();
-        let chain: Vec<Arc<str>> = scopes.iter().filter(|s| seen.insert(&s.2)).map(|s| s.2.clone()).collect();
-        let tail = chain[chain.len().saturating_sub(6)..].to_vec();
-        out.insert(id, tail.into());
+        let chain: Vec<Arc<str>> = scopes.iter().filter(|s| seen.insert(&s.3)).map(|s| s.3.clone()).collect();
+        let tail = &chain[chain.len().saturating_sub(6)..];
+        let shared = match chains.get(tail) {
+            Some(c) => c.clone(),
+            None => {
+                let c: ScopeChain = tail.into();
+                chains.insert(c.clone());
+                c
+            }
+        };
+        out.insert(scopes[0].0, shared);
     }
     out
 }

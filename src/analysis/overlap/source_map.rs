@@ -34,6 +34,12 @@ fn strip(s: &str) -> &str {
     s.trim_matches(is_py_space)
 }
 
+/// Whether a location, once stripped, names a place.
+fn has_location(location: &str) -> bool {
+    let location = strip(location);
+    !location.is_empty() && location != "unresolved"
+}
+
 /// How many launches of one kernel name the source map samples.
 pub const SAMPLE_LIMIT_PER_NAME: usize = 16;
 
@@ -153,7 +159,7 @@ impl Evidence {
     /// location: such names are not put in the map.
     fn add_payload_entry(&mut self, texts: &mut TextCache, entry: &KernelEntry) -> bool {
         let best_location = strip(&entry.best_location);
-        if entry.sites.is_empty() && (best_location.is_empty() || best_location == "unresolved") {
+        if entry.sites.is_empty() && !has_location(best_location) {
             return false;
         }
         if entry.sites.is_empty() {
@@ -201,8 +207,8 @@ fn canonicalize_cpu_op_name(name: &str) -> String {
 }
 
 /// Positions in `sampled` grouped by canonical name: names in first-seen
-/// order, each name's launches in sampled order.
-fn group_by_name(sampled: &[&OverlapKernel]) -> Vec<u32> {
+/// order, each name's launches in sampled order; and the names.
+fn group_by_name<'e>(sampled: &[&'e OverlapKernel]) -> (Vec<u32>, HashSet<&'e str>) {
     let mut rank: HashMap<&str, u32> = HashMap::default();
     let ranks: Vec<u32> = sampled
         .iter()
@@ -214,7 +220,7 @@ fn group_by_name(sampled: &[&OverlapKernel]) -> Vec<u32> {
     let mut order: Vec<u32> = (0..sampled.len() as u32).collect();
     // Stable: a name's launches keep their sampled order.
     order.sort_by_key(|&i| ranks[i as usize]);
-    order
+    (order, rank.into_keys().collect())
 }
 
 /// Builds the source map from the mapping bundle's kernels, then tops it up
@@ -241,10 +247,17 @@ pub fn build_kernel_source_map(
         sampled.iter().filter(|e| !has_context(e.external_id(trace))).map(|e| (e.idx(), e.ts)).collect();
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
 
-    let mut map = SourceMap::new();
     let mut texts = TextCache::default();
     let mut evidence = Evidence::default();
-    let order = group_by_name(&sampled);
+    let (order, sampled_names) = group_by_name(&sampled);
+    // Room for every name up front: the sampled ones and those only the
+    // payload has (a map of hundreds of thousands would otherwise double
+    // past the need).
+    let payload_only = payload.into_iter().flatten().filter(|(name, entry)| {
+        !sampled_names.contains(&***name) && !(entry.sites.is_empty() && !has_location(&entry.best_location))
+    });
+    let mut map = SourceMap::with_capacity(sampled_names.len() + payload_only.count());
+    drop(sampled_names);
     for group in order.chunk_by(|&a, &b| sampled[a as usize].canonical_name() == sampled[b as usize].canonical_name()) {
         let name = sampled[group[0] as usize].canonical_name();
         // The kernel map entry, asked for at most once per name.
@@ -298,14 +311,11 @@ pub fn build_kernel_source_map(
                 evidence.launch_ops.bump(&mut texts, &op, 1);
             }
         }
-        // The payload's key text is shared when it has the name.
-        let key = match payload.and_then(|p| p.get_key_value(name)) {
-            Some((key, payload_entry)) => {
-                evidence.add_payload_entry(&mut texts, payload_entry);
-                key.clone()
-            }
-            None => Text::from(name),
-        };
+        if let Some(payload_entry) = payload.and_then(|p| p.get(name)) {
+            evidence.add_payload_entry(&mut texts, payload_entry);
+        }
+        // The key is the name record's own text.
+        let key = sampled[group[0] as usize].name.canonical.clone();
         map.insert(key, evidence.take());
     }
     for (name, entry) in payload.into_iter().flatten() {
@@ -345,7 +355,7 @@ mod tests {
         let events: Vec<OverlapKernel> =
             ["b", "a", "b", "c", "a"].iter().enumerate().map(|(i, n)| ev(i, n, i as f64)).collect();
         let sampled: Vec<&OverlapKernel> = events.iter().collect();
-        let grouped: Vec<usize> = group_by_name(&sampled).iter().map(|&i| sampled[i as usize].idx()).collect();
+        let grouped: Vec<usize> = group_by_name(&sampled).0.iter().map(|&i| sampled[i as usize].idx()).collect();
         assert_eq!(grouped, vec![0, 2, 1, 4, 3]);
     }
 
@@ -392,7 +402,7 @@ mod tests {
         assert!(!map.contains_key("empty"));
         let b = &map["bare"];
         assert_eq!((b.total_count, b.mapped_count, b.best_scope(), b.best_chain()), (1, 1, Some("b.py:2 g"), None));
-        // The map's key is the payload's own text.
+        // A name only the payload has is keyed by the payload's own text.
         assert!(Arc::ptr_eq(map.get_key_value("k").unwrap().0, payload.get_key_value("k").unwrap().0));
     }
 

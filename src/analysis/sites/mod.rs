@@ -472,8 +472,8 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
         resolve_thread_queries(trace, &index.frames, thread, q, time, &mut stacks, &mut resolved);
     }
 
-    // Kernels are found by where their canonical name lives (each name
-    // record's own allocation), so each distinct record is hashed once.
+    // Kernels are found by where their canonical name lives (a shared text,
+    // also the key), so each distinct name is hashed once.
     // Locations and counters are short first-seen lists, scanned while
     // short; the positions in longer ones are cached by where the text
     // lives (every text is borrowed from a table that outlives this loop).
@@ -488,7 +488,7 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
         let ki = *kernel_pos.entry(k.canonical().as_ptr() as usize).or_insert_with(|| {
             match out.get_index_of(k.canonical()) {
                 Some(i) => i,
-                None => out.insert_full(texts.get(k.canonical()), Vec::new()).0,
+                None => out.insert_full(k.canonical_text().clone(), Vec::new()).0,
             }
         });
         let li = long_lists.slot((ki, 0, ListKind::Locations), &mut out[ki], location, &mut texts);

@@ -176,7 +176,7 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
     for t in &report.kernel_tables {
         let f = stages.entry(t.stage).or_insert_with(|| blank(t.stage));
         f.gpu_time_us += t.total_us;
-        f.kernels.extend(t.rows.iter().map(|r| (r.kernel.clone(), r.category.clone(), r.total_us)));
+        f.kernels.extend(t.rows.iter().map(|r| (r.kernel.clone(), r.category, r.total_us)));
     }
     stages.into_values().collect()
 }
