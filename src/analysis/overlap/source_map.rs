@@ -254,7 +254,7 @@ pub fn build_kernel_source_map(
     // payload has (a map of hundreds of thousands would otherwise double
     // past the need).
     let payload_only = payload.into_iter().flatten().filter(|(name, entry)| {
-        !sampled_names.contains(&***name) && !(entry.sites.is_empty() && !has_location(&entry.best_location))
+        !sampled_names.contains(&***name) && (!entry.sites.is_empty() || has_location(&entry.best_location))
     });
     let mut map = SourceMap::with_capacity(sampled_names.len() + payload_only.count());
     drop(sampled_names);

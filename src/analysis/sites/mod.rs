@@ -522,7 +522,10 @@ enum ListKind {
 /// location, list) and where the text lives: most lists hold one or two
 /// entries and never get here.
 #[derive(Default)]
-struct LongLists(FxHashMap<((usize, usize, ListKind), (usize, usize)), usize>);
+struct LongLists(FxHashMap<LongListKey, usize>);
+
+/// The key of a long list: (kernel, location, list) and the text looked up.
+type LongListKey = ((usize, usize, ListKind), (usize, usize));
 
 impl LongLists {
     /// Position of `key` in `list` (appended when new), as [`list_slot`].
