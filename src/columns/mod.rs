@@ -347,12 +347,12 @@ impl Trace {
             ("kernels", self.kernels.len(), self.kernels.heap_bytes()),
             ("cpu_ops", self.cpu_ops.len(), self.cpu_ops.heap_bytes()),
             ("launches", self.launches.len(), self.launches.heap_bytes()),
-            ("runtime", self.runtime.len(), self.runtime.heap_bytes()),
-            ("step_marks", self.step_marks.len(), self.step_marks.heap_bytes()),
             ("python_frames", self.frames.len(), self.frames.packed_bytes()),
             ("annotations", self.annotations.len(), self.annotations.heap_bytes()),
             ("strings", self.strings.len(), self.strings.heap_bytes()),
             ("correlation_map", self.corr_to_ext.len(), self.corr_to_ext.heap_bytes()),
+            ("runtime", self.runtime.len(), self.runtime.heap_bytes()),
+            ("step_marks", self.step_marks.len(), self.step_marks.heap_bytes()),
         ]
     }
 }
