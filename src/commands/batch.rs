@@ -173,7 +173,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
                 bar.phase(f, p);
             }
         };
-        analyze_file(f, &opts, &phase)
+        analyze_file(f, &opts, args.jsonl.is_some(), &phase)
     };
     let on_panic = |msg: String| Error::bad_input(format!("internal error: {msg}"));
     let (results, _peak) = run_bounded(tasks, jobs, budget, observer, &work, &on_panic);

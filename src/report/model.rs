@@ -214,7 +214,8 @@ pub struct FileAnalysis {
     pub path_stage: Stage,
     /// Wall time of the triage run (its load plus all analyses), ms.
     pub triage_ms: f64,
-    /// The file's triage report as JSON ([`crate::report::json::to_value`]).
+    /// The file's triage report as JSON ([`crate::report::json::to_value`]),
+    /// when the batch writes per-file lines; `null` otherwise.
     pub report_json: serde_json::Value,
 }
 

@@ -184,7 +184,15 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
 /// Triages one file: [`run_triage`] on the file alone. `opts.quiet` should be set: per-file
 /// ingest progress has no place inside a batch.
 /// `phase` is told what starts next (`triage`).
-pub fn analyze_file(file: &BatchFile, opts: &TriageOptions, phase: &dyn Fn(&'static str)) -> Result<FileAnalysis> {
+/// `keep_report` keeps the file's whole triage JSON (for `--jsonl`); without
+/// it only the rank facts stay, so a batch holds a few numbers per file, not
+/// a report of every kernel.
+pub fn analyze_file(
+    file: &BatchFile,
+    opts: &TriageOptions,
+    keep_report: bool,
+    phase: &dyn Fn(&'static str),
+) -> Result<FileAnalysis> {
     phase("triage");
     let t0 = Instant::now();
     let report = run_triage(&TriageInput::Single(file.path.clone()), opts)?;
@@ -202,7 +210,7 @@ pub fn analyze_file(file: &BatchFile, opts: &TriageOptions, phase: &dyn Fn(&'sta
         facts: RankFacts { file: file.path.clone(), rank, rank_source, stages: stage_facts(&report, &exposure) },
         path_stage: parse_stage(&file.path),
         triage_ms,
-        report_json: crate::report::json::to_value(&report),
+        report_json: if keep_report { crate::report::json::to_value(&report) } else { serde_json::Value::Null },
     })
 }
 
