@@ -182,9 +182,15 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
 }
 
 /// Triages one file: [`run_triage`] on the file alone. `opts.quiet` should be set: per-file
-/// ingest progress has no place inside a batch.
+/// ingest progress has no place inside a batch. The report's JSON is kept
+/// when `keep_json` says so (for the JSON lines file).
 /// `phase` is told what starts next (`triage`).
-pub fn analyze_file(file: &BatchFile, opts: &TriageOptions, phase: &dyn Fn(&'static str)) -> Result<FileAnalysis> {
+pub fn analyze_file(
+    file: &BatchFile,
+    opts: &TriageOptions,
+    keep_json: bool,
+    phase: &dyn Fn(&'static str),
+) -> Result<FileAnalysis> {
     phase("triage");
     let t0 = Instant::now();
     let report = run_triage(&TriageInput::Single(file.path.clone()), opts)?;
@@ -202,7 +208,7 @@ pub fn analyze_file(file: &BatchFile, opts: &TriageOptions, phase: &dyn Fn(&'sta
         facts: RankFacts { file: file.path.clone(), rank, rank_source, stages: stage_facts(&report, &exposure) },
         path_stage: parse_stage(&file.path),
         triage_ms,
-        report_json: crate::report::json::to_value(&report),
+        report_json: keep_json.then(|| crate::report::json::compact(&report)),
     })
 }
 
