@@ -39,3 +39,9 @@ pub fn pretty<T: Serialize>(body: &T) -> String {
 pub fn render(r: &TriageReport) -> String {
     pretty(r)
 }
+
+/// [`render`]'s text and a newline, written to `out` as it is made.
+pub fn write(out: &mut dyn std::io::Write, r: &TriageReport) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, &Versioned::new(r))?;
+    out.write_all(b"\n")
+}
