@@ -13,7 +13,7 @@
 //! (The reference's site-share counter is not read by anything and is not
 //! kept.)
 
-use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::{FxBuildHasher, FxHashSet as HashSet};
 
 use indexmap::IndexMap;
 
@@ -206,21 +206,40 @@ fn canonicalize_cpu_op_name(name: &str) -> String {
     short_name(&normalize_text(name), 100)
 }
 
-/// Positions in `sampled` grouped by canonical name: names in first-seen
-/// order, each name's launches in sampled order; and the names.
-fn group_by_name<'e>(sampled: &[&'e OverlapKernel]) -> (Vec<u32>, HashSet<&'e str>) {
-    let mut rank: HashMap<&str, u32> = HashMap::default();
-    let ranks: Vec<u32> = sampled
-        .iter()
-        .map(|e| {
-            let next = rank.len() as u32;
-            *rank.entry(e.canonical_name()).or_insert(next)
-        })
-        .collect();
-    let mut order: Vec<u32> = (0..sampled.len() as u32).collect();
-    // Stable: a name's launches keep their sampled order.
-    order.sort_by_key(|&i| ranks[i as usize]);
-    (order, rank.into_keys().collect())
+/// The sampled launches grouped by canonical name, by sorting (one index
+/// per launch) rather than hashing every name.
+struct Groups {
+    /// Positions in the sample, sorted by (name, position).
+    by_name: Vec<u32>,
+    /// Each name's (start, length) in `by_name`, names in first-seen order;
+    /// a name's positions are in sampled order.
+    groups: Vec<(usize, usize)>,
+}
+
+impl Groups {
+    fn new(sampled: &[&OverlapKernel]) -> Groups {
+        let name = |i: u32| sampled[i as usize].canonical_name();
+        let mut by_name: Vec<u32> = (0..sampled.len() as u32).collect();
+        by_name.sort_unstable_by(|&a, &b| name(a).cmp(name(b)).then(a.cmp(&b)));
+        let mut groups = Vec::new();
+        let mut start = 0;
+        for run in by_name.chunk_by(|&a, &b| name(a) == name(b)) {
+            groups.push((start, run.len()));
+            start += run.len();
+        }
+        // A name is first seen at its smallest position.
+        groups.sort_unstable_by_key(|&(start, _)| by_name[start]);
+        Groups { by_name, groups }
+    }
+
+    /// Each name's positions, names in first-seen order.
+    fn iter(&self) -> impl Iterator<Item = &[u32]> {
+        self.groups.iter().map(|&(start, len)| &self.by_name[start..start + len])
+    }
+
+    fn contains(&self, sampled: &[&OverlapKernel], name: &str) -> bool {
+        self.by_name.binary_search_by(|&i| sampled[i as usize].canonical_name().cmp(name)).is_ok()
+    }
 }
 
 /// Builds the source map from the mapping bundle's kernels, then tops it up
@@ -249,16 +268,15 @@ pub fn build_kernel_source_map(
 
     let mut texts = TextCache::default();
     let mut evidence = Evidence::default();
-    let (order, sampled_names) = group_by_name(&sampled);
+    let groups = Groups::new(&sampled);
     // Room for every name up front: the sampled ones and those only the
     // payload has (a map of hundreds of thousands would otherwise double
     // past the need).
     let payload_only = payload.into_iter().flatten().filter(|(name, entry)| {
-        !sampled_names.contains(&***name) && !(entry.sites.is_empty() && !has_location(&entry.best_location))
+        !groups.contains(&sampled, name) && !(entry.sites.is_empty() && !has_location(&entry.best_location))
     });
-    let mut map = SourceMap::with_capacity(sampled_names.len() + payload_only.count());
-    drop(sampled_names);
-    for group in order.chunk_by(|&a, &b| sampled[a as usize].canonical_name() == sampled[b as usize].canonical_name()) {
+    let mut map = SourceMap::with_capacity(groups.groups.len() + payload_only.count());
+    for group in groups.iter() {
         let name = sampled[group[0] as usize].canonical_name();
         // The kernel map entry, asked for at most once per name.
         let mut entry: Option<Option<KernelEntry>> = None;
@@ -355,8 +373,10 @@ mod tests {
         let events: Vec<OverlapKernel> =
             ["b", "a", "b", "c", "a"].iter().enumerate().map(|(i, n)| ev(i, n, i as f64)).collect();
         let sampled: Vec<&OverlapKernel> = events.iter().collect();
-        let grouped: Vec<usize> = group_by_name(&sampled).0.iter().map(|&i| sampled[i as usize].idx()).collect();
+        let groups = Groups::new(&sampled);
+        let grouped: Vec<usize> = groups.iter().flatten().map(|&i| sampled[i as usize].idx()).collect();
         assert_eq!(grouped, vec![0, 2, 1, 4, 3]);
+        assert!(groups.contains(&sampled, "c") && !groups.contains(&sampled, "d"));
     }
 
     fn site(location: &str, launches: u64, op: Option<&str>, stack: Option<&str>) -> SiteEntry {
@@ -371,7 +391,7 @@ mod tests {
 
     #[test]
     fn payload_merge_weights_by_launches() {
-        let mut payload = StagePayload::new();
+        let mut payload = StagePayload::default();
         payload.insert(
             "k".into(),
             KernelEntry {
