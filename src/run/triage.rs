@@ -414,7 +414,7 @@ fn kernel_and_fuse_rows<'a>(
             }
             let stats = aggregate_by_name(kernels.iter().copied());
             let categories = categories_by_name(kernels.iter().copied());
-            let empty = StagePayload::new();
+            let empty = StagePayload::default();
             let local = payloads.get(&stage).copied().unwrap_or(&empty);
             let ranked = rank_kernels(stage, &stats, &categories, local, Some(kernel_map));
             drop((stats, categories));

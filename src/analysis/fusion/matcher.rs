@@ -4,6 +4,7 @@
 //! ([`find_hits`]); the framework / model / TP gates; and the
 //! direct-or-split decision with its share thresholds.
 
+use memchr::memmem::Finder;
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::analysis::framework::Framework;
@@ -20,15 +21,26 @@ pub fn compact_match_text(text: &str) -> String {
     normalize_text(text).chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
 }
 
-/// A keyword prepared for matching: lower-cased and compacted forms.
+/// A keyword prepared for matching: lower-cased and compacted forms, each
+/// with its substring searcher built once (rows are many).
 pub struct Needle {
-    lower: String,
-    compact: String,
+    lower: Finder<'static>,
+    compact: Finder<'static>,
+    /// An ASCII keyword found verbatim in a row is found compacted too
+    /// (compacting both drops the same characters), so when its compacted
+    /// form is not empty that search alone decides.
+    compact_decides: bool,
 }
 
 impl Needle {
     pub fn new(keyword: &str) -> Needle {
-        Needle { lower: keyword.to_lowercase(), compact: compact_match_text(keyword) }
+        let finder = |text: &str| Finder::new(text.as_bytes()).into_owned();
+        let compact = compact_match_text(keyword);
+        Needle {
+            lower: finder(&keyword.to_lowercase()),
+            compact_decides: keyword.is_ascii() && !compact.is_empty(),
+            compact: finder(&compact),
+        }
     }
 
     pub fn all<S: AsRef<str>>(keywords: &[S]) -> Vec<Needle> {
@@ -54,8 +66,11 @@ impl RowText {
     /// insensitive) or after compaction of both sides.
     pub fn matches_any(&self, needles: &[Needle]) -> bool {
         needles.iter().any(|n| {
-            self.lowered.contains(n.lower.as_str())
-                || (!n.compact.is_empty() && self.compact.contains(n.compact.as_str()))
+            let compacted = || n.compact.find(self.compact.as_bytes()).is_some();
+            if n.compact_decides {
+                return compacted();
+            }
+            n.lower.find(self.lowered.as_bytes()).is_some() || (!n.compact.needle().is_empty() && compacted())
         })
     }
 }
@@ -208,6 +223,32 @@ mod tests {
         assert!(t.matches_any(&Needle::all(&["a.py:3"])));
         // A keyword that compacts to nothing only matches verbatim.
         assert!(!t.matches_any(&Needle::all(&["__"])));
+    }
+
+    #[test]
+    fn compacted_search_alone_agrees_with_both_searches() {
+        // The definition: verbatim (lower-cased) or compacted.
+        let both = |row: &RowText, keyword: &str| {
+            let compact = compact_match_text(keyword);
+            row.lowered.contains(&keyword.to_lowercase()) || (!compact.is_empty() && row.compact.contains(&compact))
+        };
+        let keywords = ["silu_and_mul", "a.py:3", "__", "Fused Add", "x-y", "mm", "e\u{e9}", "K", "q k", "_v_"];
+        let pieces =
+            ["silu", "_and_", "mul", "a.py:3", "__", "fused", " add", "x-y", "M", "\u{e9}", "\u{212a}", "q\tk", "_v_"];
+        let mut seed = 0x1234_5678_9abc_def1_u64;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..4 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push_str(pieces[seed as usize % pieces.len()]);
+            }
+            let row = RowText::new(&row(&text, "", "", 1.0));
+            for k in keywords {
+                assert_eq!(row.matches_any(&Needle::all(&[k])), both(&row, k), "{k:?} in {text:?}");
+            }
+        }
     }
 
     #[test]

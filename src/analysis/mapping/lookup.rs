@@ -9,7 +9,7 @@ use crate::analysis::sites::locations::{is_preferred_source_location, source_loc
 use crate::analysis::stage::Stage;
 pub use crate::analysis::text::normalize_match_text;
 use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
-use crate::analysis::types::{list_cell, KernelEntry, SiteEntry, StagePayload, Text, TextCache, TextList};
+use crate::analysis::types::{list_cell, KernelEntry, SiteEntry, StagePayload, Text, TextAddr, TextCache, TextList};
 
 use super::payload::site_display_location;
 
@@ -120,14 +120,14 @@ pub fn best_site_summary(entry: Option<&KernelEntry>) -> (Vec<String>, Vec<Strin
 #[derive(Default)]
 pub struct SiteCells {
     texts: TextCache,
-    shown: rustc_hash::FxHashMap<(Text, Option<Text>), (Text, bool)>,
+    shown: rustc_hash::FxHashMap<(TextAddr, TextAddr), (Text, bool)>,
     lists: rustc_hash::FxHashSet<TextList>,
 }
 
 impl SiteCells {
     /// Display location of a site and whether it is framework code.
     fn shown(&mut self, site: &SiteEntry) -> (Text, bool) {
-        let key = (site.location.clone(), site.stack.clone());
+        let key = (TextAddr(Some(site.location.clone())), TextAddr(site.stack.clone()));
         if let Some(v) = self.shown.get(&key) {
             return v.clone();
         }

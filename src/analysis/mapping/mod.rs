@@ -14,7 +14,9 @@ pub use lookup::{best_site_summary, relaxed_lookup, KernelMap, SiteCells};
 pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
 
 use crate::analysis::framework::Framework;
-use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, kernel_stage, KernelEvent, TraceData};
+use crate::analysis::kernels::{
+    categories_by_name, group_kernels_by_stage, kernel_stage, KernelEvent, NameCategories, NameTotals, TraceData,
+};
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
 use crate::analysis::stage::Stage;
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
@@ -65,16 +67,16 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
     }
     let single_stage = stages_seen.len() == 1;
     let mut stage_stats: IndexMap<Stage, SiteStats> = IndexMap::new();
-    let mut stage_categories: IndexMap<Stage, IndexMap<&str, &'static str>> = IndexMap::new();
-    let mut global_stats = SiteStats::new();
-    let mut global_categories: IndexMap<&str, &'static str> = IndexMap::new();
+    let mut stage_categories: IndexMap<Stage, NameCategories> = IndexMap::new();
+    let mut global_stats = SiteStats::default();
+    let mut global_categories = NameCategories::default();
     for t in traces {
         if t.data.kernels.is_empty() {
             continue;
         }
         // Sample every stage first, so that the stages' full lists (tens of
         // megabytes on a large trace) are gone before the sweeps.
-        let sampled: Vec<(Stage, IndexMap<&str, &'static str>, Vec<&KernelEvent>)> =
+        let sampled: Vec<(Stage, NameCategories, Vec<&KernelEvent>)> =
             group_kernels_by_stage(&t.data.kernels, t.default_stage)
                 .into_iter()
                 .map(|(stage, kernels)| {
@@ -104,7 +106,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
             stage_categories.entry(stage).or_default().extend(categories);
         }
     }
-    let empty = IndexMap::new();
+    let empty = NameCategories::default();
     let stages: IndexMap<Stage, Arc<StagePayload>> = stage_stats
         .into_iter()
         .map(|(stage, stats)| {
@@ -161,8 +163,8 @@ impl RankedKernel<'_> {
 /// entry.
 pub fn rank_kernels<'a>(
     stage: Stage,
-    stats: &IndexMap<&'a str, Aggregate>,
-    categories: &IndexMap<&str, &'static str>,
+    stats: &NameTotals<'a>,
+    categories: &NameCategories,
     local: &'a StagePayload,
     map: Option<&'a KernelMap>,
 ) -> Vec<RankedKernel<'a>> {
@@ -182,8 +184,8 @@ pub fn rank_kernels<'a>(
 /// Kernel table rows of one stage, by GPU time descending (stable).
 pub fn build_kernel_rows(
     stage: Stage,
-    stats: &IndexMap<&str, Aggregate>,
-    categories: &IndexMap<&str, &'static str>,
+    stats: &NameTotals,
+    categories: &NameCategories,
     local: &StagePayload,
     map: Option<&KernelMap>,
 ) -> Vec<KernelRow> {
@@ -253,7 +255,7 @@ mod tests {
             Stage::All,
             &aggregate_by_name(kernels.iter().copied()),
             &categories_by_name(kernels.iter().copied()),
-            &StagePayload::new(),
+            &StagePayload::default(),
             Some(&map),
         );
         assert_eq!(rows.len(), 1);

@@ -33,7 +33,7 @@ pub type KernelSites = Vec<(Text, MappingSiteAggregate)>;
 /// canonical kernel name → location → totals, all in first-seen order.
 /// Small lists rather than maps: most kernels have one or two sites, and a
 /// trace can have hundreds of thousands of kernel names.
-pub type SiteStats = IndexMap<Text, KernelSites>;
+pub type SiteStats = IndexMap<Text, KernelSites, rustc_hash::FxBuildHasher>;
 
 /// Position of `key` in a first-seen list, appending it (with the text
 /// `text` gives) when new. Lists grow from one slot.
@@ -479,7 +479,7 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
     // lives (every text is borrowed from a table that outlives this loop).
     let mut kernel_pos: FxHashMap<usize, usize> = FxHashMap::default();
     let mut long_lists = LongLists::default();
-    let mut out: SiteStats = IndexMap::new();
+    let mut out = SiteStats::default();
     let mut texts = TextCache::default();
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
