@@ -2,6 +2,7 @@
 //! and overall, from the mapping traces) and the kernel table rows built from
 //! it for a formal trace.
 
+pub mod key_index;
 pub mod lookup;
 pub mod payload;
 
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use indexmap::map::Entry;
 use indexmap::IndexMap;
 
-pub use lookup::{best_site_summary, relaxed_lookup, KernelMap, SiteCells};
+pub use lookup::{best_site_summary, relaxed_lookup, KernelMap, MapPayload, SiteCells};
 pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
 
 use crate::analysis::framework::Framework;
@@ -107,16 +108,16 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
         }
     }
     let empty = NameCategories::default();
-    let stages: IndexMap<Stage, Arc<StagePayload>> = stage_stats
+    let stages: IndexMap<Stage, Arc<MapPayload>> = stage_stats
         .into_iter()
         .map(|(stage, stats)| {
             let payload = build_stage_payload(stats, stage_categories.get(&stage).unwrap_or(&empty));
-            (stage, Arc::new(payload))
+            (stage, Arc::new(MapPayload::new(payload)))
         })
         .collect();
     let global = match stages.values().next() {
         Some(payload) if single_stage => payload.clone(),
-        _ => Arc::new(build_stage_payload(global_stats, &global_categories)),
+        _ => Arc::new(MapPayload::new(build_stage_payload(global_stats, &global_categories))),
     };
     KernelMap { stages, global }
 }
