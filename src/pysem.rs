@@ -447,7 +447,7 @@ mod tests {
     fn per_name_sampling_matches_the_grouping_definition() {
         // The definition: group by name (sorted), keep each group whole or
         // its sample positions.
-        fn naive<'a>(items: &'a [(String, usize)], limit: usize) -> Vec<&'a (String, usize)> {
+        fn naive(items: &[(String, usize)], limit: usize) -> Vec<&(String, usize)> {
             let mut groups: std::collections::BTreeMap<&str, Vec<&(String, usize)>> = Default::default();
             for it in items {
                 groups.entry(it.0.as_str()).or_default().push(it);

@@ -99,7 +99,7 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
             lines.push(format!(
                 "| {} | {} | {} | {}% | {} | {} | {} |",
                 escape_md_cell(&k.kernel),
-                escape_md_cell(&k.category),
+                escape_md_cell(k.category),
                 format_ms(k.total_us),
                 fixed(k.share_pct, 1),
                 k.launches,

@@ -273,7 +273,7 @@ pub fn build_kernel_source_map(
     // payload has (a map of hundreds of thousands would otherwise double
     // past the need).
     let payload_only = payload.into_iter().flatten().filter(|(name, entry)| {
-        !groups.contains(&sampled, name) && !(entry.sites.is_empty() && !has_location(&entry.best_location))
+        !groups.contains(&sampled, name) && (!entry.sites.is_empty() || has_location(&entry.best_location))
     });
     let mut map = SourceMap::with_capacity(groups.groups.len() + payload_only.count());
     for group in groups.iter() {

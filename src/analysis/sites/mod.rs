@@ -518,17 +518,23 @@ enum ListKind {
     Stacks,
 }
 
-/// Positions in the lists that grew past [`SCAN_MAX`], keyed by (kernel,
-/// location, list) and where the text lives: most lists hold one or two
-/// entries and never get here.
+/// A list: (kernel, location, which list).
+type ListId = (usize, usize, ListKind);
+
+/// Where a borrowed text lives: (address, length).
+type TextPlace = (usize, usize);
+
+/// Positions in the lists that grew past [`SCAN_MAX`], keyed by list and
+/// where the text lives: most lists hold one or two entries and never get
+/// here.
 #[derive(Default)]
-struct LongLists(FxHashMap<((usize, usize, ListKind), (usize, usize)), usize>);
+struct LongLists(FxHashMap<(ListId, TextPlace), usize>);
 
 impl LongLists {
     /// Position of `key` in `list` (appended when new), as [`list_slot`].
     fn slot<V: Default>(
         &mut self,
-        id: (usize, usize, ListKind),
+        id: ListId,
         list: &mut Vec<(Text, V)>,
         key: &str,
         texts: &mut TextCache,
