@@ -322,6 +322,61 @@ mod tests {
         }
     }
 
+    /// The cells as the reference makes them.
+    fn direct_summary(entry: &KernelEntry) -> (Vec<String>, Vec<String>) {
+        if entry.sites.is_empty() {
+            return (vec![entry.best_location.to_string()], Vec::new());
+        }
+        let preferred: Vec<_> =
+            entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
+        let candidates: Vec<_> = if preferred.is_empty() { entry.sites.iter().collect() } else { preferred };
+        let mut locations = Vec::new();
+        let mut cpu_ops = Vec::new();
+        for site in candidates.iter().take(2) {
+            let location = site_display_location(site);
+            if candidates.len() > 1 {
+                locations.push(format!("{} (site share {:.0}%)", location, site.share_pct_within_kernel));
+            } else {
+                locations.push(location);
+            }
+            if let Some(op) = site.top_cpu_op.as_deref().filter(|o| !o.is_empty()) {
+                cpu_ops.push(op.to_string());
+            }
+        }
+        (locations, cpu_ops)
+    }
+
+    #[test]
+    fn shared_cells_match_the_direct_summary() {
+        let locations =
+            ["vllm/a.py:1 f", "torch/x.py:2 g", "", "python/sglang/s.py:3 h", "vllm/parameter.py:1 __call__"];
+        let stacks = [None, Some("a -> vllm/b.py:2 h"), Some("q -> r")];
+        let mut seed = 0x77_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        let mut texts = TextCache::default();
+        let mut cells = SiteCells::default();
+        for _ in 0..500 {
+            let sites: Vec<SiteEntry> = (0..next() % 4)
+                .map(|_| SiteEntry {
+                    location: texts.get(locations[next() % locations.len()]),
+                    stack: stacks[next() % stacks.len()].map(|s| texts.get(s)),
+                    share_pct_within_kernel: (next() % 1000) as f64 / 10.0,
+                    top_cpu_op: [None, Some(texts.get("aten::mm")), Some(texts.get(""))][next() % 3].clone(),
+                    ..Default::default()
+                })
+                .collect();
+            let entry = KernelEntry { category: "other".into(), sites, best_location: texts.get("x.py:9 z") };
+            let (l, c) = cells.summary(Some(&entry));
+            let owned = |t: &[Text]| t.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            assert_eq!((owned(&l), owned(&c)), direct_summary(&entry));
+        }
+    }
+
     #[test]
     fn summary_without_entry() {
         assert_eq!(best_site_summary(None), (Vec::<String>::new(), Vec::<String>::new()));

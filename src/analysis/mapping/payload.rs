@@ -194,6 +194,75 @@ mod tests {
         }
     }
 
+    /// The entry as the reference makes it, every display location and
+    /// rank computed afresh.
+    fn direct_entry(locations: &KernelSites, category: &str) -> KernelEntry {
+        let total: f64 = locations.iter().fold(0.0, |acc, (_, a)| acc + a.total_us);
+        let mut ordered: Vec<&(Text, MappingSiteAggregate)> = locations.iter().collect();
+        ordered.sort_by(|a, b| fcmp(b.1.total_us, a.1.total_us));
+        let mut sites: Vec<SiteEntry> = ordered
+            .into_iter()
+            .map(|(location, agg)| {
+                let stack = most_common_key(agg.stacks.iter().map(|(k, v)| (k, v))).cloned();
+                SiteEntry {
+                    location: location.clone(),
+                    display_location: extract_preferred_stack_location(stack.as_deref())
+                        .map_or_else(|| location.clone(), |d| d.as_str().into()),
+                    launches: agg.count,
+                    total_us: py_round_digits(agg.total_us, 3),
+                    share_pct_within_kernel: py_round_digits(pct(agg.total_us, total), 3),
+                    top_cpu_op: most_common_key(agg.cpu_ops.iter().map(|(k, v)| (k, v))).cloned(),
+                    stack,
+                }
+            })
+            .collect();
+        let key = |s: &SiteEntry| (source_location_priority(&site_display_location(s)), s.total_us, s.launches);
+        sites.sort_by(|a, b| {
+            let (a, b) = (key(a), key(b));
+            b.0.cmp(&a.0).then(fcmp(b.1, a.1)).then(b.2.cmp(&a.2))
+        });
+        let best_location = match sites.first() {
+            Some(s) => site_display_location(s).as_str().into(),
+            None => choose_best_location(locations).cloned().unwrap_or_else(|| "unresolved".into()),
+        };
+        KernelEntry { category: category.into(), sites, best_location }
+    }
+
+    #[test]
+    fn memoized_entries_match_the_direct_definition() {
+        let locations = ["vllm/a.py:1 f", "torch/nn/modules/module.py:1 _call_impl", "unresolved", "x.py:3 g"];
+        let stacks = ["a -> vllm/b.py:2 h", "vllm/model_executor/parameter.py:9 w -> torch/x.py:1 y", "q"];
+        let mut seed = 0xabcd_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        let mut texts = TextCache::default();
+        let mut stats = SiteStats::default();
+        for k in 0..300 {
+            let sites: KernelSites = (0..1 + next() % 3)
+                .map(|_| {
+                    let mut agg = MappingSiteAggregate {
+                        total_us: (next() % 50) as f64 / 4.0,
+                        count: 1 + (next() % 5) as u64,
+                        ..Default::default()
+                    };
+                    for _ in 0..next() % 3 {
+                        agg.stacks.push((texts.get(stacks[next() % stacks.len()]), (next() % 4) as u64));
+                        agg.cpu_ops.push((texts.get("aten::mm"), 1));
+                    }
+                    (texts.get(locations[next() % locations.len()]), agg)
+                })
+                .collect();
+            stats.insert(format!("k{k:03}").as_str().into(), sites);
+        }
+        let want: Vec<(Text, KernelEntry)> = stats.iter().map(|(n, s)| (n.clone(), direct_entry(s, "other"))).collect();
+        let got = build_stage_payload(stats, &NameCategories::default());
+        assert_eq!(got.into_iter().collect::<Vec<_>>(), want);
+    }
+
     #[test]
     fn payload_ranks_framework_sites_first() {
         let locs: KernelSites = vec![

@@ -532,13 +532,7 @@ struct LongLists(FxHashMap<(ListId, TextPlace), usize>);
 
 impl LongLists {
     /// Position of `key` in `list` (appended when new), as [`list_slot`].
-    fn slot<V: Default>(
-        &mut self,
-        id: ListId,
-        list: &mut Vec<(Text, V)>,
-        key: &str,
-        texts: &mut TextCache,
-    ) -> usize {
+    fn slot<V: Default>(&mut self, id: ListId, list: &mut Vec<(Text, V)>, key: &str, texts: &mut TextCache) -> usize {
         if list.len() <= SCAN_MAX {
             return list_slot(list, key, || texts.get(key));
         }
@@ -616,6 +610,34 @@ mod tests {
         }
         assert_eq!(at(&later, &[0.0, 30.0, 20.0], &[1.0, 1.0, 1.0]), Some(20.0));
         assert!(later.group(3, &[], &mut 2).is_empty());
+    }
+
+    #[test]
+    fn long_list_positions_match_the_first_seen_scan() {
+        // Texts borrowed from one buffer: equal strings at two places, and
+        // one place read at two lengths.
+        let buffer = "abcabcaXbcab".repeat(4);
+        let mut seed = 0xfeed_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        let mut long = LongLists::default();
+        let mut texts = TextCache::default();
+        let mut lists: Vec<KernelSites> = vec![Vec::new(); 3];
+        let mut plain: Vec<KernelSites> = vec![Vec::new(); 3];
+        for _ in 0..5000 {
+            let list = next() % 3;
+            let start = next() % 40;
+            let key = &buffer[start..start + 1 + next() % 6];
+            let got = long.slot((list, 0, ListKind::Locations), &mut lists[list], key, &mut texts);
+            let want = list_slot(&mut plain[list], key, || key.into());
+            assert_eq!(got, want, "{key:?}");
+        }
+        assert!(lists.iter().all(|l| l.len() > SCAN_MAX));
+        assert_eq!(lists, plain);
     }
 
     #[test]
