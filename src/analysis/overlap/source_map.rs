@@ -13,6 +13,8 @@
 //! (The reference's site-share counter is not read by anything and is not
 //! kept.)
 
+use std::sync::Arc;
+
 use rustc_hash::{FxBuildHasher, FxHashSet as HashSet};
 
 use indexmap::IndexMap;
@@ -25,7 +27,7 @@ use super::detect::short_name;
 use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::stage::Stage;
-use crate::analysis::types::{KernelEntry, StagePayload, Text, TextCache};
+use crate::analysis::types::{KernelEntry, StagePayload, Text, TextAddr, TextCache};
 use crate::pysem::{fcmp, most_common_key};
 use crate::pysem::{is_py_space, normalize_text};
 
@@ -79,23 +81,25 @@ impl SourceStats {
 /// Canonical kernel name → its evidence, in the reference's insertion order.
 pub type SourceMap = IndexMap<Text, SourceStats>;
 
-/// A Python `Counter` (insertion-ordered), cleared between names.
+/// A Python `Counter` (insertion-ordered), cleared between names. Its keys
+/// come from one [`TextCache`], so a key's text is named by its address.
 #[derive(Default)]
-struct Counter(IndexMap<Text, i64, FxBuildHasher>);
+struct Counter(IndexMap<TextAddr, i64, FxBuildHasher>);
 
 impl Counter {
     fn bump(&mut self, texts: &mut TextCache, key: &str, by: i64) {
-        match self.0.get_mut(key) {
-            Some(v) => *v = v.saturating_add(by),
-            None => {
-                self.0.insert(texts.get(key), by);
-            }
-        }
+        self.bump_text(texts.get(key), by);
+    }
+
+    /// [`Counter::bump`] with the key's text from the same cache.
+    fn bump_text(&mut self, key: Text, by: i64) {
+        let v = self.0.entry(TextAddr(Some(key))).or_insert(0);
+        *v = v.saturating_add(by);
     }
 
     /// The most common key, first on ties; `None` when that is empty.
     fn best(&self) -> Option<Text> {
-        most_common_key(&self.0).filter(|s| !s.is_empty()).cloned()
+        most_common_key(&self.0).and_then(|k| k.0.clone()).filter(|s| !s.is_empty())
     }
 }
 
@@ -268,6 +272,12 @@ pub fn build_kernel_source_map(
 
     let mut texts = TextCache::default();
     let mut evidence = Evidence::default();
+    // Launches share chains and CPU ops: each chain's best scope and key,
+    // and each op's canonical name, are worked out once. (A chain is named
+    // by its address; the table holds it, so the address is not reused.)
+    let mut chain_views: rustc_hash::FxHashMap<usize, (ScopeChain, Option<Text>, Option<Text>)> = Default::default();
+    let mut op_names: rustc_hash::FxHashMap<crate::columns::Sym, Text> = Default::default();
+    let fallback_op = texts.get("time-window fallback");
     let groups = Groups::new(&sampled);
     // Room for every name up front: the sampled ones and those only the
     // payload has (a map of hundreds of thousands would otherwise double
@@ -289,17 +299,19 @@ pub fn build_kernel_source_map(
             }
             let cpu = external_id.and_then(|x| contexts.get(&x)).and_then(|v| choose_cpu_context(v, e.ts));
 
-            let mut launch_op: Option<String> = None;
+            let mut op_name =
+                |sym| op_names.entry(sym).or_insert_with(|| texts.get(&canonicalize_cpu_op_name(trace.s(sym)))).clone();
+            let mut launch_op: Option<Text> = None;
             let mut chain: Option<ScopeChain> = None;
             if let Some(cpu) = cpu {
-                launch_op = Some(canonicalize_cpu_op_name(trace.s(cpu.cpu_op_name)));
+                launch_op = Some(op_name(cpu.cpu_op_name));
                 chain = Some(cpu.scope_chain.clone());
             } else {
                 let launch = correlation.and_then(|c| launches.get(&c)).and_then(|v| choose_launch_context(v, e.ts));
                 if let Some(launch) = launch {
                     let found = temporal_scope_lookup(trace, &[(e.idx(), launch.ts)], &mut names).remove(&e.idx());
                     if found.as_ref().is_some_and(|c| !c.is_empty()) {
-                        launch_op = Some(canonicalize_cpu_op_name(trace.s(launch.launch_name)));
+                        launch_op = Some(op_name(launch.launch_name));
                         chain = found;
                     }
                 }
@@ -307,7 +319,7 @@ pub fn build_kernel_source_map(
                     chain = temporal.get(&e.idx()).cloned();
                 }
                 if chain.as_ref().is_some_and(|c| !c.is_empty()) {
-                    launch_op = Some("time-window fallback".to_string());
+                    launch_op = Some(fallback_op.clone());
                 }
             }
 
@@ -319,14 +331,20 @@ pub fn build_kernel_source_map(
                 continue;
             };
             evidence.mapped_count += 1;
-            if let Some(scope) = ranker.best(&chain).filter(|s| !s.is_empty()) {
-                evidence.scopes.bump(&mut texts, scope, 1);
+            let addr = Arc::as_ptr(&chain) as *const () as usize;
+            let (_, scope, key) = chain_views.entry(addr).or_insert_with(|| {
+                let scope = ranker.best(&chain).filter(|s| !s.is_empty()).map(|s| texts.get(s));
+                let key = scope_chain_key(&chain).filter(|s| !s.is_empty()).map(|k| texts.get(&k));
+                (chain.clone(), scope, key)
+            });
+            if let Some(scope) = scope {
+                evidence.scopes.bump_text(scope.clone(), 1);
             }
-            if let Some(key) = scope_chain_key(&chain).filter(|s| !s.is_empty()) {
-                evidence.chains.bump(&mut texts, &key, 1);
+            if let Some(key) = key {
+                evidence.chains.bump_text(key.clone(), 1);
             }
             if let Some(op) = launch_op.filter(|s| !s.is_empty()) {
-                evidence.launch_ops.bump(&mut texts, &op, 1);
+                evidence.launch_ops.bump_text(op, 1);
             }
         }
         if let Some(payload_entry) = payload.and_then(|p| p.get(name)) {
