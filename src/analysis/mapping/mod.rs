@@ -122,6 +122,36 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
     KernelMap { stages, global }
 }
 
+/// The kernel map and the formal stage payload of a trace that is its own
+/// mapping trace, when they are one payload: all its kernels fall in one
+/// stage, and the mapping sample is every launch in the trace's order
+/// (SGLang, or no name launched more than [`SAMPLE_LIMIT_PER_NAME`] times and
+/// the launches in time order), so [`build_mapping_kernel_map`] and
+/// [`formal_stage_payloads`] would aggregate the same launches in the same
+/// order. Built once, it is the map's stage and global payload and the
+/// formal payload of `stage`. `None` otherwise.
+pub fn shared_single_stage_maps(
+    t: &AttributedTrace<'_>,
+    framework: Framework,
+) -> Option<(KernelMap, Stage, Arc<MapPayload>)> {
+    let mut groups = group_kernels_by_stage(&t.data.kernels, t.default_stage);
+    if groups.len() != 1 {
+        return None;
+    }
+    let (stage, kernels) = groups.pop()?;
+    if framework != Framework::Sglang {
+        let sampled = sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME);
+        if sampled.len() != kernels.len() || sampled.iter().zip(&kernels).any(|(a, b)| !std::ptr::eq(*a, *b)) {
+            return None;
+        }
+    }
+    let categories = categories_by_name(kernels.iter().copied());
+    let local = aggregate_kernel_sites(t.trace, t.index, &kernels);
+    let payload = Arc::new(MapPayload::new(build_stage_payload(local, &categories)));
+    let map = KernelMap { stages: [(stage, payload.clone())].into_iter().collect(), global: payload.clone() };
+    Some((map, stage, payload))
+}
+
 /// The mapping entry of a kernel, falling back to the formal trace's own
 /// payload for that stage.
 pub fn resolve_kernel_entry<'a>(
