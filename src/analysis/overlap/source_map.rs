@@ -86,8 +86,39 @@ pub type SourceMap = IndexMap<Text, SourceStats>;
 #[derive(Default)]
 struct Counter(IndexMap<TextAddr, i64, FxBuildHasher>);
 
+/// The texts of one build: one per string (so that counter keys compare by
+/// address), and the stripped form of each entry text found once per text
+/// (entries share a few location, op and stack texts). The table holds the
+/// entry texts it was asked about, so their addresses are not reused.
+#[derive(Default)]
+struct Texts {
+    cache: TextCache,
+    stripped: rustc_hash::FxHashMap<usize, (Text, Option<Text>)>,
+}
+
+impl Texts {
+    fn get(&mut self, s: &str) -> Text {
+        self.cache.get(s)
+    }
+
+    /// The build's text of `strip(text)`; `None` when that is empty.
+    fn stripped(&mut self, text: &Text) -> Option<Text> {
+        let cache = &mut self.cache;
+        let (_, found) = self.stripped.entry(text.as_ptr() as usize).or_insert_with(|| {
+            let s = strip(text);
+            (text.clone(), (!s.is_empty()).then(|| cache.get(s)))
+        });
+        found.clone()
+    }
+}
+
+/// Whether a stripped location names a place.
+fn is_place(location: &Option<Text>) -> bool {
+    location.as_deref().is_some_and(|l| l != "unresolved")
+}
+
 impl Counter {
-    fn bump(&mut self, texts: &mut TextCache, key: &str, by: i64) {
+    fn bump(&mut self, texts: &mut Texts, key: &str, by: i64) {
         self.bump_text(texts.get(key), by);
     }
 
@@ -138,19 +169,19 @@ impl Evidence {
     }
 
     /// Credits a kernel-map entry to a launch the trace could not attribute.
-    fn credit_kernel_entry(&mut self, texts: &mut TextCache, entry: &KernelEntry) {
-        let best_location = strip(&entry.best_location);
-        if best_location.is_empty() || best_location == "unresolved" {
+    fn credit_kernel_entry(&mut self, texts: &mut Texts, entry: &KernelEntry) {
+        let best_location = texts.stripped(&entry.best_location);
+        let Some(best_location) = best_location.filter(|l| &**l != "unresolved") else {
             return;
-        }
+        };
         self.mapped_count += 1;
-        self.scopes.bump(texts, best_location, 1);
+        self.scopes.bump_text(best_location, 1);
         for site in &entry.sites {
             let display = if !site.display_location.is_empty() { &site.display_location } else { &site.location };
-            let display = strip(display);
+            let display = texts.stripped(display);
             let launches = launch_count(site.launches);
-            if !display.is_empty() && display != "unresolved" && launches > 0 {
-                self.scopes.bump(texts, display, launches);
+            if is_place(&display) && launches > 0 {
+                self.scopes.bump_text(display.unwrap_or_default(), launches);
             }
             if let Some(op) = site.top_cpu_op.as_deref().filter(|s| !s.is_empty()) {
                 self.launch_ops.bump(texts, op, launches.max(1));
@@ -161,33 +192,31 @@ impl Evidence {
     /// Adds a formal stage payload entry's sites, weighted by launches.
     /// False (and nothing added) when the entry has no sites and no
     /// location: such names are not put in the map.
-    fn add_payload_entry(&mut self, texts: &mut TextCache, entry: &KernelEntry) -> bool {
-        let best_location = strip(&entry.best_location);
-        if entry.sites.is_empty() && !has_location(best_location) {
-            return false;
-        }
+    fn add_payload_entry(&mut self, texts: &mut Texts, entry: &KernelEntry) -> bool {
         if entry.sites.is_empty() {
+            let best_location = texts.stripped(&entry.best_location);
+            if !is_place(&best_location) {
+                return false;
+            }
             self.total_count += 1;
             self.mapped_count += 1;
-            self.scopes.bump(texts, best_location, 1);
+            self.scopes.bump_text(best_location.unwrap_or_default(), 1);
             return true;
         }
         for site in &entry.sites {
-            let location = if !site.location.is_empty() { &*site.location } else { &*entry.best_location };
-            let location = strip(location);
+            let location = if !site.location.is_empty() { &site.location } else { &entry.best_location };
+            let location = texts.stripped(location);
             let launches = launch_count(site.launches).max(1);
             self.total_count = self.total_count.saturating_add(launches);
-            if !location.is_empty() && location != "unresolved" {
+            if is_place(&location) {
                 self.mapped_count = self.mapped_count.saturating_add(launches);
-                self.scopes.bump(texts, location, launches);
+                self.scopes.bump_text(location.unwrap_or_default(), launches);
             }
-            let op = strip(site.top_cpu_op.as_deref().unwrap_or(""));
-            if !op.is_empty() {
-                self.launch_ops.bump(texts, op, launches);
+            if let Some(op) = site.top_cpu_op.as_ref().and_then(|op| texts.stripped(op)) {
+                self.launch_ops.bump_text(op, launches);
             }
-            let stack = strip(site.stack.as_deref().unwrap_or(""));
-            if !stack.is_empty() {
-                self.chains.bump(texts, stack, launches);
+            if let Some(stack) = site.stack.as_ref().and_then(|stack| texts.stripped(stack)) {
+                self.chains.bump_text(stack, launches);
             }
         }
         true
@@ -240,10 +269,6 @@ impl Groups {
     fn iter(&self) -> impl Iterator<Item = &[u32]> {
         self.groups.iter().map(|&(start, len)| &self.by_name[start..start + len])
     }
-
-    fn contains(&self, sampled: &[&OverlapKernel], name: &str) -> bool {
-        self.by_name.binary_search_by(|&i| sampled[i as usize].canonical_name().cmp(name)).is_ok()
-    }
 }
 
 /// Builds the source map from the mapping bundle's kernels, then tops it up
@@ -270,7 +295,7 @@ pub fn build_kernel_source_map(
         sampled.iter().filter(|e| !has_context(e.external_id(trace))).map(|e| (e.idx(), e.ts)).collect();
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
 
-    let mut texts = TextCache::default();
+    let mut texts = Texts::default();
     let mut evidence = Evidence::default();
     // Launches share chains and CPU ops: each chain's best scope and key,
     // and each op's canonical name, are worked out once. (A chain is named
@@ -279,14 +304,21 @@ pub fn build_kernel_source_map(
     let mut op_names: rustc_hash::FxHashMap<crate::columns::Sym, Text> = Default::default();
     let fallback_op = texts.get("time-window fallback");
     let groups = Groups::new(&sampled);
-    // Room for every name up front: the sampled ones and those only the
-    // payload has (a map of hundreds of thousands would otherwise double
-    // past the need).
-    let payload_only = payload.into_iter().flatten().filter(|(name, entry)| {
-        !groups.contains(&sampled, name) && (!entry.sites.is_empty() || has_location(&entry.best_location))
+    // Each sampled name's payload entry, and which payload entries those
+    // are: the others are the names only the payload has.
+    let in_payload: Vec<Option<usize>> =
+        groups.iter().map(|g| payload.and_then(|p| p.get_index_of(sampled[g[0] as usize].canonical_name()))).collect();
+    let mut sampled_entry = vec![false; payload.map_or(0, |p| p.len())];
+    for &i in in_payload.iter().flatten() {
+        sampled_entry[i] = true;
+    }
+    let payload_only = payload.into_iter().flatten().enumerate().filter(|(i, (_, entry))| {
+        !sampled_entry[*i] && (!entry.sites.is_empty() || has_location(&entry.best_location))
     });
+    // Room for every name up front (a map of hundreds of thousands would
+    // otherwise double past the need).
     let mut map = SourceMap::with_capacity(groups.groups.len() + payload_only.count());
-    for group in groups.iter() {
+    for (group, payload_index) in groups.iter().zip(&in_payload) {
         let name = sampled[group[0] as usize].canonical_name();
         // The kernel map entry, asked for at most once per name.
         let mut entry: Option<Option<KernelEntry>> = None;
@@ -347,15 +379,15 @@ pub fn build_kernel_source_map(
                 evidence.launch_ops.bump_text(op, 1);
             }
         }
-        if let Some(payload_entry) = payload.and_then(|p| p.get(name)) {
+        if let Some((_, payload_entry)) = payload.zip(*payload_index).and_then(|(p, i)| p.get_index(i)) {
             evidence.add_payload_entry(&mut texts, payload_entry);
         }
         // The key is the name record's own text.
         let key = sampled[group[0] as usize].name.canonical.clone();
         map.insert(key, evidence.take());
     }
-    for (name, entry) in payload.into_iter().flatten() {
-        if !map.contains_key(&**name) && evidence.add_payload_entry(&mut texts, entry) {
+    for (i, (name, entry)) in payload.into_iter().flatten().enumerate() {
+        if !sampled_entry[i] && evidence.add_payload_entry(&mut texts, entry) {
             map.insert(name.clone(), evidence.take());
         }
     }
@@ -394,7 +426,6 @@ mod tests {
         let groups = Groups::new(&sampled);
         let grouped: Vec<usize> = groups.iter().flatten().map(|&i| sampled[i as usize].idx()).collect();
         assert_eq!(grouped, vec![0, 2, 1, 4, 3]);
-        assert!(groups.contains(&sampled, "c") && !groups.contains(&sampled, "d"));
     }
 
     fn site(location: &str, launches: u64, op: Option<&str>, stack: Option<&str>) -> SiteEntry {
@@ -446,7 +477,7 @@ mod tests {
 
     #[test]
     fn counters_keep_the_first_most_common_key() {
-        let mut texts = TextCache::default();
+        let mut texts = Texts::default();
         let mut e = Evidence::default();
         for (key, by) in [("a", 1), ("b", 2), ("a", 1), ("", 5)] {
             e.scopes.bump(&mut texts, key, by);
