@@ -100,29 +100,52 @@ pub struct PatternHits {
     pub groups: Vec<Vec<u32>>,
 }
 
-/// The hits of every pattern in `specs`, from one pass over the rows: each
-/// row's text is made once and dropped, rather than kept for all rows while
-/// pattern after pattern is tried. An empty keyword list hits nothing.
-pub fn find_hits<R: FuseRow>(specs: &[&PatternSpec], rows: &[R]) -> Vec<PatternHits> {
+/// The hits of every pattern in `specs`, from one pass over the rows (in
+/// parallel chunks, merged in row order): each row's text is made once and
+/// dropped, rather than kept for all rows while pattern after pattern is
+/// tried. An empty keyword list hits nothing.
+pub fn find_hits<R: FuseRow + Sync>(specs: &[&PatternSpec], rows: &[R]) -> Vec<PatternHits> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 4096;
     let needles: Vec<(Vec<Needle>, Vec<Vec<Needle>>)> = specs
         .iter()
         .map(|s| (Needle::all(&s.keywords), s.split_groups.iter().map(|g| Needle::all(g)).collect()))
         .collect();
-    let mut hits: Vec<PatternHits> = needles
-        .iter()
-        .map(|(_, groups)| PatternHits { direct: Vec::new(), groups: vec![Vec::new(); groups.len()] })
-        .collect();
+    let empty = || -> Vec<PatternHits> {
+        needles
+            .iter()
+            .map(|(_, groups)| PatternHits { direct: Vec::new(), groups: vec![Vec::new(); groups.len()] })
+            .collect()
+    };
     let hit = |text: &RowText, list: &[Needle]| !list.is_empty() && text.matches_any(list);
-    for (i, row) in rows.iter().enumerate() {
-        let text = RowText::new(row);
-        for ((direct, groups), found) in needles.iter().zip(&mut hits) {
-            if hit(&text, direct) {
-                found.direct.push(i as u32);
-            }
-            for (group, found) in groups.iter().zip(&mut found.groups) {
-                if hit(&text, group) {
-                    found.push(i as u32);
+    let chunks: Vec<Vec<PatternHits>> = rows
+        .par_chunks(CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut hits = empty();
+            for (j, row) in chunk.iter().enumerate() {
+                let i = (c * CHUNK + j) as u32;
+                let text = RowText::new(row);
+                for ((direct, groups), found) in needles.iter().zip(&mut hits) {
+                    if hit(&text, direct) {
+                        found.direct.push(i);
+                    }
+                    for (group, found) in groups.iter().zip(&mut found.groups) {
+                        if hit(&text, group) {
+                            found.push(i);
+                        }
+                    }
                 }
+            }
+            hits
+        })
+        .collect();
+    let mut hits = empty();
+    for chunk in chunks {
+        for (all, part) in hits.iter_mut().zip(chunk) {
+            all.direct.extend(part.direct);
+            for (all, part) in all.groups.iter_mut().zip(part.groups) {
+                all.extend(part);
             }
         }
     }
