@@ -56,25 +56,37 @@ pub fn normalize_match_text(text: &str) -> String {
         .collect()
 }
 
+/// The alias token groups, in the order they are tried.
+const ALIAS_GROUPS: [&[&str]; 4] = [
+    &["flashattnfwdsm90", "flashattnvarlenfunc", "vllmflashattnflashattninterface", "vllmfa3cfwd"],
+    &["maskedmultiheadattentionkernel", "attentioninplace", "attentionbackendtrtllm"],
+    &["fusedqknormropekernel", "applyqknormrope", "modelingqwen3py98applyqknormrope"],
+    &["memset"],
+];
+
+/// Which [`alias_token_groups`] a kernel name has, as bits (group `i` is
+/// bit `i`): the alias pass depends on the name only through these.
+pub fn alias_group_mask(kernel_name: &str) -> u8 {
+    let lowered = normalize_match_text(kernel_name);
+    let tests = [
+        lowered.contains("flashattnfwdcombine"),
+        lowered.contains("kernelmha"),
+        lowered.contains("applybiasropeupdatekvcachev2"),
+        lowered.starts_with("memset"),
+    ];
+    tests.iter().enumerate().filter(|(_, &hit)| hit).fold(0, |mask, (i, _)| mask | 1 << i)
+}
+
+/// The groups of a [`alias_group_mask`], in order.
+pub fn alias_groups_of(mask: u8) -> Vec<&'static [&'static str]> {
+    ALIAS_GROUPS.iter().enumerate().filter(|(i, _)| mask & 1 << i != 0).map(|(_, g)| *g).collect()
+}
+
 /// Token groups that identify the launcher of kernels whose names say
 /// little about where they come from (the same kernel family under other
 /// names on other backends).
 pub fn alias_token_groups(kernel_name: &str) -> Vec<&'static [&'static str]> {
-    let lowered = normalize_match_text(kernel_name);
-    let mut groups: Vec<&'static [&'static str]> = Vec::new();
-    if lowered.contains("flashattnfwdcombine") {
-        groups.push(&["flashattnfwdsm90", "flashattnvarlenfunc", "vllmflashattnflashattninterface", "vllmfa3cfwd"]);
-    }
-    if lowered.contains("kernelmha") {
-        groups.push(&["maskedmultiheadattentionkernel", "attentioninplace", "attentionbackendtrtllm"]);
-    }
-    if lowered.contains("applybiasropeupdatekvcachev2") {
-        groups.push(&["fusedqknormropekernel", "applyqknormrope", "modelingqwen3py98applyqknormrope"]);
-    }
-    if lowered.starts_with("memset") {
-        groups.push(&["memset"]);
-    }
-    groups
+    alias_groups_of(alias_group_mask(kernel_name))
 }
 
 /// Score of a candidate's match text against alias token groups: for each

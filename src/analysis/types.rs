@@ -9,6 +9,34 @@ use std::sync::Arc;
 /// stored once ([`TextCache`]) and shared.
 pub type Text = Arc<str>;
 
+/// An optional text compared and hashed by where it lives, for memo
+/// tables keyed by shared texts (one [`TextCache`] hands out one text per
+/// string): while the table holds the key the text cannot be freed, so its
+/// address names it, and a lookup costs no string hashing. Equal strings
+/// in two places are two keys, each worked out once.
+#[derive(Clone, Debug)]
+pub struct TextAddr(pub Option<Text>);
+
+impl TextAddr {
+    fn addr(&self) -> usize {
+        self.0.as_ref().map_or(0, |t| t.as_ptr() as usize)
+    }
+}
+
+impl PartialEq for TextAddr {
+    fn eq(&self, other: &Self) -> bool {
+        self.addr() == other.addr()
+    }
+}
+
+impl Eq for TextAddr {}
+
+impl std::hash::Hash for TextAddr {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.addr().hash(h)
+    }
+}
+
 /// A row's list of cell texts (locations, CPU ops), one allocation shared
 /// by all rows with an equal list.
 pub type TextList = Arc<[Text]>;
@@ -111,4 +139,4 @@ pub fn list_cell<S: std::borrow::Borrow<str>>(items: &[S], empty: &str) -> Strin
 
 /// A stage's kernel map (`{"kernels": {...}}` of the reference's
 /// `build_stage_payload`): canonical kernel name → entry, sorted by name.
-pub type StagePayload = indexmap::IndexMap<Text, KernelEntry>;
+pub type StagePayload = indexmap::IndexMap<Text, KernelEntry, rustc_hash::FxBuildHasher>;

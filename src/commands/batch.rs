@@ -167,13 +167,15 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         Some(p) => p,
         None => &NoProgress,
     };
+    // Each file's report JSON is kept only for the JSON lines file.
+    let keep_json = jsonl.is_some();
     let work = |f: &BatchFile| {
         let phase = |p: &'static str| {
             if let Some(bar) = &progress {
                 bar.phase(f, p);
             }
         };
-        analyze_file(f, &opts, args.jsonl.is_some(), &phase)
+        analyze_file(f, &opts, keep_json, &phase)
     };
     let on_panic = |msg: String| Error::bad_input(format!("internal error: {msg}"));
     let (results, _peak) = run_bounded(tasks, jobs, budget, observer, &work, &on_panic);

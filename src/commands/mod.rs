@@ -9,6 +9,7 @@ pub mod triage;
 use crate::analysis::framework::FrameworkChoice;
 use crate::analysis::timeline::{Basis, TimelineOptions};
 use crate::run::triage::TriageOptions;
+use std::io::Write;
 
 /// Analysis options shared by `triage` and `batch`.
 #[derive(Clone, Debug, clap::Args)]
@@ -73,14 +74,21 @@ pub struct Global {
 /// would have (a batch with failures still says so on stderr and exits 1).
 /// A full disk or any other write error is.
 pub fn print_report(text: &str) -> crate::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let r = out.write_all(text.as_bytes()).and_then(|_| {
+    print_report_with(|out| {
+        out.write_all(text.as_bytes())?;
         if !text.ends_with('\n') {
             out.write_all(b"\n")?;
         }
-        out.flush()
-    });
+        Ok(())
+    })
+}
+
+/// [`print_report`] for a report that `write` writes to stdout as it goes
+/// (through a buffer), so that a large one is not built as one string
+/// first.
+pub fn print_report_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> crate::Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let r = write(&mut out).and_then(|()| out.flush());
     match r {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -68,10 +68,11 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         ..args.analysis.triage_options(global.quiet)?
     };
     let rep = run_triage(&input, &opts)?;
-    let text = match args.format {
-        Format::Markdown => report::markdown::render(&rep),
-        Format::Json => report::json::render(&rep),
-    };
-    super::print_report(&format!("{text}\n"))?;
+    match args.format {
+        Format::Markdown => super::print_report(&format!("{}\n", report::markdown::render(&rep)))?,
+        // Written as it is made: with hundreds of thousands of kernel rows
+        // the text is over a hundred megabytes.
+        Format::Json => super::print_report_with(|out| report::json::write(out, &rep))?,
+    }
     Ok(0)
 }

@@ -212,8 +212,10 @@ pub fn file_line(o: &FileOutcome) -> Value {
             return json!({"file": file, "size_bytes": o.file.size, "error": error_text(&o.file.path, e)});
         }
     };
-    let mut v = match &a.report_json {
-        Value::Object(m) => m.clone(),
+    // The report is read back one file at a time (floats round-trip).
+    let report = a.report_json.as_deref().and_then(|text| serde_json::from_str::<Value>(text).ok());
+    let mut v = match report {
+        Some(Value::Object(m)) => m,
         _ => serde_json::Map::new(),
     };
     let stages: Vec<Value> = a

@@ -214,9 +214,10 @@ pub struct FileAnalysis {
     pub path_stage: Stage,
     /// Wall time of the triage run (its load plus all analyses), ms.
     pub triage_ms: f64,
-    /// The file's triage report as JSON ([`crate::report::json::to_value`]),
-    /// when the batch writes per-file lines; `null` otherwise.
-    pub report_json: serde_json::Value,
+    /// The file's triage report as compact JSON text, kept only when the
+    /// JSON lines file will show it: a report with hundreds of thousands of
+    /// kernel rows is large, and more so as a JSON value.
+    pub report_json: Option<String>,
 }
 
 /// The result for one file.

@@ -4,6 +4,7 @@
 //! [`TriageReport`] that [`crate::report`] renders.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use rayon::prelude::*;
@@ -14,8 +15,8 @@ use crate::analysis::kernels::{
     aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
 };
 use crate::analysis::mapping::{
-    build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, rank_kernels, AttributedTrace, KernelMap,
-    SiteCells,
+    build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, rank_kernels, shared_single_stage_maps,
+    AttributedTrace, KernelMap, MapPayload, SiteCells,
 };
 use crate::analysis::overlap::render_stages;
 use crate::analysis::overlap::{self, StageBundle};
@@ -277,20 +278,31 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         mapping.traces.iter().filter_map(|p| find(p)).map(Loaded::attributed).collect();
     // The mapping kernel map and the formal stage payloads (kernel sites
     // per stage, which the kernel rows read trace by trace and the overlap
-    // rows the last one per stage) are independent: build them side by side.
-    let (kernel_map, per_trace) = rayon::join(
-        || build_mapping_kernel_map(&mapping_views, mapping.framework),
-        || -> Vec<Vec<(Stage, StagePayload)>> {
-            formal
-                .traces
-                .par_iter()
-                .map(|p| match find(p) {
-                    Some(l) if !l.data.kernels.is_empty() => formal_stage_payloads(&l.attributed()),
-                    _ => Vec::new(),
-                })
-                .collect()
-        },
-    );
+    // rows the last one per stage) are independent: build them side by side,
+    // unless a trace that is its own mapping trace makes them one payload.
+    let shared = match mapping_views.as_slice() {
+        [view] if single => shared_single_stage_maps(view, mapping.framework),
+        _ => None,
+    };
+    let (kernel_map, per_trace) = match shared {
+        Some((map, stage, payload)) => (map, vec![vec![(stage, payload)]]),
+        None => rayon::join(
+            || build_mapping_kernel_map(&mapping_views, mapping.framework),
+            || -> Vec<Vec<(Stage, Arc<MapPayload>)>> {
+                formal
+                    .traces
+                    .par_iter()
+                    .map(|p| match find(p) {
+                        Some(l) if !l.data.kernels.is_empty() => formal_stage_payloads(&l.attributed())
+                            .into_iter()
+                            .map(|(stage, payload)| (stage, Arc::new(MapPayload::new(payload))))
+                            .collect(),
+                        _ => Vec::new(),
+                    })
+                    .collect()
+            },
+        ),
+    };
     crate::run::progress::phase("kernel map and stage payloads built");
     // Python truthiness: an empty object counts as absent.
     let server_args = present(&formal.server_args).or_else(|| present(&mapping.server_args));
@@ -317,11 +329,11 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
 
     let mut payloads: IndexMap<Stage, &StagePayload> = IndexMap::new();
     for (stage, payload) in per_trace.iter().flatten() {
-        payloads.insert(*stage, payload);
+        payloads.insert(*stage, &payload.payload);
     }
     let kernels: usize = loaded.iter().map(|l| l.data.kernels.len()).sum();
     let bytes: usize = loaded.iter().map(|l| l.bytes).sum();
-    let names: usize = per_trace.iter().flatten().map(|(_, payload)| payload.len()).sum();
+    let names: usize = per_trace.iter().flatten().map(|(_, payload)| payload.payload.len()).sum();
     // Site attribution is done: free its indexes (frames by thread, CPU ops
     // and launches by id) before the overlap step builds its records.
     drop(mapping_views);
@@ -435,7 +447,7 @@ impl fusion::FuseRow for FuseView<'_> {
 fn kernel_and_fuse_rows<'a>(
     formal: &Target,
     find: &(dyn Fn(&Path) -> Option<&'a Loaded> + Sync),
-    per_trace: &[Vec<(Stage, StagePayload)>],
+    per_trace: &[Vec<(Stage, Arc<MapPayload>)>],
     kernel_map: &KernelMap,
     server_args: Option<&serde_json::Value>,
     opts: &TriageOptions,
@@ -454,7 +466,7 @@ fn kernel_and_fuse_rows<'a>(
             continue;
         }
         for (stage, payload) in trace_payloads {
-            payloads.insert(*stage, payload);
+            payloads.insert(*stage, &payload.payload);
         }
         let trace_total = total_dur(&view.data.kernels);
         let mut groups = group_kernels_by_stage(&view.data.kernels, view.default_stage);
@@ -469,7 +481,7 @@ fn kernel_and_fuse_rows<'a>(
             }
             let stats = aggregate_by_name(kernels.iter().copied());
             let categories = categories_by_name(kernels.iter().copied());
-            let empty = StagePayload::new();
+            let empty = StagePayload::default();
             let local = payloads.get(&stage).copied().unwrap_or(&empty);
             let ranked = rank_kernels(stage, &stats, &categories, local, Some(kernel_map));
             drop((stats, categories));

@@ -4,6 +4,7 @@
 //! ([`find_hits`]); the framework / model / TP gates; and the
 //! direct-or-split decision with its share thresholds.
 
+use memchr::memmem::Finder;
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::analysis::framework::Framework;
@@ -20,15 +21,26 @@ pub fn compact_match_text(text: &str) -> String {
     normalize_text(text).chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
 }
 
-/// A keyword prepared for matching: lower-cased and compacted forms.
+/// A keyword prepared for matching: lower-cased and compacted forms, each
+/// with its substring searcher built once (rows are many).
 pub struct Needle {
-    lower: String,
-    compact: String,
+    lower: Finder<'static>,
+    compact: Finder<'static>,
+    /// An ASCII keyword found verbatim in a row is found compacted too
+    /// (compacting both drops the same characters), so when its compacted
+    /// form is not empty that search alone decides.
+    compact_decides: bool,
 }
 
 impl Needle {
     pub fn new(keyword: &str) -> Needle {
-        Needle { lower: keyword.to_lowercase(), compact: compact_match_text(keyword) }
+        let finder = |text: &str| Finder::new(text.as_bytes()).into_owned();
+        let compact = compact_match_text(keyword);
+        Needle {
+            lower: finder(&keyword.to_lowercase()),
+            compact_decides: keyword.is_ascii() && !compact.is_empty(),
+            compact: finder(&compact),
+        }
     }
 
     pub fn all<S: AsRef<str>>(keywords: &[S]) -> Vec<Needle> {
@@ -54,8 +66,11 @@ impl RowText {
     /// insensitive) or after compaction of both sides.
     pub fn matches_any(&self, needles: &[Needle]) -> bool {
         needles.iter().any(|n| {
-            self.lowered.contains(n.lower.as_str())
-                || (!n.compact.is_empty() && self.compact.contains(n.compact.as_str()))
+            let compacted = || n.compact.find(self.compact.as_bytes()).is_some();
+            if n.compact_decides {
+                return compacted();
+            }
+            n.lower.find(self.lowered.as_bytes()).is_some() || (!n.compact.needle().is_empty() && compacted())
         })
     }
 }
@@ -85,29 +100,52 @@ pub struct PatternHits {
     pub groups: Vec<Vec<u32>>,
 }
 
-/// The hits of every pattern in `specs`, from one pass over the rows: each
-/// row's text is made once and dropped, rather than kept for all rows while
-/// pattern after pattern is tried. An empty keyword list hits nothing.
-pub fn find_hits<R: FuseRow>(specs: &[&PatternSpec], rows: &[R]) -> Vec<PatternHits> {
+/// The hits of every pattern in `specs`, from one pass over the rows (in
+/// parallel chunks, merged in row order): each row's text is made once and
+/// dropped, rather than kept for all rows while pattern after pattern is
+/// tried. An empty keyword list hits nothing.
+pub fn find_hits<R: FuseRow + Sync>(specs: &[&PatternSpec], rows: &[R]) -> Vec<PatternHits> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 4096;
     let needles: Vec<(Vec<Needle>, Vec<Vec<Needle>>)> = specs
         .iter()
         .map(|s| (Needle::all(&s.keywords), s.split_groups.iter().map(|g| Needle::all(g)).collect()))
         .collect();
-    let mut hits: Vec<PatternHits> = needles
-        .iter()
-        .map(|(_, groups)| PatternHits { direct: Vec::new(), groups: vec![Vec::new(); groups.len()] })
-        .collect();
+    let empty = || -> Vec<PatternHits> {
+        needles
+            .iter()
+            .map(|(_, groups)| PatternHits { direct: Vec::new(), groups: vec![Vec::new(); groups.len()] })
+            .collect()
+    };
     let hit = |text: &RowText, list: &[Needle]| !list.is_empty() && text.matches_any(list);
-    for (i, row) in rows.iter().enumerate() {
-        let text = RowText::new(row);
-        for ((direct, groups), found) in needles.iter().zip(&mut hits) {
-            if hit(&text, direct) {
-                found.direct.push(i as u32);
-            }
-            for (group, found) in groups.iter().zip(&mut found.groups) {
-                if hit(&text, group) {
-                    found.push(i as u32);
+    let chunks: Vec<Vec<PatternHits>> = rows
+        .par_chunks(CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut hits = empty();
+            for (j, row) in chunk.iter().enumerate() {
+                let i = (c * CHUNK + j) as u32;
+                let text = RowText::new(row);
+                for ((direct, groups), found) in needles.iter().zip(&mut hits) {
+                    if hit(&text, direct) {
+                        found.direct.push(i);
+                    }
+                    for (group, found) in groups.iter().zip(&mut found.groups) {
+                        if hit(&text, group) {
+                            found.push(i);
+                        }
+                    }
                 }
+            }
+            hits
+        })
+        .collect();
+    let mut hits = empty();
+    for chunk in chunks {
+        for (all, part) in hits.iter_mut().zip(chunk) {
+            all.direct.extend(part.direct);
+            for (all, part) in all.groups.iter_mut().zip(part.groups) {
+                all.extend(part);
             }
         }
     }
@@ -208,6 +246,32 @@ mod tests {
         assert!(t.matches_any(&Needle::all(&["a.py:3"])));
         // A keyword that compacts to nothing only matches verbatim.
         assert!(!t.matches_any(&Needle::all(&["__"])));
+    }
+
+    #[test]
+    fn compacted_search_alone_agrees_with_both_searches() {
+        // The definition: verbatim (lower-cased) or compacted.
+        let both = |row: &RowText, keyword: &str| {
+            let compact = compact_match_text(keyword);
+            row.lowered.contains(&keyword.to_lowercase()) || (!compact.is_empty() && row.compact.contains(&compact))
+        };
+        let keywords = ["silu_and_mul", "a.py:3", "__", "Fused Add", "x-y", "mm", "e\u{e9}", "K", "q k", "_v_"];
+        let pieces =
+            ["silu", "_and_", "mul", "a.py:3", "__", "fused", " add", "x-y", "M", "\u{e9}", "\u{212a}", "q\tk", "_v_"];
+        let mut seed = 0x1234_5678_9abc_def1_u64;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..4 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push_str(pieces[seed as usize % pieces.len()]);
+            }
+            let row = RowText::new(&row(&text, "", "", 1.0));
+            for k in keywords {
+                assert_eq!(row.matches_any(&Needle::all(&[k])), both(&row, k), "{k:?} in {text:?}");
+            }
+        }
     }
 
     #[test]

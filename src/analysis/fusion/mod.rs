@@ -192,7 +192,7 @@ fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
 /// kept opportunities, highest ranked first. `total_us` is the stage's
 /// GPU time; `framework` is the resolved framework (`None` accepts every
 /// pattern).
-pub fn detect_fusion_opportunities<R: FuseRow>(
+pub fn detect_fusion_opportunities<R: FuseRow + Sync>(
     registry: &Registry,
     rows: &[R],
     total_us: f64,

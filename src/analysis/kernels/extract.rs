@@ -165,24 +165,43 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
         return out;
     };
     let keep = |i: usize| mask[i] && trace.pid_str(k.thread[i]) == pid;
-    out.kernels.reserve_exact((0..k.len()).filter(|&i| keep(i)).count());
-    let mut name_cache: HashMap<Sym, Arc<KernelName>> = HashMap::default();
+    // The kept rows' distinct raw names, first-seen order; their canonical
+    // names and categories are worked out in parallel (a trace can have
+    // hundreds of thousands).
+    let mut kept = 0;
+    let mut seen: HashMap<Sym, ()> = HashMap::default();
+    let mut raw_names: Vec<Sym> = Vec::new();
+    for i in (0..k.len()).filter(|&i| keep(i)) {
+        kept += 1;
+        if seen.insert(k.name[i], ()).is_none() {
+            raw_names.push(k.name[i]);
+        }
+    }
+    drop(seen);
+    out.kernels.reserve_exact(kept);
+    let derived: Vec<(String, &'static str)> = {
+        use rayon::prelude::*;
+        raw_names
+            .par_iter()
+            .map(|&sym| {
+                let name = trace.s(sym);
+                (kernel_table_name(name, masking), kernel_table_category(name))
+            })
+            .collect()
+    };
     // Raw names with one canonical name share its text.
     let mut texts = TextCache::default();
+    let name_cache: HashMap<Sym, Arc<KernelName>> = raw_names
+        .into_iter()
+        .zip(derived)
+        .map(|(sym, (canonical, category))| (sym, Arc::new(KernelName { canonical: texts.get(&canonical), category })))
+        .collect();
+    drop(texts);
     for (i, (row, &is_kernel)) in k.iter().zip(&mask).enumerate() {
         if !is_kernel || trace.pid_str(row.thread) != pid {
             continue;
         }
-        let info = name_cache
-            .entry(row.name)
-            .or_insert_with(|| {
-                let name = trace.s(row.name);
-                Arc::new(KernelName {
-                    canonical: texts.get(&kernel_table_name(name, masking)),
-                    category: kernel_table_category(name),
-                })
-            })
-            .clone();
+        let info = name_cache[&row.name].clone();
         let external_id = trace.resolve_external(row.external_id, row.correlation);
         out.kernels.push(KernelEvent::new(
             row.name,

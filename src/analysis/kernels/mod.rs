@@ -5,6 +5,7 @@ pub mod extract;
 pub mod names;
 
 use indexmap::IndexMap;
+use rustc_hash::FxBuildHasher;
 
 pub use extract::{
     extract_trace_data, group_kernels_by_stage, kernel_stage, CpuOpEvent, KernelEvent, KernelName, LaunchEvent,
@@ -14,10 +15,15 @@ pub use names::{kernel_table_category, kernel_table_name, short_name};
 
 use crate::analysis::types::Aggregate;
 
-/// Totals per canonical name (borrowed from the kernels' shared name
-/// records), in first-seen order.
-pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<&'a str, Aggregate> {
-    let mut out: IndexMap<&'a str, Aggregate> = IndexMap::new();
+/// Totals per canonical name (borrowed from the kernels' name records).
+pub type NameTotals<'a> = IndexMap<&'a str, Aggregate, FxBuildHasher>;
+
+/// Category per canonical name.
+pub type NameCategories<'a> = IndexMap<&'a str, &'static str, FxBuildHasher>;
+
+/// Totals per canonical name, in first-seen order.
+pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> NameTotals<'a> {
+    let mut out = NameTotals::default();
     for k in kernels {
         let item = out.entry(k.canonical()).or_default();
         item.total_us += k.dur;
@@ -29,8 +35,8 @@ pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>)
 
 /// Canonical name → category, last kernel with that name winning, in
 /// first-seen order (a Python dict comprehension).
-pub fn categories_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> IndexMap<&'a str, &'static str> {
-    let mut out: IndexMap<&'a str, &'static str> = IndexMap::new();
+pub fn categories_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> NameCategories<'a> {
+    let mut out = NameCategories::default();
     for k in kernels {
         out.insert(k.canonical(), k.category());
     }

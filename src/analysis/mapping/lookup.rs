@@ -1,15 +1,24 @@
 //! Finding a kernel's entry in a kernel map when the mapping trace's names
 //! differ from the formal trace's: exact name, then prefix / substring,
 //! then a long common prefix for templated kernels, then hand-written alias
-//! families. Also the row summary (location and CPU op cells) of an entry.
+//! families. [`relaxed_lookup`] is the definition (each pass reads every
+//! name); a kernel map's payloads answer the same through indexes built on
+//! their first miss ([`MapPayload`]), since a formal trace can miss on every
+//! one of hundreds of thousands of names. Also the row summary (location
+//! and CPU op cells) of an entry.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use rustc_hash::FxHashMap;
+
+use super::key_index::{LongPrefixIndex, SubstringIndex};
 use crate::analysis::sites::locations::{is_preferred_source_location, source_location_priority};
 use crate::analysis::stage::Stage;
 pub use crate::analysis::text::normalize_match_text;
-use crate::analysis::text::{alias_score, alias_token_groups, best_long_prefix_key, best_substring_key};
-use crate::analysis::types::{list_cell, KernelEntry, SiteEntry, StagePayload, Text, TextCache, TextList};
+use crate::analysis::text::{
+    alias_group_mask, alias_groups_of, alias_score, alias_token_groups, best_long_prefix_key, best_substring_key,
+};
+use crate::analysis::types::{list_cell, KernelEntry, SiteEntry, StagePayload, Text, TextAddr, TextCache, TextList};
 
 use super::payload::site_display_location;
 
@@ -57,13 +66,17 @@ fn entry_total_us(entry: &KernelEntry) -> f64 {
 
 /// The reference's `alias_kernel_entry_lookup`.
 pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<&'a KernelEntry> {
-    let groups = alias_token_groups(kernel_name);
+    alias_best(kernels, &alias_token_groups(kernel_name)).and_then(|i| kernels.get_index(i)).map(|(_, e)| e)
+}
+
+/// Position of the entry [`alias_lookup`] picks for names with `groups`.
+fn alias_best(kernels: &StagePayload, groups: &[&[&str]]) -> Option<usize> {
     if groups.is_empty() {
         return None;
     }
-    let mut best: Option<(&str, i64)> = None;
-    for (key, entry) in kernels {
-        let mut score = alias_score(&groups, &entry_lookup_text(key, entry));
+    let mut best: Option<(usize, &str, i64)> = None;
+    for (i, (key, entry)) in kernels.iter().enumerate() {
+        let mut score = alias_score(groups, &entry_lookup_text(key, entry));
         if score <= 0 {
             continue;
         }
@@ -71,19 +84,66 @@ pub fn alias_lookup<'a>(kernels: &'a StagePayload, kernel_name: &str) -> Option<
             .max(source_location_priority(&list_cell(&best_site_summary(Some(entry)).0, "unresolved")))
             as i64;
         score += (entry_total_us(entry) / 10.0).floor() as i64;
-        if best.is_none_or(|(_, b)| score > b) {
-            best = Some((key, score));
+        if best.is_none_or(|(_, _, b)| score > b) {
+            best = Some((i, key, score));
         }
     }
-    best.filter(|(k, _)| !k.is_empty()).and_then(|(k, _)| kernels.get(k))
+    best.filter(|(_, k, _)| !k.is_empty()).map(|(i, _, _)| i)
+}
+
+/// A kernel map payload with the indexes of its relaxed lookup, each built
+/// when first needed.
+#[derive(Debug, Default)]
+pub struct MapPayload {
+    pub payload: StagePayload,
+    substring: OnceLock<SubstringIndex>,
+    long_prefix: OnceLock<LongPrefixIndex>,
+    /// The alias pass's pick per [`alias_group_mask`] (it reads nothing
+    /// else of the name).
+    alias: Mutex<FxHashMap<u8, Option<usize>>>,
+}
+
+impl MapPayload {
+    pub fn new(payload: StagePayload) -> Self {
+        MapPayload { payload, ..Default::default() }
+    }
+
+    /// [`relaxed_lookup`] of this payload.
+    pub fn relaxed_lookup(&self, kernel_name: &str) -> Option<&KernelEntry> {
+        let kernels = &self.payload;
+        if let Some(e) = kernels.get(kernel_name) {
+            return Some(e);
+        }
+        // A pass's pick, unless it is the empty name.
+        let entry = |i: usize| kernels.get_index(i).filter(|(k, _)| !k.is_empty()).map(|(_, e)| e);
+        let keys = || kernels.keys().map(|k| &**k);
+        let substring = self.substring.get_or_init(|| SubstringIndex::new(keys()));
+        if let Some(e) = substring.best(kernel_name).and_then(entry) {
+            return Some(e);
+        }
+        let compact = normalize_match_text(kernel_name);
+        if compact.len() >= 96 {
+            let long_prefix = self.long_prefix.get_or_init(|| LongPrefixIndex::new(keys()));
+            if let Some(e) = long_prefix.best(&compact).and_then(entry) {
+                return Some(e);
+            }
+        }
+        let mask = alias_group_mask(kernel_name);
+        if mask == 0 {
+            return None;
+        }
+        let mut memo = self.alias.lock().unwrap_or_else(|e| e.into_inner());
+        let pick = *memo.entry(mask).or_insert_with(|| alias_best(kernels, &alias_groups_of(mask)));
+        pick.and_then(|i| kernels.get_index(i)).map(|(_, e)| e)
+    }
 }
 
 /// A kernel map: per-stage payloads plus one over all stages (the same
 /// payload as the only stage's when there is one stage).
 #[derive(Clone, Debug, Default)]
 pub struct KernelMap {
-    pub stages: indexmap::IndexMap<Stage, Arc<StagePayload>>,
-    pub global: Arc<StagePayload>,
+    pub stages: indexmap::IndexMap<Stage, Arc<MapPayload>>,
+    pub global: Arc<MapPayload>,
 }
 
 impl KernelMap {
@@ -91,13 +151,13 @@ impl KernelMap {
     /// then the global payload. A payload already asked is not asked again:
     /// it would miss again.
     pub fn lookup(&self, stage: Stage, kernel_name: &str) -> Option<&KernelEntry> {
-        let mut asked: Vec<&Arc<StagePayload>> = Vec::with_capacity(3);
+        let mut asked: Vec<&Arc<MapPayload>> = Vec::with_capacity(3);
         let payloads = stage_aliases(stage).into_iter().filter_map(|s| self.stages.get(&s)).chain([&self.global]);
         for payload in payloads {
             if asked.iter().any(|p| Arc::ptr_eq(p, payload)) {
                 continue;
             }
-            if let Some(e) = relaxed_lookup(payload, kernel_name) {
+            if let Some(e) = payload.relaxed_lookup(kernel_name) {
                 return Some(e);
             }
             asked.push(payload);
@@ -120,14 +180,14 @@ pub fn best_site_summary(entry: Option<&KernelEntry>) -> (Vec<String>, Vec<Strin
 #[derive(Default)]
 pub struct SiteCells {
     texts: TextCache,
-    shown: rustc_hash::FxHashMap<(Text, Option<Text>), (Text, bool)>,
+    shown: rustc_hash::FxHashMap<(TextAddr, TextAddr), (Text, bool)>,
     lists: rustc_hash::FxHashSet<TextList>,
 }
 
 impl SiteCells {
     /// Display location of a site and whether it is framework code.
     fn shown(&mut self, site: &SiteEntry) -> (Text, bool) {
-        let key = (site.location.clone(), site.stack.clone());
+        let key = (TextAddr(Some(site.location.clone())), TextAddr(site.stack.clone()));
         if let Some(v) = self.shown.get(&key) {
             return v.clone();
         }
@@ -216,6 +276,105 @@ mod tests {
         let p = payload(&["Memset (Device)"]);
         assert_eq!(relaxed_lookup(&p, "Memset").map(|e| &*e.best_location), Some("Memset (Device)"));
         assert!(alias_lookup(&p, "memsetx").is_some());
+    }
+
+    #[test]
+    fn indexed_lookup_agrees_with_the_definition() {
+        let pieces = [
+            "Memset",
+            " (Device)",
+            "memset32",
+            "flash_attn_fwd_combine",
+            "kernel_mha",
+            "gemm",
+            "_abc",
+            "X",
+            "void cutlass::device_kernel<flash::FlashAttnFwdSm90<",
+            "cute::tuple<cute::C<128>>",
+            "",
+        ];
+        let mut seed = 0x5eed_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        let mut text = |parts: usize| (0..parts).map(|_| pieces[next() % pieces.len()]).collect::<String>();
+        for round in 0..150 {
+            let mut kernels = StagePayload::default();
+            for i in 0..(round % 25) {
+                let entry = KernelEntry {
+                    category: "other".into(),
+                    sites: vec![],
+                    best_location: [format!("vllm/a.py:{i} f"), text(2), "unresolved".into()][i % 3].as_str().into(),
+                };
+                kernels.insert(text(1 + i % 4).into(), entry);
+            }
+            let indexed = MapPayload::new(kernels.clone());
+            for _ in 0..30 {
+                let name = text(1 + round % 5);
+                let at = |p: &StagePayload, e: &KernelEntry| p.values().position(|v| std::ptr::eq(v, e));
+                let want = relaxed_lookup(&kernels, &name).and_then(|e| at(&kernels, e));
+                let got = indexed.relaxed_lookup(&name).and_then(|e| at(&indexed.payload, e));
+                assert_eq!(got, want, "{name:?}");
+            }
+        }
+    }
+
+    /// The cells as the reference makes them.
+    fn direct_summary(entry: &KernelEntry) -> (Vec<String>, Vec<String>) {
+        if entry.sites.is_empty() {
+            return (vec![entry.best_location.to_string()], Vec::new());
+        }
+        let preferred: Vec<_> =
+            entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
+        let candidates: Vec<_> = if preferred.is_empty() { entry.sites.iter().collect() } else { preferred };
+        let mut locations = Vec::new();
+        let mut cpu_ops = Vec::new();
+        for site in candidates.iter().take(2) {
+            let location = site_display_location(site);
+            if candidates.len() > 1 {
+                locations.push(format!("{} (site share {:.0}%)", location, site.share_pct_within_kernel));
+            } else {
+                locations.push(location);
+            }
+            if let Some(op) = site.top_cpu_op.as_deref().filter(|o| !o.is_empty()) {
+                cpu_ops.push(op.to_string());
+            }
+        }
+        (locations, cpu_ops)
+    }
+
+    #[test]
+    fn shared_cells_match_the_direct_summary() {
+        let locations =
+            ["vllm/a.py:1 f", "torch/x.py:2 g", "", "python/sglang/s.py:3 h", "vllm/parameter.py:1 __call__"];
+        let stacks = [None, Some("a -> vllm/b.py:2 h"), Some("q -> r")];
+        let mut seed = 0x77_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        let mut texts = TextCache::default();
+        let mut cells = SiteCells::default();
+        for _ in 0..500 {
+            let sites: Vec<SiteEntry> = (0..next() % 4)
+                .map(|_| SiteEntry {
+                    location: texts.get(locations[next() % locations.len()]),
+                    stack: stacks[next() % stacks.len()].map(|s| texts.get(s)),
+                    share_pct_within_kernel: (next() % 1000) as f64 / 10.0,
+                    top_cpu_op: [None, Some(texts.get("aten::mm")), Some(texts.get(""))][next() % 3].clone(),
+                    ..Default::default()
+                })
+                .collect();
+            let entry = KernelEntry { category: "other".into(), sites, best_location: texts.get("x.py:9 z") };
+            let (l, c) = cells.summary(Some(&entry));
+            let owned = |t: &[Text]| t.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            assert_eq!((owned(&l), owned(&c)), direct_summary(&entry));
+        }
     }
 
     #[test]

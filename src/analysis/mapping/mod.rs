@@ -2,6 +2,7 @@
 //! and overall, from the mapping traces) and the kernel table rows built from
 //! it for a formal trace.
 
+pub mod key_index;
 pub mod lookup;
 pub mod payload;
 
@@ -10,11 +11,13 @@ use std::sync::Arc;
 use indexmap::map::Entry;
 use indexmap::IndexMap;
 
-pub use lookup::{best_site_summary, relaxed_lookup, KernelMap, SiteCells};
+pub use lookup::{best_site_summary, relaxed_lookup, KernelMap, MapPayload, SiteCells};
 pub use payload::{build_stage_payload, pct, py_round_digits, site_display_location};
 
 use crate::analysis::framework::Framework;
-use crate::analysis::kernels::{categories_by_name, group_kernels_by_stage, kernel_stage, KernelEvent, TraceData};
+use crate::analysis::kernels::{
+    categories_by_name, group_kernels_by_stage, kernel_stage, KernelEvent, NameCategories, NameTotals, TraceData,
+};
 use crate::analysis::sites::{aggregate_kernel_sites, merge_site_stats, SiteIndex, SiteStats};
 use crate::analysis::stage::Stage;
 use crate::analysis::types::{Aggregate, KernelEntry, KernelRow, StagePayload};
@@ -65,16 +68,16 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
     }
     let single_stage = stages_seen.len() == 1;
     let mut stage_stats: IndexMap<Stage, SiteStats> = IndexMap::new();
-    let mut stage_categories: IndexMap<Stage, IndexMap<&str, &'static str>> = IndexMap::new();
-    let mut global_stats = SiteStats::new();
-    let mut global_categories: IndexMap<&str, &'static str> = IndexMap::new();
+    let mut stage_categories: IndexMap<Stage, NameCategories> = IndexMap::new();
+    let mut global_stats = SiteStats::default();
+    let mut global_categories = NameCategories::default();
     for t in traces {
         if t.data.kernels.is_empty() {
             continue;
         }
         // Sample every stage first, so that the stages' full lists (tens of
         // megabytes on a large trace) are gone before the sweeps.
-        let sampled: Vec<(Stage, IndexMap<&str, &'static str>, Vec<&KernelEvent>)> =
+        let sampled: Vec<(Stage, NameCategories, Vec<&KernelEvent>)> =
             group_kernels_by_stage(&t.data.kernels, t.default_stage)
                 .into_iter()
                 .map(|(stage, kernels)| {
@@ -104,19 +107,49 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
             stage_categories.entry(stage).or_default().extend(categories);
         }
     }
-    let empty = IndexMap::new();
-    let stages: IndexMap<Stage, Arc<StagePayload>> = stage_stats
+    let empty = NameCategories::default();
+    let stages: IndexMap<Stage, Arc<MapPayload>> = stage_stats
         .into_iter()
         .map(|(stage, stats)| {
             let payload = build_stage_payload(stats, stage_categories.get(&stage).unwrap_or(&empty));
-            (stage, Arc::new(payload))
+            (stage, Arc::new(MapPayload::new(payload)))
         })
         .collect();
     let global = match stages.values().next() {
         Some(payload) if single_stage => payload.clone(),
-        _ => Arc::new(build_stage_payload(global_stats, &global_categories)),
+        _ => Arc::new(MapPayload::new(build_stage_payload(global_stats, &global_categories))),
     };
     KernelMap { stages, global }
+}
+
+/// The kernel map and the formal stage payload of a trace that is its own
+/// mapping trace, when they are one payload: all its kernels fall in one
+/// stage, and the mapping sample is every launch in the trace's order
+/// (SGLang, or no name launched more than [`SAMPLE_LIMIT_PER_NAME`] times and
+/// the launches in time order), so [`build_mapping_kernel_map`] and
+/// [`formal_stage_payloads`] would aggregate the same launches in the same
+/// order. Built once, it is the map's stage and global payload and the
+/// formal payload of `stage`. `None` otherwise.
+pub fn shared_single_stage_maps(
+    t: &AttributedTrace<'_>,
+    framework: Framework,
+) -> Option<(KernelMap, Stage, Arc<MapPayload>)> {
+    let mut groups = group_kernels_by_stage(&t.data.kernels, t.default_stage);
+    if groups.len() != 1 {
+        return None;
+    }
+    let (stage, kernels) = groups.pop()?;
+    if framework != Framework::Sglang {
+        let sampled = sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME);
+        if sampled.len() != kernels.len() || sampled.iter().zip(&kernels).any(|(a, b)| !std::ptr::eq(*a, *b)) {
+            return None;
+        }
+    }
+    let categories = categories_by_name(kernels.iter().copied());
+    let local = aggregate_kernel_sites(t.trace, t.index, &kernels);
+    let payload = Arc::new(MapPayload::new(build_stage_payload(local, &categories)));
+    let map = KernelMap { stages: [(stage, payload.clone())].into_iter().collect(), global: payload.clone() };
+    Some((map, stage, payload))
 }
 
 /// The mapping entry of a kernel, falling back to the formal trace's own
@@ -161,8 +194,8 @@ impl RankedKernel<'_> {
 /// entry.
 pub fn rank_kernels<'a>(
     stage: Stage,
-    stats: &IndexMap<&'a str, Aggregate>,
-    categories: &IndexMap<&str, &'static str>,
+    stats: &NameTotals<'a>,
+    categories: &NameCategories,
     local: &'a StagePayload,
     map: Option<&'a KernelMap>,
 ) -> Vec<RankedKernel<'a>> {
@@ -182,8 +215,8 @@ pub fn rank_kernels<'a>(
 /// Kernel table rows of one stage, by GPU time descending (stable).
 pub fn build_kernel_rows(
     stage: Stage,
-    stats: &IndexMap<&str, Aggregate>,
-    categories: &IndexMap<&str, &'static str>,
+    stats: &NameTotals,
+    categories: &NameCategories,
     local: &StagePayload,
     map: Option<&KernelMap>,
 ) -> Vec<KernelRow> {
@@ -253,7 +286,7 @@ mod tests {
             Stage::All,
             &aggregate_by_name(kernels.iter().copied()),
             &categories_by_name(kernels.iter().copied()),
-            &StagePayload::new(),
+            &StagePayload::default(),
             Some(&map),
         );
         assert_eq!(rows.len(), 1);

@@ -79,6 +79,37 @@ impl<'t> EventBuilder<'t> {
         self.stages.get(row)
     }
 
+    /// Works out the name records of `rows` (first-seen order of their raw
+    /// names), the canonical names and categories in parallel: a trace can
+    /// have hundreds of thousands of names.
+    fn prepare_names(&mut self, rows: &[u32]) {
+        use rayon::prelude::*;
+        let trace = self.trace;
+        let mut seen: rustc_hash::FxHashSet<Sym> = Default::default();
+        let raw_names: Vec<Sym> = rows
+            .iter()
+            .map(|&row| trace.kernels.name[row as usize])
+            .filter(|sym| !self.names.contains_key(sym) && seen.insert(*sym))
+            .collect();
+        drop(seen);
+        let masking = self.masking;
+        let derived: Vec<(String, &'static str)> = raw_names
+            .par_iter()
+            .map(|&sym| {
+                let raw = trace.s(sym);
+                (overlap_kernel_name(raw, masking), overlap_category(raw))
+            })
+            .collect();
+        for (sym, (canonical, category)) in raw_names.into_iter().zip(derived) {
+            let record = self
+                .shared
+                .entry((Text::from(canonical), category))
+                .or_insert_with_key(|k| Arc::new(KernelName { canonical: k.0.clone(), category: k.1 }))
+                .clone();
+            self.names.insert(sym, record);
+        }
+    }
+
     fn build(&mut self, idx: usize, row: usize) -> OverlapKernel {
         let trace = self.trace;
         let r = trace.kernels.get(row);
@@ -122,6 +153,7 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
     };
     let stages = RowStages::build(trace);
     let mut builder = EventBuilder::new(trace, &stages, Masking::WordStart);
+    builder.prepare_names(&rows);
     let events = rows.iter().enumerate().map(|(idx, &row)| builder.build(idx, row as usize)).collect();
     (events, Some(chosen))
 }
@@ -143,6 +175,7 @@ pub fn extract_events_by_stage(
         return (grouped, None);
     };
     let mut builder = EventBuilder::new(trace, stages, masking);
+    builder.prepare_names(&rows);
     let stage_of =
         |b: &EventBuilder, row: u32| if default_stage != Stage::All { default_stage } else { b.stage(row as usize) };
     let mut sizes: IndexMap<Stage, usize> = IndexMap::new();

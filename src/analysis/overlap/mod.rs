@@ -236,8 +236,10 @@ pub fn build_action_rows(
     formal_stage_payload: Option<&StagePayload>,
     table_limit: usize,
 ) -> Vec<ActionRow> {
-    let aggregates = aggregate::aggregate_events(&formal.events);
+    // The source map first: its working tables are gone before the
+    // aggregates exist.
     let source_map = source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage, formal_stage_payload);
+    let aggregates = aggregate::aggregate_events(&formal.events);
     rows::build_action_rows(&aggregates, &source_map, &formal.events, stats.total_busy_us, table_limit)
 }
 

@@ -13,7 +13,9 @@
 //! (The reference's site-share counter is not read by anything and is not
 //! kept.)
 
-use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::Arc;
+
+use rustc_hash::{FxBuildHasher, FxHashSet as HashSet};
 
 use indexmap::IndexMap;
 
@@ -25,7 +27,7 @@ use super::detect::short_name;
 use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::stage::Stage;
-use crate::analysis::types::{KernelEntry, StagePayload, Text, TextCache};
+use crate::analysis::types::{KernelEntry, StagePayload, Text, TextAddr, TextCache};
 use crate::pysem::{fcmp, most_common_key};
 use crate::pysem::{is_py_space, normalize_text};
 
@@ -79,23 +81,56 @@ impl SourceStats {
 /// Canonical kernel name → its evidence, in the reference's insertion order.
 pub type SourceMap = IndexMap<Text, SourceStats>;
 
-/// A Python `Counter` (insertion-ordered), cleared between names.
+/// A Python `Counter` (insertion-ordered), cleared between names. Its keys
+/// come from one [`TextCache`], so a key's text is named by its address.
 #[derive(Default)]
-struct Counter(IndexMap<Text, i64, FxBuildHasher>);
+struct Counter(IndexMap<TextAddr, i64, FxBuildHasher>);
+
+/// The texts of one build: one per string (so that counter keys compare by
+/// address), and the stripped form of each entry text found once per text
+/// (entries share a few location, op and stack texts). The table holds the
+/// entry texts it was asked about, so their addresses are not reused.
+#[derive(Default)]
+struct Texts {
+    cache: TextCache,
+    stripped: rustc_hash::FxHashMap<usize, (Text, Option<Text>)>,
+}
+
+impl Texts {
+    fn get(&mut self, s: &str) -> Text {
+        self.cache.get(s)
+    }
+
+    /// The build's text of `strip(text)`; `None` when that is empty.
+    fn stripped(&mut self, text: &Text) -> Option<Text> {
+        let cache = &mut self.cache;
+        let (_, found) = self.stripped.entry(text.as_ptr() as usize).or_insert_with(|| {
+            let s = strip(text);
+            (text.clone(), (!s.is_empty()).then(|| cache.get(s)))
+        });
+        found.clone()
+    }
+}
+
+/// Whether a stripped location names a place.
+fn is_place(location: &Option<Text>) -> bool {
+    location.as_deref().is_some_and(|l| l != "unresolved")
+}
 
 impl Counter {
-    fn bump(&mut self, texts: &mut TextCache, key: &str, by: i64) {
-        match self.0.get_mut(key) {
-            Some(v) => *v = v.saturating_add(by),
-            None => {
-                self.0.insert(texts.get(key), by);
-            }
-        }
+    fn bump(&mut self, texts: &mut Texts, key: &str, by: i64) {
+        self.bump_text(texts.get(key), by);
+    }
+
+    /// [`Counter::bump`] with the key's text from the same cache.
+    fn bump_text(&mut self, key: Text, by: i64) {
+        let v = self.0.entry(TextAddr(Some(key))).or_insert(0);
+        *v = v.saturating_add(by);
     }
 
     /// The most common key, first on ties; `None` when that is empty.
     fn best(&self) -> Option<Text> {
-        most_common_key(&self.0).filter(|s| !s.is_empty()).cloned()
+        most_common_key(&self.0).and_then(|k| k.0.clone()).filter(|s| !s.is_empty())
     }
 }
 
@@ -134,19 +169,19 @@ impl Evidence {
     }
 
     /// Credits a kernel-map entry to a launch the trace could not attribute.
-    fn credit_kernel_entry(&mut self, texts: &mut TextCache, entry: &KernelEntry) {
-        let best_location = strip(&entry.best_location);
-        if best_location.is_empty() || best_location == "unresolved" {
+    fn credit_kernel_entry(&mut self, texts: &mut Texts, entry: &KernelEntry) {
+        let best_location = texts.stripped(&entry.best_location);
+        let Some(best_location) = best_location.filter(|l| &**l != "unresolved") else {
             return;
-        }
+        };
         self.mapped_count += 1;
-        self.scopes.bump(texts, best_location, 1);
+        self.scopes.bump_text(best_location, 1);
         for site in &entry.sites {
             let display = if !site.display_location.is_empty() { &site.display_location } else { &site.location };
-            let display = strip(display);
+            let display = texts.stripped(display);
             let launches = launch_count(site.launches);
-            if !display.is_empty() && display != "unresolved" && launches > 0 {
-                self.scopes.bump(texts, display, launches);
+            if is_place(&display) && launches > 0 {
+                self.scopes.bump_text(display.unwrap_or_default(), launches);
             }
             if let Some(op) = site.top_cpu_op.as_deref().filter(|s| !s.is_empty()) {
                 self.launch_ops.bump(texts, op, launches.max(1));
@@ -157,33 +192,31 @@ impl Evidence {
     /// Adds a formal stage payload entry's sites, weighted by launches.
     /// False (and nothing added) when the entry has no sites and no
     /// location: such names are not put in the map.
-    fn add_payload_entry(&mut self, texts: &mut TextCache, entry: &KernelEntry) -> bool {
-        let best_location = strip(&entry.best_location);
-        if entry.sites.is_empty() && !has_location(best_location) {
-            return false;
-        }
+    fn add_payload_entry(&mut self, texts: &mut Texts, entry: &KernelEntry) -> bool {
         if entry.sites.is_empty() {
+            let best_location = texts.stripped(&entry.best_location);
+            if !is_place(&best_location) {
+                return false;
+            }
             self.total_count += 1;
             self.mapped_count += 1;
-            self.scopes.bump(texts, best_location, 1);
+            self.scopes.bump_text(best_location.unwrap_or_default(), 1);
             return true;
         }
         for site in &entry.sites {
-            let location = if !site.location.is_empty() { &*site.location } else { &*entry.best_location };
-            let location = strip(location);
+            let location = if !site.location.is_empty() { &site.location } else { &entry.best_location };
+            let location = texts.stripped(location);
             let launches = launch_count(site.launches).max(1);
             self.total_count = self.total_count.saturating_add(launches);
-            if !location.is_empty() && location != "unresolved" {
+            if is_place(&location) {
                 self.mapped_count = self.mapped_count.saturating_add(launches);
-                self.scopes.bump(texts, location, launches);
+                self.scopes.bump_text(location.unwrap_or_default(), launches);
             }
-            let op = strip(site.top_cpu_op.as_deref().unwrap_or(""));
-            if !op.is_empty() {
-                self.launch_ops.bump(texts, op, launches);
+            if let Some(op) = site.top_cpu_op.as_ref().and_then(|op| texts.stripped(op)) {
+                self.launch_ops.bump_text(op, launches);
             }
-            let stack = strip(site.stack.as_deref().unwrap_or(""));
-            if !stack.is_empty() {
-                self.chains.bump(texts, stack, launches);
+            if let Some(stack) = site.stack.as_ref().and_then(|stack| texts.stripped(stack)) {
+                self.chains.bump_text(stack, launches);
             }
         }
         true
@@ -206,21 +239,36 @@ fn canonicalize_cpu_op_name(name: &str) -> String {
     short_name(&normalize_text(name), 100)
 }
 
-/// Positions in `sampled` grouped by canonical name: names in first-seen
-/// order, each name's launches in sampled order; and the names.
-fn group_by_name<'e>(sampled: &[&'e OverlapKernel]) -> (Vec<u32>, HashSet<&'e str>) {
-    let mut rank: HashMap<&str, u32> = HashMap::default();
-    let ranks: Vec<u32> = sampled
-        .iter()
-        .map(|e| {
-            let next = rank.len() as u32;
-            *rank.entry(e.canonical_name()).or_insert(next)
-        })
-        .collect();
-    let mut order: Vec<u32> = (0..sampled.len() as u32).collect();
-    // Stable: a name's launches keep their sampled order.
-    order.sort_by_key(|&i| ranks[i as usize]);
-    (order, rank.into_keys().collect())
+/// The sampled launches grouped by canonical name, by sorting (one index
+/// per launch) rather than hashing every name.
+struct Groups {
+    /// Positions in the sample, sorted by (name, position).
+    by_name: Vec<u32>,
+    /// Each name's (start, length) in `by_name`, names in first-seen order;
+    /// a name's positions are in sampled order.
+    groups: Vec<(usize, usize)>,
+}
+
+impl Groups {
+    fn new(sampled: &[&OverlapKernel]) -> Groups {
+        let name = |i: u32| sampled[i as usize].canonical_name();
+        let mut by_name: Vec<u32> = (0..sampled.len() as u32).collect();
+        by_name.sort_unstable_by(|&a, &b| name(a).cmp(name(b)).then(a.cmp(&b)));
+        let mut groups = Vec::new();
+        let mut start = 0;
+        for run in by_name.chunk_by(|&a, &b| name(a) == name(b)) {
+            groups.push((start, run.len()));
+            start += run.len();
+        }
+        // A name is first seen at its smallest position.
+        groups.sort_unstable_by_key(|&(start, _)| by_name[start]);
+        Groups { by_name, groups }
+    }
+
+    /// Each name's positions, names in first-seen order.
+    fn iter(&self) -> impl Iterator<Item = &[u32]> {
+        self.groups.iter().map(|&(start, len)| &self.by_name[start..start + len])
+    }
 }
 
 /// Builds the source map from the mapping bundle's kernels, then tops it up
@@ -247,18 +295,30 @@ pub fn build_kernel_source_map(
         sampled.iter().filter(|e| !has_context(e.external_id(trace))).map(|e| (e.idx(), e.ts)).collect();
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
 
-    let mut texts = TextCache::default();
+    let mut texts = Texts::default();
     let mut evidence = Evidence::default();
-    let (order, sampled_names) = group_by_name(&sampled);
-    // Room for every name up front: the sampled ones and those only the
-    // payload has (a map of hundreds of thousands would otherwise double
-    // past the need).
-    let payload_only = payload.into_iter().flatten().filter(|(name, entry)| {
-        !sampled_names.contains(&***name) && (!entry.sites.is_empty() || has_location(&entry.best_location))
+    // Launches share chains and CPU ops: each chain's best scope and key,
+    // and each op's canonical name, are worked out once. (A chain is named
+    // by its address; the table holds it, so the address is not reused.)
+    let mut chain_views: rustc_hash::FxHashMap<usize, (ScopeChain, Option<Text>, Option<Text>)> = Default::default();
+    let mut op_names: rustc_hash::FxHashMap<crate::columns::Sym, Text> = Default::default();
+    let fallback_op = texts.get("time-window fallback");
+    let groups = Groups::new(&sampled);
+    // Each sampled name's payload entry, and which payload entries those
+    // are: the others are the names only the payload has.
+    let in_payload: Vec<Option<usize>> =
+        groups.iter().map(|g| payload.and_then(|p| p.get_index_of(sampled[g[0] as usize].canonical_name()))).collect();
+    let mut sampled_entry = vec![false; payload.map_or(0, |p| p.len())];
+    for &i in in_payload.iter().flatten() {
+        sampled_entry[i] = true;
+    }
+    let payload_only = payload.into_iter().flatten().enumerate().filter(|(i, (_, entry))| {
+        !sampled_entry[*i] && (!entry.sites.is_empty() || has_location(&entry.best_location))
     });
-    let mut map = SourceMap::with_capacity(sampled_names.len() + payload_only.count());
-    drop(sampled_names);
-    for group in order.chunk_by(|&a, &b| sampled[a as usize].canonical_name() == sampled[b as usize].canonical_name()) {
+    // Room for every name up front (a map of hundreds of thousands would
+    // otherwise double past the need).
+    let mut map = SourceMap::with_capacity(groups.groups.len() + payload_only.count());
+    for (group, payload_index) in groups.iter().zip(&in_payload) {
         let name = sampled[group[0] as usize].canonical_name();
         // The kernel map entry, asked for at most once per name.
         let mut entry: Option<Option<KernelEntry>> = None;
@@ -271,17 +331,19 @@ pub fn build_kernel_source_map(
             }
             let cpu = external_id.and_then(|x| contexts.get(&x)).and_then(|v| choose_cpu_context(v, e.ts));
 
-            let mut launch_op: Option<String> = None;
+            let mut op_name =
+                |sym| op_names.entry(sym).or_insert_with(|| texts.get(&canonicalize_cpu_op_name(trace.s(sym)))).clone();
+            let mut launch_op: Option<Text> = None;
             let mut chain: Option<ScopeChain> = None;
             if let Some(cpu) = cpu {
-                launch_op = Some(canonicalize_cpu_op_name(trace.s(cpu.cpu_op_name)));
+                launch_op = Some(op_name(cpu.cpu_op_name));
                 chain = Some(cpu.scope_chain.clone());
             } else {
                 let launch = correlation.and_then(|c| launches.get(&c)).and_then(|v| choose_launch_context(v, e.ts));
                 if let Some(launch) = launch {
                     let found = temporal_scope_lookup(trace, &[(e.idx(), launch.ts)], &mut names).remove(&e.idx());
                     if found.as_ref().is_some_and(|c| !c.is_empty()) {
-                        launch_op = Some(canonicalize_cpu_op_name(trace.s(launch.launch_name)));
+                        launch_op = Some(op_name(launch.launch_name));
                         chain = found;
                     }
                 }
@@ -289,7 +351,7 @@ pub fn build_kernel_source_map(
                     chain = temporal.get(&e.idx()).cloned();
                 }
                 if chain.as_ref().is_some_and(|c| !c.is_empty()) {
-                    launch_op = Some("time-window fallback".to_string());
+                    launch_op = Some(fallback_op.clone());
                 }
             }
 
@@ -301,25 +363,31 @@ pub fn build_kernel_source_map(
                 continue;
             };
             evidence.mapped_count += 1;
-            if let Some(scope) = ranker.best(&chain).filter(|s| !s.is_empty()) {
-                evidence.scopes.bump(&mut texts, scope, 1);
+            let addr = Arc::as_ptr(&chain) as *const () as usize;
+            let (_, scope, key) = chain_views.entry(addr).or_insert_with(|| {
+                let scope = ranker.best(&chain).filter(|s| !s.is_empty()).map(|s| texts.get(s));
+                let key = scope_chain_key(&chain).filter(|s| !s.is_empty()).map(|k| texts.get(&k));
+                (chain.clone(), scope, key)
+            });
+            if let Some(scope) = scope {
+                evidence.scopes.bump_text(scope.clone(), 1);
             }
-            if let Some(key) = scope_chain_key(&chain).filter(|s| !s.is_empty()) {
-                evidence.chains.bump(&mut texts, &key, 1);
+            if let Some(key) = key {
+                evidence.chains.bump_text(key.clone(), 1);
             }
             if let Some(op) = launch_op.filter(|s| !s.is_empty()) {
-                evidence.launch_ops.bump(&mut texts, &op, 1);
+                evidence.launch_ops.bump_text(op, 1);
             }
         }
-        if let Some(payload_entry) = payload.and_then(|p| p.get(name)) {
+        if let Some((_, payload_entry)) = payload.zip(*payload_index).and_then(|(p, i)| p.get_index(i)) {
             evidence.add_payload_entry(&mut texts, payload_entry);
         }
         // The key is the name record's own text.
         let key = sampled[group[0] as usize].name.canonical.clone();
         map.insert(key, evidence.take());
     }
-    for (name, entry) in payload.into_iter().flatten() {
-        if !map.contains_key(&**name) && evidence.add_payload_entry(&mut texts, entry) {
+    for (i, (name, entry)) in payload.into_iter().flatten().enumerate() {
+        if !sampled_entry[i] && evidence.add_payload_entry(&mut texts, entry) {
             map.insert(name.clone(), evidence.take());
         }
     }
@@ -355,7 +423,8 @@ mod tests {
         let events: Vec<OverlapKernel> =
             ["b", "a", "b", "c", "a"].iter().enumerate().map(|(i, n)| ev(i, n, i as f64)).collect();
         let sampled: Vec<&OverlapKernel> = events.iter().collect();
-        let grouped: Vec<usize> = group_by_name(&sampled).0.iter().map(|&i| sampled[i as usize].idx()).collect();
+        let groups = Groups::new(&sampled);
+        let grouped: Vec<usize> = groups.iter().flatten().map(|&i| sampled[i as usize].idx()).collect();
         assert_eq!(grouped, vec![0, 2, 1, 4, 3]);
     }
 
@@ -371,7 +440,7 @@ mod tests {
 
     #[test]
     fn payload_merge_weights_by_launches() {
-        let mut payload = StagePayload::new();
+        let mut payload = StagePayload::default();
         payload.insert(
             "k".into(),
             KernelEntry {
@@ -408,7 +477,7 @@ mod tests {
 
     #[test]
     fn counters_keep_the_first_most_common_key() {
-        let mut texts = TextCache::default();
+        let mut texts = Texts::default();
         let mut e = Evidence::default();
         for (key, by) in [("a", 1), ("b", 2), ("a", 1), ("", 5)] {
             e.scopes.bump(&mut texts, key, by);

@@ -33,7 +33,7 @@ pub type KernelSites = Vec<(Text, MappingSiteAggregate)>;
 /// canonical kernel name → location → totals, all in first-seen order.
 /// Small lists rather than maps: most kernels have one or two sites, and a
 /// trace can have hundreds of thousands of kernel names.
-pub type SiteStats = IndexMap<Text, KernelSites>;
+pub type SiteStats = IndexMap<Text, KernelSites, rustc_hash::FxBuildHasher>;
 
 /// Position of `key` in a first-seen list, appending it (with the text
 /// `text` gives) when new. Lists grow from one slot.
@@ -479,7 +479,7 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
     // lives (every text is borrowed from a table that outlives this loop).
     let mut kernel_pos: FxHashMap<usize, usize> = FxHashMap::default();
     let mut long_lists = LongLists::default();
-    let mut out: SiteStats = IndexMap::new();
+    let mut out = SiteStats::default();
     let mut texts = TextCache::default();
     for (i, (k, &rows)) in kernels.iter().zip(&found).enumerate() {
         let (op, launch) = events(k, rows);
@@ -518,24 +518,21 @@ enum ListKind {
     Stacks,
 }
 
-/// Positions in the lists that grew past [`SCAN_MAX`], keyed by (kernel,
-/// location, list) and where the text lives: most lists hold one or two
-/// entries and never get here.
-#[derive(Default)]
-struct LongLists(FxHashMap<LongListKey, usize>);
+/// A list: (kernel, location, which list).
+type ListId = (usize, usize, ListKind);
 
-/// The key of a long list: (kernel, location, list) and the text looked up.
-type LongListKey = ((usize, usize, ListKind), (usize, usize));
+/// Where a borrowed text lives: (address, length).
+type TextPlace = (usize, usize);
+
+/// Positions in the lists that grew past [`SCAN_MAX`], keyed by list and
+/// where the text lives: most lists hold one or two entries and never get
+/// here.
+#[derive(Default)]
+struct LongLists(FxHashMap<(ListId, TextPlace), usize>);
 
 impl LongLists {
     /// Position of `key` in `list` (appended when new), as [`list_slot`].
-    fn slot<V: Default>(
-        &mut self,
-        id: (usize, usize, ListKind),
-        list: &mut Vec<(Text, V)>,
-        key: &str,
-        texts: &mut TextCache,
-    ) -> usize {
+    fn slot<V: Default>(&mut self, id: ListId, list: &mut Vec<(Text, V)>, key: &str, texts: &mut TextCache) -> usize {
         if list.len() <= SCAN_MAX {
             return list_slot(list, key, || texts.get(key));
         }
@@ -613,6 +610,34 @@ mod tests {
         }
         assert_eq!(at(&later, &[0.0, 30.0, 20.0], &[1.0, 1.0, 1.0]), Some(20.0));
         assert!(later.group(3, &[], &mut 2).is_empty());
+    }
+
+    #[test]
+    fn long_list_positions_match_the_first_seen_scan() {
+        // Texts borrowed from one buffer: equal strings at two places, and
+        // one place read at two lengths.
+        let buffer = "abcabcaXbcab".repeat(4);
+        let mut seed = 0xfeed_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        let mut long = LongLists::default();
+        let mut texts = TextCache::default();
+        let mut lists: Vec<KernelSites> = vec![Vec::new(); 3];
+        let mut plain: Vec<KernelSites> = vec![Vec::new(); 3];
+        for _ in 0..5000 {
+            let list = next() % 3;
+            let start = next() % 40;
+            let key = &buffer[start..start + 1 + next() % 6];
+            let got = long.slot((list, 0, ListKind::Locations), &mut lists[list], key, &mut texts);
+            let want = list_slot(&mut plain[list], key, || key.into());
+            assert_eq!(got, want, "{key:?}");
+        }
+        assert!(lists.iter().all(|l| l.len() > SCAN_MAX));
+        assert_eq!(lists, plain);
     }
 
     #[test]

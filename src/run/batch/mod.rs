@@ -182,15 +182,13 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
 }
 
 /// Triages one file: [`run_triage`] on the file alone. `opts.quiet` should be set: per-file
-/// ingest progress has no place inside a batch.
+/// ingest progress has no place inside a batch. The report's JSON is kept
+/// when `keep_json` says so (for the JSON lines file).
 /// `phase` is told what starts next (`triage`).
-/// `keep_report` keeps the file's whole triage JSON (for `--jsonl`); without
-/// it only the rank facts stay, so a batch holds a few numbers per file, not
-/// a report of every kernel.
 pub fn analyze_file(
     file: &BatchFile,
     opts: &TriageOptions,
-    keep_report: bool,
+    keep_json: bool,
     phase: &dyn Fn(&'static str),
 ) -> Result<FileAnalysis> {
     phase("triage");
@@ -210,7 +208,7 @@ pub fn analyze_file(
         facts: RankFacts { file: file.path.clone(), rank, rank_source, stages: stage_facts(&report, &exposure) },
         path_stage: parse_stage(&file.path),
         triage_ms,
-        report_json: if keep_report { crate::report::json::to_value(&report) } else { serde_json::Value::Null },
+        report_json: keep_json.then(|| crate::report::json::compact(&report)),
     })
 }
 
