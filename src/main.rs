@@ -33,6 +33,7 @@ enum Command {
 fn main() {
     torchtriage::run::progress::phase("start");
     torchtriage::input::guard_mapped_reads();
+    torchtriage::run::memory::tune_allocator();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -1,9 +1,11 @@
 //! Drivers: which files an input stands for ([`discover`]), loading them and
 //! running the analyses into a report ([`triage`]), batches of per-rank
-//! traces under a memory budget ([`batch`]), and progress and phase timing on
+//! traces under a memory budget ([`batch`]), the allocator policy
+//! ([`memory`]), and progress and phase timing on
 //! stderr ([`progress`]). Options arrive as values; nothing here renders.
 
 pub mod batch;
 pub mod discover;
+pub mod memory;
 pub mod progress;
 pub mod triage;
