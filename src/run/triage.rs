@@ -107,23 +107,24 @@ impl Loaded {
         release_free_memory(bytes);
         crate::run::progress::phase("loaded");
         let stages = RowStages::build(&trace);
-        let ((data, index), timeline) = rayon::join(
-            || rayon::join(|| extract_trace_data(&trace, &stages, masking), || SiteIndex::build(&trace)),
-            || {
-                // A trace whose path names its stage is that stage throughout,
-                // as in the kernel table.
-                let path_stage = parse_stage(path);
-                let uniform;
-                let row_stages = if path_stage == Stage::All {
-                    &stages
-                } else {
-                    uniform = RowStages::uniform(trace.kernels.len(), path_stage);
-                    &uniform
-                };
-                timeline(&trace, row_stages, &opts.timeline)
-            },
-        );
-        crate::run::progress::phase("kernels extracted, site index built, timeline");
+        // The timeline runs first, while only the columns are held: its
+        // event arrays then never add to the extraction's peak.
+        let timeline = {
+            // A trace whose path names its stage is that stage throughout,
+            // as in the kernel table.
+            let path_stage = parse_stage(path);
+            let uniform;
+            let row_stages = if path_stage == Stage::All {
+                &stages
+            } else {
+                uniform = RowStages::uniform(trace.kernels.len(), path_stage);
+                &uniform
+            };
+            timeline(&trace, row_stages, &opts.timeline)
+        };
+        crate::run::progress::phase("timeline");
+        let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages, masking), || SiteIndex::build(&trace));
+        crate::run::progress::phase("kernels extracted, site index built");
         Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index, timeline, bytes })
     }
 

@@ -83,9 +83,11 @@ impl Union {
     }
 }
 
-/// The `p`-th quantile (0..=1) of ascending `sorted` values, interpolating
+/// The `p`-th quantile (0..=1) of ascending `sorted` values (the
+/// definition that [`percentiles`] computes without sorting), interpolating
 /// linearly between the two nearest order statistics (numpy's and pandas'
 /// default); `None` for no values.
+#[cfg(test)]
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     let n = sorted.len();
     if n == 0 {
@@ -97,7 +99,39 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
 }
 
+/// The quantiles `ps` (ascending; each as `percentile` defines it) of `values`, as if they were
+/// sorted, found by selection (linear time): `values` is left reordered.
+pub(crate) fn percentiles<const N: usize>(values: &mut [f64], ps: [f64; N]) -> [Option<f64>; N] {
+    let n = values.len();
+    let mut out = [None; N];
+    if n == 0 {
+        return out;
+    }
+    // Everything before `done` is in place and no larger than what follows.
+    let mut done = 0usize;
+    let mut at = |rank: usize, values: &mut [f64]| -> f64 {
+        if rank >= done {
+            let (_, nth, _) = values[done..].select_nth_unstable_by(rank - done, |a, b| fcmp(*a, *b));
+            let v = *nth;
+            done = rank + 1;
+            v
+        } else {
+            values[rank]
+        }
+    };
+    for (slot, &p) in out.iter_mut().zip(ps.iter()) {
+        let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
+        let lo = h.floor() as usize;
+        let hi = (lo + 1).min(n - 1);
+        let low = at(lo, values);
+        let high = at(hi, values);
+        *slot = Some(low + (h - lo as f64) * (high - low));
+    }
+    out
+}
+
 /// Sorts values for [`percentile`] (NaN last, never a panic).
+#[cfg(test)]
 pub(crate) fn sort_values(v: &mut [f64]) {
     v.sort_unstable_by(|a, b| fcmp(*a, *b));
 }

@@ -20,9 +20,11 @@
 //! (the rule is documented in [`verdict`]) and `types` (the serializable
 //! result).
 //!
-//! Cost: one sort of the GPU events (40 bytes each) and of the correlated
-//! host-side rows (24 bytes each), then a few linear passes; no per-kernel
-//! strings.
+//! Cost: it runs alone after ingest, on the columns only. One sort of the
+//! GPU events (40 bytes each) and of the correlated host-side rows (24
+//! bytes each), one launch lookup per event, percentiles by selection, the
+//! Python frames read only when their names can mark steps (runs decoded in
+//! parallel); no per-kernel strings.
 
 mod events;
 mod figures;
@@ -49,14 +51,92 @@ use figures::IdleRule;
 /// kernel row. Never panics, whatever the times (a GPU event whose start or
 /// end is not finite is left out and counted).
 pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Timeline {
-    let set = events::build(trace, stages, opts.basis);
+    use rayon::prelude::*;
+    // The events, and apart from them the steps and the launch calls.
+    let (set, (found, launches)) = rayon::join(
+        || events::build(trace, stages, opts.basis),
+        || rayon::join(|| steps::detect(trace), || launch::LaunchIndex::build(trace)),
+    );
     let hta = opts.basis != Basis::Trace;
     let rank = opts.rank.or_else(|| trace_rank(trace));
     let pid_label = |p: u32| trace.s(set.pids[p as usize]).to_string();
 
-    let (whole, _) =
-        figures::compute(&set, &pid_label, set.events.iter(), IdleRule { hta, by_pid: !hta && set.pids.len() > 1 });
+    let (((whole, _), matched), (mut gpus, step_stage)) = rayon::join(
+        || {
+            rayon::join(
+                || {
+                    figures::compute(
+                        &set,
+                        &pid_label,
+                        set.events.iter(),
+                        IdleRule { hta, by_pid: !hta && set.pids.len() > 1 },
+                    )
+                },
+                || launch::matches(trace, &set, &launches),
+            )
+        },
+        || {
+            rayon::join(
+                || per_gpu(&set, &pid_label, hta, rank),
+                || found.as_ref().map(|(_, spans)| steps::assign(spans, &set)).unwrap_or_default(),
+            )
+        },
+    );
+    drop(launches);
 
+    let all_steps = found.as_ref().map_or(0, |(_, spans)| spans.len() as u64);
+    let mut parts: Vec<(Option<Stage>, Vec<GpuTimeline>, Steps)> = Vec::new();
+    for stage in [Stage::Extend, Stage::Decode, Stage::All] {
+        let g = std::mem::take(&mut gpus[stage.code() as usize]);
+        if g.is_empty() {
+            continue;
+        }
+        let steps = match &found {
+            Some((source, spans)) => steps::summary(trace, *source, spans, &step_stage, stage),
+            None => Steps::default(),
+        };
+        parts.push((Some(stage), g, steps));
+    }
+    // The whole trace's launch statistics go last.
+    parts.push((None, Vec::new(), Steps { count: all_steps, ..Steps::default() }));
+    let mut launch_stats: Vec<LaunchStats> =
+        parts.par_iter().map(|(stage, _, steps)| launch::stats(trace, &set, &matched, *stage, steps.count)).collect();
+    let launch = launch_stats.pop().unwrap_or_default();
+    parts.pop();
+    let out_stages = parts
+        .into_iter()
+        .zip(launch_stats)
+        .filter_map(|((stage, gpus, steps), launch)| {
+            let verdict = verdict::decide(gpus.iter().map(|g| &g.figures), &launch);
+            Some(StageTimeline { stage: stage?, gpus, launch, steps, verdict })
+        })
+        .collect();
+
+    let verdict = verdict::decide([&whole], &launch);
+    let (rounded_to_us, step_filter, skipped_non_finite) = (set.clock.round, set.filter.clone(), set.skipped);
+    // The events and indexes go before the result is made, so that the
+    // allocator can hand their pages back.
+    drop((set, matched, found, step_stage));
+    Timeline {
+        basis: opts.basis,
+        rounded_to_us,
+        step_filter,
+        skipped_non_finite,
+        trace: whole,
+        launch,
+        verdict,
+        stages: out_stages,
+    }
+}
+
+/// The figures of each GPU (pid), per stage code, pids in order of their
+/// first event.
+fn per_gpu(
+    set: &events::EventSet,
+    pid_label: &(dyn Fn(u32) -> String + Sync),
+    hta: bool,
+    rank: Option<u64>,
+) -> [Vec<GpuTimeline>; 3] {
     // Events per pid, start order kept (a counting sort of indexes).
     let npids = set.pids.len();
     let mut starts = vec![0usize; npids + 1];
@@ -81,43 +161,12 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
     for &p in &pid_order {
         let idx = &by_pid[starts[p as usize]..starts[p as usize + 1]];
         let evs = idx.iter().map(|&i| &set.events[i as usize]);
-        let (_, per) = figures::compute(&set, &pid_label, evs, IdleRule { hta, by_pid: false });
+        let (_, per) = figures::compute(set, pid_label, evs, IdleRule { hta, by_pid: false });
         for (code, fig) in per.into_iter().enumerate() {
             if let Some(figures) = fig {
                 gpus[code].push(GpuTimeline { pid: pid_label(p), rank: gpu_rank, figures });
             }
         }
     }
-
-    let found = steps::detect(trace);
-    let step_stage = found.as_ref().map(|(_, spans)| steps::assign(spans, &set)).unwrap_or_default();
-    let launches = launch::LaunchIndex::build(trace);
-    let mut out_stages = Vec::new();
-    for stage in [Stage::Extend, Stage::Decode, Stage::All] {
-        let g = std::mem::take(&mut gpus[stage.code() as usize]);
-        if g.is_empty() {
-            continue;
-        }
-        let steps = match &found {
-            Some((source, spans)) => steps::summary(trace, *source, spans, &step_stage, stage),
-            None => Steps::default(),
-        };
-        let launch = launch::stats(trace, &set, &launches, Some(stage), steps.count);
-        let verdict = verdict::decide(g.iter().map(|g| &g.figures), &launch);
-        out_stages.push(StageTimeline { stage, gpus: g, launch, steps, verdict });
-    }
-
-    let all_steps = found.as_ref().map_or(0, |(_, spans)| spans.len() as u64);
-    let launch = launch::stats(trace, &set, &launches, None, all_steps);
-    let verdict = verdict::decide([&whole], &launch);
-    Timeline {
-        basis: opts.basis,
-        rounded_to_us: set.clock.round,
-        step_filter: set.filter.clone(),
-        skipped_non_finite: set.skipped,
-        trace: whole,
-        launch,
-        verdict,
-        stages: out_stages,
-    }
+    gpus
 }

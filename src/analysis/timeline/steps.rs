@@ -17,11 +17,12 @@
 //! GPU event belongs to no stage. Steps use the trace's own times.
 
 use super::events::EventSet;
-use super::intervals::{percentile, sort_values, Sum};
+use super::intervals::{percentiles, Sum};
 use super::types::{SlowStep, StepSource, Steps};
 use crate::analysis::stage::Stage;
-use crate::columns::{Sym, Trace};
+use crate::columns::{Frame, Sym, Trace};
 use crate::pysem::fcmp;
+use rayon::slice::ParallelSliceMut;
 
 /// How many of the longest steps a stage lists.
 pub const SLOWEST_STEPS: usize = 3;
@@ -88,16 +89,17 @@ fn frame_steps(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
         if wanted.is_empty() {
             continue;
         }
-        let mut spans: Vec<Span> = trace
+        let mut frames: Vec<Frame> = trace
             .frames
-            .iter()
-            .filter(|(_, f)| f.complete && wanted.contains(&f.name))
-            .map(|(_, f)| Span { name: f.name, ts: f.ts, dur: f.dur })
-            .filter(|s| s.ts.is_finite() && s.dur.is_finite() && s.dur >= 0.0)
+            .par_filter(|f| f.complete && wanted.contains(&f.name) && f.ts.is_finite() && f.dur.is_finite())
+            .into_iter()
+            .map(|(_, f)| f)
             .collect();
-        if !spans.is_empty() {
+        if !frames.is_empty() {
+            // Outer calls first; equal calls in trace order.
+            frames.par_sort_unstable_by(|x, y| fcmp(x.ts, y.ts).then(fcmp(y.dur, x.dur)).then(x.row.cmp(&y.row)));
+            let spans = frames.into_iter().map(|f| Span { name: f.name, ts: f.ts, dur: f.dur });
             // A nested call of the same function (a wrapper) is the same step.
-            spans.sort_by(|x, y| fcmp(x.ts, y.ts).then(fcmp(y.dur, x.dur)));
             let mut outer: Vec<Span> = Vec::with_capacity(spans.len());
             for s in spans {
                 if outer.last().is_some_and(|o| s.ts + s.dur <= o.ts + o.dur) {
@@ -144,20 +146,26 @@ pub(crate) fn summary(
 ) -> Steps {
     let mine: Vec<&Span> = spans.iter().zip(stages).filter(|(_, s)| **s == Some(stage)).map(|(sp, _)| sp).collect();
     let mut durs: Vec<f64> = mine.iter().map(|s| s.dur).collect();
-    sort_values(&mut durs);
     let mut total = Sum::default();
     durs.iter().for_each(|&d| total.add(d));
     let n = durs.len();
-    let mut slowest: Vec<&Span> = mine.clone();
-    slowest.sort_by(|x, y| fcmp(y.dur, x.dur).then(fcmp(x.ts, y.ts)));
-    slowest.truncate(SLOWEST_STEPS);
+    let [p50_us, p90_us, max_us] = percentiles(&mut durs, [0.5, 0.9, 1.0]);
+    drop(durs);
+    // The longest steps, earlier first among equals.
+    let longer = |x: &&Span, y: &&Span| fcmp(y.dur, x.dur).then(fcmp(x.ts, y.ts));
+    let mut slowest: Vec<&Span> = mine;
+    if slowest.len() > SLOWEST_STEPS {
+        slowest.select_nth_unstable_by(SLOWEST_STEPS - 1, longer);
+        slowest.truncate(SLOWEST_STEPS);
+    }
+    slowest.sort_by(longer);
     Steps {
         source: Some(source),
         count: n as u64,
         mean_us: (n > 0).then(|| total.value() / n as f64),
-        p50_us: percentile(&durs, 0.5),
-        p90_us: percentile(&durs, 0.9),
-        max_us: durs.last().copied(),
+        p50_us,
+        p90_us,
+        max_us,
         slowest: slowest
             .into_iter()
             .map(|s| SlowStep { name: trace.s(s.name).to_string(), start_us: s.ts, dur_us: s.dur })

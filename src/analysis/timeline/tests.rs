@@ -418,3 +418,34 @@ fn steps_from_model_runner_frames_when_no_annotation_marks_them() {
     let s = &run(&trace_of(&ev), Basis::Trace).stages[0].steps;
     assert_eq!(s.source, Some(StepSource::ProfilerStep));
 }
+
+#[test]
+fn percentiles_by_selection_equal_percentiles_of_the_sorted_values() {
+    use super::intervals::{percentile, percentiles, sort_values};
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..300 {
+        let n = (next() % 200) as usize;
+        // Few distinct values in some rounds (ties), a NaN in others.
+        let values: Vec<f64> = (0..n)
+            .map(|_| if round % 3 == 0 { (next() % 5) as f64 } else { (next() % 100_000) as f64 / 7.0 })
+            .chain((round % 7 == 0).then_some(f64::NAN))
+            .collect();
+        let mut sorted = values.clone();
+        sort_values(&mut sorted);
+        let ps = [0.0, 0.5, 0.9, 0.99, 1.0];
+        let want: Vec<Option<f64>> = ps.iter().map(|&p| percentile(&sorted, p)).collect();
+        let mut scratch = values.clone();
+        let got = percentiles(&mut scratch, ps);
+        let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        assert!(want.iter().zip(&got).all(|(w, g)| same(*w, *g)), "round {round}: {want:?} vs {got:?}");
+    }
+}

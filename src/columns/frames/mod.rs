@@ -325,6 +325,25 @@ impl FrameStore {
         self.threads().flat_map(move |t| self.thread(t).map(move |f| (t, f)))
     }
 
+    /// The frames that pass `keep`, with their threads, in no given order:
+    /// each packed run is decoded on its own, runs in parallel, so this is
+    /// the cheap way to pick a few frames out of millions.
+    pub fn par_filter(&self, keep: impl Fn(&Frame) -> bool + Sync) -> Vec<(ThreadIdx, Frame)> {
+        use rayon::prelude::*;
+        let runs: Vec<(ThreadIdx, &Run)> = self
+            .threads
+            .iter()
+            .enumerate()
+            .flat_map(|(t, frames)| frames.runs.iter().map(move |r| (t as ThreadIdx, r)))
+            .collect();
+        let mut out: Vec<(ThreadIdx, Frame)> =
+            runs.par_iter().flat_map_iter(|&(t, run)| run.iter().filter(|f| keep(f)).map(move |f| (t, f))).collect();
+        for (t, frames) in self.threads.iter().enumerate() {
+            out.extend(frames.pending.iter().filter(|f| keep(f)).map(|f| (t as ThreadIdx, *f)));
+        }
+        out
+    }
+
     /// All frames in trace order (materialized: for tests and checks).
     pub fn in_trace_order(&self) -> Vec<FrameRow> {
         let mut all: Vec<(u64, FrameRow)> = self

@@ -125,3 +125,21 @@ fn sorted_input_packs_small() {
     assert!(!s.thread_has_nan(0));
     assert_eq!(s.thread(0).map(|f| f.row).collect::<Vec<_>>(), (0..100_000).collect::<Vec<u64>>());
 }
+
+#[test]
+fn parallel_filter_finds_the_same_frames_as_reading_in_order() {
+    let rows: Vec<FrameRow> = (0..200_000).map(row).collect();
+    let mut s = FrameStore::default();
+    for r in &rows {
+        s.push(*r);
+    }
+    s.seal();
+    let keep = |f: &Frame| f.name == 3 && f.complete;
+    let key = |(t, f): &(ThreadIdx, Frame)| (f.row, *t, f.name, f.ts.to_bits(), f.dur.to_bits());
+    let mut want: Vec<(ThreadIdx, Frame)> = s.iter().filter(|(_, f)| keep(f)).collect();
+    let mut got = s.par_filter(keep);
+    want.sort_by_key(key);
+    got.sort_by_key(key);
+    assert!(!want.is_empty());
+    assert_eq!(got.iter().map(key).collect::<Vec<_>>(), want.iter().map(key).collect::<Vec<_>>());
+}
