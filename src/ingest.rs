@@ -47,6 +47,17 @@ fn doc_err(e: DocError, base: u64) -> Error {
     Error::bad_input(e.msg).at(base + e.pos as u64)
 }
 
+/// The read buffer for a stream: [`STREAM_CHUNK`], or less for a small
+/// file (a batch of thousands of small files would otherwise allocate and
+/// zero megabytes per file). Compressed data is allowed eight times its
+/// size on disk before the buffer refills.
+fn stream_chunk(disk_len: Option<u64>, encoding: input::Encoding) -> usize {
+    const SMALLEST: u64 = 64 << 10;
+    let Some(len) = disk_len else { return STREAM_CHUNK };
+    let wanted = if encoding == input::Encoding::Plain { len.saturating_add(1) } else { len.saturating_mul(8) };
+    wanted.clamp(SMALLEST, STREAM_CHUNK as u64) as usize
+}
+
 /// Reads a whole trace file (plain, gzip, zstd or `-`) into columns.
 pub fn load_path(path: &Path, opts: &IngestOptions) -> Result<Trace> {
     load_opened(path, input::open(path)?, opts)
@@ -62,7 +73,7 @@ pub fn load_opened(path: &Path, opened: input::Opened, opts: &IngestOptions) -> 
         Source::Stream { reader, encoding, .. } => {
             let budget = (encoding != input::Encoding::Plain)
                 .then_some(Budget { disk_len: opened.disk_len, consumed: &consumed });
-            load_stream(reader, STREAM_CHUNK, budget)
+            load_stream(reader, stream_chunk(opened.disk_len, encoding), budget)
         }
     };
     let shown = if path.as_os_str() == "-" { Path::new(input::STDIN_NAME) } else { path };
@@ -379,6 +390,17 @@ fn events_in_parallel(window: &[u8], pos: usize, doc: &mut DocParser) -> std::re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_streams_get_small_read_buffers() {
+        use input::Encoding::{Gzip, Plain};
+        assert_eq!(stream_chunk(Some(3_532), Plain), 64 << 10);
+        assert_eq!(stream_chunk(Some(1 << 20), Plain), (1 << 20) + 1);
+        assert_eq!(stream_chunk(Some(100_000), Gzip), 800_000);
+        assert_eq!(stream_chunk(Some(1 << 30), Plain), STREAM_CHUNK);
+        assert_eq!(stream_chunk(Some(u64::MAX), Gzip), STREAM_CHUNK);
+        assert_eq!(stream_chunk(None, Plain), STREAM_CHUNK);
+    }
 
     /// The fixture's events repeated to about `target` bytes, inside a
     /// `traceEvents` object with metadata on both sides.
