@@ -406,6 +406,20 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
         "{}",
         o.stderr
     );
+    // triage and batch say so too, and triage's JSON carries the count.
+    let warned = |o: &Outcome, what: &str| {
+        let n = o.stderr.lines().filter(|l| l.contains("odd.json: 3 complete events skipped")).count();
+        assert_eq!((o.code, n), (Some(0), 1), "{what}: {}", o.stderr);
+    };
+    warned(&run_measured(&["triage".as_ref(), p.as_os_str()]), "triage");
+    warned(&run_measured(&["batch".as_ref(), dir.path().as_os_str()]), "batch");
+    let o = run_measured(&["triage".as_ref(), "--format".as_ref(), "json".as_ref(), p.as_os_str()]);
+    warned(&o, "triage --format json");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["skipped_events"], Value::from(3u64));
+    // --quiet keeps stderr empty.
+    let o = run_measured(&["--quiet".as_ref(), "triage".as_ref(), p.as_os_str()]);
+    assert_eq!((o.code, o.stderr.as_str()), (Some(0), ""));
 }
 
 fn encodings_invalid_utf8_and_bom() {

@@ -181,6 +181,13 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     let (results, _peak) = run_bounded(tasks, jobs, budget, observer, &work, &on_panic);
     drop(progress);
     let outcomes: Vec<FileOutcome> = results.into_iter().map(|(file, result)| FileOutcome { file, result }).collect();
+    if !global.quiet {
+        for o in &outcomes {
+            if let Ok(a) = &o.result {
+                super::warn_skipped(&o.file.path, a.skipped_events);
+            }
+        }
+    }
 
     if let (Some(out), Some(path)) = (jsonl.as_mut(), args.jsonl.as_deref()) {
         write_jsonl(out, &outcomes).map_err(|e| Error::io(e).in_file(path))?;

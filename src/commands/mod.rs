@@ -69,6 +69,18 @@ pub struct Global {
     pub quiet: bool,
 }
 
+/// The one-line warning for complete events skipped because their `ts` or
+/// `dur` is not a number (nothing when none were).
+pub fn warn_skipped(path: &std::path::Path, skipped: u64) {
+    if skipped > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "torchtriage: warning: {}: {skipped} complete events skipped (non-numeric ts or dur)",
+            path.display()
+        );
+    }
+}
+
 /// Writes a report to stdout. A reader that stops early (`| head`) is not
 /// an error: the rest of the report is dropped and the command ends as it
 /// would have (a batch with failures still says so on stderr and exits 1).

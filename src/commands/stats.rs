@@ -4,7 +4,6 @@
 //! columns the triage uses.
 
 use std::collections::HashSet;
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
@@ -24,13 +23,8 @@ pub struct StatsArgs {
 
 pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
     let trace = crate::run::progress::load_trace(&args.input, global.quiet, crate::input::ReadMode::Map)?;
-    if !global.quiet && trace.counts.skipped > 0 {
-        let _ = writeln!(
-            std::io::stderr(),
-            "torchtriage: warning: {}: {} complete events skipped (non-numeric ts or dur)",
-            args.input.display(),
-            trace.counts.skipped
-        );
+    if !global.quiet {
+        super::warn_skipped(&args.input, trace.counts.skipped);
     }
     let v = stats_json(&trace, &args.input.display().to_string());
     let text = if args.json { serde_json::to_string_pretty(&v).unwrap_or_default() } else { stats_text(&v) };

@@ -68,6 +68,11 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         ..args.analysis.triage_options(global.quiet)?
     };
     let rep = run_triage(&input, &opts)?;
+    if !global.quiet {
+        for (path, skipped) in &rep.skipped_by_trace {
+            super::warn_skipped(path, *skipped);
+        }
+    }
     match args.format {
         Format::Markdown => super::print_report(&format!("{}\n", report::markdown::render(&rep)))?,
         // Written as it is made: with hundreds of thousands of kernel rows

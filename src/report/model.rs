@@ -176,6 +176,12 @@ pub struct TriageReport {
     pub overlap_stats: Vec<OverlapStageStats>,
     #[serde(rename = "fuse")]
     pub fuse_rows: Vec<FuseRow>,
+    /// Complete events skipped for a `ts` or `dur` that is not a number,
+    /// over every trace read.
+    pub skipped_events: u64,
+    /// The same count per trace file, for the warnings on stderr.
+    #[serde(skip)]
+    pub skipped_by_trace: Vec<(PathBuf, u64)>,
     /// `distributedInfo` of the first formal trace, if it has one.
     #[serde(skip)]
     pub distributed_info: Option<serde_json::Value>,
@@ -214,6 +220,8 @@ pub struct FileAnalysis {
     pub path_stage: Stage,
     /// Wall time of the triage run (its load plus all analyses), ms.
     pub triage_ms: f64,
+    /// Complete events skipped for a non-numeric `ts` or `dur`.
+    pub skipped_events: u64,
     /// The file's triage report as compact JSON text, kept only when the
     /// JSON lines file will show it: a report with hundreds of thousands of
     /// kernel rows is large, and more so as a JSON value.

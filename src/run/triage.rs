@@ -321,6 +321,12 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         overlap_rows: Vec::new(),
         overlap_stats: Vec::new(),
         fuse_rows: Vec::new(),
+        skipped_events: loaded.iter().map(|l| l.trace.counts.skipped).sum(),
+        skipped_by_trace: loaded
+            .iter()
+            .filter(|l| l.trace.counts.skipped > 0)
+            .map(|l| (l.path.clone(), l.trace.counts.skipped))
+            .collect(),
         distributed_info: formal
             .traces
             .first()

@@ -208,6 +208,7 @@ pub fn analyze_file(
         facts: RankFacts { file: file.path.clone(), rank, rank_source, stages: stage_facts(&report, &exposure) },
         path_stage: parse_stage(&file.path),
         triage_ms,
+        skipped_events: report.skipped_events,
         report_json: keep_json.then(|| crate::report::json::compact(&report)),
     })
 }
