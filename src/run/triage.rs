@@ -631,11 +631,23 @@ fn overlap_rows<'a>(
             Some((totals, rows))
         })
         .collect();
-    for (totals, rows) in per_stage {
+    for (totals, mut rows) in per_stage {
+        if opts.compat == Compat::Default {
+            rows.iter_mut().for_each(|r| clamp_ratios(&mut r.row));
+        }
         report.overlap_stats.push(totals);
         report.overlap_rows.extend(rows);
     }
     report
+}
+
+/// Exclusive and hidden time over total time are fractions, but summing
+/// many microsecond intervals in floating point can put a part a hair above
+/// its whole (1.000137 on a real trace): shown as at most 1 unless the run
+/// reproduces the reference tool.
+fn clamp_ratios(row: &mut crate::analysis::overlap::ActionRow) {
+    row.exclusive_ratio = row.exclusive_ratio.clamp(0.0, 1.0);
+    row.hidden_ratio = row.hidden_ratio.clamp(0.0, 1.0);
 }
 
 /// Exclusive time of the communication kernels summed per (canonical name,
