@@ -159,3 +159,24 @@ fn overlap_ratios_stay_fractions() {
     assert!(reference.iter().any(|&r| r > 1.0), "the reference's rows no longer pass 1: {reference:?}");
     assert_eq!(ours.len(), reference.len());
 }
+
+/// Deviation 15: a directory of rank traces given to `triage` analyses one
+/// rank, as the reference does, but says so on stderr and points to `batch`.
+#[test]
+fn a_directory_of_ranks_names_the_rank_analysed() {
+    let dir = common::Corpus::bundled().traces_dir().join("param_dlrm_8rank");
+    let d = dir.to_str().unwrap();
+    let out = common::run(&["triage", d]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("torchtriage: note: ")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].contains("analysed rank 0 only (worker0_step_12."), "{}", notes[0]);
+    assert!(notes[0].contains("7 other traces left out") && notes[0].contains("torchtriage batch"), "{}", notes[0]);
+    // One file, or --quiet: no note.
+    let one = dir.join("worker3_step_12.1694128201557.pt.trace.json.gz");
+    let out = common::run(&["triage", one.to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
+    let out = common::run(&["-q", "triage", d]);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

@@ -2,6 +2,7 @@
 //! profile directory (which serves as its own mapping trace), or for a
 //! graph-off mapping + graph-on formal pair.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::{AnalysisArgs, Global};
@@ -69,6 +70,9 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
     };
     let rep = run_triage(&input, &opts)?;
     if !global.quiet {
+        for left_out in &rep.left_out {
+            let _ = writeln!(std::io::stderr(), "{}", left_out.note());
+        }
         for (path, skipped) in &rep.skipped_by_trace {
             super::warn_skipped(path, *skipped);
         }

@@ -182,6 +182,10 @@ pub struct TriageReport {
     /// The same count per trace file, for the warnings on stderr.
     #[serde(skip)]
     pub skipped_by_trace: Vec<(PathBuf, u64)>,
+    /// Inputs (directories) whose traces were not all analysed, for the
+    /// note on stderr.
+    #[serde(skip)]
+    pub left_out: Vec<LeftOut>,
     /// `distributedInfo` of the first formal trace, if it has one.
     #[serde(skip)]
     pub distributed_info: Option<serde_json::Value>,
@@ -226,6 +230,41 @@ pub struct FileAnalysis {
     /// JSON lines file will show it: a report with hundreds of thousands of
     /// kernel rows is large, and more so as a JSON value.
     pub report_json: Option<String>,
+}
+
+/// A directory input of which only some traces were analysed: one rank of
+/// several, or the newest trace of each stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeftOut {
+    /// The input as given.
+    pub input: PathBuf,
+    pub analysed: Vec<PathBuf>,
+    /// The rank analysed, when the file names carry ranks.
+    pub rank: Option<u64>,
+    /// Traces found and not analysed.
+    pub count: usize,
+}
+
+impl LeftOut {
+    /// The one-line note for stderr.
+    pub fn note(&self) -> String {
+        let names: Vec<String> = self
+            .analysed
+            .iter()
+            .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+            .collect();
+        let what = match self.rank {
+            Some(rank) => format!("analysed rank {rank} only ({})", names.join(", ")),
+            None => format!("analysed the newest trace of each stage ({})", names.join(", ")),
+        };
+        let traces = if self.count == 1 { "trace" } else { "traces" };
+        format!(
+            "torchtriage: note: {}: {what}; {} other {traces} left out (`torchtriage batch {}` reads every trace)",
+            self.input.display(),
+            self.count,
+            self.input.display()
+        )
+    }
 }
 
 /// The result for one file.

@@ -241,11 +241,30 @@ pub(crate) fn load_server_args(path: &Path) -> Option<serde_json::Value> {
     None
 }
 
+/// What an input path stands for: its traces, the server arguments found
+/// with them, and what was left out.
+#[derive(Clone, Debug, Default)]
+pub struct Targets {
+    /// The traces to analyse, in (stage, file name) order.
+    pub traces: Vec<PathBuf>,
+    pub server_args: Option<serde_json::Value>,
+    /// The rank analysed when the directory holds several (from the file
+    /// names).
+    pub rank: Option<u64>,
+    /// Traces found but not analysed: other ranks, and older traces of the
+    /// same stage.
+    pub left_out: usize,
+}
+
 /// The traces an input path stands for, in (stage, file name) order, and the
 /// server arguments found with them.
-pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde_json::Value>)> {
+pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
     if path.is_file() {
-        return Ok((vec![path.to_path_buf()], load_server_args(path)));
+        return Ok(Targets {
+            traces: vec![path.to_path_buf()],
+            server_args: load_server_args(path),
+            ..Targets::default()
+        });
     }
     if !path.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", path.display())));
@@ -268,12 +287,15 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
         .cloned()
         .collect();
     let mut selected = if non_merged.is_empty() { traces } else { non_merged };
+    let found = selected.len();
     let mut ranks: Vec<u64> = selected.iter().filter_map(|t| parse_tp_rank(t)).collect();
     ranks.sort_unstable();
     ranks.dedup();
+    let mut chosen_rank = None;
     if let Some(&first) = ranks.first() {
         let rank = if ranks.contains(&0) { 0 } else { first };
         selected.retain(|t| parse_tp_rank(t) == Some(rank));
+        chosen_rank = (ranks.len() > 1).then_some(rank);
     }
     let mut groups: Vec<(Stage, Vec<PathBuf>)> = Vec::new();
     for t in selected {
@@ -291,7 +313,12 @@ pub fn discover_trace_targets(path: &Path) -> Result<(Vec<PathBuf>, Option<serde
         })
         .collect();
     selected.sort_by(|a, b| parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name())));
-    Ok((selected, load_server_args(&trace_dir)))
+    Ok(Targets {
+        left_out: found - selected.len(),
+        traces: selected,
+        server_args: load_server_args(&trace_dir),
+        rank: chosen_rank,
+    })
 }
 
 /// Framework hinted by an input path: its text, its server args, then the

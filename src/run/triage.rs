@@ -145,17 +145,21 @@ struct Target {
     framework: Framework,
 }
 
-fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_json::Value>)> {
+fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_json::Value>, Option<LeftOut>)> {
     if path.as_os_str() == "-" {
         // Standard input: one trace, read once, with nothing beside it.
-        return Ok((path.to_path_buf(), vec![path.to_path_buf()], None));
+        return Ok((path.to_path_buf(), vec![path.to_path_buf()], None, None));
     }
     let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
-    let (traces, mut server_args) = discover_trace_targets(&resolved)?;
-    if server_args.is_none() {
-        server_args = crate::run::discover::load_server_args(&resolved);
-    }
-    Ok((resolved, traces, server_args))
+    let targets = discover_trace_targets(&resolved)?;
+    let server_args = targets.server_args.or_else(|| crate::run::discover::load_server_args(&resolved));
+    let left_out = (targets.left_out > 0).then(|| LeftOut {
+        input: path.to_path_buf(),
+        analysed: targets.traces.clone(),
+        rank: targets.rank,
+        count: targets.left_out,
+    });
+    Ok((resolved, targets.traces, server_args, left_out))
 }
 
 /// `stage` if present, else `all`, else the only entry.
@@ -235,9 +239,9 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         TriageInput::Single(p) => (true, p.clone(), p.clone()),
         TriageInput::Pair { mapping, formal } => (false, mapping.clone(), formal.clone()),
     };
-    let (mapping_resolved, mapping_traces, mapping_args) = resolve_input(&mapping_path)?;
-    let (formal_resolved, formal_traces, formal_args) = if single {
-        (mapping_resolved.clone(), mapping_traces.clone(), mapping_args.clone())
+    let (mapping_resolved, mapping_traces, mapping_args, mapping_left_out) = resolve_input(&mapping_path)?;
+    let (formal_resolved, formal_traces, formal_args, formal_left_out) = if single {
+        (mapping_resolved.clone(), mapping_traces.clone(), mapping_args.clone(), None)
     } else {
         resolve_input(&formal_path)?
     };
@@ -321,6 +325,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         overlap_rows: Vec::new(),
         overlap_stats: Vec::new(),
         fuse_rows: Vec::new(),
+        left_out: mapping_left_out.into_iter().chain(formal_left_out).collect(),
         skipped_events: loaded.iter().map(|l| l.trace.counts.skipped).sum(),
         skipped_by_trace: loaded
             .iter()
