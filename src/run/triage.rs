@@ -145,10 +145,24 @@ struct Target {
     framework: Framework,
 }
 
-fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_json::Value>, Option<LeftOut>)> {
+/// An input path resolved: the canonical path, its traces, its server
+/// arguments and what discovery left out.
+struct ResolvedInput {
+    path: PathBuf,
+    traces: Vec<PathBuf>,
+    server_args: Option<serde_json::Value>,
+    left_out: Option<LeftOut>,
+}
+
+fn resolve_input(path: &Path) -> Result<ResolvedInput> {
     if path.as_os_str() == "-" {
         // Standard input: one trace, read once, with nothing beside it.
-        return Ok((path.to_path_buf(), vec![path.to_path_buf()], None, None));
+        return Ok(ResolvedInput {
+            path: path.to_path_buf(),
+            traces: vec![path.to_path_buf()],
+            server_args: None,
+            left_out: None,
+        });
     }
     let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
     let targets = discover_trace_targets(&resolved)?;
@@ -159,7 +173,7 @@ fn resolve_input(path: &Path) -> Result<(PathBuf, Vec<PathBuf>, Option<serde_jso
         rank: targets.rank,
         count: targets.left_out,
     });
-    Ok((resolved, targets.traces, server_args, left_out))
+    Ok(ResolvedInput { path: resolved, traces: targets.traces, server_args, left_out })
 }
 
 /// `stage` if present, else `all`, else the only entry.
@@ -239,11 +253,17 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         TriageInput::Single(p) => (true, p.clone(), p.clone()),
         TriageInput::Pair { mapping, formal } => (false, mapping.clone(), formal.clone()),
     };
-    let (mapping_resolved, mapping_traces, mapping_args, mapping_left_out) = resolve_input(&mapping_path)?;
+    let ResolvedInput {
+        path: mapping_resolved,
+        traces: mapping_traces,
+        server_args: mapping_args,
+        left_out: mapping_left_out,
+    } = resolve_input(&mapping_path)?;
     let (formal_resolved, formal_traces, formal_args, formal_left_out) = if single {
         (mapping_resolved.clone(), mapping_traces.clone(), mapping_args.clone(), None)
     } else {
-        resolve_input(&formal_path)?
+        let r = resolve_input(&formal_path)?;
+        (r.path, r.traces, r.server_args, r.left_out)
     };
 
     // Load each distinct trace once.
