@@ -222,8 +222,9 @@ const PARALLEL_STEPS_MAX_KERNELS: usize = 1_000_000;
 /// Likewise above this many kernel names (over the formal stage payloads):
 /// the kernel table and the overlap source map each hold a few hundred
 /// bytes per name, so with many names the two steps run one after the
-/// other too.
-const PARALLEL_STEPS_MAX_NAMES: usize = 100_000;
+/// other too. (300,000 distinct names in a 113 MB trace: side by side,
+/// 4.1 s and 391 MB; one after the other, 5.1 s and 340 MB.)
+const PARALLEL_STEPS_MAX_NAMES: usize = 400_000;
 
 /// Traces whose columns take less than this are too small for a trim to
 /// matter.
