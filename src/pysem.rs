@@ -406,6 +406,18 @@ pub fn most_common_key<'a, K: 'a, V: PartialOrd + Copy + 'a>(
     best.map(|(k, _)| k)
 }
 
+/// A xorshift64 generator for tests: the same sequence for the same seed
+/// on every run, so a failing case can be replayed.
+#[cfg(test)]
+pub(crate) fn test_rng(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,13 +474,7 @@ mod tests {
             }
             out
         }
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::pysem::test_rng(0x9e37_79b9_7f4a_7c15_u64);
         for round in 0..200 {
             let names = 1 + (next() % 40) as usize;
             let len = (next() % 600) as usize;

@@ -400,13 +400,8 @@ mod tests {
 
     #[test]
     fn indexed_resolution_equals_linear_scan() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = crate::pysem::test_rng(0x2545_F491_4F6C_DD1Du64);
+        let mut next = |n: u64| rng() % n;
         for _ in 0..300 {
             let mut anns = Vec::new();
             for _ in 0..(1 + next(12)) {

@@ -258,14 +258,11 @@ mod tests {
         let keywords = ["silu_and_mul", "a.py:3", "__", "Fused Add", "x-y", "mm", "e\u{e9}", "K", "q k", "_v_"];
         let pieces =
             ["silu", "_and_", "mul", "a.py:3", "__", "fused", " add", "x-y", "M", "\u{e9}", "\u{212a}", "q\tk", "_v_"];
-        let mut seed = 0x1234_5678_9abc_def1_u64;
+        let mut rng = crate::pysem::test_rng(0x1234_5678_9abc_def1);
         for _ in 0..3000 {
             let mut text = String::new();
             for _ in 0..4 {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                text.push_str(pieces[seed as usize % pieces.len()]);
+                text.push_str(pieces[rng() as usize % pieces.len()]);
             }
             let row = RowText::new(&row(&text, "", "", 1.0));
             for k in keywords {

@@ -293,13 +293,8 @@ mod tests {
             "cute::tuple<cute::C<128>>",
             "",
         ];
-        let mut seed = 0x5eed_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut rng = crate::pysem::test_rng(0x5eed_u64);
+        let mut next = move || rng() as usize;
         let mut text = |parts: usize| (0..parts).map(|_| pieces[next() % pieces.len()]).collect::<String>();
         for round in 0..150 {
             let mut kernels = StagePayload::default();
@@ -351,13 +346,8 @@ mod tests {
         let locations =
             ["vllm/a.py:1 f", "torch/x.py:2 g", "", "python/sglang/s.py:3 h", "vllm/parameter.py:1 __call__"];
         let stacks = [None, Some("a -> vllm/b.py:2 h"), Some("q -> r")];
-        let mut seed = 0x77_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut rng = crate::pysem::test_rng(0x77_u64);
+        let mut next = move || rng() as usize;
         let mut texts = TextCache::default();
         let mut cells = SiteCells::default();
         for _ in 0..500 {

@@ -167,13 +167,7 @@ mod tests {
     #[test]
     fn rounding_shortcut_agrees_with_decimal_formatting() {
         let slow = |x: f64, d: usize| -> f64 { format!("{:.*}", d, x).parse().unwrap() };
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::pysem::test_rng(0x2545_f491_4f6c_dd1d_u64);
         for i in 0..200_000u64 {
             // Whole and short decimals (the shortcut's cases), sums of
             // them, and arbitrary doubles.
@@ -232,13 +226,8 @@ mod tests {
     fn memoized_entries_match_the_direct_definition() {
         let locations = ["vllm/a.py:1 f", "torch/nn/modules/module.py:1 _call_impl", "unresolved", "x.py:3 g"];
         let stacks = ["a -> vllm/b.py:2 h", "vllm/model_executor/parameter.py:9 w -> torch/x.py:1 y", "q"];
-        let mut seed = 0xabcd_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut rng = crate::pysem::test_rng(0xabcd_u64);
+        let mut next = move || rng() as usize;
         let mut texts = TextCache::default();
         let mut stats = SiteStats::default();
         for k in 0..300 {

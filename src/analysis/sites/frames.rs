@@ -92,13 +92,8 @@ mod tests {
         // blocks and the 65,536-frame runs), out-of-order pushes, repeated
         // ends; then the same with a NaN duration and a NaN start, which
         // take the whole-thread sort.
-        let mut seed: u64 = 0x2545f4914f6cdd1d;
-        let mut rnd = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = crate::pysem::test_rng(0x2545f4914f6cdd1d);
+        let mut rnd = |m: u64| rng() % m;
         let rows: Vec<FrameRow> = (0..150_000)
             .map(|i| FrameRow {
                 name: (i % 11) as u32,

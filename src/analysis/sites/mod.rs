@@ -617,13 +617,8 @@ mod tests {
         // Texts borrowed from one buffer: equal strings at two places, and
         // one place read at two lengths.
         let buffer = "abcabcaXbcab".repeat(4);
-        let mut seed = 0xfeed_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut rng = crate::pysem::test_rng(0xfeed_u64);
+        let mut next = move || rng() as usize;
         let mut long = LongLists::default();
         let mut texts = TextCache::default();
         let mut lists: Vec<KernelSites> = vec![Vec::new(); 3];

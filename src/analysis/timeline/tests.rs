@@ -349,13 +349,8 @@ fn gpus_are_processes_and_keep_their_streams_apart() {
 
 #[test]
 fn random_hostile_traces_never_panic() {
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = crate::pysem::test_rng(0x9E37_79B9_7F4A_7C15);
+    let mut next = |n: usize| (rng() % n as u64) as usize;
     let times = ["0", "1", "2.5", "-3", "1e308", "-1e308", "NaN", "Infinity", "-Infinity", "100", "0.25", "7"];
     let streams = ["0", "7", "\"0x0\"", "\"7\"", "null", "7.5", "-2", "true"];
     let cats = ["kernel", "gpu_memcpy", "cuda_runtime", "cuda_driver", "user_annotation", "Runtime", "cpu_op"];
@@ -422,13 +417,7 @@ fn steps_from_model_runner_frames_when_no_annotation_marks_them() {
 #[test]
 fn percentiles_by_selection_equal_percentiles_of_the_sorted_values() {
     use super::intervals::{percentile, percentiles, sort_values};
-    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::pysem::test_rng(0x2545_f491_4f6c_dd1d_u64);
     for round in 0..300 {
         let n = (next() % 200) as usize;
         // Few distinct values in some rounds (ties), a NaN in others.
