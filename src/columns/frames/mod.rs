@@ -79,11 +79,12 @@ impl ThreadFrames {
         if self.pending.is_empty() {
             return;
         }
-        let mut pending = std::mem::take(&mut self.pending);
         // Pending rows are in trace order: a stable sort by start leaves
-        // equal starts in row order.
-        pending.sort_by(|a, b| fcmp(a.ts, b.ts));
-        self.runs.push(pack_block(&mut pending));
+        // equal starts in row order. Packing empties the buffer but keeps
+        // its capacity for the thread's next rows: a fresh buffer would be
+        // mapped and faulted in again at every flush.
+        self.pending.sort_by(|a, b| fcmp(a.ts, b.ts));
+        self.runs.push(pack_block(&mut self.pending));
         self.sealed = false;
     }
 
@@ -91,6 +92,7 @@ impl ThreadFrames {
     /// fresh runs of at most [`FLUSH_ROWS`] frames each.
     fn seal(&mut self) {
         self.flush();
+        self.pending = Vec::new();
         self.runs.sort_by_key(|r| r.row_base);
         let ordered = self.runs.windows(2).all(|w| fcmp(w[0].last_ts(), w[1].first_ts()) != Ordering::Greater);
         if !ordered {
@@ -165,8 +167,13 @@ impl FrameStore {
     }
 
     fn flush_all(&mut self) {
+        // Many threads each with a few rows: their buffers are let go, so
+        // what the store holds unpacked stays bounded by the busy threads.
         for th in &mut self.threads {
             th.flush();
+            if th.pending.capacity() < FLUSH_ROWS {
+                th.pending = Vec::new();
+            }
         }
         self.pending = 0;
     }
