@@ -339,6 +339,21 @@ impl Trace {
         self.s(self.thread(idx).tid)
     }
 
+    /// Heap bytes the columns hold, frames as stored: cheap, unlike
+    /// [`Trace::column_bytes`], which packs the frames afresh to give a
+    /// size that does not depend on the thread count.
+    pub fn heap_bytes(&self) -> usize {
+        self.kernels.heap_bytes()
+            + self.cpu_ops.heap_bytes()
+            + self.launches.heap_bytes()
+            + self.frames.heap_bytes()
+            + self.annotations.heap_bytes()
+            + self.strings.heap_bytes()
+            + self.corr_to_ext.heap_bytes()
+            + self.runtime.heap_bytes()
+            + self.step_marks.heap_bytes()
+    }
+
     /// Rows and bytes per column set, for `stats`: heap bytes held, except
     /// for the Python frames, whose packed size is given in a layout that
     /// does not depend on the number of threads that read the file.

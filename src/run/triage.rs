@@ -103,7 +103,7 @@ impl Loaded {
         let trace = crate::run::progress::load_trace(path, opts.quiet, opts.read_mode)?;
         // Ingest's chunk builders and stream buffers are gone: hand their
         // pages back before the analyses allocate.
-        let bytes: usize = trace.column_bytes().iter().map(|c| c.2).sum();
+        let bytes = trace.heap_bytes();
         release_free_memory(bytes);
         crate::run::progress::phase("loaded");
         let stages = RowStages::build(&trace);
