@@ -23,6 +23,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::corr::CorrTable;
 use super::intervals::KernelType;
 use super::types::{Basis, StepFilter};
 use crate::analysis::kernels::extract::gpu_kernel_mask;
@@ -117,57 +118,47 @@ pub(crate) struct EventSet {
     pub skipped: u64,
 }
 
-/// Host-side start per correlation: (correlation, preferred start, earliest
-/// start), sorted by correlation; starts on the basis clock.
+/// Host-side start per correlation: (preferred start, earliest start), on
+/// the basis clock.
 struct HostIndex {
-    groups: Vec<(i64, f64, f64)>,
+    starts: CorrTable<(f64, f64)>,
 }
 
 impl HostIndex {
     fn build(trace: &Trace, gpu_row: &[bool], clock: Clock) -> HostIndex {
-        // (correlation, preference, start): later sources win.
-        let mut refs: Vec<(i64, u64, f64)> = Vec::new();
-        let c = &trace.cpu_ops;
-        for i in 0..c.len() {
-            if let Some(corr) = <Option<i64> as Pack>::unpack(c.correlation[i]) {
-                refs.push((corr, i as u64, c.ts[i]));
+        // Sources in preference order (later ones win): CPU ops, kernel-like
+        // rows outside the GPU set, runtime calls, launch calls.
+        let rows = || {
+            let c = &trace.cpu_ops;
+            let k = &trace.kernels;
+            let r = &trace.runtime;
+            let l = &trace.launches;
+            let ops = (0..c.len())
+                .filter_map(|i| <Option<i64> as Pack>::unpack(c.correlation[i]).map(|corr| (corr, c.ts[i])));
+            let kernels = gpu_row
+                .iter()
+                .enumerate()
+                .filter(|(_, &gpu)| !gpu)
+                .filter_map(|(i, _)| <Option<i64> as Pack>::unpack(k.correlation[i]).map(|corr| (corr, k.ts[i])));
+            let runtime = (0..r.len()).map(|i| (r.correlation[i], r.ts[i]));
+            let launches = (0..l.len()).map(|i| (l.correlation[i], l.ts[i]));
+            ops.chain(kernels).chain(runtime).chain(launches).map(|(corr, ts)| {
+                let ts = clock.at(ts);
+                (corr, (ts, ts))
+            })
+        };
+        let starts = CorrTable::build(rows, |old: &mut (f64, f64), new: (f64, f64)| {
+            old.0 = new.0;
+            if fcmp(new.1, old.1).is_lt() {
+                old.1 = new.1;
             }
-        }
-        let k = &trace.kernels;
-        for (i, &gpu) in gpu_row.iter().enumerate() {
-            if gpu {
-                continue;
-            }
-            if let Some(corr) = <Option<i64> as Pack>::unpack(k.correlation[i]) {
-                refs.push((corr, (1 << 32) | i as u64, k.ts[i]));
-            }
-        }
-        let r = &trace.runtime;
-        refs.extend((0..r.len()).map(|i| (r.correlation[i], (2 << 32) | i as u64, r.ts[i])));
-        let l = &trace.launches;
-        refs.extend((0..l.len()).map(|i| (l.correlation[i], (3 << 32) | i as u64, l.ts[i])));
-        refs.sort_unstable_by_key(|&(corr, pref, _)| (corr, pref));
-        let mut groups: Vec<(i64, f64, f64)> = Vec::new();
-        for (corr, _, ts) in refs {
-            let ts = clock.at(ts);
-            match groups.last_mut() {
-                Some(g) if g.0 == corr => {
-                    g.1 = ts;
-                    if fcmp(ts, g.2).is_lt() {
-                        g.2 = ts;
-                    }
-                }
-                _ => groups.push((corr, ts, ts)),
-            }
-        }
-        groups.shrink_to_fit();
-        HostIndex { groups }
+        });
+        HostIndex { starts }
     }
 
     /// (preferred start, earliest start) of the host side of `corr`.
     fn get(&self, corr: i64) -> Option<(f64, f64)> {
-        let i = self.groups.partition_point(|g| g.0 < corr);
-        self.groups.get(i).filter(|g| g.0 == corr).map(|g| (g.1, g.2))
+        self.starts.get(corr)
     }
 }
 
@@ -236,12 +227,44 @@ pub(crate) fn build(trace: &Trace, stages: &RowStages, basis: Basis) -> EventSet
     let gpu = gpu_rows(trace, basis);
     let hta = basis != Basis::Trace;
     let clock = Clock { round: basis == Basis::Hta && trace.counts.ts_fractional && !trace.counts.ts_text };
-    let host = HostIndex::build(trace, &gpu, clock);
-    let last = if hta { last_step_start(trace, clock) } else { None };
+    let mut set = if hta {
+        // HTA's step filter reads the host side while it collects.
+        let host = HostIndex::build(trace, &gpu, clock);
+        collect(trace, stages, &gpu, clock, true, Some(&host), last_step_start(trace, clock))
+    } else {
+        // The host-side starts are looked up after, in parallel.
+        let (host, mut set) = rayon::join(
+            || HostIndex::build(trace, &gpu, clock),
+            || collect(trace, stages, &gpu, clock, false, None, None),
+        );
+        set.events.par_iter_mut().for_each(|e| {
+            let corr = <Option<i64> as Pack>::unpack(k.correlation[e.row as usize]);
+            e.host_ts = corr.and_then(|c| host.get(c)).map_or(f64::NAN, |h| h.0);
+        });
+        set
+    };
+    set.events.par_sort_unstable_by(|a, b| fcmp(a.start, b.start).then(a.row.cmp(&b.row)));
+    set
+}
 
+/// The GPU events of the `gpu` rows in row order, read as the HTA bases
+/// read them when `hta`; host-side starts from `host` (NaN without it),
+/// less HTA's step filter when `last` is given.
+fn collect(
+    trace: &Trace,
+    stages: &RowStages,
+    gpu: &[bool],
+    clock: Clock,
+    hta: bool,
+    host: Option<&HostIndex>,
+    last: Option<f64>,
+) -> EventSet {
+    let k = &trace.kernels;
     let mut set = EventSet { clock, ..EventSet::default() };
-    let mut kinds: HashMap<Sym, KernelType> = HashMap::default();
-    let mut idle_cat: HashMap<Sym, bool> = HashMap::default();
+    // Per symbol: kernel type code + 1 and idle-category flag + 1 (0: not
+    // looked at yet).
+    let mut kinds: Vec<u8> = vec![0; trace.strings.len()];
+    let mut idle_cat: Vec<u8> = vec![0; trace.strings.len()];
     let mut pid_of_thread: Vec<u32> = vec![u32::MAX; trace.threads.len()];
     let mut pid_index: HashMap<Sym, u32> = HashMap::default();
     let mut stream_index: HashMap<u64, u32> = HashMap::default();
@@ -254,7 +277,7 @@ pub(crate) fn build(trace: &Trace, stages: &RowStages, basis: Basis) -> EventSet
             continue;
         }
         let corr = <Option<i64> as Pack>::unpack(k.correlation[row]);
-        let hosted = corr.and_then(|c| host.get(c));
+        let hosted = host.and_then(|h| corr.and_then(|c| h.get(c)));
         let mut host_ts = hosted.map_or(f64::NAN, |h| h.0);
         if let Some(last) = last {
             let gpu_like = k.stream_int[row] >= 0 && corr.is_some_and(|c| c >= 0);
@@ -268,9 +291,29 @@ pub(crate) fn build(trace: &Trace, stages: &RowStages, basis: Basis) -> EventSet
             }
         }
         let name = k.name[row];
-        let kind = *kinds.entry(name).or_insert_with(|| KernelType::of(trace.s(name)));
-        let in_idle =
-            !hta || *idle_cat.entry(k.cat[row]).or_insert_with(|| HTA_IDLE_CATEGORIES.contains(&trace.s(k.cat[row])));
+        let kind = match kinds.get(name as usize).copied() {
+            Some(0) | None => {
+                let kind = KernelType::of(trace.s(name));
+                if let Some(slot) = kinds.get_mut(name as usize) {
+                    *slot = kind.code() + 1;
+                }
+                kind
+            }
+            Some(code) => KernelType::from_code(code - 1),
+        };
+        let in_idle = !hta || {
+            let cat = k.cat[row];
+            match idle_cat.get(cat as usize).copied() {
+                Some(0) | None => {
+                    let idle = HTA_IDLE_CATEGORIES.contains(&trace.s(cat));
+                    if let Some(slot) = idle_cat.get_mut(cat as usize) {
+                        *slot = idle as u8 + 1;
+                    }
+                    idle
+                }
+                Some(flag) => flag == 2,
+            }
+        };
         let mut ev = Ev::new(start, end, host_ts, kind, stages.get(row), in_idle);
         ev.row = row as u32;
         let thread = k.thread[row] as usize;
@@ -294,7 +337,6 @@ pub(crate) fn build(trace: &Trace, stages: &RowStages, basis: Basis) -> EventSet
     if let Some(last) = last {
         set.filter = Some(StepFilter { last_step_start_us: last, kernels_dropped: dropped });
     }
-    set.events.par_sort_unstable_by(|a, b| fcmp(a.start, b.start).then(a.row.cmp(&b.row)));
     set
 }
 

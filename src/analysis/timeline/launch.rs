@@ -6,6 +6,7 @@
 //! at least 0), median kernel and launch durations, and the share of
 //! kernels shorter than their own launch call.
 
+use super::corr::CorrTable;
 use super::events::EventSet;
 use super::intervals::{percentiles, Sum};
 use super::types::LaunchStats;
@@ -16,9 +17,9 @@ use crate::columns::{Pack, Trace};
 const RUNTIME_ROW: u64 = 1 << 32;
 
 /// Launch call per correlation (the last launch row of a correlation wins,
-/// launch rows over runtime rows): entries are (correlation, tagged row).
+/// launch rows over runtime rows), as a tagged row.
 pub(crate) struct LaunchIndex {
-    by_corr: Vec<(i64, u64)>,
+    by_corr: CorrTable<u64>,
 }
 
 impl LaunchIndex {
@@ -26,31 +27,20 @@ impl LaunchIndex {
         let l = &trace.launches;
         let r = &trace.runtime;
         let mut named: rustc_hash::FxHashMap<crate::columns::Sym, bool> = Default::default();
-        let mut by_corr: Vec<(i64, u64)> = (0..r.len())
-            .filter(|&i| {
-                *named.entry(r.name[i]).or_insert_with(|| trace.s(r.name[i]).to_lowercase().contains("launch"))
-            })
-            .map(|i| (r.correlation[i], RUNTIME_ROW | i as u64))
+        let launch_named: Vec<bool> = (0..r.len())
+            .map(|i| *named.entry(r.name[i]).or_insert_with(|| trace.s(r.name[i]).to_lowercase().contains("launch")))
             .collect();
-        by_corr.extend((0..l.len()).map(|i| (l.correlation[i], i as u64)));
-        // Runtime rows sort before the launch rows of their correlation, so
-        // a launch row wins.
-        by_corr.sort_unstable_by_key(|&(c, row)| (c, row & RUNTIME_ROW == 0, row));
-        // Keep the last row of each correlation.
-        let mut out: Vec<(i64, u64)> = Vec::with_capacity(by_corr.len());
-        for e in by_corr {
-            match out.last_mut() {
-                Some(last) if last.0 == e.0 => *last = e,
-                _ => out.push(e),
-            }
-        }
-        LaunchIndex { by_corr: out }
+        // Runtime rows come before the launch rows, so a launch row wins.
+        let rows = || {
+            let runtime = (0..r.len()).filter(|&i| launch_named[i]).map(|i| (r.correlation[i], RUNTIME_ROW | i as u64));
+            runtime.chain((0..l.len()).map(|i| (l.correlation[i], i as u64)))
+        };
+        LaunchIndex { by_corr: CorrTable::build(rows, |old: &mut u64, new: u64| *old = new) }
     }
 
     /// The launch call of `corr` (a tagged row for [`LaunchIndex::times`]).
     pub(crate) fn get(&self, corr: i64) -> Option<u64> {
-        let i = self.by_corr.partition_point(|e| e.0 < corr);
-        self.by_corr.get(i).filter(|e| e.0 == corr).map(|e| e.1)
+        self.by_corr.get(corr)
     }
 
     /// A tagged row as a dense index: launch rows first, then runtime rows.
@@ -120,57 +110,100 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Vec
     out
 }
 
-/// Launch statistics of the events of `stage` (`None`: of every event);
-/// `matched` is [`matches`] of the set, `steps` the step count that goes
-/// with them, for `kernels_per_step`.
-pub(crate) fn stats(
+/// Launch statistics per stage code and of every event, in one pass over
+/// `matched` ([`matches`] of the set); `steps` is the step count of each
+/// stage code and `all_steps` the trace's, for `kernels_per_step`.
+pub(crate) fn stats_by_stage(
     trace: &Trace,
     set: &EventSet,
     matched: &[Matched],
-    stage: Option<Stage>,
-    steps: u64,
-) -> LaunchStats {
-    let stage_kernels = set.events.iter().filter(|e| stage.is_none_or(|s| e.stage() == s)).count() as u64;
-    let mine = || matched.iter().filter(|m| stage.is_none_or(|s| m.stage == s));
-    let mut delays: Vec<f64> = mine().map(|m| m.delay).collect();
-    let mut kernel_durs: Vec<f64> = mine().map(|m| m.kernel_dur).collect();
-    let short = mine().filter(|m| m.short).count() as u64;
-    let matched = kernel_durs.len() as u64;
-    // Each launch call once (a graph launch starts many kernels), in row
-    // order, so that the sum is the same on every run.
+    steps: [u64; 3],
+    all_steps: u64,
+) -> ([LaunchStats; 3], LaunchStats) {
+    use rayon::prelude::*;
+    let mut kernels = [0u64; 3];
+    for e in &set.events {
+        kernels[e.stage().code() as usize] += 1;
+    }
     let launches = trace.launches.len();
-    let mut seen = vec![0u64; (launches + trace.runtime.len()).div_ceil(64)];
-    for m in mine() {
+    let words = (launches + trace.runtime.len()).div_ceil(64);
+    let mut parts: [Part; 3] = std::array::from_fn(|_| Part::new(words));
+    for m in matched {
+        let p = &mut parts[m.stage.code() as usize];
+        p.delays.push(m.delay);
+        p.kernel_durs.push(m.kernel_dur);
+        p.short += u64::from(m.short);
         let bit = LaunchIndex::dense(launches, m.row);
-        seen[bit / 64] |= 1 << (bit % 64);
+        p.seen[bit / 64] |= 1 << (bit % 64);
     }
-    let mut cpu = Sum::default();
-    let mut launch_durs: Vec<f64> = Vec::new();
-    for (w, &bits) in seen.iter().enumerate() {
-        let mut bits = bits;
-        while bits != 0 {
-            let bit = w * 64 + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let (ts, dur) = LaunchIndex::times(trace, LaunchIndex::tagged(launches, bit));
-            let (s, e) = set.clock.interval(ts, dur);
-            cpu.add(e - s);
-            launch_durs.push(e - s);
+    let mut whole = Part::new(words);
+    for p in &parts {
+        whole.delays.extend_from_slice(&p.delays);
+        whole.kernel_durs.extend_from_slice(&p.kernel_durs);
+        whole.short += p.short;
+        whole.seen.iter_mut().zip(&p.seen).for_each(|(w, b)| *w |= b);
+    }
+    let all_kernels = kernels.iter().sum();
+    let mut jobs: Vec<(Part, u64, u64)> =
+        parts.into_iter().zip(kernels).zip(steps).map(|((p, k), s)| (p, k, s)).collect();
+    jobs.push((whole, all_kernels, all_steps));
+    let mut out: Vec<LaunchStats> = jobs.into_par_iter().map(|(p, k, s)| p.finish(trace, set, k, s)).collect();
+    let whole = out.pop().unwrap_or_default();
+    let mut per = [LaunchStats::default(), LaunchStats::default(), LaunchStats::default()];
+    for (slot, st) in per.iter_mut().zip(out) {
+        *slot = st;
+    }
+    (per, whole)
+}
+
+/// The matched kernels of one stage code (or of all).
+struct Part {
+    delays: Vec<f64>,
+    kernel_durs: Vec<f64>,
+    short: u64,
+    /// Bit per launch call ([`LaunchIndex::dense`]) behind these kernels.
+    seen: Vec<u64>,
+}
+
+impl Part {
+    fn new(words: usize) -> Part {
+        Part { delays: Vec::new(), kernel_durs: Vec::new(), short: 0, seen: vec![0; words] }
+    }
+
+    /// The statistics; `stage_kernels` counts every event of the stage,
+    /// matched or not, and `steps` its steps.
+    fn finish(mut self, trace: &Trace, set: &EventSet, stage_kernels: u64, steps: u64) -> LaunchStats {
+        let matched = self.kernel_durs.len() as u64;
+        // Each launch call once (a graph launch starts many kernels), in row
+        // order, so that the sum is the same on every run.
+        let launches = trace.launches.len();
+        let mut cpu = Sum::default();
+        let mut launch_durs: Vec<f64> = Vec::new();
+        for (w, &bits) in self.seen.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let bit = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (ts, dur) = LaunchIndex::times(trace, LaunchIndex::tagged(launches, bit));
+                let (s, e) = set.clock.interval(ts, dur);
+                cpu.add(e - s);
+                launch_durs.push(e - s);
+            }
         }
-    }
-    drop(seen);
-    let [delay_p50_us, delay_p90_us, delay_p99_us] = percentiles(&mut delays, [0.5, 0.9, 0.99]);
-    let [kernel_p50_us] = percentiles(&mut kernel_durs, [0.5]);
-    let [launch_p50_us] = percentiles(&mut launch_durs, [0.5]);
-    LaunchStats {
-        launches: launch_durs.len() as u64,
-        kernels: matched,
-        cpu_us: cpu.value(),
-        delay_p50_us,
-        delay_p90_us,
-        delay_p99_us,
-        kernel_p50_us,
-        launch_p50_us,
-        short_kernel_pct: (matched > 0).then(|| 100.0 * short as f64 / matched as f64),
-        kernels_per_step: (steps > 0).then(|| stage_kernels as f64 / steps as f64),
+        let [delay_p50_us, delay_p90_us, delay_p99_us] = percentiles(&mut self.delays, [0.5, 0.9, 0.99]);
+        let [kernel_p50_us] = percentiles(&mut self.kernel_durs, [0.5]);
+        let [launch_p50_us] = percentiles(&mut launch_durs, [0.5]);
+        LaunchStats {
+            launches: launch_durs.len() as u64,
+            kernels: matched,
+            cpu_us: cpu.value(),
+            delay_p50_us,
+            delay_p90_us,
+            delay_p99_us,
+            kernel_p50_us,
+            launch_p50_us,
+            short_kernel_pct: (matched > 0).then(|| 100.0 * self.short as f64 / matched as f64),
+            kernels_per_step: (steps > 0).then(|| stage_kernels as f64 / steps as f64),
+        }
     }
 }

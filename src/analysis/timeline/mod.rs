@@ -26,6 +26,7 @@
 //! Python frames read only when their names can mark steps (runs decoded in
 //! parallel); no per-kernel strings.
 
+mod corr;
 mod events;
 mod figures;
 mod intervals;
@@ -51,7 +52,6 @@ use figures::IdleRule;
 /// kernel row. Never panics, whatever the times (a GPU event whose start or
 /// end is not finite is left out and counted).
 pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Timeline {
-    use rayon::prelude::*;
     // The events, and apart from them the steps and the launch calls.
     let (set, (found, launches)) = rayon::join(
         || events::build(trace, stages, opts.basis),
@@ -61,7 +61,9 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
     let rank = opts.rank.or_else(|| trace_rank(trace));
     let pid_label = |p: u32| trace.s(set.pids[p as usize]).to_string();
 
-    let (((whole, _), matched), (mut gpus, step_stage)) = rayon::join(
+    // With one GPU its figures are the whole trace's, computed once.
+    let one_gpu = set.pids.len() == 1;
+    let (((whole, whole_per), matched), (gpus, step_stage)) = rayon::join(
         || {
             rayon::join(
                 || {
@@ -77,38 +79,49 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
         },
         || {
             rayon::join(
-                || per_gpu(&set, &pid_label, hta, rank),
+                || (!one_gpu).then(|| per_gpu(&set, &pid_label, hta, rank)),
                 || found.as_ref().map(|(_, spans)| steps::assign(spans, &set)).unwrap_or_default(),
             )
         },
     );
     drop(launches);
+    let mut gpus = gpus.unwrap_or_else(|| {
+        whole_per
+            .map(|fig| fig.map(|figures| vec![GpuTimeline { pid: pid_label(0), rank, figures }]).unwrap_or_default())
+    });
 
     let all_steps = found.as_ref().map_or(0, |(_, spans)| spans.len() as u64);
-    let mut parts: Vec<(Option<Stage>, Vec<GpuTimeline>, Steps)> = Vec::new();
-    for stage in [Stage::Extend, Stage::Decode, Stage::All] {
-        let g = std::mem::take(&mut gpus[stage.code() as usize]);
-        if g.is_empty() {
-            continue;
-        }
-        let steps = match &found {
-            Some((source, spans)) => steps::summary(trace, *source, spans, &step_stage, stage),
-            None => Steps::default(),
-        };
-        parts.push((Some(stage), g, steps));
+    let mut step_counts = [0u64; 3];
+    for stage in step_stage.iter().flatten() {
+        step_counts[stage.code() as usize] += 1;
     }
-    // The whole trace's launch statistics go last.
-    parts.push((None, Vec::new(), Steps { count: all_steps, ..Steps::default() }));
-    let mut launch_stats: Vec<LaunchStats> =
-        parts.par_iter().map(|(stage, _, steps)| launch::stats(trace, &set, &matched, *stage, steps.count)).collect();
-    let launch = launch_stats.pop().unwrap_or_default();
-    parts.pop();
+    let present: Vec<Stage> = [Stage::Extend, Stage::Decode, Stage::All]
+        .into_iter()
+        .filter(|s| !gpus[s.code() as usize].is_empty())
+        .collect();
+    let (summaries, (mut by_stage, launch)) = rayon::join(
+        || {
+            present
+                .iter()
+                .map(|&stage| match &found {
+                    Some((source, spans)) => steps::summary(trace, *source, spans, &step_stage, stage),
+                    None => Steps::default(),
+                })
+                .collect::<Vec<Steps>>()
+        },
+        || launch::stats_by_stage(trace, &set, &matched, step_counts, all_steps),
+    );
+    let parts: Vec<(Stage, Vec<GpuTimeline>, Steps)> = present
+        .into_iter()
+        .zip(summaries)
+        .map(|(stage, steps)| (stage, std::mem::take(&mut gpus[stage.code() as usize]), steps))
+        .collect();
     let out_stages = parts
         .into_iter()
-        .zip(launch_stats)
-        .filter_map(|((stage, gpus, steps), launch)| {
+        .map(|(stage, gpus, steps)| {
+            let launch = std::mem::take(&mut by_stage[stage.code() as usize]);
             let verdict = verdict::decide(gpus.iter().map(|g| &g.figures), &launch);
-            Some(StageTimeline { stage: stage?, gpus, launch, steps, verdict })
+            StageTimeline { stage, gpus, launch, steps, verdict }
         })
         .collect();
 

@@ -84,14 +84,15 @@ pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
 /// are read only when some name matches.
 fn frame_steps(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
     for source in [StepSource::VllmExecuteModelFrame, StepSource::SglangForwardFrame] {
-        let wanted: rustc_hash::FxHashSet<Sym> =
-            (0..trace.strings.len() as Sym).filter(|&sym| rule_matches(source, trace.s(sym))).collect();
-        if wanted.is_empty() {
+        let wanted: Vec<bool> = (0..trace.strings.len() as Sym).map(|sym| rule_matches(source, trace.s(sym))).collect();
+        if !wanted.contains(&true) {
             continue;
         }
         let mut frames: Vec<Frame> = trace
             .frames
-            .par_filter(|f| f.complete && wanted.contains(&f.name) && f.ts.is_finite() && f.dur.is_finite())
+            .par_filter(|f| {
+                f.complete && wanted.get(f.name as usize) == Some(&true) && f.ts.is_finite() && f.dur.is_finite()
+            })
             .into_iter()
             .map(|(_, f)| f)
             .collect();
@@ -116,9 +117,12 @@ fn frame_steps(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
 /// The stage code of each span (`None`: no GPU event launched inside).
 pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Vec<Option<Stage>> {
     let mut counts = vec![[0u64; 3]; spans.len()];
+    let mut i = 0;
     for e in &set.events {
         let probe = if e.host_ts.is_finite() { e.host_ts } else { e.start };
-        let i = spans.partition_point(|s| s.ts <= probe);
+        // Events come in start order, so the step moves little from one
+        // event to the next.
+        i = point_near(spans, i, probe);
         if i == 0 {
             continue;
         }
@@ -134,6 +138,44 @@ pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Vec<Option<Stage>> {
             (c[best] > 0).then(|| Stage::from_code(best as u8))
         })
         .collect()
+}
+
+/// `spans.partition_point(|s| s.ts <= probe)`, searched outward from
+/// `hint` (spans sorted by start, all starts finite).
+fn point_near(spans: &[Span], hint: usize, probe: f64) -> usize {
+    let le = |i: usize| spans[i].ts <= probe;
+    let hint = hint.min(spans.len());
+    let (lo, hi) = if hint < spans.len() && le(hint) {
+        // Above `hint`: every index below `lo` starts at or before the probe.
+        let (mut lo, mut step) = (hint + 1, 1);
+        loop {
+            let at = lo + step - 1;
+            if at >= spans.len() {
+                break (lo, spans.len());
+            }
+            if le(at) {
+                lo = at + 1;
+                step *= 2;
+            } else {
+                break (lo, at);
+            }
+        }
+    } else {
+        // At or below `hint`.
+        let (mut hi, mut step) = (hint, 1);
+        loop {
+            if hi < step {
+                break (0, hi);
+            }
+            let at = hi - step;
+            if le(at) {
+                break (at + 1, hi);
+            }
+            hi = at;
+            step *= 2;
+        }
+    };
+    lo + spans[lo..hi].partition_point(|s| s.ts <= probe)
 }
 
 /// The steps of `stage`.
@@ -170,5 +212,26 @@ pub(crate) fn summary(
             .into_iter()
             .map(|s| SlowStep { name: trace.s(s.name).to_string(), start_us: s.ts, dur_us: s.dur })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn point_near_is_partition_point_from_any_hint() {
+        let mut next = crate::pysem::test_rng(0x5eed_57e9);
+        for n in [0usize, 1, 2, 3, 7, 64, 300] {
+            let mut starts: Vec<f64> = (0..n).map(|_| (next() % 50) as f64).collect();
+            starts.sort_by(|a, b| fcmp(*a, *b));
+            let spans: Vec<Span> = starts.iter().map(|&ts| Span { name: 0, ts, dur: 1.0 }).collect();
+            for _ in 0..400 {
+                let probe = (next() % 60) as f64 - 5.0 + if next() % 2 == 0 { 0.5 } else { 0.0 };
+                let hint = (next() % (n as u64 + 3)) as usize;
+                let want = spans.partition_point(|s| s.ts <= probe);
+                assert_eq!(point_near(&spans, hint, probe), want, "n {n} hint {hint} probe {probe}");
+            }
+        }
     }
 }

@@ -21,6 +21,37 @@ fn times_round_trip_exactly_or_go_verbatim() {
     }
 }
 
+#[test]
+fn varints_of_every_length_read_back_anywhere_in_a_buffer() {
+    let mut next = crate::pysem::test_rng(0x7a41_0b5e);
+    let mut values: Vec<u64> = vec![0, 1, 127, 128, 16_383, 16_384, u64::MAX, 1 << 56, (1 << 56) - 1, 1 << 63];
+    for bits in 0..64 {
+        values.push(next() >> bits);
+    }
+    let mut b = Vec::new();
+    for &v in &values {
+        put(&mut b, v);
+    }
+    // Read from the start: values near the end take the short path.
+    let mut pos = 0;
+    for &v in &values {
+        assert_eq!(get(&b, &mut pos), v);
+    }
+    assert_eq!(pos, b.len());
+    // Each value alone, with and without bytes after it.
+    for &v in &values {
+        for pad in [0usize, 1, 7, 9] {
+            let mut one = Vec::new();
+            put(&mut one, v);
+            let len = one.len();
+            one.extend(std::iter::repeat_n(0xff, pad));
+            let mut at = 0;
+            assert_eq!(get(&one, &mut at), v, "{v} pad {pad}");
+            assert_eq!(at, len);
+        }
+    }
+}
+
 fn row(i: u32) -> FrameRow {
     // Out-of-order starts, equal starts, odd values, three threads.
     let ts = [5.0, 1.5, 1.5, -0.0, 0.0, 1e300, f64::NAN, 3.25, 1.23456, 2.0][i as usize % 10] + (i / 10) as f64;
