@@ -21,10 +21,12 @@
 //! result).
 //!
 //! Cost: it runs alone after ingest, on the columns only. One sort of the
-//! GPU events (40 bytes each) and of the correlated host-side rows (24
-//! bytes each), one launch lookup per event, percentiles by selection, the
-//! Python frames read only when their names can mark steps (runs decoded in
-//! parallel); no per-kernel strings.
+//! GPU events (40 bytes each; they are nearly in order already), host-side
+//! starts and launch calls in direct tables over the correlation ids
+//! (`corr`), one launch lookup per event, the statistics of every stage in
+//! one pass, percentiles by selection, the Python frames read only when
+//! their names can mark steps (runs decoded in parallel); no per-kernel
+//! strings.
 
 mod corr;
 mod events;
