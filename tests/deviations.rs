@@ -180,3 +180,17 @@ fn a_directory_of_ranks_names_the_rank_analysed() {
     let out = common::run(&["-q", "triage", d]);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// Deviation 18: a fuse row without evidence kernels, or resting on
+/// keywords found inside longer words, is not printed. On HTA's sampled
+/// trace the reference confirms an NSA pattern with no evidence at all.
+#[test]
+fn fuse_rows_need_evidence_and_whole_tokens() {
+    let trace = common::Corpus::bundled().traces_dir().join("hta/trace_filter/sampled_rank-0.json.gz");
+    let trace = trace.to_str().unwrap();
+    let nsa = "NSA fused quantize + indexed K-cache store";
+    let ours = triage(&["-q", "triage", trace]);
+    assert!(!ours.contains(nsa), "{ours}");
+    let reference = triage(&["-q", "triage", "--compat", "reference", trace]);
+    assert!(reference.contains(&format!("| {nsa} | Confirmed |")), "{reference}");
+}

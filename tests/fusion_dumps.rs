@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use torchtriage::analysis::framework::Framework;
-use torchtriage::analysis::fusion::{detect_fusion_opportunities, FusionOpportunity, Registry};
+use torchtriage::analysis::fusion::{detect_fusion_opportunities, FusionOpportunity, KeywordMatch, Registry};
 use torchtriage::analysis::types::{list_cell, Aggregate, KernelEntry, KernelRow, SiteEntry, Text};
 
 fn s(v: &Value, key: &str) -> String {
@@ -142,7 +142,14 @@ fn fuse_matches_reference_dumps() {
             let total = f(call, "total_us");
             let run = |args: &Value, fw: &Value| {
                 let args = if args.is_null() { None } else { Some(args) };
-                detect_fusion_opportunities(&registry, &rows, total, args, fw.as_str().and_then(Framework::from_id))
+                detect_fusion_opportunities(
+                    &registry,
+                    &rows,
+                    total,
+                    args,
+                    fw.as_str().and_then(Framework::from_id),
+                    KeywordMatch::Substring,
+                )
             };
             let ours = run(&call["server_args"], &call["framework"]);
             let want = call["opportunities"].as_array().cloned().unwrap_or_default();

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use torchtriage::analysis::framework::Framework;
-use torchtriage::analysis::fusion::{detect_fusion_opportunities, Registry, Source};
+use torchtriage::analysis::fusion::{detect_fusion_opportunities, KeywordMatch, Registry, Source};
 use torchtriage::analysis::types::{Aggregate, KernelEntry, KernelRow, SiteEntry};
 
 fn row(name: &str, us: f64) -> KernelRow {
@@ -53,7 +53,7 @@ fn user_pattern_is_added_and_matches() {
         ..Default::default()
     });
     let rows = vec![row("AddBias_kernel", 4.0), gelu, row("gemm", 90.0)];
-    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Vllm));
+    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Vllm), KeywordMatch::Substring);
     assert_eq!(got.len(), 1);
     let o = &got[0];
     assert_eq!(o.pattern, "My fused bias + GELU");
@@ -88,7 +88,7 @@ likely_share = 1.0
     assert!(matches!(&spec.source, Source::User { overrides: true, .. }));
 
     let rows = vec![row("void my_softcap_kernel<float>", 3.0), row("gemm", 97.0)];
-    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang));
+    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang), KeywordMatch::Substring);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].candidate_path, vec!["python/sglang/srt/layers/my_softcap.py"]);
     assert_eq!(got[0].status, "mainline direct");

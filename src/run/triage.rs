@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use rayon::prelude::*;
 
 use crate::analysis::framework::{Framework, FrameworkChoice};
-use crate::analysis::fusion::{self, detect_fusion_opportunities};
+use crate::analysis::fusion::{self, detect_fusion_opportunities, KeywordMatch};
 use crate::analysis::kernels::{
     aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
 };
@@ -545,7 +545,11 @@ fn kernel_and_fuse_rows<'a>(
                 })
                 .unzip();
             let views: Vec<FuseView> = rows.iter().zip(entries).map(|(row, entry)| FuseView { row, entry }).collect();
-            for item in detect_fusion_opportunities(registry, &views, total, server_args, Some(formal.framework)) {
+            let keywords =
+                if opts.compat == Compat::Reference { KeywordMatch::Substring } else { KeywordMatch::Tokens };
+            for item in
+                detect_fusion_opportunities(registry, &views, total, server_args, Some(formal.framework), keywords)
+            {
                 let share = pct(item.related_us, total);
                 if share < opts.min_share {
                     continue;

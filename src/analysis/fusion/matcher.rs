@@ -1,8 +1,17 @@
 //! Matching patterns against a stage's kernel rows: keyword tests on each
 //! row's name, location and CPU op (plain lower-case and
 //! alphanumeric-compacted), made for all patterns in one pass over the rows
-//! ([`find_hits`]); the framework / model / TP gates; and the
-//! direct-or-split decision with its share thresholds.
+//! ([`find_hits`]); the framework / model / TP / model-family gates; and
+//! the direct-or-split decision with its share thresholds.
+//!
+//! Two [`KeywordMatch`] rules: the reference tool's plain substring test,
+//! and (the default) whole tokens. A token is a run of letters or digits
+//! split further at camel-case humps (`RMSNorm` is `RMS` `Norm`) and at
+//! letter–digit changes; a keyword must begin where a token begins and end
+//! where one ends, though it may span several (`fused_add_rmsnorm` matches
+//! `FusedAddRMSNormKernel`). Runs that look like hashes — 24 or more
+//! characters of one case (inductor cache files), 12 or more hex digits
+//! with both letters and digits, `0x` addresses — are never matched.
 
 use memchr::memmem::Finder;
 use rustc_hash::FxHashSet as HashSet;
@@ -13,12 +22,23 @@ use crate::pysem::normalize_text;
 
 use super::registry::PatternSpec;
 use super::summary::pct;
+use super::tokens;
 use super::FuseRow;
 
 /// Lower-cases and keeps only ASCII letters and digits, so that
 /// `fused_add_rms_norm`, `FusedAddRMSNorm` and `fused add rms-norm` agree.
 pub fn compact_match_text(text: &str) -> String {
     normalize_text(text).chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// How keywords are found in a row's text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeywordMatch {
+    /// Whole tokens only (see the module docs).
+    #[default]
+    Tokens,
+    /// Anywhere, as the reference tool does (`--compat reference`).
+    Substring,
 }
 
 /// A keyword prepared for matching: lower-cased and compacted forms, each
@@ -52,21 +72,68 @@ impl Needle {
 pub struct RowText {
     lowered: String,
     compact: String,
+    /// Under [`KeywordMatch::Tokens`]: bit `i` of `starts` says a token
+    /// begins at byte `i` of `compact`, bit `i` of `ends` that one ends
+    /// just before it. Empty under [`KeywordMatch::Substring`].
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+    mode: KeywordMatch,
 }
 
 impl RowText {
     pub fn new<R: FuseRow>(row: &R) -> RowText {
-        let cells = [row.name(), &list_cell(row.location(), "unresolved"), &list_cell(row.cpu_op(), "-")];
-        let lowered = cells.join(" ").to_lowercase();
-        let compact = compact_match_text(&lowered);
-        RowText { lowered, compact }
+        RowText::with_mode(row, KeywordMatch::Substring)
+    }
+
+    /// The row's text; under [`KeywordMatch::Tokens`] the kernel name
+    /// without its parenthesized parts ([`RowText::of_name`]).
+    pub fn with_mode<R: FuseRow>(row: &R, mode: KeywordMatch) -> RowText {
+        let name = match mode {
+            KeywordMatch::Substring => std::borrow::Cow::Borrowed(row.name()),
+            KeywordMatch::Tokens => tokens::without_parens(row.name()),
+        };
+        let cells = [&*name, &list_cell(row.location(), "unresolved"), &list_cell(row.cpu_op(), "-")];
+        RowText::of_text(&cells.join(" "), mode)
+    }
+
+    /// A kernel name alone; under [`KeywordMatch::Tokens`] without its
+    /// parameter list and the casts of template values.
+    pub fn of_name(name: &str, mode: KeywordMatch) -> RowText {
+        match mode {
+            KeywordMatch::Substring => RowText::of_text(name, mode),
+            KeywordMatch::Tokens => RowText::of_text(&tokens::without_parens(name), mode),
+        }
+    }
+
+    /// The searchable form of any text.
+    pub fn of_text(text: &str, mode: KeywordMatch) -> RowText {
+        let lowered = text.to_lowercase();
+        match mode {
+            KeywordMatch::Substring => {
+                let compact = compact_match_text(&lowered);
+                RowText { lowered, compact, starts: Vec::new(), ends: Vec::new(), mode }
+            }
+            KeywordMatch::Tokens => {
+                let (compact, starts, ends) = tokens::compact_with_bounds(&normalize_text(text));
+                RowText { lowered, compact, starts, ends, mode }
+            }
+        }
     }
 
     /// True when any keyword occurs in the row, either verbatim (case
-    /// insensitive) or after compaction of both sides.
+    /// insensitive) or after compaction of both sides; under
+    /// [`KeywordMatch::Tokens`] only on token bounds of the compacted text.
     pub fn matches_any(&self, needles: &[Needle]) -> bool {
         needles.iter().any(|n| {
-            let compacted = || n.compact.find(self.compact.as_bytes()).is_some();
+            let compacted = || match self.mode {
+                KeywordMatch::Substring => n.compact.find(self.compact.as_bytes()).is_some(),
+                KeywordMatch::Tokens => {
+                    let len = n.compact.needle().len();
+                    n.compact
+                        .find_iter(self.compact.as_bytes())
+                        .any(|at| tokens::bit(&self.starts, at) && tokens::bit(&self.ends, at + len))
+                }
+            };
             if n.compact_decides {
                 return compacted();
             }
@@ -98,58 +165,95 @@ pub struct PatternMatch<'r, R> {
 pub struct PatternHits {
     pub direct: Vec<u32>,
     pub groups: Vec<Vec<u32>>,
+    /// Under [`KeywordMatch::Tokens`]: some row's kernel name itself (not
+    /// its location or CPU op) matches the direct keywords / each group.
+    pub direct_named: bool,
+    pub groups_named: Vec<bool>,
 }
 
 /// The hits of every pattern in `specs`, from one pass over the rows (in
 /// parallel chunks, merged in row order): each row's text is made once and
 /// dropped, rather than kept for all rows while pattern after pattern is
-/// tried. An empty keyword list hits nothing.
+/// tried. An empty keyword list hits nothing. Substring matching, as the
+/// reference tool does.
 pub fn find_hits<R: FuseRow + Sync>(specs: &[&PatternSpec], rows: &[R]) -> Vec<PatternHits> {
+    find_hits_with(specs, rows, KeywordMatch::Substring, &[]).0
+}
+
+/// [`find_hits`] under `mode`, and for each list of `signs` whether any
+/// row's text holds one of its words.
+pub fn find_hits_with<R: FuseRow + Sync>(
+    specs: &[&PatternSpec],
+    rows: &[R],
+    mode: KeywordMatch,
+    signs: &[Vec<String>],
+) -> (Vec<PatternHits>, Vec<bool>) {
     use rayon::prelude::*;
     const CHUNK: usize = 4096;
     let needles: Vec<(Vec<Needle>, Vec<Vec<Needle>>)> = specs
         .iter()
         .map(|s| (Needle::all(&s.keywords), s.split_groups.iter().map(|g| Needle::all(g)).collect()))
         .collect();
-    let empty = || -> Vec<PatternHits> {
-        needles
+    let sign_needles: Vec<Vec<Needle>> = signs.iter().map(|l| Needle::all(l)).collect();
+    let empty = || -> (Vec<PatternHits>, Vec<bool>) {
+        let hits = needles
             .iter()
-            .map(|(_, groups)| PatternHits { direct: Vec::new(), groups: vec![Vec::new(); groups.len()] })
-            .collect()
+            .map(|(_, groups)| PatternHits {
+                direct: Vec::new(),
+                groups: vec![Vec::new(); groups.len()],
+                direct_named: false,
+                groups_named: vec![false; groups.len()],
+            })
+            .collect();
+        (hits, vec![false; sign_needles.len()])
     };
     let hit = |text: &RowText, list: &[Needle]| !list.is_empty() && text.matches_any(list);
-    let chunks: Vec<Vec<PatternHits>> = rows
+    let named = mode == KeywordMatch::Tokens;
+    let chunks: Vec<(Vec<PatternHits>, Vec<bool>)> = rows
         .par_chunks(CHUNK)
         .enumerate()
         .map(|(c, chunk)| {
-            let mut hits = empty();
+            let (mut hits, mut seen) = empty();
             for (j, row) in chunk.iter().enumerate() {
                 let i = (c * CHUNK + j) as u32;
-                let text = RowText::new(row);
+                let text = RowText::with_mode(row, mode);
+                let name = named.then(|| RowText::of_name(row.name(), mode));
                 for ((direct, groups), found) in needles.iter().zip(&mut hits) {
                     if hit(&text, direct) {
                         found.direct.push(i);
+                        found.direct_named |= name.as_ref().is_some_and(|n| hit(n, direct));
                     }
-                    for (group, found) in groups.iter().zip(&mut found.groups) {
+                    for (g, group) in groups.iter().enumerate() {
                         if hit(&text, group) {
-                            found.push(i);
+                            found.groups[g].push(i);
+                            found.groups_named[g] |= name.as_ref().is_some_and(|n| hit(n, group));
                         }
                     }
                 }
+                for (list, seen) in sign_needles.iter().zip(&mut seen) {
+                    *seen = *seen || hit(&text, list);
+                }
             }
-            hits
+            (hits, seen)
         })
         .collect();
-    let mut hits = empty();
-    for chunk in chunks {
-        for (all, part) in hits.iter_mut().zip(chunk) {
+    let (mut hits, mut seen) = empty();
+    for (part_hits, part_seen) in chunks {
+        for (all, part) in hits.iter_mut().zip(part_hits) {
             all.direct.extend(part.direct);
+            all.direct_named |= part.direct_named;
             for (all, part) in all.groups.iter_mut().zip(part.groups) {
                 all.extend(part);
             }
+            for (all, part) in all.groups_named.iter_mut().zip(part.groups_named) {
+                *all |= part;
+            }
+        }
+        for (all, part) in seen.iter_mut().zip(part_seen) {
+            *all |= part;
         }
     }
-    hits
+    (hits, seen)
 }
 
 /// Whether the pattern applies to this framework / model / TP setup.

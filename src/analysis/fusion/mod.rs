@@ -9,6 +9,7 @@
 mod matcher;
 mod registry;
 mod summary;
+mod tokens;
 
 use std::borrow::Borrow;
 use std::hash::Hash;
@@ -21,8 +22,10 @@ use serde_json::Value;
 use crate::analysis::types::{list_cell, KernelEntry, KernelRow};
 use crate::pysem::{fcmp, py_float_repr, py_int_of_str};
 
-pub use matcher::{compact_match_text, find_hits, MatchContext, Needle, PatternHits, RowText};
-pub use registry::{framework_hints, Origin, PatternSpec, Registry, Source};
+pub use matcher::{
+    compact_match_text, find_hits, find_hits_with, KeywordMatch, MatchContext, Needle, PatternHits, RowText,
+};
+pub use registry::{family_signs, framework_hints, Origin, PatternSpec, Registry, Source, FAMILIES};
 pub use summary::{fusion_display_location, kernel_row_locations, ordered_unique, pct};
 
 /// What the matcher reads of a kernel-table row. [`KernelRow`] is one; the
@@ -72,7 +75,8 @@ pub struct FusionOpportunity {
     pub pattern: String,
     /// `mainline|upstream|pending` + ` direct|split`.
     pub status: String,
-    /// `Confirmed` or `Candidate`.
+    /// `Confirmed` or `Candidate` (reference rule); under whole-token
+    /// matching `Confirmed` or `Possible`.
     pub confidence: String,
     pub related_us: f64,
     /// `name (share%)` of the leading related kernels (empty: none).
@@ -192,12 +196,23 @@ fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
 /// kept opportunities, highest ranked first. `total_us` is the stage's
 /// GPU time; `framework` is the resolved framework (`None` accepts every
 /// pattern).
+///
+/// Under [`KeywordMatch::Substring`] this is the reference tool's rule:
+/// `Confirmed` for a direct match or a split match of at least the
+/// pattern's `likely_share`, else `Candidate`. Under
+/// [`KeywordMatch::Tokens`] (the default) keywords match whole tokens, a
+/// pattern limited to model families needs a sign of one of them, and
+/// `Confirmed` also needs kernels of the pattern's own family: a kernel
+/// whose name matches the direct keywords (direct match) or, for a split
+/// match, each group. Other matches are `Possible`, and a match with no
+/// evidence kernel to show is left out.
 pub fn detect_fusion_opportunities<R: FuseRow + Sync>(
     registry: &Registry,
     rows: &[R],
     total_us: f64,
     server_args: Option<&Value>,
     framework: Option<Framework>,
+    mode: KeywordMatch,
 ) -> Vec<FusionOpportunity> {
     if total_us <= 0.0 {
         return Vec::new();
@@ -206,21 +221,57 @@ pub fn detect_fusion_opportunities<R: FuseRow + Sync>(
     let ctx = MatchContext { model_path: &model_path, tp_size: tp_size_from_server_args(server_args), framework };
     // Patterns whose gates fail match nothing: their keywords are not tried.
     let specs: Vec<&PatternSpec> = registry.patterns().iter().filter(|spec| matcher::gates_pass(spec, &ctx)).collect();
-    let hits = find_hits(&specs, rows);
+    let strict = mode == KeywordMatch::Tokens;
+    let signs: Vec<Vec<String>> = if strict {
+        FAMILIES.iter().map(|(_, words)| words.iter().map(|w| w.to_string()).collect()).collect()
+    } else {
+        Vec::new()
+    };
+    let (hits, mut seen) = find_hits_with(&specs, rows, mode, &signs);
+    if strict {
+        let path = RowText::of_text(&model_path, mode);
+        for (seen, words) in seen.iter_mut().zip(&signs) {
+            *seen = *seen || path.matches_any(&Needle::all(words));
+        }
+    }
+    let family_shown = |spec: &PatternSpec| {
+        spec.families.is_empty()
+            || spec.families.iter().any(|f| FAMILIES.iter().zip(&seen).any(|((name, _), s)| *s && name == f))
+    };
 
     let mut raw: Vec<FusionOpportunity> = Vec::new();
     for (spec, hits) in specs.into_iter().zip(&hits) {
+        if strict && !family_shown(spec) {
+            continue;
+        }
         let Some(m) = matcher::match_pattern(spec, rows, hits, total_us, &ctx) else { continue };
         let share = pct(m.related_us, total_us);
         let kind = if m.has_direct_match { "direct" } else { "split" };
-        let confirmed = m.has_direct_match || share >= spec.likely_share;
+        let mut confirmed = m.has_direct_match || share >= spec.likely_share;
+        let evidence = summary::summarize_evidence(&m.related, total_us);
+        if strict {
+            let own_family = if m.has_direct_match {
+                hits.direct_named
+            } else {
+                !hits.groups_named.is_empty() && hits.groups_named.iter().all(|&n| n)
+            };
+            confirmed &= own_family;
+            if evidence.is_empty() {
+                continue;
+            }
+        }
+        let label = match (confirmed, strict) {
+            (true, _) => "Confirmed",
+            (false, false) => "Candidate",
+            (false, true) => "Possible",
+        };
         let locations = m.related.iter().flat_map(|r| kernel_row_locations(*r));
         raw.push(FusionOpportunity {
             pattern: spec.name.clone(),
             status: format!("{} {kind}", spec.origin.status_word()),
-            confidence: if confirmed { "Confirmed" } else { "Candidate" }.to_string(),
+            confidence: label.to_string(),
             related_us: m.related_us,
-            evidence: summary::summarize_evidence(&m.related, total_us),
+            evidence,
             current_locations: summary::summarize_locations(locations),
             candidate_path: spec.candidate_paths.clone(),
             rationale: rationale(spec, m.has_direct_match, share),

@@ -101,8 +101,25 @@ pub struct PatternSpec {
     pub subsumes: Vec<String>,
     /// Frameworks the pattern applies to; empty means every framework.
     pub frameworks: Vec<Framework>,
+    /// Model families ([`FAMILIES`]) the pattern applies to; empty means
+    /// any model. Under whole-token matching one of them must show in the
+    /// trace.
+    pub families: Vec<String>,
     pub rationale: String,
     pub source: Source,
+}
+
+/// The model families a pattern may name, each with the words (matched as
+/// whole tokens in the model path or in a kernel row's name, Python
+/// location or CPU op) that show a trace comes from such a model.
+pub const FAMILIES: &[(&str, &[&str])] = &[
+    ("deepseek", &["deepseek", "kimi", "nsa", "flashmla", "flash_mla"]),
+    ("moe", &["moe", "expert", "experts", "mixtral", "deepseek", "qwen2_moe", "qwen3_moe", "dbrx", "grok", "gpt_oss"]),
+];
+
+/// The sign words of a family in [`FAMILIES`].
+pub fn family_signs(family: &str) -> Option<&'static [&'static str]> {
+    FAMILIES.iter().find(|(name, _)| *name == family).map(|(_, signs)| *signs)
 }
 
 impl PatternSpec {
@@ -143,6 +160,8 @@ struct PatternDef {
     #[serde(default)]
     subsumes: Vec<String>,
     frameworks: Option<Vec<String>>,
+    #[serde(default)]
+    families: Vec<String>,
     #[serde(default)]
     rationale: String,
 }
@@ -234,6 +253,10 @@ impl PatternDef {
             }
             None => framework_hints(&self.candidate_paths.join("<br>")),
         };
+        if let Some(f) = self.families.iter().find(|f| family_signs(f).is_none()) {
+            let known: Vec<&str> = FAMILIES.iter().map(|(name, _)| *name).collect();
+            return Err(invalid(file, label, format!("unknown model family {f:?} (use {})", known.join(", "))));
+        }
         let lower = |v: Vec<String>| v.into_iter().map(|s| s.to_lowercase()).collect();
         Ok(PatternSpec {
             name: self.name,
@@ -249,6 +272,7 @@ impl PatternDef {
             priority: self.priority,
             subsumes: self.subsumes,
             frameworks,
+            families: self.families,
             rationale: self.rationale,
             source,
         })

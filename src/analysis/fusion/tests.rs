@@ -26,7 +26,7 @@ fn direct_match_is_confirmed_with_evidence_and_locations() {
         ..Default::default()
     });
     let rows = vec![r, row("gemm", "unresolved", 95.0)];
-    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Vllm));
+    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Vllm), KeywordMatch::Substring);
     assert_eq!(got.len(), 1);
     let o = &got[0];
     assert_eq!(o.pattern, "vLLM fused activation-and-mul");
@@ -44,13 +44,16 @@ fn framework_filter_and_auto() {
     let reg = Registry::builtin();
     let rows = vec![row("silu_and_mul_kernel", "", 10.0)];
     let names = |fw: Option<Framework>| -> Vec<String> {
-        detect_fusion_opportunities(&reg, &rows, 100.0, None, fw).into_iter().map(|o| o.pattern).collect()
+        detect_fusion_opportunities(&reg, &rows, 100.0, None, fw, KeywordMatch::Substring)
+            .into_iter()
+            .map(|o| o.pattern)
+            .collect()
     };
     assert_eq!(names(Some(Framework::Sglang)), vec!["Fused activation-and-mul (SwiGLU / GeGLU)"]);
     assert_eq!(names(Some(Framework::Vllm)), vec!["vLLM fused activation-and-mul"]);
     // With every framework allowed the first-listed pattern consumes the row.
     assert_eq!(names(None), vec!["Fused activation-and-mul (SwiGLU / GeGLU)"]);
-    assert!(detect_fusion_opportunities(&reg, &rows, 0.0, None, None).is_empty());
+    assert!(detect_fusion_opportunities(&reg, &rows, 0.0, None, None, KeywordMatch::Substring).is_empty());
 }
 
 #[test]
@@ -64,7 +67,7 @@ fn higher_priority_consumes_rows_and_subsumes() {
         row("set_kv_buffer_kernel", "", 10.0),
         row("gemm", "", 70.0),
     ];
-    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang));
+    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang), KeywordMatch::Substring);
     let names: Vec<&str> = got.iter().map(|o| o.pattern.as_str()).collect();
     assert_eq!(names[0], "Fused QK RoPE reshape + KV cache write");
     assert!(!names.contains(&"Fused RoPE + KV cache store"));
@@ -76,7 +79,7 @@ fn higher_priority_consumes_rows_and_subsumes() {
 fn candidate_below_likely_share() {
     let reg = Registry::builtin();
     let rows = vec![row("temperature_kernel", "", 0.2), row("softmax_kernel", "", 0.2), row("gemm", "", 99.6)];
-    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang));
+    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang), KeywordMatch::Substring);
     let o = got.iter().find(|o| o.pattern == "Fused sampling temperature + softmax").unwrap();
     assert_eq!(o.confidence, "Candidate");
     assert!(o.evidence.is_empty());
@@ -94,4 +97,68 @@ fn server_args_model_and_tp() {
     assert_eq!(tp_size_from_server_args(Some(&serde_json::json!({"tp_size": 2.9}))), 2);
     assert_eq!(tp_size_from_server_args(None), 1);
     assert_eq!(model_path_from_server_args(Some(&serde_json::json!([1]))), "");
+}
+
+/// The rows' fuse matches as (pattern, confidence) under `mode`.
+fn found(rows: &[KernelRow], fw: Framework, mode: KeywordMatch) -> Vec<(String, String)> {
+    let reg = Registry::builtin();
+    detect_fusion_opportunities(&reg, rows, 100.0, None, Some(fw), mode)
+        .into_iter()
+        .map(|o| (o.pattern, o.confidence))
+        .collect()
+}
+
+#[test]
+fn keywords_inside_cache_file_hashes_match_only_as_substrings() {
+    // The only `wk` is inside an inductor cache file's hash.
+    let loc = "/tmp/torchinductor_root/ar/carusmwkjwrr7cq4fq2xk6ayzzjvjgmv5z3yv5gt3dbh4urqbctnk.py:12 call";
+    let rows = vec![row("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", loc, 10.0), row("sm90_xmma_gemm_bf16", loc, 80.0)];
+    let pattern = "vLLM-origin DSV3.2 fused indexer projections";
+    let reference = found(&rows, Framework::Vllm, KeywordMatch::Substring);
+    assert!(reference.contains(&(pattern.to_string(), "Confirmed".to_string())), "{reference:?}");
+    let ours = found(&rows, Framework::Vllm, KeywordMatch::Tokens);
+    assert!(!ours.iter().any(|(p, _)| p == pattern), "{ours:?}");
+}
+
+#[test]
+fn model_family_patterns_need_a_sign_of_the_family() {
+    // A plain softmax in a vision model: no MoE anywhere.
+    let rows = vec![
+        row("void at::native::cunn_SoftMaxForward<8, c10::BFloat16>", "torch/nn/functional.py:2103 softmax", 46.0),
+        row("void gate_aggregate_kernel", "torch/nn/functional.py:2437 embedding", 10.0),
+        row("gemm", "", 44.0),
+    ];
+    let pattern = "Fused MoE router / top-k / softcapping";
+    let reference = found(&rows, Framework::Sglang, KeywordMatch::Substring);
+    assert!(reference.iter().any(|(p, _)| p == pattern), "{reference:?}");
+    assert!(!found(&rows, Framework::Sglang, KeywordMatch::Tokens).iter().any(|(p, _)| p == pattern));
+    // With an MoE sign the pattern applies again.
+    let mut moe = rows.clone();
+    moe.push(row("fused_moe_kernel", "sglang/srt/layers/moe/fused_moe.py:10 forward", 0.5));
+    assert!(found(&moe, Framework::Sglang, KeywordMatch::Tokens).iter().any(|(p, _)| p == pattern));
+}
+
+#[test]
+fn confirmed_needs_kernels_of_the_patterns_own_family() {
+    // Attention by kernel name; quantization only in the Python location of
+    // a generic kernel, or in a template value cast (which is not matched).
+    let rows = vec![
+        row("kernel_unified_attention_2d", "", 5.0),
+        row("void at::native::vectorized_elementwise_kernel<4>", "vllm/layers/quantization/fp8.py:10 apply", 1.0),
+        row("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, (vllm::Fp8KVCacheDataType)0>", "", 1.0),
+        row("gemm", "", 93.0),
+    ];
+    let pattern = "vLLM-origin Attention + Quantization";
+    let confidence = |rows: &[KernelRow], mode| {
+        found(rows, Framework::Vllm, mode).into_iter().find(|(p, _)| p == pattern).map(|(_, c)| c)
+    };
+    assert_eq!(confidence(&rows, KeywordMatch::Substring).as_deref(), Some("Confirmed"));
+    assert_eq!(confidence(&rows, KeywordMatch::Tokens).as_deref(), Some("Possible"));
+    // The cast alone is no quantization at all.
+    let cast_only = [rows[0].clone(), rows[2].clone(), rows[3].clone()];
+    assert_eq!(confidence(&cast_only, KeywordMatch::Tokens), None);
+    // A quantization kernel makes it confirmed.
+    let mut quant = rows.clone();
+    quant.push(row("void vllm::scaled_fp8_quant_kernel<c10::BFloat16>", "", 1.0));
+    assert_eq!(confidence(&quant, KeywordMatch::Tokens).as_deref(), Some("Confirmed"));
 }
