@@ -95,6 +95,87 @@ fn eight_ranks_match_triage_per_file(dir: &Path) {
     }
 }
 
+fn f64_of(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Median as the batch summary takes it (even count: mean of the middle two).
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The slow rank is the one computing the most, not the ones waiting the
+/// longest in the collectives. On these traces ranks 1, 3 and 4 have the
+/// most busy time and exposed communication (a rule on those alone marks
+/// all three); rank 3 computes the most (+17% against the median), and
+/// rank 4, whose exposed communication is over the bar while its compute is
+/// not, waits on it. Compute is re-derived here from the per-file kernel
+/// tables.
+fn the_slow_rank_computes_the_most_and_rank_4_waits_on_it(dir: &Path) {
+    let tmp = tempfile::tempdir().unwrap();
+    let jsonl = tmp.path().join("out.jsonl");
+    let out = common::run(&["batch", "--format", "json", "--jsonl", jsonl.to_str().unwrap(), dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let summary = json_of(&out);
+    let stage = &summary["stages"][0];
+    let rows = stage["ranks"].as_array().unwrap();
+    let lines = jsonl_of(&jsonl);
+    for row in rows {
+        let line = lines.iter().find(|l| l["file"] == row["file"]).expect("a JSON line per file");
+        let compute: f64 = line["kernel_tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k["category"] != "communication")
+            .map(|k| f64_of(&k["total_us"]))
+            .sum();
+        assert!((f64_of(&row["compute_us"]) - compute).abs() < 1e-6, "{}: {compute}", row["file"]);
+    }
+    let field = |key: &str| -> Vec<f64> { rows.iter().map(|r| f64_of(&r[key])).collect() };
+    let (compute, exposed, busy) = (field("compute_us"), field("exposed_comm_us"), field("busy_us"));
+    assert_eq!(f64_of(&stage["median_compute_us"]), median(&compute));
+    let bar = |values: &[f64]| median(values) * 1.1;
+    let over = |values: &[f64]| -> Vec<usize> { (0..values.len()).filter(|&i| values[i] > bar(values)).collect() };
+    assert_eq!(over(&busy), vec![1, 3, 4], "the busiest ranks");
+    assert_eq!(over(&exposed), vec![1, 3, 4], "the ranks with the most exposed communication");
+
+    let most = (0..compute.len()).max_by(|&a, &b| compute[a].total_cmp(&compute[b])).unwrap();
+    assert_eq!(most, 3);
+    assert!(compute[3] > bar(&compute), "{compute:?}");
+    assert_eq!(stage["slow_rank"], 3);
+    let roles: Vec<&str> = rows.iter().map(|r| r["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, vec!["", "", "", "slow", "waiting", "", "", ""]);
+    assert_eq!(rows[4]["waits_on"], 3);
+    assert!(rows.iter().filter(|r| r["role"] != "waiting").all(|r| r["waits_on"].is_null()));
+    let stragglers: Vec<u64> = rows
+        .iter()
+        .filter(|r| !r["straggler"].as_array().unwrap().is_empty())
+        .map(|r| r["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(stragglers, vec![3], "only the slow rank is a straggler");
+    assert_eq!(rows[3]["straggler"], serde_json::json!(["compute"]));
+
+    let md = common::run(&["batch", "--quiet", dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&md.stdout);
+    assert!(text.contains("| Rank | File | Busy | Compute |"), "{text}");
+    assert!(text.contains("\nLikely slow rank: 3 (compute 1.27 ms, +17.1% against the median 1.08 ms;"), "{text}");
+    assert!(text.contains("\nWaiting on rank 3: 4\n"), "{text}");
+    let row_of = |rank: u64| {
+        let start = format!("| {rank} | worker{rank}_step_12.");
+        text.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("rank {rank} row in:\n{text}"))
+    };
+    assert!(row_of(3).ends_with(" | **slow** |"), "{}", row_of(3));
+    assert!(row_of(4).ends_with(" | waiting on 3 |"), "{}", row_of(4));
+    assert!(row_of(1).ends_with(" |  |"), "{}", row_of(1));
+}
+
 fn copy_some(dir: &Path, into: &Path, n: usize) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
@@ -179,8 +260,15 @@ fn usage_errors_exit_2() {
 }
 
 fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
-    let (a, b) = (dlrm_dir(corpus), dlrm_dir(corpus));
+    let (a, b, c) = (dlrm_dir(corpus), dlrm_dir(corpus), dlrm_dir(corpus));
     vec![
+        Trial::test(
+            corpus.name("batch", "param_dlrm_8rank/the_slow_rank_computes_the_most_and_rank_4_waits_on_it"),
+            move || {
+                the_slow_rank_computes_the_most_and_rank_4_waits_on_it(&c);
+                Ok(())
+            },
+        ),
         Trial::test(corpus.name("batch", "param_dlrm_8rank/eight_ranks_match_triage_per_file"), move || {
             eight_ranks_match_triage_per_file(&a);
             Ok(())

@@ -1,12 +1,32 @@
 //! The cross-rank view of a batch, per stage: one row per triaged file
-//! (rank, busy time, multi-stream overlap, exposed communication, top
-//! exposed and headroom kernels) with stragglers marked, and the spread
-//! across ranks of every kernel that leads some rank's kernel table.
+//! (rank, busy time, compute time, multi-stream overlap, exposed
+//! communication, top exposed and headroom kernels) with the likely slow
+//! rank and the ranks waiting on it marked, and the spread across ranks of
+//! every kernel that leads some rank's kernel table.
 //!
-//! Straggler rule: a row is marked when its busy time, or its exposed
-//! communication, is positive and more than `straggler_pct` percent above
-//! the median of its stage. Medians of an even count average the two
-//! middle values.
+//! Slow and waiting ranks. In a collective (all-reduce, all-to-all, ...)
+//! every rank leaves only when the last one has arrived, so the ranks that
+//! arrive early spend the difference inside the communication kernel: they
+//! show the most exposed communication. The rank that holds them up shows
+//! the opposite, more work of its own and less time waiting in the
+//! collective. Per stage, with `bar(x) = median(x) * (1 + straggler_pct / 100)`:
+//!
+//! - compute time of a row: the GPU time of its kernel-table rows whose
+//!   category is not `communication` (the stage's kernel time minus its
+//!   communication kernel time);
+//! - the likely slow rank: among the rows whose compute time is positive and
+//!   above `bar(compute)`, the one with the most compute time; on a tie, the
+//!   one with less exposed communication, then the first by rank. None when
+//!   no row's compute time is above the bar;
+//! - waiting ranks: rows whose exposed communication is positive and above
+//!   `bar(exposed communication)` while their compute time is not above
+//!   `bar(compute)`. When a slow rank exists they wait on it; without one the
+//!   wait has no cause among the GPU kernels (a late launch on the host,
+//!   say);
+//! - every other row has no role, including a row whose compute time is
+//!   above the bar but is not the highest.
+//!
+//! Medians of an even count average the two middle values.
 
 use std::path::PathBuf;
 
@@ -30,6 +50,24 @@ impl RankSource {
             RankSource::FileName => "file-name",
             RankSource::DistributedInfo => "distributed-info",
             RankSource::Index => "index",
+        }
+    }
+}
+
+/// A row's part in its stage's collectives (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The likely slow rank: the most compute, above the bar.
+    Slow,
+    /// Exposed communication above the bar, compute not.
+    Waiting,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Slow => "slow",
+            Role::Waiting => "waiting",
         }
     }
 }
@@ -77,7 +115,15 @@ pub struct RankRow {
     pub overlap_pct: f64,
     /// `100 * exposed communication / busy` (0 when idle).
     pub exposed_comm_pct: f64,
-    /// Why the row is a straggler: `busy` and / or `comm`; empty if not.
+    /// GPU time of the stage's kernels outside the `communication`
+    /// category ([`compute_us`]).
+    pub compute_us: f64,
+    /// Slow, waiting, or neither.
+    pub role: Option<Role>,
+    /// For a waiting row, the stage's slow rank when there is one.
+    pub waits_on: Option<u64>,
+    /// `["compute"]` on the likely slow rank (its compute time is the
+    /// reason); empty on every other row.
     pub straggler: Vec<&'static str>,
 }
 
@@ -103,7 +149,10 @@ pub struct StageSummary {
     pub stage: Stage,
     pub rows: Vec<RankRow>,
     pub median_busy_us: f64,
+    pub median_compute_us: f64,
     pub median_exposed_comm_us: f64,
+    /// Rank of the likely slow row, if any.
+    pub slow_rank: Option<u64>,
     pub kernels: Vec<KernelSpread>,
 }
 
@@ -126,7 +175,15 @@ fn ratio_pct(part: f64, whole: f64) -> f64 {
     }
 }
 
-fn above(value: f64, median: f64, pct: f64) -> bool {
+/// Compute time of a stage: GPU time of its kernel-table rows whose
+/// category is not `communication`.
+pub fn compute_us(f: &StageFacts) -> f64 {
+    f.kernels.iter().filter(|k| k.1 != "communication").map(|k| k.2).sum()
+}
+
+/// Whether `value` is positive and more than `pct` percent above `median`:
+/// the bar of the module doc.
+pub fn above(value: f64, median: f64, pct: f64) -> bool {
     value > 0.0 && value > median * (1.0 + pct / 100.0)
 }
 
@@ -154,25 +211,54 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
                 file: a.file.clone(),
                 overlap_pct: ratio_pct(f.overlap_us, f.busy_us),
                 exposed_comm_pct: ratio_pct(f.exposed_comm_us, f.busy_us),
+                compute_us: compute_us(f),
                 facts: f.clone(),
+                role: None,
+                waits_on: None,
                 straggler: Vec::new(),
             })
         })
         .collect();
     rows.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.file.cmp(&b.file)));
     let busy: Vec<f64> = rows.iter().map(|r| r.facts.busy_us).collect();
+    let compute: Vec<f64> = rows.iter().map(|r| r.compute_us).collect();
     let comm: Vec<f64> = rows.iter().map(|r| r.facts.exposed_comm_us).collect();
-    let (median_busy_us, median_exposed_comm_us) = (median(&busy), median(&comm));
-    for r in &mut rows {
-        if above(r.facts.busy_us, median_busy_us, straggler_pct) {
-            r.straggler.push("busy");
-        }
-        if above(r.facts.exposed_comm_us, median_exposed_comm_us, straggler_pct) {
-            r.straggler.push("comm");
+    let (median_busy_us, median_compute_us, median_exposed_comm_us) = (median(&busy), median(&compute), median(&comm));
+    let slow = slow_row(&rows, median_compute_us, straggler_pct);
+    let slow_rank = slow.map(|i| rows[i].rank);
+    for (i, r) in rows.iter_mut().enumerate() {
+        if Some(i) == slow {
+            r.role = Some(Role::Slow);
+            r.straggler.push("compute");
+        } else if above(r.facts.exposed_comm_us, median_exposed_comm_us, straggler_pct)
+            && !above(r.compute_us, median_compute_us, straggler_pct)
+        {
+            r.role = Some(Role::Waiting);
+            r.waits_on = slow_rank;
         }
     }
     let kernels = kernel_spreads(&rows);
-    StageSummary { stage, rows, median_busy_us, median_exposed_comm_us, kernels }
+    StageSummary { stage, rows, median_busy_us, median_compute_us, median_exposed_comm_us, slow_rank, kernels }
+}
+
+/// Index of the likely slow row: the most compute time among the rows above
+/// the bar; ties go to less exposed communication, then to the first row.
+fn slow_row(rows: &[RankRow], median_compute_us: f64, straggler_pct: f64) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for (i, r) in rows.iter().enumerate() {
+        if !above(r.compute_us, median_compute_us, straggler_pct) {
+            continue;
+        }
+        let better = best.is_none_or(|b| {
+            let b = &rows[b];
+            r.compute_us > b.compute_us
+                || (r.compute_us == b.compute_us && r.facts.exposed_comm_us < b.facts.exposed_comm_us)
+        });
+        if better {
+            best = Some(i);
+        }
+    }
+    best
 }
 
 /// The kernels topping some row's kernel table, with their GPU time over
@@ -274,8 +360,12 @@ mod tests {
         let d = &s[1];
         assert_eq!(d.rows.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert_eq!(d.median_busy_us, 100.0);
-        assert_eq!(d.rows[2].straggler, vec!["busy"]);
-        assert_eq!(d.rows[3].straggler, vec!["comm"]);
+        assert_eq!(d.median_compute_us, 65.0);
+        assert_eq!(d.slow_rank, Some(2));
+        assert_eq!((d.rows[2].role, d.rows[2].straggler.clone()), (Some(Role::Slow), vec!["compute"]));
+        assert_eq!((d.rows[3].role, d.rows[3].waits_on), (Some(Role::Waiting), Some(2)));
+        assert!(d.rows[3].straggler.is_empty());
+        assert_eq!((d.rows[0].role, d.rows[0].waits_on), (None, None));
         assert!(d.rows[0].straggler.is_empty());
         assert_eq!(d.rows[0].overlap_pct, 10.0);
         let names: Vec<&str> = d.kernels.iter().map(|k| k.kernel.as_str()).collect();
@@ -285,5 +375,74 @@ mod tests {
         assert_eq!(gemm.leads, vec![0, 1]);
         assert_eq!(gemm.present, 3);
         assert_eq!(d.kernels[0].leads, vec![2]);
+    }
+
+    /// A stage of a collective: `compute` µs of GEMM and `exposed` µs of a
+    /// communication kernel running alone.
+    fn collective(compute: f64, exposed: f64) -> StageFacts {
+        StageFacts {
+            kernels: vec![("gemm".into(), "gemm", compute), ("nccl".into(), "communication", exposed)],
+            ..facts(Stage::All, compute + exposed, exposed, &[])
+        }
+    }
+
+    /// (compute, exposed communication) per rank 0, 1, ...: the summary of
+    /// its one stage.
+    fn stage_of(ranks: &[(f64, f64)]) -> StageSummary {
+        let a: Vec<RankFacts> =
+            ranks.iter().enumerate().map(|(i, (c, e))| analysis(i as u64, vec![collective(*c, *e)])).collect();
+        let files: Vec<&RankFacts> = a.iter().collect();
+        summarize(&files, 10.0).remove(0)
+    }
+
+    fn roles(s: &StageSummary) -> Vec<(Option<&'static str>, Option<u64>)> {
+        s.rows.iter().map(|r| (r.role.map(Role::name), r.waits_on)).collect()
+    }
+
+    #[test]
+    fn the_slow_rank_computes_more_and_its_peers_wait_on_it() {
+        // Rank 2 computes 50% more and barely waits; ranks 0 and 1 wait the
+        // longest, so they are the busiest (160 µs against 155 µs) without
+        // being slow.
+        let s = stage_of(&[(100.0, 60.0), (100.0, 60.0), (150.0, 5.0), (100.0, 20.0), (100.0, 20.0)]);
+        assert_eq!(s.rows.iter().map(|r| r.compute_us).collect::<Vec<_>>(), vec![100.0, 100.0, 150.0, 100.0, 100.0]);
+        assert_eq!((s.median_compute_us, s.median_exposed_comm_us), (100.0, 20.0));
+        assert_eq!(s.slow_rank, Some(2));
+        let slow = (Some("slow"), None);
+        let waiting = (Some("waiting"), Some(2));
+        assert_eq!(roles(&s), vec![waiting, waiting, slow, (None, None), (None, None)]);
+        assert_eq!(s.rows[2].straggler, vec!["compute"]);
+        assert!(s.rows.iter().filter(|r| r.rank != 2).all(|r| r.straggler.is_empty()));
+    }
+
+    #[test]
+    fn even_compute_names_no_slow_rank() {
+        // Compute within 10% of the median everywhere: no slow rank, and the
+        // rank with the most exposed communication waits on none of them.
+        let s = stage_of(&[(100.0, 10.0), (108.0, 30.0), (95.0, 10.0), (100.0, 10.0)]);
+        assert_eq!(s.slow_rank, None);
+        assert_eq!(roles(&s), vec![(None, None), (Some("waiting"), None), (None, None), (None, None)]);
+        assert!(s.rows.iter().all(|r| r.straggler.is_empty()));
+        // One rank, or none computing at all: nothing to compare.
+        assert_eq!(stage_of(&[(100.0, 10.0)]).slow_rank, None);
+        assert_eq!(stage_of(&[(0.0, 10.0), (0.0, 50.0), (0.0, 10.0)]).slow_rank, None);
+    }
+
+    #[test]
+    fn compute_ties_go_to_less_exposed_communication_then_the_first_rank() {
+        let s = stage_of(&[(150.0, 20.0), (150.0, 10.0), (100.0, 10.0), (100.0, 10.0), (100.0, 10.0)]);
+        assert_eq!(s.slow_rank, Some(1));
+        // Rank 0 computes as much: above the bar, so not waiting either.
+        assert_eq!(roles(&s)[..2], [(None, None), (Some("slow"), None)]);
+        let s = stage_of(&[(100.0, 10.0), (150.0, 10.0), (150.0, 10.0), (100.0, 10.0)]);
+        assert_eq!(s.slow_rank, Some(1));
+        assert_eq!(s.rows[2].role, None);
+    }
+
+    #[test]
+    fn non_finite_figures_name_no_slow_rank() {
+        let s = stage_of(&[(f64::NAN, 10.0), (100.0, f64::INFINITY), (100.0, 10.0)]);
+        assert_eq!(s.slow_rank, None);
+        assert_eq!(s.rows[0].role, None);
     }
 }

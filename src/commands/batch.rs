@@ -26,8 +26,9 @@ pub struct BatchArgs {
     /// Files triaged at once (default: number of cores; at most 4 per core).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
-    /// Mark a rank whose busy time or exposed communication is more than this
-    /// many percent above its stage's median.
+    /// Bar, in percent above the stage median, for the likely slow rank (the
+    /// most compute time, above the bar) and for waiting ranks (exposed
+    /// communication above the bar, compute time not).
     #[arg(long, default_value_t = 10.0)]
     pub straggler_pct: f64,
     /// Write one JSON object per input file (triage JSON plus rank, stages,

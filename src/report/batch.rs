@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::analysis::ranks::{KernelSpread, RankRow, StageSummary};
+use crate::analysis::ranks::{above, KernelSpread, RankRow, Role, StageSummary};
 use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::FileOutcome;
@@ -41,19 +41,82 @@ fn rank_line(r: &RankRow) -> String {
         Some((p, k)) => format!("{p} {}", cell(k)),
         None => "-".into(),
     };
-    let straggler = if r.straggler.is_empty() { String::new() } else { format!("**{}**", r.straggler.join("+")) };
+    let role = match (r.role, r.waits_on) {
+        (Some(Role::Slow), _) => "**slow**".to_string(),
+        (Some(Role::Waiting), Some(on)) => format!("waiting on {on}"),
+        (Some(Role::Waiting), None) => "waiting".to_string(),
+        (None, _) => String::new(),
+    };
     format!(
-        "| {} | {} | {} | {}% | {} | {}% | {} | {} | {} |",
+        "| {} | {} | {} | {} | {}% | {} | {}% | {} | {} | {} |",
         r.rank,
         cell(&file_name(&r.file)),
         format_ms(f.busy_us),
+        format_ms(r.compute_us),
         fixed(r.overlap_pct, 1),
         format_ms(f.exposed_comm_us),
         fixed(r.exposed_comm_pct, 1),
         top_exposed,
         headroom,
-        straggler,
+        role,
     )
+}
+
+/// How `value` stands against `median`, in percent (`+17.1%`).
+fn against_median(value: f64, median: f64) -> String {
+    if median > 0.0 {
+        format!("{:+.1}%", 100.0 * (value - median) / median)
+    } else {
+        "-".into()
+    }
+}
+
+/// The lines under a rank table naming the slow rank and the ranks waiting.
+fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
+    let ranks = |role: Role| -> Vec<String> {
+        s.rows.iter().filter(|r| r.role == Some(role)).map(|r| r.rank.to_string()).collect()
+    };
+    let waiting = ranks(Role::Waiting);
+    let mut out = Vec::new();
+    match s.rows.iter().find(|r| r.role == Some(Role::Slow)) {
+        Some(r) => {
+            out.push(format!(
+                "Likely slow rank: {} (compute {}, {} against the median {}; exposed comm {}, {} against the median {})",
+                r.rank,
+                format_ms(r.compute_us),
+                against_median(r.compute_us, s.median_compute_us),
+                format_ms(s.median_compute_us),
+                format_ms(r.facts.exposed_comm_us),
+                against_median(r.facts.exposed_comm_us, s.median_exposed_comm_us),
+                format_ms(s.median_exposed_comm_us),
+            ));
+            let close: Vec<String> = s
+                .rows
+                .iter()
+                .filter(|o| o.role.is_none() && above(o.compute_us, s.median_compute_us, pct))
+                .map(|o| format!("{} ({})", o.rank, format_ms(o.compute_us)))
+                .collect();
+            if !close.is_empty() {
+                out.push(format!("Compute also more than {pct}% above the median: {}", close.join(", ")));
+            }
+            if !waiting.is_empty() {
+                out.push(format!("Waiting on rank {}: {}", r.rank, waiting.join(", ")));
+            }
+        }
+        None => {
+            out.push(format!(
+                "No slow rank: no rank's compute is more than {pct}% above the median {}",
+                format_ms(s.median_compute_us)
+            ));
+            if !waiting.is_empty() {
+                out.push(format!(
+                    "Waiting, with no slow rank among the traces: {} (no rank's GPU compute explains the wait)",
+                    waiting.join(", ")
+                ));
+            }
+        }
+    }
+    out
 }
 
 fn kernel_line(k: &KernelSpread) -> String {
@@ -84,8 +147,9 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
             info.budget as f64 / (1u64 << 30) as f64
         ),
         format!(
-            "Straggler: busy time or exposed communication more than {}% above the stage median",
-            info.straggler_pct
+            "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \
+             waiting = exposed communication more than {pct}% above the median, compute not",
+            pct = info.straggler_pct
         ),
     ];
     for s in stages {
@@ -93,14 +157,16 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
         out.push(format!("##### {}", s.stage.label()));
         out.push(String::new());
         out.push("Rank Table".into());
-        out.push("| Rank | File | Busy | Overlap | Exposed comm | Exposed comm % | Top exposed comm kernel | Top headroom | Straggler |".into());
-        out.push("| ---: | --- | ---: | ---: | ---: | ---: | --- | --- | --- |".into());
+        out.push("| Rank | File | Busy | Compute | Overlap | Exposed comm | Exposed comm % | Top exposed comm kernel | Top headroom | Role |".into());
+        out.push("| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |".into());
         out.extend(s.rows.iter().map(rank_line));
         out.push(format!(
-            "Median busy {}, median exposed communication {}",
+            "Median busy {}, median compute {}, median exposed communication {}",
             format_ms(s.median_busy_us),
+            format_ms(s.median_compute_us),
             format_ms(s.median_exposed_comm_us)
         ));
+        out.extend(roles_lines(s, info.straggler_pct));
         out.push(String::new());
         out.push("Cross-rank Kernel Table".into());
         out.push("| Kernel | Category | Leads ranks | Ranks with it | Min | Median | Max | Max rank |".into());
@@ -142,11 +208,14 @@ fn row_value(r: &RankRow) -> Value {
         "overlap_us": f.overlap_us,
         "overlap_pct": r.overlap_pct,
         "gpu_time_us": f.gpu_time_us,
+        "compute_us": r.compute_us,
         "exposed_comm_us": f.exposed_comm_us,
         "exposed_comm_pct": r.exposed_comm_pct,
         "top_exposed_comm": f.top_exposed.as_ref().map(|(k, us)| json!({"kernel": k, "exclusive_us": us})),
         "top_headroom": f.top_headroom.as_ref().map(|(p, k)| json!({"priority": p, "kernel": k})),
         "leading_kernel": f.kernels.first().map(|k| json!({"kernel": k.0, "category": k.1, "total_us": k.2})),
+        "role": r.role.map_or("", Role::name),
+        "waits_on": r.waits_on,
         "straggler": r.straggler,
     })
 }
@@ -181,7 +250,9 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
             json!({
                 "stage": s.stage,
                 "median_busy_us": s.median_busy_us,
+                "median_compute_us": s.median_compute_us,
                 "median_exposed_comm_us": s.median_exposed_comm_us,
+                "slow_rank": s.slow_rank,
                 "ranks": s.rows.iter().map(row_value).collect::<Vec<_>>(),
                 "kernels": kernels,
             })
