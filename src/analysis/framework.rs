@@ -1,10 +1,13 @@
 //! Which serving framework produced a trace (SGLang, vLLM, TensorRT-LLM,
-//! TokenSpeed): an explicit choice, else hints from `server_args.json`, the
-//! path, and the first events of the trace; SGLang when nothing matches.
+//! TokenSpeed), or none of them (`generic`: plain PyTorch, training): an
+//! explicit choice, else hints from `server_args.json`, the path, and the
+//! first events of the trace. What detection settles on when nothing matches
+//! is the caller's choice ([`Undetected`]).
 
 use crate::pysem::normalize_text;
 
-/// A serving framework whose traces and fused kernels the analyses know.
+/// A serving framework whose traces and fused kernels the analyses know, or
+/// [`Framework::Generic`] for a trace from none of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Framework {
@@ -12,30 +15,47 @@ pub enum Framework {
     Vllm,
     Trtllm,
     Tokenspeed,
+    /// Plain PyTorch: training jobs, benchmarks, inference outside the
+    /// serving frameworks. Only fuse patterns that name no framework (or
+    /// name `generic`) apply.
+    Generic,
 }
 
 impl Framework {
     /// Every framework, in the order pattern files list them.
-    pub const ALL: [Framework; 4] = [Framework::Sglang, Framework::Vllm, Framework::Trtllm, Framework::Tokenspeed];
+    pub const ALL: [Framework; 5] =
+        [Framework::Sglang, Framework::Vllm, Framework::Trtllm, Framework::Tokenspeed, Framework::Generic];
 
-    /// The id used in pattern files and JSON: `sglang`, `vllm`, `trtllm`, `tokenspeed`.
+    /// The id used in pattern files and JSON: `sglang`, `vllm`, `trtllm`,
+    /// `tokenspeed`, `generic`.
     pub fn as_str(self) -> &'static str {
         match self {
             Framework::Sglang => "sglang",
             Framework::Vllm => "vllm",
             Framework::Trtllm => "trtllm",
             Framework::Tokenspeed => "tokenspeed",
+            Framework::Generic => "generic",
         }
     }
 
-    /// Human name: `SGLang`, `vLLM`, `TensorRT-LLM`, `TokenSpeed`.
+    /// Human name: `SGLang`, `vLLM`, `TensorRT-LLM`, `TokenSpeed`,
+    /// `generic PyTorch`.
     pub fn display_name(self) -> &'static str {
         match self {
             Framework::Sglang => "SGLang",
             Framework::Vllm => "vLLM",
             Framework::Trtllm => "TensorRT-LLM",
             Framework::Tokenspeed => "TokenSpeed",
+            Framework::Generic => "generic PyTorch",
         }
+    }
+
+    /// Whether the mapping trace is attributed from every kernel launch
+    /// rather than from a sample per kernel name: SGLang (as the reference
+    /// does) and generic PyTorch (whose traces the reference reads as
+    /// SGLang's, so their tables stay the same).
+    pub fn maps_every_launch(self) -> bool {
+        matches!(self, Framework::Sglang | Framework::Generic)
     }
 
     /// The framework an id names exactly (`sglang`, `vllm`, ...).
@@ -62,7 +82,7 @@ impl std::str::FromStr for FrameworkChoice {
     type Err = String;
 
     /// Accepts `auto` and each framework with its common aliases
-    /// (`sgl`, `trt`, `tensorrt-llm`, `ts`, ...), case-insensitively.
+    /// (`sgl`, `trt`, `tensorrt-llm`, `ts`, `pytorch`, ...), case-insensitively.
     fn from_str(value: &str) -> Result<Self, String> {
         let lowered = normalize_text(value).to_lowercase().replace('_', "-");
         Ok(match lowered.as_str() {
@@ -71,8 +91,33 @@ impl std::str::FromStr for FrameworkChoice {
             "vllm" => FrameworkChoice::Fixed(Framework::Vllm),
             "trt" | "tllm" | "trtllm" | "tensorrt-llm" | "tensorrtllm" => FrameworkChoice::Fixed(Framework::Trtllm),
             "tokenspeed" | "token-speed" | "ts" => FrameworkChoice::Fixed(Framework::Tokenspeed),
-            _ => return Err(format!("unknown framework {value:?} (use auto, sglang, vllm, trtllm or tokenspeed)")),
+            "generic" | "pytorch" | "torch" => FrameworkChoice::Fixed(Framework::Generic),
+            _ => {
+                return Err(format!(
+                    "unknown framework {value:?} (use auto, sglang, vllm, trtllm, tokenspeed or generic)"
+                ))
+            }
         })
+    }
+}
+
+/// What framework detection settles on when no hint names one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Undetected {
+    /// [`Framework::Generic`]: the trace is read as plain PyTorch.
+    #[default]
+    Generic,
+    /// [`Framework::Sglang`], as the reference tool does.
+    Sglang,
+}
+
+impl Undetected {
+    /// The framework this fallback stands for.
+    pub fn framework(self) -> Framework {
+        match self {
+            Undetected::Generic => Framework::Generic,
+            Undetected::Sglang => Framework::Sglang,
+        }
     }
 }
 
@@ -147,6 +192,36 @@ mod tests {
         assert!(parse("foo").is_err());
         assert_eq!(Framework::Vllm.display_name(), "vLLM");
         assert_eq!(Framework::from_id("trtllm"), Some(Framework::Trtllm));
+    }
+
+    #[test]
+    fn generic_framework_names() {
+        let parse = |s: &str| s.parse::<FrameworkChoice>();
+        for spelling in ["generic", "Generic", "pytorch", "torch"] {
+            assert_eq!(parse(spelling), Ok(FrameworkChoice::Fixed(Framework::Generic)), "{spelling}");
+        }
+        assert_eq!(Framework::from_id("generic"), Some(Framework::Generic));
+        assert!(Framework::ALL.contains(&Framework::Generic));
+        assert_eq!(Framework::Generic.as_str(), "generic");
+        assert_eq!(Framework::Generic.display_name(), "generic PyTorch");
+        assert_eq!(serde_json::to_value(Framework::Generic).unwrap(), serde_json::json!("generic"));
+        assert!(parse("foo").unwrap_err().contains("generic"));
+    }
+
+    #[test]
+    fn undetected_framework_fallbacks() {
+        assert_eq!(Undetected::default().framework(), Framework::Generic);
+        assert_eq!(Undetected::Sglang.framework(), Framework::Sglang);
+        // A training trace's text names no framework: the fallback decides.
+        let training = "ProfilerStep#3 aten::convolution torch/nn/modules/conv.py(456): forward";
+        assert_eq!(detect_from_text(training), None);
+    }
+
+    #[test]
+    fn generic_framework_maps_every_launch() {
+        assert!(Framework::Generic.maps_every_launch());
+        assert!(Framework::Sglang.maps_every_launch());
+        assert!(!Framework::Vllm.maps_every_launch());
     }
 
     #[test]
