@@ -104,7 +104,9 @@ impl std::str::FromStr for FrameworkChoice {
 /// What framework detection settles on when no hint names one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Undetected {
-    /// [`Framework::Generic`]: the trace is read as plain PyTorch.
+    /// The framework whose source paths the trace's strings name
+    /// ([`detect_from_strings`]: Python frames beyond the first events),
+    /// else [`Framework::Generic`]: the trace is read as plain PyTorch.
     #[default]
     Generic,
     /// [`Framework::Sglang`], as the reference tool does.
@@ -140,6 +142,37 @@ pub fn detect_from_text(text: &str) -> Option<Framework> {
         return Some(Framework::Sglang);
     }
     None
+}
+
+/// Framework whose source paths occur in a trace's strings (every distinct
+/// name: Python frames, CPU ops, kernels): the one named by the most
+/// distinct strings, the first in [`Framework::ALL`] on a tie; `None` when no
+/// string names one. A serving framework's Python stacks name its package
+/// (`python/sglang/srt/...`, `vllm/v1/...`) even where the trace's first
+/// events do not.
+pub fn detect_from_strings<'a>(strings: impl IntoIterator<Item = &'a str>) -> Option<Framework> {
+    const MARKERS: [(Framework, &[&str]); 4] = [
+        (Framework::Sglang, &["python/sglang/", "sglang/srt/", "sgl_kernel/"]),
+        (Framework::Vllm, &["vllm/"]),
+        (Framework::Trtllm, &["tensorrt_llm/"]),
+        (Framework::Tokenspeed, &["tokenspeed/", "tokenspeed_"]),
+    ];
+    let mut counts = [0usize; MARKERS.len()];
+    for s in strings {
+        let lowered = s.to_ascii_lowercase();
+        for (count, (_, tokens)) in counts.iter_mut().zip(MARKERS.iter()) {
+            if tokens.iter().any(|t| lowered.contains(t)) {
+                *count += 1;
+            }
+        }
+    }
+    let mut best: Option<(Framework, usize)> = None;
+    for ((framework, _), count) in MARKERS.iter().zip(counts) {
+        if count > 0 && best.is_none_or(|(_, n)| count > n) {
+            best = Some((*framework, count));
+        }
+    }
+    best.map(|(f, _)| f)
 }
 
 /// Framework implied by a `server_args.json` object.
@@ -215,6 +248,17 @@ mod tests {
         // A training trace's text names no framework: the fallback decides.
         let training = "ProfilerStep#3 aten::convolution torch/nn/modules/conv.py(456): forward";
         assert_eq!(detect_from_text(training), None);
+    }
+
+    #[test]
+    fn framework_from_trace_strings() {
+        let sglang = ["aten::mm", "python/sglang/srt/layers/linear.py(10): forward", "sgl_kernel/ops.py(3): f"];
+        assert_eq!(detect_from_strings(sglang), Some(Framework::Sglang));
+        let vllm = ["vllm/v1/worker/gpu_model_runner.py(1): execute_model", "vllm/model_executor/x.py(2): f"];
+        assert_eq!(detect_from_strings(vllm.into_iter().chain(["python/sglang/x.py"])), Some(Framework::Vllm));
+        let training = ["ProfilerStep#1", "torch/nn/modules/conv.py(456): forward", "aten::conv2d"];
+        assert_eq!(detect_from_strings(training), None);
+        assert_eq!(detect_from_strings([]), None);
     }
 
     #[test]

@@ -339,20 +339,28 @@ fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) ->
 
 /// The reference's `resolve_framework` for a local input; `undetected` is
 /// what it settles on when no hint names a framework (the reference:
-/// SGLang).
+/// SGLang). With [`Undetected::Generic`], `strings_hint` (the framework the
+/// input's loaded traces name anywhere, [`detect_from_strings`]) is asked
+/// before settling on generic PyTorch.
+///
+/// [`detect_from_strings`]: crate::analysis::framework::detect_from_strings
 pub fn resolve_framework(
     requested: FrameworkChoice,
     input_path: &Path,
     server_args: Option<&serde_json::Value>,
     sample_of: &dyn Fn(&Path) -> Option<String>,
+    strings_hint: &dyn Fn() -> Option<Framework>,
     undetected: Undetected,
 ) -> Framework {
     if let FrameworkChoice::Fixed(f) = requested {
         return f;
     }
-    detect_from_server_args(server_args)
-        .or_else(|| detect_from_path(input_path, sample_of))
-        .unwrap_or_else(|| undetected.framework())
+    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, sample_of)).unwrap_or_else(|| {
+        match undetected {
+            Undetected::Generic => strings_hint().unwrap_or(Framework::Generic),
+            Undetected::Sglang => Framework::Sglang,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -422,7 +430,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let trace = dir.path().join("rank0.trace.json");
         std::fs::write(&trace, br#"{"traceEvents": []}"#).unwrap();
-        resolve_framework(FrameworkChoice::Auto, &trace, None, &|_| Some(sample.to_string()), undetected)
+        resolve_framework(FrameworkChoice::Auto, &trace, None, &|_| Some(sample.to_string()), &|| None, undetected)
     }
 
     #[test]
@@ -436,6 +444,19 @@ mod tests {
     }
 
     #[test]
+    fn trace_strings_name_the_framework_only_outside_the_reference_compat() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("rank0.trace.json");
+        std::fs::write(&trace, br#"{"traceEvents": []}"#).unwrap();
+        let resolve = |undetected| {
+            let sample = |_: &Path| Some(TRAINING_SAMPLE.to_string());
+            resolve_framework(FrameworkChoice::Auto, &trace, None, &sample, &|| Some(Framework::Vllm), undetected)
+        };
+        assert_eq!(resolve(Undetected::Generic), Framework::Vllm);
+        assert_eq!(resolve(Undetected::Sglang), Framework::Sglang);
+    }
+
+    #[test]
     fn framework_hints_win_over_either_fallback() {
         let sglang = "forward python/sglang/srt/model_executor/model_runner.py(1): forward";
         let vllm = "vllm/v1/worker/gpu_model_runner.py(1): execute_model";
@@ -445,7 +466,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let fixed = FrameworkChoice::Fixed(Framework::Generic);
-        let got = resolve_framework(fixed, dir.path(), None, &|_| Some(vllm.to_string()), Undetected::Sglang);
+        let got = resolve_framework(fixed, dir.path(), None, &|_| Some(vllm.to_string()), &|| None, Undetected::Sglang);
         assert_eq!(got, Framework::Generic);
     }
 }
