@@ -1,10 +1,13 @@
 //! Which serving framework produced a trace (SGLang, vLLM, TensorRT-LLM,
-//! TokenSpeed): an explicit choice, else hints from `server_args.json`, the
-//! path, and the first events of the trace; SGLang when nothing matches.
+//! TokenSpeed), or none of them (`generic`: plain PyTorch, training): an
+//! explicit choice, else hints from `server_args.json`, the path, and the
+//! first events of the trace. What detection settles on when nothing matches
+//! is the caller's choice ([`Undetected`]).
 
 use crate::pysem::normalize_text;
 
-/// A serving framework whose traces and fused kernels the analyses know.
+/// A serving framework whose traces and fused kernels the analyses know, or
+/// [`Framework::Generic`] for a trace from none of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Framework {
@@ -12,30 +15,47 @@ pub enum Framework {
     Vllm,
     Trtllm,
     Tokenspeed,
+    /// Plain PyTorch: training jobs, benchmarks, inference outside the
+    /// serving frameworks. Only fuse patterns that name no framework (or
+    /// name `generic`) apply.
+    Generic,
 }
 
 impl Framework {
     /// Every framework, in the order pattern files list them.
-    pub const ALL: [Framework; 4] = [Framework::Sglang, Framework::Vllm, Framework::Trtllm, Framework::Tokenspeed];
+    pub const ALL: [Framework; 5] =
+        [Framework::Sglang, Framework::Vllm, Framework::Trtllm, Framework::Tokenspeed, Framework::Generic];
 
-    /// The id used in pattern files and JSON: `sglang`, `vllm`, `trtllm`, `tokenspeed`.
+    /// The id used in pattern files and JSON: `sglang`, `vllm`, `trtllm`,
+    /// `tokenspeed`, `generic`.
     pub fn as_str(self) -> &'static str {
         match self {
             Framework::Sglang => "sglang",
             Framework::Vllm => "vllm",
             Framework::Trtllm => "trtllm",
             Framework::Tokenspeed => "tokenspeed",
+            Framework::Generic => "generic",
         }
     }
 
-    /// Human name: `SGLang`, `vLLM`, `TensorRT-LLM`, `TokenSpeed`.
+    /// Human name: `SGLang`, `vLLM`, `TensorRT-LLM`, `TokenSpeed`,
+    /// `generic PyTorch`.
     pub fn display_name(self) -> &'static str {
         match self {
             Framework::Sglang => "SGLang",
             Framework::Vllm => "vLLM",
             Framework::Trtllm => "TensorRT-LLM",
             Framework::Tokenspeed => "TokenSpeed",
+            Framework::Generic => "generic PyTorch",
         }
+    }
+
+    /// Whether the mapping trace is attributed from every kernel launch
+    /// rather than from a sample per kernel name: SGLang (as the reference
+    /// does) and generic PyTorch (whose traces the reference reads as
+    /// SGLang's, so their tables stay the same).
+    pub fn maps_every_launch(self) -> bool {
+        matches!(self, Framework::Sglang | Framework::Generic)
     }
 
     /// The framework an id names exactly (`sglang`, `vllm`, ...).
@@ -62,7 +82,7 @@ impl std::str::FromStr for FrameworkChoice {
     type Err = String;
 
     /// Accepts `auto` and each framework with its common aliases
-    /// (`sgl`, `trt`, `tensorrt-llm`, `ts`, ...), case-insensitively.
+    /// (`sgl`, `trt`, `tensorrt-llm`, `ts`, `pytorch`, ...), case-insensitively.
     fn from_str(value: &str) -> Result<Self, String> {
         let lowered = normalize_text(value).to_lowercase().replace('_', "-");
         Ok(match lowered.as_str() {
@@ -71,8 +91,35 @@ impl std::str::FromStr for FrameworkChoice {
             "vllm" => FrameworkChoice::Fixed(Framework::Vllm),
             "trt" | "tllm" | "trtllm" | "tensorrt-llm" | "tensorrtllm" => FrameworkChoice::Fixed(Framework::Trtllm),
             "tokenspeed" | "token-speed" | "ts" => FrameworkChoice::Fixed(Framework::Tokenspeed),
-            _ => return Err(format!("unknown framework {value:?} (use auto, sglang, vllm, trtllm or tokenspeed)")),
+            "generic" | "pytorch" | "torch" => FrameworkChoice::Fixed(Framework::Generic),
+            _ => {
+                return Err(format!(
+                    "unknown framework {value:?} (use auto, sglang, vllm, trtllm, tokenspeed or generic)"
+                ))
+            }
         })
+    }
+}
+
+/// What framework detection settles on when no hint names one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Undetected {
+    /// The framework whose source paths the trace's strings name
+    /// ([`detect_from_strings`]: Python frames beyond the first events),
+    /// else [`Framework::Generic`]: the trace is read as plain PyTorch.
+    #[default]
+    Generic,
+    /// [`Framework::Sglang`], as the reference tool does.
+    Sglang,
+}
+
+impl Undetected {
+    /// The framework this fallback stands for.
+    pub fn framework(self) -> Framework {
+        match self {
+            Undetected::Generic => Framework::Generic,
+            Undetected::Sglang => Framework::Sglang,
+        }
     }
 }
 
@@ -95,6 +142,37 @@ pub fn detect_from_text(text: &str) -> Option<Framework> {
         return Some(Framework::Sglang);
     }
     None
+}
+
+/// Framework whose source paths occur in a trace's strings (every distinct
+/// name: Python frames, CPU ops, kernels): the one named by the most
+/// distinct strings, the first in [`Framework::ALL`] on a tie; `None` when no
+/// string names one. A serving framework's Python stacks name its package
+/// (`python/sglang/srt/...`, `vllm/v1/...`) even where the trace's first
+/// events do not.
+pub fn detect_from_strings<'a>(strings: impl IntoIterator<Item = &'a str>) -> Option<Framework> {
+    const MARKERS: [(Framework, &[&str]); 4] = [
+        (Framework::Sglang, &["python/sglang/", "sglang/srt/", "sgl_kernel/"]),
+        (Framework::Vllm, &["vllm/"]),
+        (Framework::Trtllm, &["tensorrt_llm/"]),
+        (Framework::Tokenspeed, &["tokenspeed/", "tokenspeed_"]),
+    ];
+    let mut counts = [0usize; MARKERS.len()];
+    for s in strings {
+        let lowered = s.to_ascii_lowercase();
+        for (count, (_, tokens)) in counts.iter_mut().zip(MARKERS.iter()) {
+            if tokens.iter().any(|t| lowered.contains(t)) {
+                *count += 1;
+            }
+        }
+    }
+    let mut best: Option<(Framework, usize)> = None;
+    for ((framework, _), count) in MARKERS.iter().zip(counts) {
+        if count > 0 && best.is_none_or(|(_, n)| count > n) {
+            best = Some((*framework, count));
+        }
+    }
+    best.map(|(f, _)| f)
 }
 
 /// Framework implied by a `server_args.json` object.
@@ -147,6 +225,47 @@ mod tests {
         assert!(parse("foo").is_err());
         assert_eq!(Framework::Vllm.display_name(), "vLLM");
         assert_eq!(Framework::from_id("trtllm"), Some(Framework::Trtllm));
+    }
+
+    #[test]
+    fn generic_framework_names() {
+        let parse = |s: &str| s.parse::<FrameworkChoice>();
+        for spelling in ["generic", "Generic", "pytorch", "torch"] {
+            assert_eq!(parse(spelling), Ok(FrameworkChoice::Fixed(Framework::Generic)), "{spelling}");
+        }
+        assert_eq!(Framework::from_id("generic"), Some(Framework::Generic));
+        assert!(Framework::ALL.contains(&Framework::Generic));
+        assert_eq!(Framework::Generic.as_str(), "generic");
+        assert_eq!(Framework::Generic.display_name(), "generic PyTorch");
+        assert_eq!(serde_json::to_value(Framework::Generic).unwrap(), serde_json::json!("generic"));
+        assert!(parse("foo").unwrap_err().contains("generic"));
+    }
+
+    #[test]
+    fn undetected_framework_fallbacks() {
+        assert_eq!(Undetected::default().framework(), Framework::Generic);
+        assert_eq!(Undetected::Sglang.framework(), Framework::Sglang);
+        // A training trace's text names no framework: the fallback decides.
+        let training = "ProfilerStep#3 aten::convolution torch/nn/modules/conv.py(456): forward";
+        assert_eq!(detect_from_text(training), None);
+    }
+
+    #[test]
+    fn framework_from_trace_strings() {
+        let sglang = ["aten::mm", "python/sglang/srt/layers/linear.py(10): forward", "sgl_kernel/ops.py(3): f"];
+        assert_eq!(detect_from_strings(sglang), Some(Framework::Sglang));
+        let vllm = ["vllm/v1/worker/gpu_model_runner.py(1): execute_model", "vllm/model_executor/x.py(2): f"];
+        assert_eq!(detect_from_strings(vllm.into_iter().chain(["python/sglang/x.py"])), Some(Framework::Vllm));
+        let training = ["ProfilerStep#1", "torch/nn/modules/conv.py(456): forward", "aten::conv2d"];
+        assert_eq!(detect_from_strings(training), None);
+        assert_eq!(detect_from_strings([]), None);
+    }
+
+    #[test]
+    fn generic_framework_maps_every_launch() {
+        assert!(Framework::Generic.maps_every_launch());
+        assert!(Framework::Sglang.maps_every_launch());
+        assert!(!Framework::Vllm.maps_every_launch());
     }
 
     #[test]

@@ -62,6 +62,11 @@ impl Interner {
         &self.strings[id as usize]
     }
 
+    /// Every string, in the order first interned.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.strings.iter().map(|s| &**s)
+    }
+
     pub fn len(&self) -> usize {
         self.strings.len()
     }

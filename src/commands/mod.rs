@@ -15,7 +15,9 @@ use std::io::Write;
 #[derive(Clone, Debug, clap::Args)]
 pub struct AnalysisArgs {
     /// Serving framework: auto (detect it from the trace, path and server
-    /// args), sglang, vllm, trtllm or tokenspeed.
+    /// args; generic when nothing names one), sglang, vllm, trtllm,
+    /// tokenspeed, or generic (plain PyTorch: only fuse patterns tied to no
+    /// serving framework apply).
     #[arg(long, default_value = "auto", value_parser = parse_framework)]
     pub framework: FrameworkChoice,
     /// Restrict the overlap analysis to process ids containing this text.
@@ -105,5 +107,27 @@ pub fn print_report_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<(
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(crate::Error::io(e).in_file(std::path::Path::new("stdout"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::framework::Framework;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Probe {
+        #[command(flatten)]
+        analysis: AnalysisArgs,
+    }
+
+    #[test]
+    fn cli_accepts_framework_generic() {
+        let parsed = Probe::try_parse_from(["probe", "--framework", "generic"]).unwrap();
+        assert_eq!(parsed.analysis.framework, FrameworkChoice::Fixed(Framework::Generic));
+        let auto = Probe::try_parse_from(["probe"]).unwrap();
+        assert_eq!(auto.analysis.framework, FrameworkChoice::Auto);
+        assert!(Probe::try_parse_from(["probe", "--framework", "nonesuch"]).is_err());
     }
 }

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::analysis::framework::{detect_from_server_args, detect_from_text, Framework, FrameworkChoice};
+use crate::analysis::framework::{detect_from_server_args, detect_from_text, Framework, FrameworkChoice, Undetected};
 use crate::analysis::stage::{parse_stage, Stage};
 use std::time::SystemTime;
 
@@ -337,19 +337,30 @@ fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) ->
     discover_trace_files(path, true, Some(3)).iter().find_map(|t| sample_of(t).and_then(|s| detect_from_text(&s)))
 }
 
-/// The reference's `resolve_framework` for a local input.
+/// The reference's `resolve_framework` for a local input; `undetected` is
+/// what it settles on when no hint names a framework (the reference:
+/// SGLang). With [`Undetected::Generic`], `strings_hint` (the framework the
+/// input's loaded traces name anywhere, [`detect_from_strings`]) is asked
+/// before settling on generic PyTorch.
+///
+/// [`detect_from_strings`]: crate::analysis::framework::detect_from_strings
 pub fn resolve_framework(
     requested: FrameworkChoice,
     input_path: &Path,
     server_args: Option<&serde_json::Value>,
     sample_of: &dyn Fn(&Path) -> Option<String>,
+    strings_hint: &dyn Fn() -> Option<Framework>,
+    undetected: Undetected,
 ) -> Framework {
     if let FrameworkChoice::Fixed(f) = requested {
         return f;
     }
-    detect_from_server_args(server_args)
-        .or_else(|| detect_from_path(input_path, sample_of))
-        .unwrap_or(Framework::Sglang)
+    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, sample_of)).unwrap_or_else(|| {
+        match undetected {
+            Undetected::Generic => strings_hint().unwrap_or(Framework::Generic),
+            Undetected::Sglang => Framework::Sglang,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -408,5 +419,54 @@ mod tests {
         assert_eq!(parse_tp_rank(Path::new("a_tp1.json")), Some(1));
         assert_eq!(parse_tp_rank(Path::new("bs_32_rank0.json.gz")), Some(0));
         assert_eq!(parse_tp_rank(Path::new("laptop1.json")), None);
+    }
+
+    /// A training trace's first events: ProfilerStep, aten ops, torch.nn
+    /// frames, nothing of a serving framework.
+    const TRAINING_SAMPLE: &str = "ProfilerStep#12 aten::conv2d aten::batch_norm \
+        torch/nn/modules/conv.py(456): forward train.py(88): train_step nccl:all_reduce";
+
+    fn resolve_with_sample(sample: &'static str, undetected: Undetected) -> Framework {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("rank0.trace.json");
+        std::fs::write(&trace, br#"{"traceEvents": []}"#).unwrap();
+        resolve_framework(FrameworkChoice::Auto, &trace, None, &|_| Some(sample.to_string()), &|| None, undetected)
+    }
+
+    #[test]
+    fn an_unhinted_training_trace_resolves_to_the_generic_framework() {
+        assert_eq!(resolve_with_sample(TRAINING_SAMPLE, Undetected::Generic), Framework::Generic);
+    }
+
+    #[test]
+    fn the_reference_framework_fallback_stays_sglang() {
+        assert_eq!(resolve_with_sample(TRAINING_SAMPLE, Undetected::Sglang), Framework::Sglang);
+    }
+
+    #[test]
+    fn trace_strings_name_the_framework_only_outside_the_reference_compat() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("rank0.trace.json");
+        std::fs::write(&trace, br#"{"traceEvents": []}"#).unwrap();
+        let resolve = |undetected| {
+            let sample = |_: &Path| Some(TRAINING_SAMPLE.to_string());
+            resolve_framework(FrameworkChoice::Auto, &trace, None, &sample, &|| Some(Framework::Vllm), undetected)
+        };
+        assert_eq!(resolve(Undetected::Generic), Framework::Vllm);
+        assert_eq!(resolve(Undetected::Sglang), Framework::Sglang);
+    }
+
+    #[test]
+    fn framework_hints_win_over_either_fallback() {
+        let sglang = "forward python/sglang/srt/model_executor/model_runner.py(1): forward";
+        let vllm = "vllm/v1/worker/gpu_model_runner.py(1): execute_model";
+        for undetected in [Undetected::Generic, Undetected::Sglang] {
+            assert_eq!(resolve_with_sample(sglang, undetected), Framework::Sglang);
+            assert_eq!(resolve_with_sample(vllm, undetected), Framework::Vllm);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let fixed = FrameworkChoice::Fixed(Framework::Generic);
+        let got = resolve_framework(fixed, dir.path(), None, &|_| Some(vllm.to_string()), &|| None, Undetected::Sglang);
+        assert_eq!(got, Framework::Generic);
     }
 }

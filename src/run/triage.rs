@@ -9,7 +9,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use rayon::prelude::*;
 
-use crate::analysis::framework::{Framework, FrameworkChoice};
+use crate::analysis::framework::{detect_from_strings, Framework, FrameworkChoice, Undetected};
 use crate::analysis::fusion::{self, detect_fusion_opportunities, KeywordMatch};
 use crate::analysis::kernels::{
     aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
@@ -80,6 +80,17 @@ impl Default for TriageOptions {
             read_mode: ReadMode::Map,
             compat: Compat::Default,
             timeline: TimelineOptions::default(),
+        }
+    }
+}
+
+impl TriageOptions {
+    /// The framework detection settles on when nothing names one:
+    /// `generic`, or SGLang under `--compat reference` as the reference does.
+    pub fn undetected_framework(&self) -> Undetected {
+        match self.compat {
+            Compat::Default => Undetected::Generic,
+            Compat::Reference => Undetected::Sglang,
         }
     }
 }
@@ -281,8 +292,20 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             None => crate::run::progress::framework_sample(p),
         }
     };
+    // The framework the loaded traces' strings name (their Python frames
+    // beyond the sample), for an input no hint names.
+    let strings_hint = |traces: &[PathBuf]| -> Option<Framework> {
+        traces.iter().find_map(|p| find(p).and_then(|l| detect_from_strings(l.trace.strings.iter())))
+    };
     let mapping = Target {
-        framework: resolve_framework(opts.framework, &mapping_resolved, mapping_args.as_ref(), &sample_of),
+        framework: resolve_framework(
+            opts.framework,
+            &mapping_resolved,
+            mapping_args.as_ref(),
+            &sample_of,
+            &|| strings_hint(&mapping_traces),
+            opts.undetected_framework(),
+        ),
         traces: mapping_traces,
         server_args: mapping_args,
     };
@@ -294,7 +317,14 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         }
     } else {
         Target {
-            framework: resolve_framework(opts.framework, &formal_resolved, formal_args.as_ref(), &sample_of),
+            framework: resolve_framework(
+                opts.framework,
+                &formal_resolved,
+                formal_args.as_ref(),
+                &sample_of,
+                &|| strings_hint(&formal_traces),
+                opts.undetected_framework(),
+            ),
             traces: formal_traces,
             server_args: formal_args,
         }

@@ -52,8 +52,9 @@ pub fn sample_kernels_for_mapping<'a>(
     sampled
 }
 
-/// The reference's `build_mapping_kernel_map`. SGLang traces are attributed
-/// from every launch; other frameworks from a per-name sample. When all
+/// The reference's `build_mapping_kernel_map`. SGLang and generic PyTorch
+/// traces are attributed from every launch ([`Framework::maps_every_launch`]);
+/// other frameworks from a per-name sample. When all
 /// kernels fall in one stage, the global payload is that stage's (the same
 /// sites merged in the same order) and is built once and shared.
 pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Framework) -> KernelMap {
@@ -82,7 +83,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
                 .into_iter()
                 .map(|(stage, kernels)| {
                     let categories = categories_by_name(kernels.iter().copied());
-                    let sampled = if framework == Framework::Sglang {
+                    let sampled = if framework.maps_every_launch() {
                         kernels
                     } else {
                         sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME)
@@ -125,7 +126,7 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
 /// The kernel map and the formal stage payload of a trace that is its own
 /// mapping trace, when they are one payload: all its kernels fall in one
 /// stage, and the mapping sample is every launch in the trace's order
-/// (SGLang, or no name launched more than [`SAMPLE_LIMIT_PER_NAME`] times and
+/// (SGLang or generic PyTorch, or no name launched more than [`SAMPLE_LIMIT_PER_NAME`] times and
 /// the launches in time order), so [`build_mapping_kernel_map`] and
 /// [`formal_stage_payloads`] would aggregate the same launches in the same
 /// order. Built once, it is the map's stage and global payload and the
@@ -139,7 +140,7 @@ pub fn shared_single_stage_maps(
         return None;
     }
     let (stage, kernels) = groups.pop()?;
-    if framework != Framework::Sglang {
+    if !framework.maps_every_launch() {
         let sampled = sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME);
         if sampled.len() != kernels.len() || sampled.iter().zip(&kernels).any(|(a, b)| !std::ptr::eq(*a, *b)) {
             return None;
