@@ -74,6 +74,42 @@ pub(super) fn without_parens(name: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Where the tokens of a run begin, as byte offsets into the run, with
+/// the words of an enum or type name (`FusedQuantEnum`,
+/// `Fp8KVCacheDataType`: capitalized words and digit groups ending in
+/// `Enum` or `Type`) taken as one token: such names appear in kernel names
+/// as the types of template values, which say nothing of what the kernel
+/// does (`Rmsnorm2dFusedQuantEnum` 0 is a norm without quantization).
+fn token_starts(b: &[u8]) -> Vec<usize> {
+    let mut starts: Vec<usize> = (0..b.len()).filter(|&i| i == 0 || splits(b, i)).collect();
+    let token = |k: usize, starts: &[usize]| &b[starts[k]..starts.get(k + 1).copied().unwrap_or(b.len())];
+    let mut k = starts.len();
+    while k > 1 {
+        k -= 1;
+        if !matches!(token(k, &starts), b"Enum" | b"Type") {
+            continue;
+        }
+        let mut first = k;
+        while first > 0 {
+            let t = token(first - 1, &starts);
+            if t[0].is_ascii_uppercase() || t.iter().all(u8::is_ascii_digit) {
+                first -= 1;
+            } else {
+                break;
+            }
+        }
+        // A name begins with a word, not with a digit group (`18Fp8…`).
+        while first < k && token(first, &starts).iter().all(u8::is_ascii_digit) {
+            first += 1;
+        }
+        if first < k {
+            starts.drain(first + 1..=k);
+            k = first;
+        }
+    }
+    starts
+}
+
 /// `text` compacted (runs of ASCII letters and digits, lower-cased and
 /// joined), with the bits of token starts and token ends.
 pub(super) fn compact_with_bounds(text: &str) -> (String, Vec<u64>, Vec<u64>) {
@@ -85,15 +121,14 @@ pub(super) fn compact_with_bounds(text: &str) -> (String, Vec<u64>, Vec<u64>) {
             continue;
         }
         let b = run.as_bytes();
-        for (i, &c) in b.iter().enumerate() {
-            if i == 0 {
-                set(&mut starts, out.len());
-            } else if splits(b, i) {
-                set(&mut starts, out.len());
-                set(&mut ends, out.len());
+        let base = out.len();
+        for (k, &at) in token_starts(b).iter().enumerate() {
+            set(&mut starts, base + at);
+            if k > 0 {
+                set(&mut ends, base + at);
             }
-            out.push(c.to_ascii_lowercase() as char);
         }
+        out.extend(b.iter().map(|c| c.to_ascii_lowercase() as char));
         set(&mut ends, out.len());
     }
     (out, starts, ends)
@@ -135,6 +170,15 @@ mod tests {
         assert_eq!(without_parens("nccl(ncclDevComm*, (a)b) tail"), "nccl  tail");
         assert_eq!(without_parens("f(unclosed"), "f (unclosed");
         assert_eq!(without_parens("plain"), "plain");
+    }
+
+    #[test]
+    fn enum_and_type_names_are_one_token() {
+        assert_eq!(tokens("Rmsnorm2dFusedQuantEnumE0"), ["rmsnorm", "2", "d", "fusedquantenum", "e", "0"]);
+        assert_eq!(tokens("N4vllm18Fp8KVCacheDataTypeE0"), ["n", "4", "vllm", "18", "fp8kvcachedatatype", "e", "0"]);
+        assert_eq!(tokens("GemmType"), ["gemmtype"]);
+        assert_eq!(tokens("Type"), ["type"]);
+        assert_eq!(tokens("FlashAttnFwdSm90"), ["flash", "attn", "fwd", "sm", "90"]);
     }
 
     #[test]
