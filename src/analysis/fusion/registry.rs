@@ -102,7 +102,7 @@ pub struct PatternSpec {
     /// Frameworks the pattern applies to; empty means every framework.
     pub frameworks: Vec<Framework>,
     /// Model families ([`FAMILIES`]) the pattern applies to; empty means
-    /// any model. Under whole-token matching one of them must show in the
+    /// any model. Under whole-token matching one of them has to appear in the
     /// trace.
     pub families: Vec<String>,
     pub rationale: String,
