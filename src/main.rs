@@ -26,6 +26,8 @@ enum Command {
     Triage(commands::triage::TriageArgs),
     /// Triage every per-rank trace below a directory and compare the ranks.
     Batch(commands::batch::BatchArgs),
+    /// Compare two traces or profile directories stage by stage (BASE -> NEW).
+    Diff(commands::diff::DiffArgs),
     /// List the fuse patterns, or validate a user pattern file (--check).
     Patterns(commands::patterns::PatternsArgs),
 }
@@ -46,6 +48,7 @@ fn main() {
         Command::Stats(a) => commands::stats::run(a, &cli.global),
         Command::Triage(a) => commands::triage::run(a, &cli.global),
         Command::Batch(a) => commands::batch::run(a, &cli.global),
+        Command::Diff(a) => commands::diff::run(a, &cli.global),
         Command::Patterns(a) => commands::patterns::run(a, &cli.global),
     };
     match result {

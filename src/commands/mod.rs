@@ -2,6 +2,7 @@
 //! binary only parses and dispatches; each handler returns the exit code.
 
 pub mod batch;
+pub mod diff;
 pub mod patterns;
 pub mod stats;
 pub mod triage;

@@ -4,6 +4,7 @@
 //! ([`batch`]).
 
 pub mod batch;
+pub mod diff;
 pub mod json;
 pub mod markdown;
 pub mod model;

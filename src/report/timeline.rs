@@ -19,7 +19,7 @@ fn us(x: Option<f64>) -> String {
 }
 
 /// The figures of a stage, its GPUs' summed.
-fn stage_sum(stage: &StageTimeline) -> Figures {
+pub(crate) fn stage_sum(stage: &StageTimeline) -> Figures {
     let mut f = Figures::default();
     let mut comm_overlap_num = 0.0;
     for g in &stage.gpus {

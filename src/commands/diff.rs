@@ -1,0 +1,72 @@
+//! `torchtriage diff BASE NEW`: two traces (or profile directories) triaged
+//! alike and compared stage by stage, with an optional regression gate.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::triage::Format;
+use super::{AnalysisArgs, Global};
+use crate::error::{Error, Result};
+use crate::report;
+use crate::report::diff::{diff, DiffOptions, GateBasis, GateOptions};
+use crate::report::model::TriageReport;
+use crate::run::triage::{run_triage, TriageInput, TriageOptions};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The baseline: a trace file or profile directory.
+    pub base: PathBuf,
+    /// The trace file or profile directory compared against it.
+    pub new: PathBuf,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    pub format: Format,
+    /// Exit 1 when some stage of NEW is worse than BASE by more than this
+    /// percentage (one line per such stage on stderr).
+    #[arg(long, value_name = "PCT")]
+    pub gate: Option<f64>,
+    /// The figure the gate compares: `busy` (GPU busy time), `step` (median
+    /// step time) or `kernel` (total kernel time). Default: the step median
+    /// where both sides have steps, else busy time.
+    #[arg(long, value_enum, requires = "gate")]
+    pub gate_on: Option<GateBasis>,
+}
+
+/// Triages one side, with the notes `triage` prints.
+fn side(path: &std::path::Path, opts: &TriageOptions) -> Result<TriageReport> {
+    let rep = run_triage(&TriageInput::Single(path.to_path_buf()), opts)?;
+    if !opts.quiet {
+        for left_out in &rep.left_out {
+            let _ = writeln!(std::io::stderr(), "{}", left_out.note());
+        }
+        for (path, skipped) in &rep.skipped_by_trace {
+            super::warn_skipped(path, *skipped);
+        }
+    }
+    Ok(rep)
+}
+
+pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
+    let gate = match args.gate {
+        Some(pct) if !pct.is_finite() || pct < 0.0 => {
+            return Err(Error::usage("--gate must be a non-negative number"));
+        }
+        Some(threshold_pct) => Some(GateOptions { threshold_pct, basis: args.gate_on }),
+        None => None,
+    };
+    let opts = args.analysis.triage_options(global.quiet)?;
+    let (base, new) = rayon::join(|| side(&args.base, &opts), || side(&args.new, &opts));
+    let (base, new) = (base?, new?);
+    let d = diff(&base, &new, &DiffOptions { min_share: opts.min_share, gate });
+    match args.format {
+        Format::Markdown => super::print_report(&report::diff::markdown(&d))?,
+        Format::Json => super::print_report(&report::json::pretty(&d))?,
+    }
+    let failures = d.gate_failures();
+    for line in &failures {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+    Ok(if failures.is_empty() { 0 } else { 1 })
+}
