@@ -103,8 +103,17 @@ pub struct StageFigures {
     pub kernel_us: Option<f64>,
 }
 
-/// The figures in display order: (JSON key, label, is a time, value).
-type FigureRow = (&'static str, &'static str, bool, Option<f64>);
+/// How a figure is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    Time,
+    /// A share, 0–100; its change is in points.
+    Percent,
+    Count,
+}
+
+/// The figures in display order: (label, unit, value).
+type FigureRow = (&'static str, Unit, Option<f64>);
 
 impl StageFigures {
     fn of(timeline: Option<&StageTimeline>, kernel_us: Option<f64>) -> Self {
@@ -128,18 +137,18 @@ impl StageFigures {
 
     fn rows(&self) -> [FigureRow; 12] {
         [
-            ("window_us", "window", true, self.window_us),
-            ("busy_us", "busy", true, self.busy_us),
-            ("idle_us", "idle", true, self.idle_us),
-            ("idle_pct", "idle share", false, self.idle_pct),
-            ("compute_us", "compute", true, self.compute_us),
-            ("comm_us", "communication", true, self.comm_us),
-            ("comm_comp_overlap_pct", "comm/compute overlap", false, self.comm_comp_overlap_pct),
-            ("step_p50_us", "step p50", true, self.step_p50_us),
-            ("step_p90_us", "step p90", true, self.step_p90_us),
-            ("launch_delay_p50_us", "launch delay p50", true, self.launch_delay_p50_us),
-            ("kernels_per_step", "kernels per step", false, self.kernels_per_step),
-            ("kernel_us", "kernel time", true, self.kernel_us),
+            ("window", Unit::Time, self.window_us),
+            ("busy", Unit::Time, self.busy_us),
+            ("idle", Unit::Time, self.idle_us),
+            ("idle share", Unit::Percent, self.idle_pct),
+            ("compute", Unit::Time, self.compute_us),
+            ("communication", Unit::Time, self.comm_us),
+            ("comm/compute overlap", Unit::Percent, self.comm_comp_overlap_pct),
+            ("step p50", Unit::Time, self.step_p50_us),
+            ("step p90", Unit::Time, self.step_p90_us),
+            ("launch delay p50", Unit::Time, self.launch_delay_p50_us),
+            ("kernels per step", Unit::Count, self.kernels_per_step),
+            ("kernel time", Unit::Time, self.kernel_us),
         ]
     }
 
@@ -441,20 +450,42 @@ fn signed_pct(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |v| signed(format!("{}%", fixed(v, 1)), v))
 }
 
-fn cell(x: Option<f64>, is_time: bool) -> String {
-    match x {
-        None => "-".into(),
-        Some(v) if is_time => time(v),
-        Some(v) => fixed(v, 1),
+fn cell(x: Option<f64>, unit: Unit) -> String {
+    match (x, unit) {
+        (None, _) => "-".into(),
+        (Some(v), Unit::Time) => time(v),
+        (Some(v), Unit::Percent) => format!("{}%", fixed(v, 1)),
+        (Some(v), Unit::Count) => fixed(v, 1),
     }
 }
 
-fn delta_cell(base: Option<f64>, delta: Option<f64>, is_time: bool) -> String {
+fn delta_cell(base: Option<f64>, delta: Option<f64>, unit: Unit) -> String {
     let Some(d) = delta else { return "-".into() };
-    let abs = signed(if is_time { time(d) } else { fixed(d, 1) }, d);
-    match base {
-        Some(b) if is_time && b > 0.0 => format!("{abs} ({})", signed_pct(Some(100.0 * d / b))),
-        _ => abs,
+    match unit {
+        Unit::Time => {
+            let abs = signed(time(d), d);
+            match base {
+                Some(b) if b > 0.0 => format!("{abs} ({})", signed_pct(Some(100.0 * d / b))),
+                _ => abs,
+            }
+        }
+        Unit::Percent => format!("{} pt", signed(fixed(d, 1), d)),
+        Unit::Count => {
+            let abs = signed(fixed(d, 1), d);
+            match base {
+                Some(b) if b > 0.0 => format!("{abs} ({})", signed_pct(Some(100.0 * d / b))),
+                _ => abs,
+            }
+        }
+    }
+}
+
+/// A kernel's time on one side, `-` when it did not run there.
+fn side_time(us: f64, count: u64) -> String {
+    if count == 0 && us == 0.0 {
+        "-".into()
+    } else {
+        time(us)
     }
 }
 
@@ -490,15 +521,15 @@ pub fn markdown(d: &DiffReport) -> String {
         out.push("| --- | ---: | ---: | ---: |".into());
         let (base, new, delta) = (s.timeline.base.rows(), s.timeline.new.rows(), s.timeline.delta.rows());
         for ((b, n), dl) in base.iter().zip(&new).zip(&delta) {
-            let (_, label, is_time, bv) = *b;
-            if bv.is_none() && n.3.is_none() {
+            let (label, unit, bv) = *b;
+            if bv.is_none() && n.2.is_none() {
                 continue;
             }
             out.push(format!(
                 "| {label} | {} | {} | {} |",
-                cell(bv, is_time),
-                cell(n.3, is_time),
-                delta_cell(bv, dl.3, is_time)
+                cell(bv, unit),
+                cell(n.2, unit),
+                delta_cell(bv, dl.2, unit)
             ));
         }
         if let Some(g) = &s.gate {
@@ -520,8 +551,8 @@ pub fn markdown(d: &DiffReport) -> String {
                 "| {} | {} | {} | {} | {} | {} | {} → {} | {} |",
                 escape_md_cell(&k.kernel),
                 escape_md_cell(k.category),
-                time(k.base_us),
-                time(k.new_us),
+                side_time(k.base_us, k.base_count),
+                side_time(k.new_us, k.new_count),
                 signed(time(k.delta_us), k.delta_us),
                 signed_pct(k.delta_pct),
                 k.base_count,

@@ -1,0 +1,173 @@
+//! `torchtriage diff BASE NEW`: the comparison, its JSON and the gate's
+//! exit codes, through the binary.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+const BUNDLED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"
+);
+
+/// `count` back-to-back launches of each (name, duration) on one stream.
+fn write_trace(dir: &Path, file: &str, kernels: &[(&str, u64)], count: u64) -> PathBuf {
+    let mut events = Vec::new();
+    let mut ts = 1000;
+    let mut corr = 1;
+    for _ in 0..count {
+        for &(name, dur) in kernels {
+            events.push(format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": {dur}, "args": {{"stream": 7, "correlation": {corr}, "External id": {corr}}}}}"#
+            ));
+            ts += dur + 5;
+            corr += 1;
+        }
+    }
+    let p = dir.join(file);
+    std::fs::write(&p, format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"))).unwrap();
+    p
+}
+
+/// BASE: three kernels; NEW: the first twice as slow, the third removed.
+fn slowed_pair(dir: &Path) -> (PathBuf, PathBuf) {
+    let gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_cublas";
+    let norm = "void vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*)";
+    let act = "void vllm::act_and_mul_kernel<c10::BFloat16>(c10::BFloat16*)";
+    let base = write_trace(dir, "base.json", &[(gemm, 100), (norm, 40), (act, 30)], 10);
+    let new = write_trace(dir, "new.json", &[(gemm, 200), (norm, 40)], 10);
+    (base, new)
+}
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = common::run(args);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut all = vec!["-q", "diff", "--format", "json"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = run(&all);
+    let v = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    (code, v, stderr)
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn a_trace_against_itself_changes_nothing() {
+    let (code, v, stderr) = json(&["--gate", "0", BUNDLED, BUNDLED]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["gate"]["threshold_pct"], 0.0);
+    assert_eq!(v["gate"]["basis"], "auto");
+    assert_eq!(v["gate"]["tripped"], false);
+    let stages = v["stages"].as_array().unwrap();
+    assert!(!stages.is_empty(), "{v}");
+    for s in stages {
+        let kernels = s["kernels"].as_array().unwrap();
+        assert!(!kernels.is_empty(), "{s}");
+        for k in kernels {
+            assert_eq!(num(&k["delta_us"]), 0.0, "{k}");
+            assert_eq!(k["status"], "changed", "{k}");
+            assert_eq!(k["base_count"], k["new_count"], "{k}");
+        }
+        let delta = s["timeline"]["delta"].as_object().unwrap();
+        assert_eq!(num(&delta["busy_us"]), 0.0, "{s}");
+        for (key, d) in delta {
+            assert!(d.is_null() || num(d) == 0.0, "{key}: {d}");
+        }
+        assert!(num(&s["timeline"]["base"]["busy_us"]) > 0.0, "{s}");
+    }
+}
+
+#[test]
+fn a_slowed_and_a_removed_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = slowed_pair(dir.path());
+    let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let (code, v, stderr) = json(&[base, new]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(v["gate"]["tripped"].is_null(), "{}", v["gate"]);
+    let stages = v["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 1, "{v}");
+    let kernels = stages[0]["kernels"].as_array().unwrap();
+    let first = &kernels[0];
+    assert_eq!(first["status"], "changed", "{first}");
+    assert!(first["kernel"].as_str().unwrap().contains("gemm"), "{first}");
+    assert!((num(&first["delta_pct"]) - 100.0).abs() <= 1.0, "{first}");
+    assert_eq!(num(&first["delta_us"]), 1000.0, "{first}");
+    assert_eq!((first["base_count"].as_u64(), first["new_count"].as_u64()), (Some(10), Some(10)));
+    let gone: Vec<&Value> = kernels.iter().filter(|k| k["status"] == "gone").collect();
+    assert_eq!(gone.len(), 1, "{kernels:?}");
+    assert!(gone[0]["kernel"].as_str().unwrap().contains("act_and_mul"), "{}", gone[0]);
+    assert_eq!(num(&gone[0]["new_us"]), 0.0);
+    assert_eq!(gone[0]["new_count"], 0);
+    let norm = kernels.iter().find(|k| k["kernel"].as_str().unwrap().contains("rms_norm")).unwrap();
+    assert_eq!(num(&norm["delta_us"]), 0.0, "{norm}");
+    assert!(num(&stages[0]["timeline"]["delta"]["busy_us"]) > 0.0, "{}", stages[0]["timeline"]);
+
+    // Markdown: the same first row, readable.
+    let (code, md, _) = run(&["-q", "diff", base, new]);
+    assert_eq!(code, Some(0));
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ") && l.ends_with(" |")).collect();
+    let first_kernel = rows.iter().find(|l| l.contains("_cublas")).unwrap();
+    assert!(first_kernel.contains("+100.0%") && first_kernel.ends_with("| changed |"), "{md}");
+    assert!(md.contains("| busy |"), "{md}");
+}
+
+#[test]
+fn the_gate_sets_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = slowed_pair(dir.path());
+    let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
+
+    let (code, v, stderr) = json(&["--gate", "5", base, new]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(v["gate"]["tripped"], true);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].starts_with("torchtriage: gate: all: busy "), "{stderr}");
+    assert!(lines[0].ends_with("exceeds 5.0%"), "{stderr}");
+
+    let (code, v, stderr) = json(&["--gate", "200", base, new]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(v["gate"]["tripped"], false);
+    assert!(stderr.is_empty(), "{stderr}");
+
+    // Kernel time went from 1700 µs to 2400 µs: +41%.
+    let (code, _, stderr) = json(&["--gate", "40", "--gate-on", "kernel", base, new]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(": kernel "), "{stderr}");
+    let (code, _, _) = json(&["--gate", "42", "--gate-on", "kernel", base, new]);
+    assert_eq!(code, Some(0));
+
+    // The other way round NEW is faster: never a regression.
+    let (code, _, stderr) = json(&["--gate", "0", new, base]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, _) = slowed_pair(dir.path());
+    let base = base.to_str().unwrap();
+    let missing = dir.path().join("missing.json");
+    let (code, stdout, stderr) = run(&["-q", "diff", base, missing.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stdout.is_empty() && stderr.starts_with("torchtriage: "), "{stderr}");
+    let (code, _, stderr) = run(&["-q", "diff", "--gate=-3", base, base]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let (code, _, _) = run(&["-q", "diff", "--gate-on", "busy", base, base]);
+    assert_eq!(code, Some(2));
+    let (code, _, _) = run(&["-q", "diff", "--gate", "1", "--gate-on", "nonesuch", base, base]);
+    assert_eq!(code, Some(2));
+}
