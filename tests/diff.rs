@@ -136,7 +136,7 @@ fn the_gate_sets_the_exit_code() {
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].starts_with("torchtriage: gate: all: busy "), "{stderr}");
-    assert!(lines[0].ends_with("exceeds 5.0%"), "{stderr}");
+    assert!(lines[0].ends_with("exceeds 5%"), "{stderr}");
 
     let (code, v, stderr) = json(&["--gate", "200", base, new]);
     assert_eq!(code, Some(0), "{stderr}");

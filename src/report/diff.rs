@@ -409,13 +409,12 @@ impl DiffReport {
             .filter_map(|s| {
                 let g = s.gate.as_ref().filter(|g| g.tripped)?;
                 Some(format!(
-                    "torchtriage: gate: {}: {} {} -> {} ({}) exceeds {}%",
+                    "torchtriage: gate: {}: {} {} -> {} ({}) exceeds {threshold}%",
                     s.stage.as_str(),
                     g.basis.label(),
                     time(g.base_us),
                     time(g.new_us),
-                    signed_pct(g.change_pct),
-                    fixed(threshold, 1)
+                    signed_pct(g.change_pct)
                 ))
             })
             .collect()
@@ -507,7 +506,7 @@ pub fn markdown(d: &DiffReport) -> String {
     }
     if let (Some(t), Some(b), Some(tripped)) = (d.gate.threshold_pct, d.gate.basis, d.gate.tripped) {
         let outcome = if tripped { "tripped" } else { "passed" };
-        out.push(format!("- gate: {outcome} (basis {b}, threshold {}%)", fixed(t, 1)));
+        out.push(format!("- gate: {outcome} (basis {b}, threshold {t}%)"));
     }
     if d.stages.is_empty() {
         out.push(String::new());
@@ -740,7 +739,7 @@ mod tests {
         let lines = d.gate_failures();
         assert_eq!(lines.len(), 1);
         assert!(
-            lines[0].starts_with("torchtriage: gate: decode: busy 100.0 µs -> 110.0 µs (+10.0%) exceeds 5.0%"),
+            lines[0].starts_with("torchtriage: gate: decode: busy 100.0 µs -> 110.0 µs (+10.0%) exceeds 5%"),
             "{}",
             lines[0]
         );
