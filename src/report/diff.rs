@@ -204,6 +204,7 @@ impl KernelStatus {
 /// One kernel (canonical name) of a stage on both sides.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KernelDiff {
+    #[serde(rename = "name")]
     pub kernel: Text,
     pub category: &'static str,
     pub base_us: f64,
