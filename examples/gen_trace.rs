@@ -6,7 +6,13 @@
 //! user and GPU annotations for prefill and decode steps, flow events, long
 //! C++ template kernel names and escaped strings.
 //!
-//! Usage: gen_trace (--size-mb N | --size-kb N) [--format json|gz|zst] [--seed S] OUT
+//! Usage: gen_trace (--size-mb N | --size-kb N) [--format json|gz|zst] [--seed S]
+//!                  [--slow-kernel TEXT] [--drop-kernel TEXT] OUT
+//!
+//! `--slow-kernel` makes every kernel whose name contains TEXT run twice as
+//! long; `--drop-kernel` leaves out every kernel whose name contains TEXT
+//! (its CPU op and launch stay). Everything else is the same as without
+//! them for the same seed, so two such traces make a pair for `diff`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -55,6 +61,7 @@ fn main() -> std::io::Result<()> {
     let mut format = "json".to_string();
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut out = None;
+    let mut variant = Variant::default();
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -74,6 +81,14 @@ fn main() -> std::io::Result<()> {
                 seed = args[i + 1].parse().expect("--seed S");
                 i += 1;
             }
+            "--slow-kernel" => {
+                variant.slow = Some(args[i + 1].clone());
+                i += 1;
+            }
+            "--drop-kernel" => {
+                variant.drop = Some(args[i + 1].clone());
+                i += 1;
+            }
             p => out = Some(p.to_string()),
         }
         i += 1;
@@ -85,7 +100,7 @@ fn main() -> std::io::Result<()> {
         "zst" => Box::new(zstd::stream::write::Encoder::new(file, 3)?.auto_finish()),
         _ => Box::new(file),
     };
-    let written = generate(&mut w, size_kb << 10, seed)?;
+    let written = generate(&mut w, size_kb << 10, seed, &variant)?;
     w.flush()?;
     drop(w);
     eprintln!("wrote {out}: {:.1} MB of JSON", written as f64 / 1e6);
@@ -107,7 +122,14 @@ impl Write for Counter<'_> {
     }
 }
 
-fn generate(w: &mut dyn Write, target: u64, seed: u64) -> std::io::Result<u64> {
+/// Kernels made slower or left out (matched by a substring of the name).
+#[derive(Default)]
+struct Variant {
+    slow: Option<String>,
+    drop: Option<String>,
+}
+
+fn generate(w: &mut dyn Write, target: u64, seed: u64, variant: &Variant) -> std::io::Result<u64> {
     let mut c = Counter { w, n: 0 };
     let mut rng = Rng(seed | 1);
     write!(
@@ -132,7 +154,10 @@ fn generate(w: &mut dyn Write, target: u64, seed: u64) -> std::io::Result<u64> {
         }
     };
     write!(c, "  {{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": {ts}, \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"args\": {{\"name\": \"python3 \\\"main\\\"\"}}}}")?;
-    while c.n < target {
+    // Bytes a variant left out or wrote on top of the plain trace: counted
+    // as written, so that both traces of a pair have the same steps.
+    let mut offset: i64 = 0;
+    while c.n as i64 + offset < target as i64 {
         step += 1;
         let stage = if step % 8 == 1 { "prefill" } else { "decode" };
         let step_start = ts;
@@ -162,10 +187,22 @@ fn generate(w: &mut dyn Write, target: u64, seed: u64) -> std::io::Result<u64> {
                 sep(&mut c)?;
                 write!(c, "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"dur\": 4, \"args\": {{\"External id\": {ext}, \"cbid\": 211, \"correlation\": {corr}}}}}", op_ts + 2)?;
                 let stream = if k == 4 { 13 } else { 7 };
-                let kdur = 5 + rng.below(60);
+                let mut kdur = 5 + rng.below(60);
                 let kts = gpu_ts.max(op_ts + 6);
                 let escaped = kname.replace('"', "\\\"");
-                step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{escaped}\", \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}.{:03}, \"dur\": {kdur}.{:03}, \"args\": {{\"External id\": {ext}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 128, \"shared memory\": 0, \"blocks per SM\": 1.5, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 0}}}}", rng.below(1000), rng.below(1000)));
+                let (ts_frac, mut dur_frac) = (rng.below(1000), rng.below(1000));
+                let plain_len = format!("{kdur}.{dur_frac:03}").len() as i64;
+                if variant.slow.as_deref().is_some_and(|t| kname.contains(t)) {
+                    let ns = 2 * (kdur * 1000 + dur_frac);
+                    (kdur, dur_frac) = (ns / 1000, ns % 1000);
+                    offset += plain_len - format!("{kdur}.{dur_frac:03}").len() as i64;
+                }
+                let dropped = variant.drop.as_deref().is_some_and(|t| kname.contains(t));
+                step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{escaped}\", \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}.{ts_frac:03}, \"dur\": {kdur}.{dur_frac:03}, \"args\": {{\"External id\": {ext}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 128, \"shared memory\": 0, \"blocks per SM\": 1.5, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 0}}}}"));
+                if dropped {
+                    // The line and its separator count as written.
+                    offset += step_events.pop().map_or(0, |e| e.len() as i64 + 2);
+                }
                 if k % 2 == 0 {
                     step_events.push(format!("  {{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", op_ts + 2));
                     step_events.push(format!("  {{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}"));
