@@ -7,12 +7,20 @@
 //! C++ template kernel names and escaped strings.
 //!
 //! Usage: gen_trace (--size-mb N | --size-kb N) [--format json|gz|zst] [--seed S]
-//!                  [--slow-kernel TEXT] [--drop-kernel TEXT] OUT
+//!                  [--gpu-bound] [--slow-kernel TEXT] [--drop-kernel TEXT] OUT
+//!
+//! Each step ends with a stream synchronize, as a serving engine's step does
+//! when it reads back the sampled tokens, so a step lasts as long as the
+//! slower of host and GPU. By default kernels are shorter than the host's
+//! time per launch (the host sets the step time); `--gpu-bound` makes the
+//! GEMM four times as long, so the GPU does.
 //!
 //! `--slow-kernel` makes every kernel whose name contains TEXT run twice as
 //! long; `--drop-kernel` leaves out every kernel whose name contains TEXT
-//! (its CPU op and launch stay). Everything else is the same as without
-//! them for the same seed, so two such traces make a pair for `diff`.
+//! (its CPU op and launch stay). The trace then has as many steps as the
+//! trace without them for the same seed and size, and everything but those
+//! kernels (and the times they shift) is the same, so the two make a pair
+//! for `diff`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -30,9 +38,12 @@ impl Rng {
     }
 }
 
+/// The engine's step and the model runner's call in it: one frame each
+/// per step, spanning it.
+const STEP_FRAME: &str = "vllm/v1/engine/core.py(245): step";
+const EXECUTE_FRAME: &str = "vllm/v1/worker/gpu_model_runner.py(1402): execute_model";
+
 const PY_FRAMES: &[&str] = &[
-    "vllm/v1/engine/core.py(245): step",
-    "vllm/v1/worker/gpu_model_runner.py(1402): execute_model",
     "vllm/model_executor/models/llama.py(343): forward",
     "vllm/model_executor/models/llama.py(229): forward",
     "vllm/model_executor/layers/linear.py(510): forward",
@@ -81,6 +92,7 @@ fn main() -> std::io::Result<()> {
                 seed = args[i + 1].parse().expect("--seed S");
                 i += 1;
             }
+            "--gpu-bound" => variant.gpu_bound = true,
             "--slow-kernel" => {
                 variant.slow = Some(args[i + 1].clone());
                 i += 1;
@@ -100,7 +112,14 @@ fn main() -> std::io::Result<()> {
         "zst" => Box::new(zstd::stream::write::Encoder::new(file, 3)?.auto_finish()),
         _ => Box::new(file),
     };
-    let written = generate(&mut w, size_kb << 10, seed, &variant)?;
+    let stop = if variant.slow.is_some() || variant.drop.is_some() {
+        // As many steps as the trace without the changes.
+        let plain = Variant { gpu_bound: variant.gpu_bound, ..Variant::default() };
+        Stop::Steps(generate(&mut std::io::sink(), Stop::Bytes(size_kb << 10), seed, &plain)?.1)
+    } else {
+        Stop::Bytes(size_kb << 10)
+    };
+    let (written, _) = generate(&mut w, stop, seed, &variant)?;
     w.flush()?;
     drop(w);
     eprintln!("wrote {out}: {:.1} MB of JSON", written as f64 / 1e6);
@@ -122,14 +141,33 @@ impl Write for Counter<'_> {
     }
 }
 
-/// Kernels made slower or left out (matched by a substring of the name).
+/// When the trace ends: at a size, or after a number of steps.
+#[derive(Clone, Copy)]
+enum Stop {
+    Bytes(u64),
+    Steps(u64),
+}
+
+impl Stop {
+    fn reached(self, bytes: u64, steps: u64) -> bool {
+        match self {
+            Stop::Bytes(n) => bytes >= n,
+            Stop::Steps(n) => steps >= n,
+        }
+    }
+}
+
+/// The shape of the kernels, and kernels made slower or left out (matched
+/// by a substring of the name).
 #[derive(Default)]
 struct Variant {
+    gpu_bound: bool,
     slow: Option<String>,
     drop: Option<String>,
 }
 
-fn generate(w: &mut dyn Write, target: u64, seed: u64, variant: &Variant) -> std::io::Result<u64> {
+/// Writes the trace; returns the bytes of JSON and the steps written.
+fn generate(w: &mut dyn Write, stop: Stop, seed: u64, variant: &Variant) -> std::io::Result<(u64, u64)> {
     let mut c = Counter { w, n: 0 };
     let mut rng = Rng(seed | 1);
     write!(
@@ -154,10 +192,7 @@ fn generate(w: &mut dyn Write, target: u64, seed: u64, variant: &Variant) -> std
         }
     };
     write!(c, "  {{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": {ts}, \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"args\": {{\"name\": \"python3 \\\"main\\\"\"}}}}")?;
-    // Bytes a variant left out or wrote on top of the plain trace: counted
-    // as written, so that both traces of a pair have the same steps.
-    let mut offset: i64 = 0;
-    while c.n as i64 + offset < target as i64 {
+    while !stop.reached(c.n, step) {
         step += 1;
         let stage = if step % 8 == 1 { "prefill" } else { "decode" };
         let step_start = ts;
@@ -187,23 +222,21 @@ fn generate(w: &mut dyn Write, target: u64, seed: u64, variant: &Variant) -> std
                 sep(&mut c)?;
                 write!(c, "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"dur\": 4, \"args\": {{\"External id\": {ext}, \"cbid\": 211, \"correlation\": {corr}}}}}", op_ts + 2)?;
                 let stream = if k == 4 { 13 } else { 7 };
-                let mut kdur = 5 + rng.below(60);
+                let weight = if variant.gpu_bound && k == 0 { 4 } else { 1 };
+                let mut kdur = (5 + rng.below(60)) * weight;
                 let kts = gpu_ts.max(op_ts + 6);
                 let escaped = kname.replace('"', "\\\"");
                 let (ts_frac, mut dur_frac) = (rng.below(1000), rng.below(1000));
-                let plain_len = format!("{kdur}.{dur_frac:03}").len() as i64;
                 if variant.slow.as_deref().is_some_and(|t| kname.contains(t)) {
                     let ns = 2 * (kdur * 1000 + dur_frac);
                     (kdur, dur_frac) = (ns / 1000, ns % 1000);
-                    offset += plain_len - format!("{kdur}.{dur_frac:03}").len() as i64;
                 }
                 let dropped = variant.drop.as_deref().is_some_and(|t| kname.contains(t));
                 step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{escaped}\", \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}.{ts_frac:03}, \"dur\": {kdur}.{dur_frac:03}, \"args\": {{\"External id\": {ext}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 128, \"shared memory\": 0, \"blocks per SM\": 1.5, \"warps per SM\": 12.0, \"grid\": [132, 1, 1], \"block\": [384, 1, 1], \"est. achieved occupancy %\": 0}}}}"));
                 if dropped {
-                    // The line and its separator count as written.
-                    offset += step_events.pop().map_or(0, |e| e.len() as i64 + 2);
+                    step_events.pop();
                 }
-                if k % 2 == 0 {
+                if k % 2 == 0 && !dropped {
                     step_events.push(format!("  {{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", op_ts + 2));
                     step_events.push(format!("  {{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": {stream}, \"ts\": {kts}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}"));
                 }
@@ -213,7 +246,9 @@ fn generate(w: &mut dyn Write, target: u64, seed: u64, variant: &Variant) -> std
                 if k == 1 && rng.below(8) == 0 {
                     step_events.push(format!("  {{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset (Device)\", \"pid\": 0, \"tid\": 7, \"ts\": {}, \"dur\": 1.1, \"args\": {{\"stream\": 7, \"correlation\": {}, \"bytes\": 512}}}}", kts + kdur + 1, corr + 2_000_000_000));
                 }
-                gpu_ts = kts + kdur + 1;
+                if !dropped {
+                    gpu_ts = kts + kdur + 1;
+                }
                 ts = base + 48;
                 corr += 1;
                 ext += 1;
@@ -223,6 +258,17 @@ fn generate(w: &mut dyn Write, target: u64, seed: u64, variant: &Variant) -> std
             sep(&mut c)?;
             c.write_all(e.as_bytes())?;
         }
+        // The step reads its result back: the host waits for the GPU.
+        let sync_end = ts.max(gpu_ts) + 2;
+        sep(&mut c)?;
+        write!(c, "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {ts}, \"dur\": {}, \"args\": {{\"cbid\": 131, \"correlation\": {corr}}}}}", sync_end - ts)?;
+        corr += 1;
+        ts = sync_end;
+        sep(&mut c)?;
+        write!(c, "  {{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"{STEP_FRAME}\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {step_start}, \"dur\": {}, \"args\": {{\"Python parent id\": 0, \"Python id\": {pyid}, \"Python thread\": 0}}}}", ts - step_start)?;
+        sep(&mut c)?;
+        write!(c, "  {{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"{EXECUTE_FRAME}\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"dur\": {}, \"args\": {{\"Python parent id\": {pyid}, \"Python id\": {}, \"Python thread\": 0}}}}", step_start + 1, ts - step_start - 2, pyid + 1)?;
+        pyid += 2;
         sep(&mut c)?;
         write!(c, "  {{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"execute_model_{stage}\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {step_start}, \"dur\": {}, \"args\": {{\"External id\": {ext}}}}}", ts - step_start)?;
         sep(&mut c)?;
@@ -231,5 +277,5 @@ fn generate(w: &mut dyn Write, target: u64, seed: u64, variant: &Variant) -> std
         ts += 20;
     }
     write!(c, "\n  ],\n  \"traceName\": \"synthetic \\u00e9 trace\"\n}}\n")?;
-    Ok(c.n)
+    Ok((c.n, step))
 }

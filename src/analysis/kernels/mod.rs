@@ -2,6 +2,7 @@
 //! names and categories, and per-name totals.
 
 pub mod extract;
+pub mod family;
 pub mod names;
 
 use indexmap::IndexMap;

@@ -1,0 +1,337 @@
+//! Builds a [`DiffReport`] from two triage reports: stage matching, the
+//! timeline figures, normalisation, kernel and category rows, the gate.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::analysis::kernels::family::comparison_category;
+use crate::analysis::timeline::StageTimeline;
+use crate::report::model::TriageReport;
+use crate::report::timeline::stage_sum;
+
+impl StageFigures {
+    fn of(timeline: Option<&StageTimeline>, kernel_us: Option<f64>) -> Self {
+        let mut f = StageFigures { kernel_us, ..StageFigures::default() };
+        if let Some(t) = timeline {
+            let sum = stage_sum(t);
+            f.window_us = Some(sum.window_us);
+            f.busy_us = Some(sum.busy_us);
+            f.idle_us = Some(sum.idle_us);
+            f.idle_pct = sum.idle_pct;
+            f.compute_us = Some(sum.compute_us);
+            f.comm_us = Some(sum.comm_us);
+            f.comm_comp_overlap_pct = sum.comm_comp_overlap_pct;
+            f.steps = (t.steps.count > 0).then_some(t.steps.count as f64);
+            f.step_p50_us = t.steps.p50_us;
+            f.step_p90_us = t.steps.p90_us;
+            f.launch_delay_p50_us = t.launch.delay_p50_us;
+            f.kernels_per_step = t.launch.kernels_per_step;
+        }
+        f
+    }
+
+    /// Applies `f` to each pair of figures.
+    fn zip(a: &Self, b: &Self, f: impl Fn(Option<f64>, Option<f64>) -> Option<f64>) -> Self {
+        StageFigures {
+            window_us: f(a.window_us, b.window_us),
+            busy_us: f(a.busy_us, b.busy_us),
+            idle_us: f(a.idle_us, b.idle_us),
+            idle_pct: f(a.idle_pct, b.idle_pct),
+            compute_us: f(a.compute_us, b.compute_us),
+            comm_us: f(a.comm_us, b.comm_us),
+            comm_comp_overlap_pct: f(a.comm_comp_overlap_pct, b.comm_comp_overlap_pct),
+            steps: f(a.steps, b.steps),
+            step_p50_us: f(a.step_p50_us, b.step_p50_us),
+            step_p90_us: f(a.step_p90_us, b.step_p90_us),
+            launch_delay_p50_us: f(a.launch_delay_p50_us, b.launch_delay_p50_us),
+            kernels_per_step: f(a.kernels_per_step, b.kernels_per_step),
+            kernel_us: f(a.kernel_us, b.kernel_us),
+        }
+    }
+
+    fn delta(base: &Self, new: &Self) -> Self {
+        Self::zip(base, new, |b, n| Some(n? - b?))
+    }
+}
+
+/// Windows closer than this (relative) cover the same span.
+const SAME_WINDOW: f64 = 0.01;
+
+impl Normalization {
+    const NONE: Normalization = Normalization { basis: NormBasis::None, base_units: None, new_units: None };
+
+    /// Per step when both sides have steps and their numbers differ; per ms
+    /// of window when a side has no steps and the windows differ by more
+    /// than [`SAME_WINDOW`]; else none.
+    fn of(base: &StageFigures, new: &StageFigures) -> Self {
+        match (base.steps, new.steps, base.window_us, new.window_us) {
+            (Some(b), Some(n), ..) if b != n => {
+                Normalization { basis: NormBasis::Step, base_units: Some(b), new_units: Some(n) }
+            }
+            (Some(_), Some(_), ..) => Self::NONE,
+            (_, _, Some(b), Some(n)) if b > 0.0 && n > 0.0 && ((n - b) / b).abs() > SAME_WINDOW => {
+                Normalization { basis: NormBasis::WindowMs, base_units: Some(b / 1e3), new_units: Some(n / 1e3) }
+            }
+            _ => Self::NONE,
+        }
+    }
+
+    fn per_unit(&self, base_us: f64, new_us: f64, base_count: u64, new_count: u64) -> Option<PerUnit> {
+        let (b, n) = (self.base_units?, self.new_units?);
+        let (base_us, new_us) = (base_us / b, new_us / n);
+        let delta_us = new_us - base_us;
+        Some(PerUnit {
+            base_us,
+            new_us,
+            delta_us,
+            delta_pct: pct_change(base_us, delta_us),
+            base_count: base_count as f64 / b,
+            new_count: new_count as f64 / n,
+        })
+    }
+}
+
+fn pct_change(base: f64, delta: f64) -> Option<f64> {
+    (base > 0.0).then(|| 100.0 * delta / base)
+}
+
+/// Per-kernel totals of one side of a stage.
+#[derive(Default)]
+struct KernelTotals {
+    category: &'static str,
+    total_us: f64,
+    launches: u64,
+    location: TextList,
+    cpu_op: TextList,
+}
+
+/// The stage's kernels by name (tables of one stage from several traces
+/// summed) and the stage's total kernel time.
+fn stage_kernels(r: &TriageReport, stage: Stage) -> Option<(BTreeMap<Text, KernelTotals>, f64)> {
+    let mut found = false;
+    let mut total = 0.0;
+    let mut rows: BTreeMap<Text, KernelTotals> = BTreeMap::new();
+    for t in r.kernel_tables.iter().filter(|t| t.stage == stage) {
+        found = true;
+        total += t.total_us;
+        for row in &t.rows {
+            let e = rows.entry(row.kernel.clone()).or_default();
+            e.category = comparison_category(&row.kernel, row.category);
+            e.total_us += row.total_us;
+            e.launches += row.launches;
+            if e.location.is_empty() {
+                e.location = row.location.clone();
+            }
+            if e.cpu_op.is_empty() {
+                e.cpu_op = row.cpu_op.clone();
+            }
+        }
+    }
+    found.then_some((rows, total))
+}
+
+fn stage_timeline(r: &TriageReport, stage: Stage) -> Option<&StageTimeline> {
+    r.timeline.as_ref()?.stages.iter().find(|s| s.stage == stage)
+}
+
+/// The stages a report has: a timeline stage or a kernel table.
+fn stages_of(r: &TriageReport) -> Vec<Stage> {
+    let mut stages: Vec<Stage> = r.kernel_tables.iter().map(|t| t.stage).collect();
+    if let Some(t) = &r.timeline {
+        stages.extend(t.stages.iter().map(|s| s.stage));
+    }
+    stages.sort();
+    stages.dedup();
+    stages
+}
+
+fn share(us: f64, total: f64) -> f64 {
+    if total > 0.0 {
+        100.0 * us / total
+    } else {
+        0.0
+    }
+}
+
+/// The size of a row's change that orders the table: per step when the
+/// stage is normalised per step, else the total. (A slower kernel also
+/// lengthens the window, so a change per ms of window understates it.)
+fn change(delta_us: f64, normalized: &Option<PerUnit>, norm: &Normalization) -> f64 {
+    match (norm.basis, normalized) {
+        (NormBasis::Step, Some(p)) => p.delta_us.abs(),
+        _ => delta_us.abs(),
+    }
+}
+
+type SideKernels = Option<(BTreeMap<Text, KernelTotals>, f64)>;
+
+/// Share of BASE's kernel time in kernels NEW ran too.
+fn matched_base_pct(base: &SideKernels, new: &SideKernels) -> Option<f64> {
+    let (rows, total) = base.as_ref()?;
+    let matched: f64 = match new {
+        Some((new_rows, _)) => {
+            rows.iter().filter(|(name, _)| new_rows.contains_key(*name)).map(|(_, k)| k.total_us).sum()
+        }
+        None => 0.0,
+    };
+    (*total > 0.0).then(|| 100.0 * matched / total)
+}
+
+fn kernel_rows(base: SideKernels, new: SideKernels, min_share: f64, norm: &Normalization) -> (Vec<KernelDiff>, usize) {
+    let (base, base_total) = base.unwrap_or_default();
+    let (mut new, new_total) = new.unwrap_or_default();
+    let mut all = Vec::with_capacity(base.len().max(new.len()));
+    for (name, b) in base {
+        let n = new.remove(&name);
+        all.push(make_row(name, Some(b), n, norm));
+    }
+    for (name, n) in new {
+        all.push(make_row(name, None, Some(n), norm));
+    }
+    let before = all.len();
+    all.retain(|k| share(k.base_us, base_total).max(share(k.new_us, new_total)) >= min_share);
+    let hidden = before - all.len();
+    all.sort_by(|a, b| {
+        change(b.delta_us, &b.normalized, norm)
+            .total_cmp(&change(a.delta_us, &a.normalized, norm))
+            .then_with(|| a.kernel.cmp(&b.kernel))
+    });
+    (all, hidden)
+}
+
+fn make_row(kernel: Text, base: Option<KernelTotals>, new: Option<KernelTotals>, norm: &Normalization) -> KernelDiff {
+    let status = match (&base, &new) {
+        (Some(_), Some(_)) => KernelStatus::Changed,
+        (None, _) => KernelStatus::New,
+        (Some(_), None) => KernelStatus::Gone,
+    };
+    let category = new.as_ref().or(base.as_ref()).map_or("", |k| k.category);
+    let pick = |f: fn(&KernelTotals) -> &TextList| {
+        [new.as_ref(), base.as_ref()].into_iter().flatten().map(f).find(|l| !l.is_empty()).cloned().unwrap_or_default()
+    };
+    let (location, cpu_op) = (pick(|k| &k.location), pick(|k| &k.cpu_op));
+    let (base_us, base_count) = base.map_or((0.0, 0), |k| (k.total_us, k.launches));
+    let (new_us, new_count) = new.map_or((0.0, 0), |k| (k.total_us, k.launches));
+    let delta_us = new_us - base_us;
+    KernelDiff {
+        kernel,
+        category,
+        base_us,
+        new_us,
+        delta_us,
+        delta_pct: pct_change(base_us, delta_us),
+        base_count,
+        new_count,
+        status,
+        normalized: norm.per_unit(base_us, new_us, base_count, new_count),
+        location,
+        cpu_op,
+    }
+}
+
+/// Every category of the stage on both sides, from the kernel rows before
+/// the share bar.
+fn category_rows(base: &SideKernels, new: &SideKernels, norm: &Normalization) -> Vec<CategoryDiff> {
+    let mut sums: BTreeMap<&'static str, [(f64, u64); 2]> = BTreeMap::new();
+    for (side, k) in [base, new].into_iter().enumerate() {
+        for row in k.iter().flat_map(|(rows, _)| rows.values()) {
+            let e = &mut sums.entry(row.category).or_default()[side];
+            e.0 += row.total_us;
+            e.1 += row.launches;
+        }
+    }
+    let mut rows: Vec<CategoryDiff> = sums
+        .into_iter()
+        .map(|(category, [(base_us, base_count), (new_us, new_count)])| {
+            let delta_us = new_us - base_us;
+            CategoryDiff {
+                category,
+                base_us,
+                new_us,
+                delta_us,
+                delta_pct: pct_change(base_us, delta_us),
+                base_count,
+                new_count,
+                normalized: norm.per_unit(base_us, new_us, base_count, new_count),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        change(b.delta_us, &b.normalized, norm)
+            .total_cmp(&change(a.delta_us, &a.normalized, norm))
+            .then_with(|| a.category.cmp(b.category))
+    });
+    rows
+}
+
+/// The gate's verdict on a stage with these figures.
+fn gate_stage(gate: &GateOptions, base: &StageFigures, new: &StageFigures, norm: &Normalization) -> Option<StageGate> {
+    let basis = gate.basis.unwrap_or(if base.step_p50_us.is_some() && new.step_p50_us.is_some() {
+        GateBasis::Step
+    } else {
+        GateBasis::Busy
+    });
+    let pick = |f: &StageFigures| match basis {
+        GateBasis::Busy => f.busy_us,
+        GateBasis::Step => f.step_p50_us,
+        GateBasis::Kernel => f.kernel_us,
+    };
+    let (mut base_us, mut new_us) = (pick(base)?, pick(new)?);
+    let mut per = NormBasis::None;
+    if basis != GateBasis::Step && norm.basis == NormBasis::Step {
+        if let (Some(b), Some(n)) = (norm.base_units, norm.new_units) {
+            (base_us, new_us, per) = (base_us / b, new_us / n, NormBasis::Step);
+        }
+    }
+    let change_pct = pct_change(base_us, new_us - base_us);
+    let tripped = change_pct.is_some_and(|c| c > gate.threshold_pct);
+    Some(StageGate { basis, per, base_us, new_us, change_pct, tripped })
+}
+
+/// Compares NEW against BASE.
+pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> DiffReport {
+    let base_stages = stages_of(base);
+    let new_stages = stages_of(new);
+    let mut stages = Vec::new();
+    for &stage in base_stages.iter().filter(|s| new_stages.contains(s)) {
+        let base_k = stage_kernels(base, stage);
+        let new_k = stage_kernels(new, stage);
+        let base_f = StageFigures::of(stage_timeline(base, stage), base_k.as_ref().map(|k| k.1));
+        let new_f = StageFigures::of(stage_timeline(new, stage), new_k.as_ref().map(|k| k.1));
+        let normalization = Normalization::of(&base_f, &new_f);
+        let gate = opts.gate.as_ref().and_then(|g| gate_stage(g, &base_f, &new_f, &normalization));
+        let categories = category_rows(&base_k, &new_k, &normalization);
+        let matched_base_pct = matched_base_pct(&base_k, &new_k);
+        let (kernels, kernels_hidden) = kernel_rows(base_k, new_k, opts.min_share, &normalization);
+        let delta = StageFigures::delta(&base_f, &new_f);
+        stages.push(StageDiff {
+            stage,
+            timeline: TimelineDiff { base: base_f, new: new_f, delta },
+            normalization,
+            kernels,
+            kernels_hidden,
+            matched_base_pct,
+            categories,
+            gate,
+        });
+    }
+    let gate = opts.gate.map_or_else(GateSummary::default, |g| GateSummary {
+        threshold_pct: Some(g.threshold_pct),
+        basis: Some(match g.basis {
+            None => "auto",
+            Some(GateBasis::Busy) => "busy",
+            Some(GateBasis::Step) => "step",
+            Some(GateBasis::Kernel) => "kernel",
+        }),
+        tripped: Some(stages.iter().any(|s| s.gate.as_ref().is_some_and(|g| g.tripped))),
+    });
+    DiffReport {
+        base_traces: base.formal_traces.clone(),
+        new_traces: new.formal_traces.clone(),
+        min_share: opts.min_share,
+        only_in_base: base_stages.iter().copied().filter(|s| !new_stages.contains(s)).collect(),
+        only_in_new: new_stages.iter().copied().filter(|s| !base_stages.contains(s)).collect(),
+        stages,
+        gate,
+    }
+}

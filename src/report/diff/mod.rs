@@ -1,0 +1,307 @@
+//! Two triage reports compared: BASE against NEW, stage by stage. Per stage
+//! present on both sides, the timeline figures side by side with their
+//! change, the kernels matched by canonical name with their change in GPU
+//! time (per step or per ms of window as well when the sides cover
+//! different spans), the same rolled up by category, and optionally a
+//! regression gate. Pure: reads two [`TriageReport`]s, does no I/O.
+//! [`compare`] builds the model, [`markdown`] renders it; the JSON of
+//! [`DiffReport`] is described in `docs/json-schema.md`, "Diff".
+
+mod compare;
+mod markdown;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::analysis::stage::Stage;
+use crate::analysis::types::{Text, TextList};
+
+pub use compare::diff;
+pub use markdown::markdown;
+
+/// The figure a regression gate compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum GateBasis {
+    /// GPU busy time of the stage (summed over its GPUs).
+    Busy,
+    /// Median step time of the stage.
+    Step,
+    /// Total kernel time of the stage (its kernel table).
+    Kernel,
+}
+
+impl GateBasis {
+    /// The name as messages and tables print it.
+    pub fn label(self) -> &'static str {
+        match self {
+            GateBasis::Busy => "busy",
+            GateBasis::Step => "step p50",
+            GateBasis::Kernel => "kernel",
+        }
+    }
+}
+
+/// A regression gate: NEW may be worse than BASE by at most
+/// `threshold_pct` percent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GateOptions {
+    pub threshold_pct: f64,
+    /// `None`: the step median where both sides have steps, else busy time.
+    pub basis: Option<GateBasis>,
+}
+
+/// Options of [`diff`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DiffOptions {
+    /// Kernel rows whose share of the stage's kernel time is below this
+    /// percentage on both sides are left out.
+    pub min_share: f64,
+    pub gate: Option<GateOptions>,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions { min_share: 1.0, gate: None }
+    }
+}
+
+/// BASE against NEW.
+#[derive(Clone, Debug, Serialize)]
+pub struct DiffReport {
+    #[serde(serialize_with = "display_paths")]
+    pub base_traces: Vec<PathBuf>,
+    #[serde(serialize_with = "display_paths")]
+    pub new_traces: Vec<PathBuf>,
+    #[serde(rename = "min_share_pct")]
+    pub min_share: f64,
+    /// Stages on both sides, in report order.
+    pub stages: Vec<StageDiff>,
+    /// Stages only BASE has.
+    pub only_in_base: Vec<Stage>,
+    /// Stages only NEW has.
+    pub only_in_new: Vec<Stage>,
+    pub gate: GateSummary,
+}
+
+fn display_paths<S: serde::Serializer>(paths: &[PathBuf], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(paths.iter().map(|p| p.display().to_string()))
+}
+
+/// The timeline figures of one stage on one side (GPUs summed), or their
+/// change. A figure is `None` when the side does not define it (no steps,
+/// no communication, no timeline) or, for a change, when either side does
+/// not.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StageFigures {
+    pub window_us: Option<f64>,
+    pub busy_us: Option<f64>,
+    pub idle_us: Option<f64>,
+    pub idle_pct: Option<f64>,
+    pub compute_us: Option<f64>,
+    pub comm_us: Option<f64>,
+    pub comm_comp_overlap_pct: Option<f64>,
+    /// Steps found in the stage (`None`: none found).
+    pub steps: Option<f64>,
+    pub step_p50_us: Option<f64>,
+    pub step_p90_us: Option<f64>,
+    pub launch_delay_p50_us: Option<f64>,
+    pub kernels_per_step: Option<f64>,
+    /// Total time of the stage's kernel table.
+    pub kernel_us: Option<f64>,
+}
+
+/// The timeline figures of a stage: BASE, NEW and NEW minus BASE.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelineDiff {
+    pub base: StageFigures,
+    pub new: StageFigures,
+    pub delta: StageFigures,
+}
+
+/// What kernel times are divided by to compare sides that cover different
+/// spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NormBasis {
+    /// Both sides cover the same steps (or, without steps, windows within
+    /// 1% of each other): totals compare as they are.
+    None,
+    /// Per step: the sides have different numbers of steps.
+    Step,
+    /// Per millisecond of the stage's window: no steps on a side, and
+    /// windows that differ by more than 1%.
+    WindowMs,
+}
+
+impl NormBasis {
+    /// The unit as tables print it (`per step`), empty for `None`.
+    pub fn per(self) -> &'static str {
+        match self {
+            NormBasis::None => "",
+            NormBasis::Step => "per step",
+            NormBasis::WindowMs => "per ms",
+        }
+    }
+}
+
+/// The basis of a stage's normalised figures and each side's number of
+/// units (steps or milliseconds of window); units are `None` for
+/// [`NormBasis::None`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Normalization {
+    pub basis: NormBasis,
+    pub base_units: Option<f64>,
+    pub new_units: Option<f64>,
+}
+
+/// One side's kernel time and launches divided by its units, and the
+/// change.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PerUnit {
+    pub base_us: f64,
+    pub new_us: f64,
+    pub delta_us: f64,
+    /// `None` when BASE has no time.
+    pub delta_pct: Option<f64>,
+    pub base_count: f64,
+    pub new_count: f64,
+}
+
+/// Whether a kernel ran on both sides or on one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelStatus {
+    /// On both sides.
+    Changed,
+    /// Only in NEW.
+    New,
+    /// Only in BASE.
+    Gone,
+}
+
+impl KernelStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KernelStatus::Changed => "changed",
+            KernelStatus::New => "new",
+            KernelStatus::Gone => "gone",
+        }
+    }
+}
+
+/// One kernel (canonical name) of a stage on both sides.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelDiff {
+    #[serde(rename = "name")]
+    pub kernel: Text,
+    /// The kernel table's category refined for comparing runs
+    /// ([`comparison_category`](crate::analysis::kernels::family::comparison_category)).
+    pub category: &'static str,
+    pub base_us: f64,
+    pub new_us: f64,
+    pub delta_us: f64,
+    /// Change relative to BASE, percent; `None` when BASE has no time.
+    pub delta_pct: Option<f64>,
+    pub base_count: u64,
+    pub new_count: u64,
+    pub status: KernelStatus,
+    /// The same per unit of the stage's normalisation; `None` when the
+    /// stage is not normalised.
+    pub normalized: Option<PerUnit>,
+    /// Python locations launching it (NEW's where NEW has any, else BASE's).
+    pub location: TextList,
+    /// CPU ops launching it (NEW's where NEW has any, else BASE's).
+    pub cpu_op: TextList,
+}
+
+/// One kernel category of a stage on both sides: every kernel of the
+/// category summed, whatever its share.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CategoryDiff {
+    pub category: &'static str,
+    pub base_us: f64,
+    pub new_us: f64,
+    pub delta_us: f64,
+    pub delta_pct: Option<f64>,
+    pub base_count: u64,
+    pub new_count: u64,
+    pub normalized: Option<PerUnit>,
+}
+
+/// The gate's verdict on one stage.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StageGate {
+    /// The figure compared (the default picks it per stage).
+    pub basis: GateBasis,
+    /// What `base_us` and `new_us` are per: busy and kernel time are per
+    /// step when the stage is normalised per step, else totals; the step
+    /// median is per step already.
+    pub per: NormBasis,
+    pub base_us: f64,
+    pub new_us: f64,
+    /// `None` when BASE is zero: nothing to compare against.
+    pub change_pct: Option<f64>,
+    pub tripped: bool,
+}
+
+/// One stage on both sides.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StageDiff {
+    pub stage: Stage,
+    pub timeline: TimelineDiff,
+    pub normalization: Normalization,
+    /// At or above the share bar on either side, largest change first (the
+    /// change per step when the stage is normalised per step).
+    pub kernels: Vec<KernelDiff>,
+    /// Kernels below the share bar on both sides.
+    pub kernels_hidden: usize,
+    /// Share of BASE's kernel time in kernels NEW ran too (matched by
+    /// name), percent; `None` when BASE has no kernel time.
+    pub matched_base_pct: Option<f64>,
+    /// Every category, largest change first.
+    pub categories: Vec<CategoryDiff>,
+    /// The gate's verdict; `None` without a gate or when the figure it
+    /// compares is missing on a side.
+    pub gate: Option<StageGate>,
+}
+
+/// The gate as asked for and its outcome; every field `None` without a
+/// gate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GateSummary {
+    pub threshold_pct: Option<f64>,
+    /// The figure asked for; `auto` picks the step median where both sides
+    /// have steps, else busy time.
+    pub basis: Option<&'static str>,
+    /// Some stage's NEW is worse than its BASE by more than the threshold.
+    pub tripped: Option<bool>,
+}
+
+impl DiffReport {
+    /// One line per stage whose gate tripped, for stderr.
+    pub fn gate_failures(&self) -> Vec<String> {
+        let Some(threshold) = self.gate.threshold_pct else { return Vec::new() };
+        self.stages
+            .iter()
+            .filter_map(|s| {
+                let g = s.gate.as_ref().filter(|g| g.tripped)?;
+                let per = match g.per {
+                    NormBasis::None => String::new(),
+                    per => format!(" {}", per.per()),
+                };
+                Some(format!(
+                    "torchtriage: gate: {}: {}{per} {} -> {} ({}) exceeds {threshold}%",
+                    s.stage.as_str(),
+                    g.basis.label(),
+                    markdown::time(g.base_us),
+                    markdown::time(g.new_us),
+                    markdown::signed_pct(g.change_pct)
+                ))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,293 @@
+
+use super::*;
+use crate::analysis::framework::Framework;
+use crate::analysis::timeline::StageTimeline;
+use crate::analysis::timeline::{Basis, Figures, GpuTimeline, LaunchStats, Steps, Timeline, Verdict, VerdictKind};
+use crate::report::model::{Compat, Frameworks, KernelTable, KernelTableRow, Mode, TriageReport};
+use std::sync::Arc;
+
+fn row(name: &str, total_us: f64, launches: u64) -> KernelTableRow {
+    KernelTableRow {
+        kernel: Arc::from(name),
+        category: "GEMM",
+        total_us,
+        share_pct: 0.0,
+        launches,
+        max_us: total_us,
+        avg_us: total_us / launches.max(1) as f64,
+        location: Arc::from(Vec::<Text>::new()),
+        cpu_op: Arc::from(Vec::<Text>::new()),
+        rendered: true,
+    }
+}
+
+fn verdict() -> Verdict {
+    Verdict {
+        kind: VerdictKind::GpuBound,
+        window_us: 0.0,
+        idle_pct: None,
+        host_wait_pct: None,
+        exposed_comm_pct: None,
+        kernel_p50_us: None,
+        launch_p50_us: None,
+    }
+}
+
+/// A report with one stage's kernel table and timeline (busy time and
+/// optionally a step median).
+fn report(stage: Stage, rows: Vec<KernelTableRow>, busy_us: f64, step_p50: Option<f64>) -> TriageReport {
+    let total_us = rows.iter().map(|r| r.total_us).sum();
+    let figures = Figures { busy_us, window_us: busy_us * 2.0, ..Figures::default() };
+    let stage_tl = StageTimeline {
+        stage,
+        gpus: vec![GpuTimeline { pid: "0".into(), rank: None, figures }],
+        launch: LaunchStats::default(),
+        steps: Steps { p50_us: step_p50, ..Steps::default() },
+        verdict: verdict(),
+    };
+    TriageReport {
+        mode: Mode::SingleTrace,
+        compat: Compat::Default,
+        framework: Frameworks { mapping: Framework::Generic, formal: Framework::Generic },
+        mapping_traces: vec![],
+        formal_traces: vec![PathBuf::from("t.json")],
+        model: None,
+        min_share: 1.0,
+        timeline: Some(Timeline {
+            basis: Basis::Trace,
+            rounded_to_us: false,
+            step_filter: None,
+            skipped_non_finite: 0,
+            trace: Figures::default(),
+            launch: LaunchStats::default(),
+            verdict: verdict(),
+            stages: vec![stage_tl],
+        }),
+        kernel_tables: vec![KernelTable {
+            trace: PathBuf::from("t.json"),
+            stage,
+            total_us,
+            trace_total_us: total_us,
+            rows,
+        }],
+        overlap_rows: vec![],
+        overlap_stats: vec![],
+        fuse_rows: vec![],
+        skipped_events: 0,
+        skipped_by_trace: vec![],
+        left_out: vec![],
+        distributed_info: None,
+    }
+}
+
+fn gate(threshold_pct: f64, basis: Option<GateBasis>) -> DiffOptions {
+    DiffOptions { min_share: 1.0, gate: Some(GateOptions { threshold_pct, basis }) }
+}
+
+#[test]
+fn same_report_has_zero_deltas_and_passes_a_zero_gate() {
+    let r = report(Stage::Decode, vec![row("a", 100.0, 2), row("b", 50.0, 1)], 150.0, Some(10.0));
+    let d = diff(&r, &r, &gate(0.0, None));
+    assert_eq!(d.stages.len(), 1);
+    let s = &d.stages[0];
+    assert!(s.kernels.iter().all(|k| k.delta_us == 0.0 && k.status == KernelStatus::Changed));
+    assert_eq!(s.timeline.delta.busy_us, Some(0.0));
+    assert_eq!(s.timeline.delta.step_p50_us, Some(0.0));
+    assert_eq!(s.gate.as_ref().map(|g| g.basis), Some(GateBasis::Step));
+    assert_eq!(d.gate.tripped, Some(false));
+    assert!(d.gate_failures().is_empty());
+}
+
+#[test]
+fn kernels_are_matched_sorted_and_marked() {
+    let base =
+        report(Stage::Decode, vec![row("slow", 100.0, 4), row("gone", 30.0, 3), row("same", 50.0, 1)], 180.0, None);
+    let new =
+        report(Stage::Decode, vec![row("slow", 200.0, 4), row("fresh", 10.0, 5), row("same", 50.0, 1)], 260.0, None);
+    let d = diff(&base, &new, &DiffOptions::default());
+    let k = &d.stages[0].kernels;
+    let names: Vec<&str> = k.iter().map(|k| &*k.kernel).collect();
+    assert_eq!(names, ["slow", "gone", "fresh", "same"]);
+    assert_eq!(k[0].delta_pct, Some(100.0));
+    assert_eq!((k[0].base_count, k[0].new_count), (4, 4));
+    assert_eq!(k[1].status, KernelStatus::Gone);
+    assert_eq!(k[1].delta_pct, Some(-100.0));
+    assert_eq!(k[2].status, KernelStatus::New);
+    assert_eq!(k[2].delta_pct, None);
+    assert_eq!(d.stages[0].timeline.delta.kernel_us, Some(80.0));
+}
+
+#[test]
+fn share_bar_reads_the_larger_side() {
+    // `tiny` is 0.5% of BASE and 2% of NEW: kept; `dust` is under 1% on both.
+    let base = report(Stage::All, vec![row("big", 995.0, 1), row("tiny", 5.0, 1)], 1000.0, None);
+    let new = report(Stage::All, vec![row("big", 970.0, 1), row("tiny", 20.0, 1), row("dust", 1.0, 1)], 991.0, None);
+    let d = diff(&base, &new, &DiffOptions::default());
+    let names: Vec<&str> = d.stages[0].kernels.iter().map(|k| &*k.kernel).collect();
+    assert_eq!(names, ["big", "tiny"]);
+    assert_eq!(d.stages[0].kernels_hidden, 1);
+}
+
+#[test]
+fn ties_are_ordered_by_name() {
+    let base = report(Stage::All, vec![row("b", 10.0, 1), row("a", 10.0, 1)], 20.0, None);
+    let new = report(Stage::All, vec![row("b", 20.0, 1), row("a", 20.0, 1)], 40.0, None);
+    let d = diff(&base, &new, &DiffOptions::default());
+    let names: Vec<&str> = d.stages[0].kernels.iter().map(|k| &*k.kernel).collect();
+    assert_eq!(names, ["a", "b"]);
+}
+
+#[test]
+fn one_sided_stages_are_listed() {
+    let base = report(Stage::Extend, vec![row("a", 10.0, 1)], 10.0, None);
+    let new = report(Stage::Decode, vec![row("a", 10.0, 1)], 10.0, None);
+    let d = diff(&base, &new, &DiffOptions::default());
+    assert!(d.stages.is_empty());
+    assert_eq!(d.only_in_base, [Stage::Extend]);
+    assert_eq!(d.only_in_new, [Stage::Decode]);
+}
+
+#[test]
+fn gate_trips_above_the_threshold_only() {
+    let base = report(Stage::Decode, vec![row("a", 100.0, 1)], 100.0, None);
+    let new = report(Stage::Decode, vec![row("a", 110.0, 1)], 110.0, None);
+    // No steps: busy time, +10%.
+    let d = diff(&base, &new, &gate(5.0, None));
+    let g = d.stages[0].gate.as_ref().unwrap();
+    assert_eq!(g.basis, GateBasis::Busy);
+    assert!(g.tripped);
+    assert_eq!(d.gate.tripped, Some(true));
+    let lines = d.gate_failures();
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].starts_with("torchtriage: gate: decode: busy 100.0 µs -> 110.0 µs (+10.0%) exceeds 5%"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(diff(&base, &new, &gate(10.0, Some(GateBasis::Kernel))).gate.tripped, Some(false));
+    // Faster is never a regression.
+    assert_eq!(diff(&new, &base, &gate(0.0, None)).gate.tripped, Some(false));
+    // Asked for steps where there are none: the stage is not gated.
+    assert!(diff(&base, &new, &gate(0.0, Some(GateBasis::Step))).stages[0].gate.is_none());
+}
+
+#[test]
+fn no_gate_means_null_gate_fields() {
+    let r = report(Stage::All, vec![row("a", 1.0, 1)], 1.0, None);
+    let d = diff(&r, &r, &DiffOptions::default());
+    assert_eq!(d.gate, GateSummary::default());
+    let v = serde_json::to_value(&d).unwrap();
+    assert!(v["gate"]["threshold_pct"].is_null() && v["gate"]["tripped"].is_null());
+    assert!(markdown(&d).contains("| a | GEMM | 1.0 µs | 1.0 µs | 0.0 µs | 0.0% | 1 → 1 | changed |"));
+}
+
+/// `report` with `count` steps of `p50` each in its stage.
+fn with_steps(mut r: TriageReport, count: u64, p50: f64) -> TriageReport {
+    let stage: &mut StageTimeline = &mut r.timeline.as_mut().unwrap().stages[0];
+    stage.steps.count = count;
+    stage.steps.p50_us = Some(p50);
+    r
+}
+
+#[test]
+fn different_step_counts_are_compared_per_step() {
+    // NEW ran twice the steps: `steady` doubles in total but not per step;
+    // `slower` is 1.5x per step.
+    let base = with_steps(
+        report(Stage::Decode, vec![row("steady", 600.0, 6), row("slower", 300.0, 6)], 900.0, None),
+        6,
+        150.0,
+    );
+    let new = with_steps(
+        report(Stage::Decode, vec![row("steady", 1200.0, 12), row("slower", 900.0, 12)], 2100.0, None),
+        12,
+        175.0,
+    );
+    let d = diff(&base, &new, &gate(10.0, Some(GateBasis::Kernel)));
+    let s = &d.stages[0];
+    assert_eq!(s.normalization, Normalization { basis: NormBasis::Step, base_units: Some(6.0), new_units: Some(12.0) });
+    let names: Vec<&str> = s.kernels.iter().map(|k| &*k.kernel).collect();
+    // Ranked by the change per step, not by the total (steady: +600 total).
+    assert_eq!(names, ["slower", "steady"]);
+    let slower = s.kernels[0].normalized.unwrap();
+    assert_eq!((slower.base_us, slower.new_us, slower.delta_us), (50.0, 75.0, 25.0));
+    assert_eq!(slower.delta_pct, Some(50.0));
+    assert_eq!((slower.base_count, slower.new_count), (1.0, 1.0));
+    assert_eq!(s.kernels[1].normalized.unwrap().delta_us, 0.0);
+    assert_eq!(s.kernels[1].delta_us, 600.0);
+    // Kernel time per step: 150 -> 175 (+16.7%), over the 10% bar.
+    let g = s.gate.as_ref().unwrap();
+    assert_eq!((g.per, g.base_us, g.new_us), (NormBasis::Step, 150.0, 175.0));
+    assert!(g.tripped);
+    assert!(d.gate_failures()[0].contains("kernel per step 150.0 µs -> 175.0 µs (+16.7%)"), "{:?}", d.gate_failures());
+    let md = markdown(&d);
+    assert!(md.contains("different numbers of steps (base 6, new 12)"), "{md}");
+    assert!(md.contains("| Δ per step | Δ% per step |"), "{md}");
+}
+
+#[test]
+fn equal_step_counts_need_no_normalisation() {
+    let base = with_steps(report(Stage::Decode, vec![row("a", 100.0, 2)], 100.0, None), 4, 25.0);
+    let new = with_steps(report(Stage::Decode, vec![row("a", 200.0, 2)], 200.0, None), 4, 50.0);
+    let d = diff(&base, &new, &DiffOptions::default());
+    assert_eq!(d.stages[0].normalization.basis, NormBasis::None);
+    assert!(d.stages[0].kernels[0].normalized.is_none());
+    assert!(!markdown(&d).contains("per step |"));
+}
+
+#[test]
+fn different_windows_without_steps_are_also_given_per_ms() {
+    // Windows 2 ms and 4 ms (twice busy): per ms, `a` did not change, but
+    // the ranking and the gate keep the totals.
+    let base = report(Stage::All, vec![row("a", 1000.0, 10), row("b", 10.0, 1)], 1000.0, None);
+    let new = report(Stage::All, vec![row("a", 2000.0, 20), row("b", 40.0, 1)], 2000.0, None);
+    let d = diff(&base, &new, &gate(50.0, None));
+    let s = &d.stages[0];
+    assert_eq!(
+        s.normalization,
+        Normalization { basis: NormBasis::WindowMs, base_units: Some(2.0), new_units: Some(4.0) }
+    );
+    assert_eq!(&*s.kernels[0].kernel, "a");
+    let a = s.kernels[0].normalized.unwrap();
+    assert_eq!((a.base_us, a.new_us, a.delta_us), (500.0, 500.0, 0.0));
+    let g = s.gate.as_ref().unwrap();
+    assert_eq!((g.basis, g.per, g.base_us, g.new_us), (GateBasis::Busy, NormBasis::None, 1000.0, 2000.0));
+    assert!(g.tripped);
+}
+
+#[test]
+fn categories_sum_every_kernel_and_match_across_names() {
+    // Different GEMM names on the two sides: no kernel matches, the
+    // category does; `dust` is under the share bar but counted.
+    let cat = |name: &str, category: &'static str, us: f64| KernelTableRow { category, ..row(name, us, 1) };
+    let base = report(Stage::All, vec![cat("sm90_gemm", "gemm", 900.0), cat("dust", "memory", 1.0)], 901.0, None);
+    let new = report(Stage::All, vec![cat("Cijk_gemm", "gemm", 1200.0), cat("dust", "memory", 2.0)], 1202.0, None);
+    let d = diff(&base, &new, &DiffOptions::default());
+    let s = &d.stages[0];
+    let statuses: Vec<_> = s.kernels.iter().map(|k| k.status).collect();
+    assert_eq!(statuses, [KernelStatus::New, KernelStatus::Gone]);
+    let cats: Vec<(&str, f64, f64)> = s.categories.iter().map(|c| (c.category, c.base_us, c.new_us)).collect();
+    assert_eq!(cats, [("gemm", 900.0, 1200.0), ("memory", 1.0, 2.0)]);
+    assert_eq!(s.categories[0].delta_pct, Some(100.0 / 3.0));
+    assert!(markdown(&d).contains("| gemm | 900.0 µs | 1.20 ms | +300.0 µs | +33.3% | 1 → 1 |"));
+}
+
+#[test]
+fn location_and_cpu_op_come_from_new_else_base() {
+    let list = |v: &[&str]| Arc::from(v.iter().map(|s| Arc::from(*s)).collect::<Vec<Text>>());
+    let mut b = row("k", 10.0, 1);
+    b.location = list(&["model.py(10): forward"]);
+    b.cpu_op = list(&["aten::mm"]);
+    let mut n = row("k", 20.0, 1);
+    n.cpu_op = list(&["aten::addmm", "aten::mm"]);
+    let d = diff(
+        &report(Stage::All, vec![b], 10.0, None),
+        &report(Stage::All, vec![n], 20.0, None),
+        &DiffOptions::default(),
+    );
+    let k = &d.stages[0].kernels[0];
+    assert_eq!(&*k.location, &*list(&["model.py(10): forward"]));
+    assert_eq!(&*k.cpu_op, &*list(&["aten::addmm", "aten::mm"]));
+    let md = markdown(&d);
+    assert!(md.contains("| changed | aten::addmm (+1 more) | model.py(10): forward |"), "{md}");
+}
