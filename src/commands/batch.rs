@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::triage::Format;
+use super::output::OutputArgs;
 use super::{AnalysisArgs, Global};
 use crate::analysis::ranks::{summarize, RankFacts};
 use crate::error::{Error, Result};
 use crate::input::ReadMode;
 use crate::report::batch as render;
+use crate::report::render::BatchView;
 use crate::run::batch::memory::{default_budget, footprint, uncompressed_size};
 use crate::run::batch::schedule::{run_bounded, Observer, Task};
 use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileOutcome};
@@ -35,9 +36,8 @@ pub struct BatchArgs {
     /// size, timings; or the error) to this file.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
-    /// Output format of the summary.
-    #[arg(long, value_enum, default_value_t = Format::Markdown)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Memory (MiB) the files in flight may use together (default: half of
     /// MemAvailable).
     #[arg(long)]
@@ -141,6 +141,7 @@ fn check_args(args: &BatchArgs) -> Result<()> {
 
 pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     check_args(args)?;
+    let output = args.output.resolve()?;
     let files = discover_batch_files(&args.dir)?;
     let skipped = skipped_files(&args.dir, &files);
     // Open the JSON lines file before any work, so a bad path fails fast.
@@ -206,12 +207,8 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         failures: &failures,
         skipped: &skipped,
     };
-    let text = match args.format {
-        Format::Markdown => render::markdown(&summary, &info),
-        Format::Json => render::json(&summary, &info),
-    };
     // The failures go to stderr even when stdout could not take the report.
-    let printed = super::print_report(&text);
+    let printed = output.emit(output.renderer().batch(BatchView { stages: &summary, info: &info }));
     if failures.is_empty() {
         return printed.map(|()| 0);
     }

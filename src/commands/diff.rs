@@ -4,10 +4,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::triage::Format;
+use super::output::OutputArgs;
 use super::{AnalysisArgs, Global};
 use crate::error::{Error, Result};
-use crate::report;
 use crate::report::diff::{diff, DiffOptions, GateBasis, GateOptions};
 use crate::report::model::TriageReport;
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
@@ -20,9 +19,8 @@ pub struct DiffArgs {
     pub new: PathBuf,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Markdown)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Exit 1 when some stage of NEW is worse than BASE by more than this
     /// percentage (one line per such stage on stderr).
     #[arg(long, value_name = "PCT")]
@@ -56,14 +54,12 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
         Some(threshold_pct) => Some(GateOptions { threshold_pct, basis: args.gate_on }),
         None => None,
     };
+    let output = args.output.resolve()?;
     let opts = args.analysis.triage_options(global.quiet)?;
     let (base, new) = rayon::join(|| side(&args.base, &opts), || side(&args.new, &opts));
     let (base, new) = (base?, new?);
     let d = diff(&base, &new, &DiffOptions { min_share: opts.min_share, gate });
-    match args.format {
-        Format::Markdown => super::print_report(&report::diff::markdown(&d))?,
-        Format::Json => super::print_report(&report::json::pretty(&d))?,
-    }
+    output.emit(output.renderer().diff(&d))?;
     let failures = d.gate_failures();
     for line in &failures {
         let _ = writeln!(std::io::stderr(), "{line}");

@@ -5,18 +5,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::output::OutputArgs;
 use super::{AnalysisArgs, Global};
 use crate::analysis::text::Masking;
 use crate::error::{Error, Result};
-use crate::report;
 use crate::report::model::Compat;
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Markdown,
-    Json,
-}
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct TriageArgs {
@@ -36,9 +30,8 @@ pub struct TriageArgs {
     /// Overlap rows per stage (0 = all).
     #[arg(long, default_value_t = 0)]
     pub overlap_table_limit: usize,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Markdown)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Extra fuse-pattern file (TOML, see docs/patterns.md); adds patterns or
     /// overrides built-in ones by name. Repeatable.
     #[arg(long = "patterns", value_name = "FILE")]
@@ -68,6 +61,7 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         compat,
         ..args.analysis.triage_options(global.quiet)?
     };
+    let output = args.output.resolve()?;
     let rep = run_triage(&input, &opts)?;
     if !global.quiet {
         for left_out in &rep.left_out {
@@ -77,11 +71,8 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
             super::warn_skipped(path, *skipped);
         }
     }
-    match args.format {
-        Format::Markdown => super::print_report(&format!("{}\n", report::markdown::render(&rep)))?,
-        // Written as it is made: with hundreds of thousands of kernel rows
-        // the text is over a hundred megabytes.
-        Format::Json => super::print_report_with(|out| report::json::write(out, &rep))?,
-    }
+    // JSON is written as it is made: with hundreds of thousands of kernel
+    // rows the text is over a hundred megabytes.
+    output.emit(output.renderer().triage(&rep))?;
     Ok(0)
 }

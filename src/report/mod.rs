@@ -1,11 +1,16 @@
-//! The report model ([`model`]) and its renderers: the markdown layout
-//! ([`markdown`], with the timeline's headline and section in
-//! [`timeline`]), versioned JSON ([`json`]) and the batch summary
-//! ([`batch`]).
+//! The report model ([`model`]) and its renderers behind one trait
+//! ([`render`]): the markdown layout ([`markdown`], with the timeline's
+//! headline and section in [`timeline`]), versioned JSON ([`json`]), the
+//! terminal table ([`table`]), HTML ([`html`]) and CSV ([`csv`]); the
+//! batch summary ([`batch`]) and the comparison of two reports ([`diff`]).
 
 pub mod batch;
+pub mod csv;
 pub mod diff;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod model;
+pub mod render;
+pub mod table;
 pub mod timeline;

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::analysis::framework::Framework;
 use crate::analysis::timeline::StageTimeline;

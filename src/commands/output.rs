@@ -1,0 +1,177 @@
+//! Where a report goes and in which format: `--format` and `--output`
+//! turned into a validated [`Destination`], and the atomic writing of the
+//! rendered report (a temporary file renamed into place, so a failed run
+//! never leaves half a report).
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::report::render::{renderer, Format, RenderOptions, Rendered, Renderer};
+
+/// `--format` and `--output`, shared by the report commands.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Output format. Default: `table` when stdout is a terminal, else
+    /// `markdown`; with `--output`, the format the file's extension names
+    /// (`.html`, `.json`, `.md`, `.txt`), else `markdown`.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Write the report to this file (for `--format csv`: this directory)
+    /// instead of stdout. Written atomically.
+    #[arg(long, short = 'o', value_name = "PATH")]
+    pub output: Option<PathBuf>,
+}
+
+/// Where the rendered report goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Destination {
+    Stdout,
+    File(PathBuf),
+    /// A directory of files (CSV).
+    Dir(PathBuf),
+}
+
+/// The validated output settings.
+pub struct Output {
+    pub format: Format,
+    pub destination: Destination,
+    pub render: RenderOptions,
+}
+
+/// The terminal width: `COLUMNS` when set to a number, else 120.
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|&w| w >= 40).unwrap_or(120)
+}
+
+impl OutputArgs {
+    /// Resolves the defaults and checks the combination.
+    pub fn resolve(&self) -> Result<Output> {
+        let format = match (self.format, &self.output) {
+            (Some(f), _) => f,
+            (None, Some(p)) => Format::from_extension(p).unwrap_or(Format::Markdown),
+            (None, None) if std::io::stdout().is_terminal() => Format::Table,
+            (None, None) => Format::Markdown,
+        };
+        let destination = match (&self.output, format.is_directory()) {
+            (None, true) => {
+                return Err(Error::usage("--format csv writes one file per table: give --output DIR"));
+            }
+            (None, false) => Destination::Stdout,
+            (Some(p), true) => Destination::Dir(p.clone()),
+            (Some(p), false) if p.is_dir() => {
+                return Err(Error::usage("--output names a directory; give a file").in_file(p));
+            }
+            (Some(p), false) => Destination::File(p.clone()),
+        };
+        Ok(Output { format, destination, render: RenderOptions { width: terminal_width() } })
+    }
+}
+
+impl Output {
+    pub fn renderer(&self) -> Box<dyn Renderer> {
+        renderer(self.format, self.render)
+    }
+
+    /// Writes `rendered` to the destination.
+    pub fn emit(&self, rendered: Rendered<'_>) -> Result<()> {
+        match (&self.destination, rendered) {
+            (Destination::Stdout, Rendered::Text(t)) => super::print_report(&t),
+            (Destination::Stdout, Rendered::Stream(w)) => super::print_report_with(w),
+            (Destination::File(p), Rendered::Text(t)) => write_atomic(p, |out| write_text(out, &t)),
+            (Destination::File(p), Rendered::Stream(w)) => write_atomic(p, w),
+            (Destination::Dir(dir), Rendered::Files(files)) => write_files(dir, &files),
+            (Destination::Dir(dir), Rendered::Text(t)) => write_files(dir, &[("report.txt", t)]),
+            (Destination::Dir(dir), Rendered::Stream(w)) => write_atomic(&dir.join("report.txt"), w),
+            (_, Rendered::Files(files)) => {
+                // A file renderer asked for one stream: the files one after
+                // the other, each under its name.
+                let mut text = String::new();
+                for (name, body) in files {
+                    text.push_str(&format!("# {name}\n{body}\n"));
+                }
+                self.emit_text(text)
+            }
+        }
+    }
+
+    fn emit_text(&self, text: String) -> Result<()> {
+        match &self.destination {
+            Destination::File(p) => write_atomic(p, |out| write_text(out, &text)),
+            _ => super::print_report(&text),
+        }
+    }
+}
+
+fn write_text(out: &mut dyn Write, text: &str) -> std::io::Result<()> {
+    out.write_all(text.as_bytes())?;
+    if !text.is_empty() && !text.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Writes a file through a temporary file beside it, renamed into place
+/// once complete; on any error the temporary file is removed and `path`
+/// is untouched.
+pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "report".into());
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let file = std::fs::File::create(&tmp)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(e).in_file(path)
+    })
+}
+
+/// Writes each file into `dir` (created when missing), each atomically.
+fn write_files(dir: &Path, files: &[(&'static str, String)]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(e).in_file(dir))?;
+    for (name, body) in files {
+        write_atomic(&dir.join(name), |out| out.write_all(body.as_bytes()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_leaves_nothing_on_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.html");
+        std::fs::write(&p, "old").unwrap();
+        let err = write_atomic(&p, |out| {
+            out.write_all(b"half")?;
+            Err(std::io::Error::other("renderer failed"))
+        });
+        assert!(err.is_err());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        write_atomic(&p, |out| out.write_all(b"new")).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+    }
+
+    #[test]
+    fn csv_needs_a_directory_and_extensions_pick_formats() {
+        let csv = OutputArgs { format: Some(Format::Csv), output: None };
+        assert!(csv.resolve().is_err());
+        let html = OutputArgs { format: None, output: Some(PathBuf::from("r.html")) };
+        assert_eq!(html.resolve().unwrap().format, Format::Html);
+        let other = OutputArgs { format: None, output: Some(PathBuf::from("r.out")) };
+        assert_eq!(other.resolve().unwrap().format, Format::Markdown);
+    }
+}
