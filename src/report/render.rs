@@ -43,13 +43,16 @@ impl Format {
     }
 }
 
+/// Writes a report to a sink as it is made.
+pub type StreamFn<'a> = Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<()> + 'a>;
+
 /// What a renderer produced.
 pub enum Rendered<'a> {
     /// The whole text.
     Text(String),
     /// Text written as it is made (a large JSON report is not built as one
     /// string first).
-    Stream(Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<()> + 'a>),
+    Stream(StreamFn<'a>),
     /// Named files (CSV: one per table), in order.
     Files(Vec<(&'static str, String)>),
 }
