@@ -1,54 +1,55 @@
-//! A closed or full stdout ends a command cleanly: no panic, the exit code
-//! the command would have had for a reader that went away (`| head`), exit
-//! 2 with one line for a full disk. A full stderr is not a panic either.
+//! `--output FILE`: the same report as stdout, written whole or not at all.
 
-use std::process::{Command, Stdio};
+mod common;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_torchtriage"))
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+
+fn stdout_of(args: &[&str]) -> Vec<u8> {
+    let out = common::run(args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
 }
 
 #[test]
-fn a_closed_pipe_is_not_a_panic() {
-    for args in [&["patterns"][..], &["patterns", "--names"][..]] {
-        let mut child = bin().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
-    }
-}
-
-#[test]
-fn a_full_stdout_is_one_error_line() {
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
-    let out = bin().args(["patterns"]).stdout(full).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-}
-
-#[test]
-fn a_batch_with_failures_into_a_closed_pipe_still_fails() {
+fn a_file_holds_what_stdout_would() {
     let dir = tempfile::tempdir().unwrap();
-    let good = "tests/data/traces/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz";
-    std::fs::copy(good, dir.path().join("rank0.trace.json.gz")).unwrap();
-    std::fs::write(dir.path().join("rank1.trace.json"), br#"{"traceEvents": [{"ph": "X""#).unwrap();
-    let mut child =
-        bin().args(["batch", "--quiet"]).arg(dir.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.starts_with("torchtriage: 1 of 2 files failed:"), "{stderr}");
+    for (format, name) in [("markdown", "r.md"), ("json", "r.json")] {
+        let p = dir.path().join(name);
+        let printed = stdout_of(&["-q", "triage", FIXTURE, "--format", format]);
+        let none = stdout_of(&["-q", "triage", FIXTURE, "--format", format, "-o", p.to_str().unwrap()]);
+        assert!(none.is_empty());
+        assert_eq!(std::fs::read(&p).unwrap(), printed, "{format}");
+        // The extension alone picks the format.
+        let q = dir.path().join(format!("by-ext-{name}"));
+        stdout_of(&["-q", "triage", FIXTURE, "--output", q.to_str().unwrap()]);
+        assert_eq!(std::fs::read(&q).unwrap(), printed, "{format} from the extension");
+    }
+    let d = dir.path().join("d.json");
+    let printed = stdout_of(&["-q", "diff", FIXTURE, FIXTURE, "--format", "json"]);
+    stdout_of(&["-q", "diff", FIXTURE, FIXTURE, "-o", d.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&d).unwrap(), printed);
 }
 
 #[test]
-fn a_full_stderr_is_not_a_panic() {
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
-    let out = bin().args(["stats", "no-such-trace.json"]).stderr(full).output().unwrap();
+fn a_failed_run_leaves_the_old_file_and_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.md");
+    std::fs::write(&p, "old report").unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"traceEvents\": [ {\"ph\": \"X\"").unwrap();
+    let out = common::run(&["-q", "triage", bad.to_str().unwrap(), "-o", p.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "old report");
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+#[test]
+fn output_to_a_directory_needs_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::run(&["-q", "triage", FIXTURE, "--format", "markdown", "-o", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

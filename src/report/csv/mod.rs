@@ -1,6 +1,13 @@
 //! The CSV format: one file per table (`kernels.csv`, `overlap.csv`,
-//! `fuse.csv`, `timeline.csv`, `ranks.csv`, ...), RFC 4180 quoting,
-//! numbers unformatted (µs), a header row.
+//! `fuse.csv`, `timeline.csv`, `ranks.csv`, ...), RFC 4180 quoting, numbers
+//! unformatted (µs, as in the JSON), a header row. Each file's rows are the
+//! JSON report's rows of that table ([`tables`] says which), flattened:
+//! nested objects become dotted columns (`normalized.delta_us`), lists of
+//! text one entry per line in one cell, `null` an empty cell.
+
+mod tables;
+
+use serde_json::{Map, Value};
 
 use crate::report::diff::DiffReport;
 use crate::report::model::TriageReport;
@@ -9,13 +16,142 @@ use crate::report::render::{BatchView, Rendered, Renderer};
 pub struct Csv;
 
 impl Renderer for Csv {
-    fn triage<'a>(&self, _r: &'a TriageReport) -> Rendered<'a> {
-        Rendered::Files(Vec::new())
+    fn triage<'a>(&self, r: &'a TriageReport) -> Rendered<'a> {
+        Rendered::Files(tables::triage(&crate::report::json::to_value(r)))
     }
-    fn batch(&self, _b: BatchView<'_>) -> Rendered<'static> {
-        Rendered::Files(Vec::new())
+    fn batch(&self, b: BatchView<'_>) -> Rendered<'static> {
+        let text = crate::report::batch::json(b.stages, b.info);
+        Rendered::Files(tables::batch(&serde_json::from_str(&text).unwrap_or(Value::Null)))
     }
-    fn diff(&self, _d: &DiffReport) -> Rendered<'static> {
-        Rendered::Files(Vec::new())
+    fn diff(&self, d: &DiffReport) -> Rendered<'static> {
+        Rendered::Files(tables::diff(&serde_json::to_value(d).unwrap_or(Value::Null)))
+    }
+}
+
+/// A table being built: columns in first-seen order, rows of cells.
+#[derive(Default)]
+struct Table {
+    columns: Vec<String>,
+    rows: Vec<Vec<(usize, String)>>,
+}
+
+impl Table {
+    fn column(&mut self, name: &str) -> usize {
+        match self.columns.iter().position(|c| c == name) {
+            Some(i) => i,
+            None => {
+                self.columns.push(name.to_string());
+                self.columns.len() - 1
+            }
+        }
+    }
+
+    /// Adds a row: `context` cells (the parent's keys, such as the stage)
+    /// first, then `object` flattened, leaving out the keys in `skip`.
+    fn push(&mut self, context: &[(&str, &Value)], object: &Value, skip: &[&str]) {
+        let mut row = Vec::new();
+        for (k, v) in context {
+            let i = self.column(k);
+            row.push((i, cell(v)));
+        }
+        if let Value::Object(map) = object {
+            self.flatten("", map, skip, &mut row);
+        }
+        self.rows.push(row);
+    }
+
+    fn flatten(&mut self, prefix: &str, map: &Map<String, Value>, skip: &[&str], row: &mut Vec<(usize, String)>) {
+        for (k, v) in map {
+            if prefix.is_empty() && skip.contains(&k.as_str()) {
+                continue;
+            }
+            let name = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            match v {
+                Value::Object(inner) => self.flatten(&name, inner, &[], row),
+                _ => {
+                    let i = self.column(&name);
+                    row.push((i, cell(v)));
+                }
+            }
+        }
+    }
+
+    /// The CSV text: a header row, then the rows (a cell a row lacks is
+    /// empty), CRLF line ends as RFC 4180 has them.
+    fn render(&self) -> String {
+        let mut out = String::new();
+        let line = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+            let mut first = true;
+            for c in cells {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                quote_into(out, c);
+            }
+            out.push_str("\r\n");
+        };
+        line(&mut out, &mut self.columns.iter().map(String::as_str));
+        for row in &self.rows {
+            let mut cells = vec![""; self.columns.len()];
+            for (i, v) in row {
+                cells[*i] = v;
+            }
+            line(&mut out, &mut cells.into_iter());
+        }
+        out
+    }
+}
+
+/// A JSON value as a cell: strings as they are, numbers as JSON writes
+/// them, `null` empty, a list of scalars one per line, anything else its
+/// JSON text.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(items) if items.iter().all(|i| !i.is_array() && !i.is_object()) => {
+            items.iter().map(cell).collect::<Vec<_>>().join("\n")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Appends `field`, quoted when it holds a comma, quote, CR or LF (quotes
+/// doubled).
+fn quote_into(out: &mut String, field: &str) {
+    if field.contains([',', '"', '\r', '\n']) {
+        out.push('"');
+        out.push_str(&field.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(field);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn quoting_follows_rfc_4180() {
+        let mut t = Table::default();
+        t.push(
+            &[("stage", &json!("decode"))],
+            &json!({"name": "a, \"b\"", "us": 1.5, "l": ["x", "y"], "n": null}),
+            &[],
+        );
+        assert_eq!(t.render(), "stage,name,us,l,n\r\ndecode,\"a, \"\"b\"\"\",1.5,\"x\ny\",\r\n");
+    }
+
+    #[test]
+    fn nested_objects_become_dotted_columns_and_missing_cells_are_empty() {
+        let mut t = Table::default();
+        t.push(&[], &json!({"a": 1, "n": {"x": 2, "y": null}}), &[]);
+        t.push(&[], &json!({"a": 3, "n": null, "z": true}), &["skip"]);
+        assert_eq!(t.render(), "a,n.x,n.y,n,z\r\n1,2,,,\r\n3,,,,true\r\n");
     }
 }

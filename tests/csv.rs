@@ -1,0 +1,164 @@
+//! `--format csv --output DIR`: every table read back with a CSV reader
+//! equals the JSON report's rows.
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+const BUNDLED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"
+);
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+
+fn json_of(args: &[&str]) -> Value {
+    let mut all = vec!["-q"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let out = common::run(&all);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn csv_of(dir: &Path, args: &[&str]) {
+    let mut all = vec!["-q"];
+    all.extend_from_slice(args);
+    let d = dir.to_str().unwrap();
+    all.extend_from_slice(&["--format", "csv", "-o", d]);
+    let out = common::run(&all);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty(), "the report went to the directory, not stdout");
+}
+
+/// The rows of a CSV file as (header → cell) maps.
+fn read(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::ReaderBuilder::new().from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let headers: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            assert_eq!(rec.len(), headers.len(), "{rec:?}");
+            headers.iter().cloned().zip(rec.iter().map(String::from)).collect()
+        })
+        .collect()
+}
+
+/// A JSON value equals its cell: numbers to the last bit, text exactly,
+/// lists one entry per line, null empty.
+fn same(v: &Value, cell: &str, what: &str) {
+    match v {
+        Value::Null => assert_eq!(cell, "", "{what}"),
+        Value::Bool(b) => assert_eq!(cell, b.to_string(), "{what}"),
+        Value::Number(n) => assert_eq!(cell.parse::<f64>().unwrap(), n.as_f64().unwrap(), "{what}"),
+        Value::String(s) => assert_eq!(cell, s, "{what}"),
+        Value::Array(items) if items.iter().all(|i| !i.is_array() && !i.is_object()) => {
+            let got: Vec<&str> = if cell.is_empty() { vec![] } else { cell.split('\n').collect() };
+            assert_eq!(got.len(), items.len(), "{what}");
+            for (g, want) in got.iter().zip(items) {
+                same(want, g, what);
+            }
+        }
+        other => assert_eq!(serde_json::from_str::<Value>(cell).unwrap(), *other, "{what}"),
+    }
+}
+
+/// Every key of each JSON row (flattened one level for objects) matches
+/// the CSV row at the same position.
+fn same_rows(json_rows: &[&Value], csv_rows: &[std::collections::HashMap<String, String>], file: &str) {
+    assert_eq!(json_rows.len(), csv_rows.len(), "{file}: row count");
+    assert!(!json_rows.is_empty(), "{file}: no rows to compare");
+    for (i, (j, c)) in json_rows.iter().zip(csv_rows).enumerate() {
+        for (k, v) in j.as_object().unwrap() {
+            match v {
+                Value::Object(inner) => {
+                    for (k2, v2) in inner {
+                        if !v2.is_object() {
+                            same(v2, &c[&format!("{k}.{k2}")], &format!("{file} row {i} {k}.{k2}"));
+                        }
+                    }
+                }
+                _ if c.contains_key(k) => same(v, &c[k], &format!("{file} row {i} {k}")),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn triage_tables_read_back_equal_the_json_rows() {
+    for trace in [BUNDLED, FIXTURE] {
+        let dir = tempfile::tempdir().unwrap();
+        csv_of(dir.path(), &["triage", trace]);
+        let v = json_of(&["triage", trace]);
+        let kernel_rows: Vec<&Value> =
+            v["kernel_tables"].as_array().unwrap().iter().flat_map(|t| t["rows"].as_array().unwrap()).collect();
+        let kernels = read(&dir.path().join("kernels.csv"));
+        same_rows(&kernel_rows, &kernels, "kernels.csv");
+        // The parent's stage is on every row.
+        let stages: Vec<&Value> = v["kernel_tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["rows"].as_array().unwrap().iter().map(move |_| &t["stage"]))
+            .collect();
+        for (s, row) in stages.iter().zip(&kernels) {
+            same(s, &row["stage"], "kernels.csv stage");
+        }
+        let overlap: Vec<&Value> = v["overlap"].as_array().unwrap().iter().collect();
+        same_rows(&overlap, &read(&dir.path().join("overlap.csv")), "overlap.csv");
+        let gpus: Vec<&Value> =
+            v["timeline"]["stages"].as_array().unwrap().iter().flat_map(|s| s["gpus"].as_array().unwrap()).collect();
+        same_rows(&gpus, &read(&dir.path().join("timeline.csv")), "timeline.csv");
+        let fuse: Vec<&Value> = v["fuse"].as_array().unwrap().iter().collect();
+        if !fuse.is_empty() {
+            same_rows(&fuse, &read(&dir.path().join("fuse.csv")), "fuse.csv");
+        }
+    }
+}
+
+#[test]
+fn batch_ranks_read_back_equal_the_json_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let out = dir.path().join("out");
+    csv_of(&out, &["batch", ranks]);
+    let v = json_of(&["batch", ranks]);
+    let rows: Vec<&Value> =
+        v["stages"].as_array().unwrap().iter().flat_map(|s| s["ranks"].as_array().unwrap()).collect();
+    assert_eq!(rows.len(), 8);
+    same_rows(&rows, &read(&out.join("ranks.csv")), "ranks.csv");
+    let kernels: Vec<&Value> =
+        v["stages"].as_array().unwrap().iter().flat_map(|s| s["kernels"].as_array().unwrap()).collect();
+    same_rows(&kernels, &read(&out.join("kernels.csv")), "kernels.csv");
+}
+
+#[test]
+fn diff_tables_read_back_equal_the_json_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    csv_of(dir.path(), &["diff", BUNDLED, FIXTURE]);
+    let v = json_of(&["diff", BUNDLED, FIXTURE]);
+    let stages = v["stages"].as_array().unwrap();
+    let kernels: Vec<&Value> = stages.iter().flat_map(|s| s["kernels"].as_array().unwrap()).collect();
+    same_rows(&kernels, &read(&dir.path().join("kernels.csv")), "kernels.csv");
+    let cats: Vec<&Value> = stages.iter().flat_map(|s| s["categories"].as_array().unwrap()).collect();
+    same_rows(&cats, &read(&dir.path().join("categories.csv")), "categories.csv");
+    let timeline = read(&dir.path().join("timeline.csv"));
+    assert_eq!(timeline.len(), stages.len());
+    for (s, row) in stages.iter().zip(&timeline) {
+        for side in ["base", "new", "delta"] {
+            for (k, val) in s["timeline"][side].as_object().unwrap() {
+                same(val, &row[&format!("timeline.{side}.{k}")], &format!("timeline.csv {side}.{k}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn csv_without_a_directory_is_a_usage_error() {
+    let out = common::run(&["-q", "triage", FIXTURE, "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--output DIR"), "{err}");
+}
