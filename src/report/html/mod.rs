@@ -2,8 +2,8 @@
 //! external scripts, fonts or images) with SVG charts and sortable tables.
 //! This module owns the page skeleton (Content-Security-Policy, inline CSS
 //! and JS from `assets/`), HTML escaping, number formatting and the table
-//! builder; the charts are in [`svg`], the three reports in [`triage`],
-//! [`batch`] and [`diff`].
+//! builder; the charts are in [`svg`], the three reports in `triage`,
+//! `batch` and `diff`.
 //!
 //! At load the page's script sets `data-svg-count` and `data-table-rows` on
 //! `<body>`, and appends script errors and blocked requests to
