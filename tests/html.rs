@@ -150,6 +150,16 @@ fn browser_checks(chrome: &Path, file: &Path, svgs: usize, rows: usize) {
     assert!(out.status.success(), "chromium --screenshot: {}", String::from_utf8_lossy(&out.stderr));
     assert!(png.is_file(), "no screenshot at {}", png.display());
     eprintln!("screenshot: {}", png.display());
+    // A copy under the target folder, where it is easy to find:
+    // target/html-screenshots/NAME.png.
+    let bin = Path::new(env!("CARGO_BIN_EXE_torchtriage"));
+    if let Some(target) = bin.parent().and_then(Path::parent) {
+        let shots = target.join("html-screenshots");
+        let copy = shots.join(png.file_name().expect("file name"));
+        if std::fs::create_dir_all(&shots).and_then(|()| std::fs::copy(&png, &copy)).is_ok() {
+            eprintln!("screenshot: {}", copy.display());
+        }
+    }
 }
 
 /// A temp folder kept after the test, so its page and screenshot can be
