@@ -1,20 +1,226 @@
 //! The HTML format: one self-contained file (no network requests, no
-//! external scripts or fonts) with SVG charts and sortable tables.
+//! external scripts, fonts or images) with SVG charts and sortable tables.
+//! This module owns the page skeleton (Content-Security-Policy, inline CSS
+//! and JS from `assets/`), HTML escaping, number formatting and the table
+//! builder; the charts are in [`svg`], the three reports in `triage`,
+//! `batch` and `diff`.
+//!
+//! At load the page's script sets `data-svg-count` and `data-table-rows` on
+//! `<body>`, and appends script errors and blocked requests to
+//! `data-errors` and `data-blocked`, so a headless browser can check it.
+
+mod batch;
+mod diff;
+pub mod svg;
+mod triage;
+
+use std::fmt::Write;
 
 use crate::report::diff::DiffReport;
 use crate::report::model::TriageReport;
 use crate::report::render::{BatchView, Rendered, Renderer};
 
+/// The HTML renderer.
 pub struct Html;
 
 impl Renderer for Html {
     fn triage<'a>(&self, r: &'a TriageReport) -> Rendered<'a> {
-        Rendered::Text(format!("<pre>{}</pre>\n", crate::report::markdown::render(r)))
+        Rendered::Text(triage::render(r))
     }
     fn batch(&self, b: BatchView<'_>) -> Rendered<'static> {
-        Rendered::Text(crate::report::batch::markdown(b.stages, b.info))
+        Rendered::Text(batch::render(b))
     }
     fn diff(&self, d: &DiffReport) -> Rendered<'static> {
-        Rendered::Text(crate::report::diff::markdown(d))
+        Rendered::Text(diff::render(d))
     }
 }
+
+const CSS: &str = include_str!("assets/page.css");
+const JS: &str = include_str!("assets/page.js");
+
+/// Blocks every request the page could make; inline style and script only.
+pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:";
+
+/// Cells longer than this many characters are shortened (full text on hover).
+pub const CELL_CHARS: usize = 80;
+
+/// Text escaped for HTML content and quoted attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` cut to `max` characters with an ellipsis, or whole.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{head}…")
+}
+
+/// A finite number, or 0.
+pub fn finite(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        0.0
+    }
+}
+
+/// Microseconds as `12.34 ms`.
+pub fn ms(us: f64) -> String {
+    format!("{:.2} ms", finite(us) / 1000.0)
+}
+
+/// A percentage with one decimal, or `-`.
+pub fn pct(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v.is_finite() => format!("{v:.1}%"),
+        _ => "-".into(),
+    }
+}
+
+/// A signed change in milliseconds (`+1.20 ms`).
+pub fn signed_ms(us: f64) -> String {
+    format!("{:+.2} ms", finite(us) / 1000.0)
+}
+
+/// A signed percentage (`+4.0%`), or `-`.
+pub fn signed_pct(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v.is_finite() => format!("{v:+.1}%"),
+        _ => "-".into(),
+    }
+}
+
+/// One table cell.
+pub struct Cell {
+    text: String,
+    /// The sort key of a numeric column.
+    value: Option<f64>,
+    /// Shown in a monospace font and shortened, full text on hover.
+    name: bool,
+}
+
+impl Cell {
+    /// Plain text.
+    pub fn text(text: impl Into<String>) -> Cell {
+        Cell { text: text.into(), value: None, name: false }
+    }
+    /// A formatted number sorted by `value`.
+    pub fn num(text: impl Into<String>, value: f64) -> Cell {
+        Cell { text: text.into(), value: Some(finite(value)), name: false }
+    }
+    /// A name (kernel, pattern, location): shortened, with the full text in
+    /// the `title` attribute.
+    pub fn name(text: impl Into<String>) -> Cell {
+        Cell { text: text.into(), value: None, name: true }
+    }
+}
+
+/// A sortable table: headers (name, numeric) and rows of cells.
+pub struct Table {
+    pub headers: Vec<(&'static str, bool)>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Class names of each row (e.g. `slow`), empty for none.
+    pub row_class: Vec<&'static str>,
+}
+
+impl Table {
+    pub fn new(headers: &[(&'static str, bool)]) -> Table {
+        Table { headers: headers.to_vec(), rows: Vec::new(), row_class: Vec::new() }
+    }
+
+    pub fn push(&mut self, row: Vec<Cell>) {
+        self.rows.push(row);
+        self.row_class.push("");
+    }
+
+    /// The table, or `empty` as a note when it has no rows.
+    pub fn html(&self, empty: &str) -> String {
+        if self.rows.is_empty() {
+            return format!("<p class=\"note\">{}</p>\n", esc(empty));
+        }
+        let mut out = String::from("<div class=\"wrap\"><table class=\"sortable\"><thead><tr>");
+        for (h, numeric) in &self.headers {
+            let class = if *numeric { " class=\"num\"" } else { "" };
+            let _ = write!(out, "<th{class}>{}</th>", esc(h));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for (row, class) in self.rows.iter().zip(&self.row_class) {
+            if class.is_empty() {
+                out.push_str("<tr>");
+            } else {
+                let _ = write!(out, "<tr class=\"{class}\">");
+            }
+            for cell in row {
+                match (cell.value, cell.name) {
+                    (Some(v), _) => {
+                        let _ = write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(&cell.text));
+                    }
+                    (None, true) => {
+                        let short = shorten(&cell.text, CELL_CHARS);
+                        if short.len() == cell.text.len() {
+                            let _ = write!(out, "<td class=\"name\">{}</td>", esc(&cell.text));
+                        } else {
+                            let _ = write!(
+                                out,
+                                "<td class=\"name\" data-v=\"{}\" title=\"{}\">{}</td>",
+                                esc(&cell.text),
+                                esc(&cell.text),
+                                esc(&short)
+                            );
+                        }
+                    }
+                    (None, false) => {
+                        let _ = write!(out, "<td>{}</td>", esc(&cell.text));
+                    }
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div>\n");
+        out
+    }
+}
+
+/// A legend: (label, value text, colour) per entry.
+pub fn legend(entries: &[(&str, String, &str)]) -> String {
+    let mut out = String::from("<ul class=\"legend\">");
+    for (label, value, colour) in entries {
+        let _ = write!(
+            out,
+            "<li><span class=\"sw\" style=\"background:{colour}\"></span>{}: {}</li>",
+            esc(label),
+            esc(value)
+        );
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
+/// The whole page around `body` (already HTML).
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>\n{CSS}</style>\n<script>\n{JS}</script>\n</head>\n<body>\n{body}</body>\n</html>\n",
+        esc(title)
+    )
+}
+
+#[cfg(test)]
+mod tests;

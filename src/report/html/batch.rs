@@ -1,0 +1,161 @@
+//! The batch page: per stage a grouped column chart of every rank's busy
+//! time, compute and exposed communication, with the likely slow rank
+//! marked in red, then the rank table and the cross-rank kernel table
+//! (its first [`KERNEL_ROWS`] rows).
+
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::analysis::ranks::Role;
+use crate::report::render::BatchView;
+
+use super::svg::{grouped_columns, Group};
+use super::{esc, finite, legend, ms, page, Cell, Table};
+
+/// Cross-rank kernel rows shown per stage.
+pub const KERNEL_ROWS: usize = 50;
+
+const SERIES: [(&str, &str); 3] = [("busy", "#3b6fb6"), ("compute", "#7aa6c9"), ("exposed communication", "#e0803a")];
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The batch page.
+pub fn render(v: BatchView<'_>) -> String {
+    let info = v.info;
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>torchtriage batch</h1>");
+    let _ = writeln!(b, "<p class=\"meta\">Directory: {}</p>", esc(&info.dir.display().to_string()));
+    let _ = writeln!(
+        b,
+        "<p class=\"meta\">Files: {} triaged, {} failed · slow rank: the most compute, more than {}% above the stage median</p>",
+        info.files.saturating_sub(info.failures.len()),
+        info.failures.len(),
+        info.straggler_pct
+    );
+    for s in v.stages {
+        let _ = writeln!(b, "<h2>Stage {}</h2>", esc(s.stage.label()));
+        match s.rows.iter().find(|r| r.role == Some(Role::Slow)) {
+            Some(r) => {
+                let _ = writeln!(
+                    b,
+                    "<p class=\"verdict\">Likely slow rank: {} (compute {} against the median {})</p>",
+                    r.rank,
+                    esc(&ms(r.compute_us)),
+                    esc(&ms(s.median_compute_us))
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    b,
+                    "<p class=\"verdict\">No slow rank: no rank's compute is more than {}% above the median {}</p>",
+                    info.straggler_pct,
+                    esc(&ms(s.median_compute_us))
+                );
+            }
+        }
+        let groups: Vec<Group> = s
+            .rows
+            .iter()
+            .map(|r| Group {
+                label: format!("rank {}", r.rank),
+                mark: match r.role {
+                    Some(Role::Slow) => Some("slow"),
+                    _ => None,
+                },
+                values: vec![r.facts.busy_us, r.compute_us, r.facts.exposed_comm_us],
+            })
+            .collect();
+        b.push_str(&grouped_columns(&groups, &SERIES, &|v| ms(v)));
+        let entries: Vec<(&str, String, &str)> = vec![
+            (SERIES[0].0, format!("median {}", ms(s.median_busy_us)), SERIES[0].1),
+            (SERIES[1].0, format!("median {}", ms(s.median_compute_us)), SERIES[1].1),
+            (SERIES[2].0, format!("median {}", ms(s.median_exposed_comm_us)), SERIES[2].1),
+        ];
+        b.push_str(&legend(&entries));
+
+        let _ = writeln!(b, "<h3>Ranks</h3>");
+        let mut t = Table::new(&[
+            ("Rank", true),
+            ("File", false),
+            ("Busy", true),
+            ("Compute", true),
+            ("Overlap", true),
+            ("Exposed comm", true),
+            ("Exposed comm %", true),
+            ("Top exposed comm kernel", false),
+            ("Role", false),
+        ]);
+        for r in &s.rows {
+            let f = &r.facts;
+            let role = match (r.role, r.waits_on) {
+                (Some(Role::Slow), _) => "slow".to_string(),
+                (Some(Role::Waiting), Some(on)) => format!("waiting on {on}"),
+                (Some(Role::Waiting), None) => "waiting".to_string(),
+                (None, _) => String::new(),
+            };
+            t.push(vec![
+                Cell::num(r.rank.to_string(), r.rank as f64),
+                Cell::name(file_name(&r.file)),
+                Cell::num(ms(f.busy_us), f.busy_us),
+                Cell::num(ms(r.compute_us), r.compute_us),
+                Cell::num(format!("{:.1}%", finite(r.overlap_pct)), r.overlap_pct),
+                Cell::num(ms(f.exposed_comm_us), f.exposed_comm_us),
+                Cell::num(format!("{:.1}%", finite(r.exposed_comm_pct)), r.exposed_comm_pct),
+                Cell::name(
+                    f.top_exposed.as_ref().map_or_else(|| "-".to_string(), |(k, us)| format!("{k} ({})", ms(*us))),
+                ),
+                Cell::text(role),
+            ]);
+            if r.role == Some(Role::Slow) {
+                *t.row_class.last_mut().expect("row just pushed") = "slow";
+            }
+        }
+        b.push_str(&t.html("No ranks."));
+
+        let _ = writeln!(b, "<h3>Cross-rank kernels</h3>");
+        let mut t = Table::new(&[
+            ("Kernel", false),
+            ("Category", false),
+            ("Leads ranks", false),
+            ("Ranks with it", true),
+            ("Min", true),
+            ("Median", true),
+            ("Max", true),
+            ("Max rank", true),
+        ]);
+        for k in s.kernels.iter().take(KERNEL_ROWS) {
+            let leads: Vec<String> = k.leads.iter().map(u64::to_string).collect();
+            t.push(vec![
+                Cell::name(k.kernel.clone()),
+                Cell::text(k.category.clone()),
+                Cell::text(leads.join(", ")),
+                Cell::num(k.present.to_string(), k.present as f64),
+                Cell::num(ms(k.min_us), k.min_us),
+                Cell::num(ms(k.median_us), k.median_us),
+                Cell::num(ms(k.max_us), k.max_us),
+                Cell::num(k.max_rank.to_string(), k.max_rank as f64),
+            ]);
+        }
+        b.push_str(&t.html("No kernels."));
+        if s.kernels.len() > KERNEL_ROWS {
+            let _ = writeln!(
+                b,
+                "<p class=\"note\">{} more kernels not shown (the JSON format lists them all).</p>",
+                s.kernels.len() - KERNEL_ROWS
+            );
+        }
+    }
+    if !info.failures.is_empty() || !info.skipped.is_empty() {
+        let _ = writeln!(b, "<h2>Files left out</h2><ul>");
+        for (path, e) in info.failures {
+            let _ = writeln!(b, "<li>{}: {}</li>", esc(&path.display().to_string()), esc(&e.to_string()));
+        }
+        for (path, why) in info.skipped {
+            let _ = writeln!(b, "<li>{}: {}</li>", esc(&path.display().to_string()), esc(why));
+        }
+        b.push_str("</ul>\n");
+    }
+    page("torchtriage batch", &b)
+}

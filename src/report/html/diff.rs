@@ -1,0 +1,193 @@
+//! The diff page: per stage a before/after chart of the kernels that
+//! changed most (top [`TOP_CHANGES`] by |Δ|, base and new paired), the
+//! timeline figures (base, new, Δ), then the kernel and category tables.
+
+use std::fmt::Write;
+
+use crate::report::diff::{DiffReport, KernelDiff, NormBasis, StageDiff, StageFigures};
+
+use super::svg::{paired_bars, Pair};
+use super::{esc, finite, legend, ms, page, signed_ms, signed_pct, Cell, Table};
+
+/// Kernels in a stage's before/after chart.
+pub const TOP_CHANGES: usize = 10;
+
+/// Kernel rows shown per stage.
+pub const KERNEL_ROWS: usize = 200;
+
+const BASE: &str = "#9aa5b1";
+const NEW: &str = "#3b6fb6";
+
+/// The rows of the timeline table: label, how to read the figure, and
+/// whether it is a time (else a plain number or a percentage).
+#[allow(clippy::type_complexity)]
+pub const TIMELINE_ROWS: [(&str, fn(&StageFigures) -> Option<f64>, Kind); 12] = [
+    ("Window", |f| f.window_us, Kind::Time),
+    ("Busy", |f| f.busy_us, Kind::Time),
+    ("Idle", |f| f.idle_us, Kind::Time),
+    ("Idle share", |f| f.idle_pct, Kind::Pct),
+    ("Compute", |f| f.compute_us, Kind::Time),
+    ("Communication", |f| f.comm_us, Kind::Time),
+    ("Comm/compute overlap", |f| f.comm_comp_overlap_pct, Kind::Pct),
+    ("Steps", |f| f.steps, Kind::Count),
+    ("Step p50", |f| f.step_p50_us, Kind::Time),
+    ("Step p90", |f| f.step_p90_us, Kind::Time),
+    ("Launch delay p50", |f| f.launch_delay_p50_us, Kind::Micro),
+    ("Kernels per step", |f| f.kernels_per_step, Kind::Count),
+];
+
+/// How a timeline figure is written.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Time,
+    Micro,
+    Pct,
+    Count,
+}
+
+fn figure(x: Option<f64>, kind: Kind, signed: bool) -> String {
+    let Some(v) = x.filter(|v| v.is_finite()) else { return "-".into() };
+    match (kind, signed) {
+        (Kind::Time, false) => ms(v),
+        (Kind::Time, true) => signed_ms(v),
+        (Kind::Micro, false) => format!("{v:.1} µs"),
+        (Kind::Micro, true) => format!("{v:+.1} µs"),
+        (Kind::Pct, false) => format!("{v:.1}%"),
+        (Kind::Pct, true) => format!("{v:+.1} pts"),
+        (Kind::Count, false) => format!("{v:.1}"),
+        (Kind::Count, true) => format!("{v:+.1}"),
+    }
+}
+
+/// A kernel's base and new time as the stage compares them: per unit when
+/// normalised, else totals.
+fn compared(k: &KernelDiff) -> (f64, f64, f64) {
+    match &k.normalized {
+        Some(p) => (p.base_us, p.new_us, p.delta_us),
+        None => (k.base_us, k.new_us, k.delta_us),
+    }
+}
+
+fn stage_section(b: &mut String, s: &StageDiff) {
+    let per = match s.normalization.basis {
+        NormBasis::None => String::new(),
+        basis => format!(" {}", basis.per()),
+    };
+    let _ = writeln!(b, "<h2>Stage {}</h2>", esc(s.stage.label()));
+    if let Some(g) = &s.gate {
+        let _ = writeln!(
+            b,
+            "<p class=\"verdict\">Gate ({}): {} → {} ({}){}</p>",
+            esc(g.basis.label()),
+            esc(&ms(g.base_us)),
+            esc(&ms(g.new_us)),
+            esc(&signed_pct(g.change_pct)),
+            if g.tripped { " — tripped" } else { "" }
+        );
+    }
+    let _ = writeln!(b, "<h3>Kernels that changed most{}</h3>", esc(&per));
+    let mut changed: Vec<&KernelDiff> = s.kernels.iter().collect();
+    changed.sort_by(|a, c| finite(compared(c).2.abs()).total_cmp(&finite(compared(a).2.abs())));
+    let pairs: Vec<Pair> = changed
+        .iter()
+        .take(TOP_CHANGES)
+        .map(|k| {
+            let (base, new, _) = compared(k);
+            Pair { label: &k.kernel, base, new }
+        })
+        .collect();
+    b.push_str(&paired_bars(&pairs, (BASE, NEW), &|v| ms(v)));
+    b.push_str(&legend(&[("base", String::from("before"), BASE), ("new", String::from("after"), NEW)]));
+
+    let _ = writeln!(b, "<h3>Timeline</h3>");
+    let mut t = Table::new(&[("Figure", false), ("Base", true), ("New", true), ("Δ", true)]);
+    let tl = &s.timeline;
+    for (label, get, kind) in TIMELINE_ROWS {
+        t.push(vec![
+            Cell::text(label),
+            Cell::num(figure(get(&tl.base), kind, false), get(&tl.base).unwrap_or(f64::NAN)),
+            Cell::num(figure(get(&tl.new), kind, false), get(&tl.new).unwrap_or(f64::NAN)),
+            Cell::num(figure(get(&tl.delta), kind, true), get(&tl.delta).unwrap_or(f64::NAN)),
+        ]);
+    }
+    b.push_str(&t.html("No timeline."));
+
+    let _ = writeln!(b, "<h3>Kernels{}</h3>", esc(&per));
+    let mut t = Table::new(&[
+        ("Kernel", false),
+        ("Category", false),
+        ("Status", false),
+        ("Base", true),
+        ("New", true),
+        ("Δ", true),
+        ("Δ %", true),
+        ("Base launches", true),
+        ("New launches", true),
+    ]);
+    for k in s.kernels.iter().take(KERNEL_ROWS) {
+        let (base, new, delta) = compared(k);
+        let delta_pct = k.normalized.as_ref().map_or(k.delta_pct, |p| p.delta_pct);
+        t.push(vec![
+            Cell::name(k.kernel.to_string()),
+            Cell::text(k.category),
+            Cell::text(k.status.as_str()),
+            Cell::num(ms(base), base),
+            Cell::num(ms(new), new),
+            Cell::num(signed_ms(delta), delta),
+            Cell::num(signed_pct(delta_pct), delta_pct.unwrap_or(f64::NAN)),
+            Cell::num(k.base_count.to_string(), k.base_count as f64),
+            Cell::num(k.new_count.to_string(), k.new_count as f64),
+        ]);
+    }
+    b.push_str(&t.html("No kernels at or above the share bar on either side."));
+    if s.kernels.len() > KERNEL_ROWS || s.kernels_hidden > 0 {
+        let _ = writeln!(
+            b,
+            "<p class=\"note\">{} kernel rows not shown ({} under the share bar on both sides); the JSON format lists them.</p>",
+            s.kernels.len().saturating_sub(KERNEL_ROWS) + s.kernels_hidden,
+            s.kernels_hidden
+        );
+    }
+
+    let _ = writeln!(b, "<h3>Categories{}</h3>", esc(&per));
+    let mut t = Table::new(&[("Category", false), ("Base", true), ("New", true), ("Δ", true), ("Δ %", true)]);
+    for c in &s.categories {
+        let (base, new, delta, pct) = match &c.normalized {
+            Some(p) => (p.base_us, p.new_us, p.delta_us, p.delta_pct),
+            None => (c.base_us, c.new_us, c.delta_us, c.delta_pct),
+        };
+        t.push(vec![
+            Cell::text(c.category),
+            Cell::num(ms(base), base),
+            Cell::num(ms(new), new),
+            Cell::num(signed_ms(delta), delta),
+            Cell::num(signed_pct(pct), pct.unwrap_or(f64::NAN)),
+        ]);
+    }
+    b.push_str(&t.html("No categories."));
+}
+
+/// The diff page.
+pub fn render(d: &DiffReport) -> String {
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>torchtriage diff</h1>");
+    for p in &d.base_traces {
+        let _ = writeln!(b, "<p class=\"meta\">Base: {}</p>", esc(&p.display().to_string()));
+    }
+    for p in &d.new_traces {
+        let _ = writeln!(b, "<p class=\"meta\">New: {}</p>", esc(&p.display().to_string()));
+    }
+    for (what, stages) in [("base", &d.only_in_base), ("new", &d.only_in_new)] {
+        if !stages.is_empty() {
+            let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
+            let _ = writeln!(b, "<p class=\"note\">Stages only in {what}: {}</p>", esc(&names.join(", ")));
+        }
+    }
+    for s in &d.stages {
+        stage_section(&mut b, s);
+    }
+    if d.stages.is_empty() {
+        let _ = writeln!(b, "<p class=\"note\">No stage on both sides.</p>");
+    }
+    page("torchtriage diff", &b)
+}

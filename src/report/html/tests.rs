@@ -1,0 +1,187 @@
+//! Unit tests of the HTML pages: hostile names stay text, charts never
+//! draw `NaN`, and empty reports render.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::svg::{grouped_columns, hbars, paired_bars, stacked_bar, Bar, Group, Pair, Segment};
+use super::*;
+use crate::analysis::framework::Framework;
+use crate::analysis::stage::Stage;
+use crate::analysis::timeline::{
+    Basis, Figures, GpuTimeline, LaunchStats, StageTimeline, Steps, Timeline, Verdict, VerdictKind,
+};
+use crate::analysis::types::Text;
+use crate::report::model::{Compat, Frameworks, KernelTable, KernelTableRow, Mode};
+
+const HOSTILE: &str = "<script>alert(\"x\")</script> & 'quoted' <img src=x onerror=alert(1)>";
+
+fn row(name: &str, total_us: f64) -> KernelTableRow {
+    KernelTableRow {
+        kernel: Arc::from(name),
+        category: "GEMM",
+        total_us,
+        share_pct: 50.0,
+        launches: 1,
+        max_us: total_us,
+        avg_us: total_us,
+        location: Arc::from(vec![Text::from(name)]),
+        cpu_op: Arc::from(Vec::<Text>::new()),
+        rendered: true,
+    }
+}
+
+fn verdict() -> Verdict {
+    Verdict {
+        kind: VerdictKind::NoGpuKernels,
+        window_us: 0.0,
+        idle_pct: None,
+        host_wait_pct: None,
+        exposed_comm_pct: None,
+        kernel_p50_us: None,
+        launch_p50_us: None,
+    }
+}
+
+/// A report with one stage whose figures are all zero, and `rows`.
+fn report(rows: Vec<KernelTableRow>) -> TriageReport {
+    let stage = StageTimeline {
+        stage: Stage::Decode,
+        gpus: vec![GpuTimeline { pid: HOSTILE.into(), rank: None, figures: Figures::default() }],
+        launch: LaunchStats::default(),
+        steps: Steps::default(),
+        verdict: verdict(),
+    };
+    TriageReport {
+        mode: Mode::SingleTrace,
+        compat: Compat::Default,
+        framework: Frameworks { mapping: Framework::Generic, formal: Framework::Generic },
+        mapping_traces: vec![],
+        formal_traces: vec![PathBuf::from(HOSTILE)],
+        model: Some(HOSTILE.into()),
+        min_share: 1.0,
+        timeline: Some(Timeline {
+            basis: Basis::Trace,
+            rounded_to_us: false,
+            step_filter: None,
+            skipped_non_finite: 0,
+            trace: Figures::default(),
+            launch: LaunchStats::default(),
+            verdict: verdict(),
+            stages: vec![stage],
+        }),
+        kernel_tables: vec![KernelTable {
+            trace: PathBuf::from("t.json"),
+            stage: Stage::Decode,
+            total_us: 0.0,
+            trace_total_us: 0.0,
+            rows,
+        }],
+        overlap_rows: vec![],
+        overlap_stats: vec![],
+        fuse_rows: vec![],
+        skipped_events: 0,
+        skipped_by_trace: vec![],
+        left_out: vec![],
+        distributed_info: None,
+    }
+}
+
+fn text(r: Rendered) -> String {
+    match r {
+        Rendered::Text(t) => t,
+        _ => panic!("the HTML renderer returns text"),
+    }
+}
+
+/// `<script` occurrences: the page's own script only.
+fn scripts(html: &str) -> usize {
+    html.matches("<script").count()
+}
+
+#[test]
+fn escapes_every_special_character() {
+    assert_eq!(esc("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+    assert_eq!(esc("plain µs"), "plain µs");
+}
+
+#[test]
+fn hostile_kernel_names_stay_text() {
+    let long = format!("{HOSTILE}{}", "x".repeat(200));
+    let html = text(Html.triage(&report(vec![row(HOSTILE, 10.0), row(&long, 5.0)])));
+    assert_eq!(scripts(&html), 1, "only the page's own script element");
+    assert!(!html.contains("<img"));
+    assert!(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"));
+    // The long name is shortened in the cell with the full name on hover.
+    assert!(html.contains(&format!("title=\"{}\"", esc(&long))));
+}
+
+#[test]
+fn charts_stay_finite_with_missing_or_zero_figures() {
+    let fmt = |v: f64| ms(v);
+    let charts = [
+        stacked_bar(&[Segment { label: "a", value: 0.0, colour: "#000" }], &fmt),
+        stacked_bar(&[Segment { label: "a", value: f64::NAN, colour: "#000" }], &fmt),
+        stacked_bar(&[], &fmt),
+        hbars(&[Bar { label: HOSTILE, value: f64::NAN }, Bar { label: "b", value: 0.0 }], "#000", &fmt),
+        hbars(&[], "#000", &fmt),
+        paired_bars(&[Pair { label: "k", base: 0.0, new: f64::INFINITY }], ("#000", "#111"), &fmt),
+        grouped_columns(
+            &[Group { label: "rank 0".into(), mark: Some("slow"), values: vec![f64::NAN, 0.0] }],
+            &[("busy", "#000"), ("idle", "#111")],
+            &fmt,
+        ),
+        grouped_columns(&[], &[], &fmt),
+    ];
+    for svg in &charts {
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(scripts(svg), 0);
+    }
+    let page = text(Html.triage(&report(vec![row("k", 0.0)])));
+    let body = &page[page.find("</head>").expect("head")..];
+    assert!(!body.contains("NaN"));
+}
+
+#[test]
+fn empty_reports_render() {
+    let mut r = report(vec![]);
+    r.timeline = None;
+    r.kernel_tables.clear();
+    let html = text(Html.triage(&r));
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains(CSP));
+    assert!(!html.contains("<svg"));
+    assert!(html.contains("No kernel rows"));
+    assert!(!html.contains("<tbody>"));
+
+    let d = crate::report::diff::diff(&report(vec![]), &report(vec![]), &Default::default());
+    let html = text(Html.diff(&d));
+    assert!(html.contains("</html>") && !html[html.find("</head>").expect("head")..].contains("NaN"));
+
+    let dir = PathBuf::from(HOSTILE);
+    let info = crate::report::batch::RunInfo {
+        dir: &dir,
+        files: 0,
+        jobs: 1,
+        budget: 0,
+        straggler_pct: 10.0,
+        failures: &[],
+        skipped: &[],
+    };
+    let html = text(Html.batch(BatchView { stages: &[], info: &info }));
+    assert_eq!(scripts(&html), 1);
+    assert!(html.contains("</html>"));
+}
+
+#[test]
+fn no_request_can_leave_the_page() {
+    let mut r = report(vec![row("k", 10.0)]);
+    r.formal_traces = vec![PathBuf::from("t.json")];
+    r.model = None;
+    r.timeline.as_mut().expect("timeline").stages[0].gpus[0].pid = "0".into();
+    let html = text(Html.triage(&r));
+    for attr in ["src=", "href=", "http://", "https://"] {
+        assert!(!html.contains(attr), "{attr}");
+    }
+}

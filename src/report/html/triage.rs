@@ -1,0 +1,242 @@
+//! The triage page: header, headline, per stage the timeline as a stacked
+//! bar (compute, exposed communication, memory, other busy time, and idle
+//! time by cause) with its legend, a chart of the top kernels' shares, then
+//! the kernel, overlap and fuse tables (the rows the markdown shows).
+
+use std::fmt::Write;
+
+use crate::analysis::stage::Stage;
+use crate::analysis::timeline::StageTimeline;
+use crate::report::model::{Compat, TriageReport};
+use crate::report::timeline::{headline, stage_sum, verdict_line};
+
+use super::svg::{hbars, stacked_bar, Bar, Segment};
+use super::{esc, finite, legend, ms, page, Cell, Table};
+
+/// Kernels in a stage's top-kernels chart.
+pub const TOP_KERNELS: usize = 10;
+
+/// Colours of the timeline parts, in drawing order.
+pub const COMPUTE: &str = "#3b6fb6";
+pub const COMM: &str = "#e0803a";
+pub const MEMORY: &str = "#8e6cbf";
+pub const OTHER_BUSY: &str = "#7aa6c9";
+pub const HOST_WAIT: &str = "#c62828";
+pub const KERNEL_WAIT: &str = "#e8a0a0";
+pub const OTHER_IDLE: &str = "#b8bec5";
+
+/// A stage's window split into parts that add up to it (µs, summed over
+/// its GPUs): busy time as compute, communication no computation hides,
+/// memory, other; idle time as host wait and the rest split between short
+/// gaps and other waits as the per-stream idle figures split it.
+pub fn timeline_parts(stage: &StageTimeline) -> [(&'static str, f64, &'static str); 7] {
+    let f = stage_sum(stage);
+    let compute = finite(f.compute_us).max(0.0);
+    let comm = finite(f.exposed_comm_us).max(0.0);
+    let rest = (finite(f.busy_us) - compute - comm).max(0.0);
+    let memory = finite(f.memory_us).clamp(0.0, rest);
+    let idle = finite(f.idle_us).max(0.0);
+    let host = finite(f.idle_host_wait_us).clamp(0.0, idle);
+    let (mut kernel_wait, mut other) = (0.0, 0.0);
+    for s in stage.gpus.iter().flat_map(|g| &g.figures.idle_by_stream) {
+        kernel_wait += finite(s.kernel_wait_us);
+        other += finite(s.other_us);
+    }
+    let left = idle - host;
+    let kernel_part = if kernel_wait + other > 0.0 { left * kernel_wait / (kernel_wait + other) } else { 0.0 };
+    [
+        ("compute", compute, COMPUTE),
+        ("exposed communication", comm, COMM),
+        ("memory", memory, MEMORY),
+        ("other busy", rest - memory, OTHER_BUSY),
+        ("idle: host wait", host, HOST_WAIT),
+        ("idle: kernel wait (gaps < 30 µs)", kernel_part, KERNEL_WAIT),
+        ("idle: other", left - kernel_part, OTHER_IDLE),
+    ]
+}
+
+fn timeline_section(out: &mut String, stage: &StageTimeline) {
+    let f = stage_sum(stage);
+    let _ = writeln!(out, "<p class=\"verdict\">{}</p>", esc(&verdict_line(stage)));
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">Window {} over {} GPU(s), {} kernels; busy {}, idle {}</p>",
+        esc(&ms(f.window_us)),
+        stage.gpus.len(),
+        f.kernels,
+        esc(&ms(f.busy_us)),
+        esc(&ms(f.idle_us))
+    );
+    let parts = timeline_parts(stage);
+    let segments: Vec<Segment> = parts.iter().map(|&(label, value, colour)| Segment { label, value, colour }).collect();
+    out.push_str(&stacked_bar(&segments, &|v| ms(v)));
+    let window = finite(f.window_us);
+    let entries: Vec<(&str, String, &str)> = parts
+        .iter()
+        .map(|&(label, value, colour)| {
+            let share = if window > 0.0 { format!(" ({:.1}%)", 100.0 * value / window) } else { String::new() };
+            (label, format!("{}{share}", ms(value)), colour)
+        })
+        .collect();
+    out.push_str(&legend(&entries));
+}
+
+fn top_kernels(out: &mut String, r: &TriageReport, stage: Stage) {
+    let mut rows: Vec<_> = r.kernel_tables.iter().filter(|t| t.stage == stage).flat_map(|t| t.rows.iter()).collect();
+    rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
+    let bars: Vec<Bar> = rows.iter().take(TOP_KERNELS).map(|k| Bar { label: &k.kernel, value: k.share_pct }).collect();
+    let _ = writeln!(out, "<h3>Top kernels by share of GPU time</h3>");
+    out.push_str(&hbars(&bars, COMPUTE, &|v| format!("{:.1}%", finite(v))));
+}
+
+/// Stages of the report in order: the timeline's, then any other stage
+/// with kernel rows.
+fn stages(r: &TriageReport) -> Vec<Stage> {
+    let mut out: Vec<Stage> = r.timeline.iter().flat_map(|t| t.stages.iter().map(|s| s.stage)).collect();
+    for t in r.kernel_tables.iter().filter(|t| !t.rows.is_empty()) {
+        if !out.contains(&t.stage) {
+            out.push(t.stage);
+        }
+    }
+    out
+}
+
+fn kernel_table(r: &TriageReport) -> Table {
+    let mut t = Table::new(&[
+        ("Stage", false),
+        ("Kernel", false),
+        ("Category", false),
+        ("GPU time", true),
+        ("Share", true),
+        ("Launches", true),
+        ("Avg", true),
+        ("Max", true),
+        ("Python location", false),
+        ("CPU op", false),
+    ]);
+    for (stage, k) in r.rendered_kernel_rows() {
+        t.push(vec![
+            Cell::text(stage.as_str()),
+            Cell::name(k.kernel.to_string()),
+            Cell::text(k.category),
+            Cell::num(ms(k.total_us), k.total_us),
+            Cell::num(format!("{:.1}%", finite(k.share_pct)), k.share_pct),
+            Cell::num(k.launches.to_string(), k.launches as f64),
+            Cell::num(format!("{:.1} µs", finite(k.avg_us)), k.avg_us),
+            Cell::num(format!("{:.1} µs", finite(k.max_us)), k.max_us),
+            Cell::name(k.location.join("; ")),
+            Cell::name(k.cpu_op.join("; ")),
+        ]);
+    }
+    t
+}
+
+fn overlap_table(r: &TriageReport) -> Table {
+    let mut t = Table::new(&[
+        ("Stage", false),
+        ("Priority", false),
+        ("Verdict", false),
+        ("Kernel", false),
+        ("Category", false),
+        ("GPU time", true),
+        ("Share", true),
+        ("Exclusive", true),
+        ("Hidden", true),
+        ("Python scope", false),
+        ("Dependency", false),
+        ("Recommendation", false),
+    ]);
+    for o in r.overlap_rows.iter().filter(|o| o.rendered) {
+        let a = &o.row;
+        t.push(vec![
+            Cell::text(o.stage.as_str()),
+            Cell::text(a.priority.clone()),
+            Cell::text(a.verdict.clone()),
+            Cell::name(a.kernel.clone()),
+            Cell::text(a.category.clone()),
+            Cell::num(ms(a.total_us), a.total_us),
+            Cell::num(format!("{:.1}%", finite(a.share_pct)), a.share_pct),
+            Cell::num(format!("{:.1}%", 100.0 * finite(a.exclusive_ratio)), a.exclusive_ratio),
+            Cell::num(format!("{:.1}%", 100.0 * finite(a.hidden_ratio)), a.hidden_ratio),
+            Cell::name(a.python_scope.clone()),
+            Cell::text(a.dependency_signal.clone()),
+            Cell::name(a.recommendation.clone()),
+        ]);
+    }
+    t
+}
+
+fn fuse_table(r: &TriageReport) -> Table {
+    let mut t = Table::new(&[
+        ("Stage", false),
+        ("Pattern", false),
+        ("Status", false),
+        ("Confidence", false),
+        ("Related time", true),
+        ("Share", true),
+        ("Evidence", false),
+        ("Current locations", false),
+        ("Candidate path", false),
+        ("Rationale", false),
+    ]);
+    for f in &r.fuse_rows {
+        t.push(vec![
+            Cell::text(f.stage.as_str()),
+            Cell::name(f.pattern.clone()),
+            Cell::text(f.status.clone()),
+            Cell::text(f.confidence.clone()),
+            Cell::num(ms(f.related_us), f.related_us),
+            Cell::num(format!("{:.1}%", finite(f.share_pct)), f.share_pct),
+            Cell::name(f.evidence.join("; ")),
+            Cell::name(f.current_locations.join("; ")),
+            Cell::name(f.candidate_path.join("; ")),
+            Cell::name(f.rationale.clone()),
+        ]);
+    }
+    t
+}
+
+/// The triage page.
+pub fn render(r: &TriageReport) -> String {
+    let mut b = String::new();
+    let _ = writeln!(b, "<h1>torchtriage report</h1>");
+    for p in &r.formal_traces {
+        let _ = writeln!(b, "<p class=\"meta\">Trace: {}</p>", esc(&p.display().to_string()));
+    }
+    if let Some(model) = &r.model {
+        let _ = writeln!(b, "<p class=\"meta\">Model: {}</p>", esc(model));
+    }
+    let _ = writeln!(
+        b,
+        "<p class=\"meta\">Framework: {:?} · rows under {:.1}% share hidden</p>",
+        r.framework.formal, r.min_share
+    );
+    if let Some(t) = r.timeline.as_ref().filter(|_| r.compat == Compat::Default) {
+        let lines = headline(r, t);
+        b.push_str("<div class=\"headline\"><ul>");
+        for line in lines.iter().skip(1) {
+            let _ = write!(b, "<li>{}</li>", esc(line.trim_start_matches("- ")));
+        }
+        b.push_str("</ul></div>\n");
+    }
+    for stage in stages(r) {
+        let _ = writeln!(b, "<h2>Stage {}</h2>", esc(stage.label()));
+        if let Some(st) = r.timeline.as_ref().and_then(|t| t.stages.iter().find(|s| s.stage == stage)) {
+            timeline_section(&mut b, st);
+        }
+        if r.kernel_tables.iter().any(|t| t.stage == stage && !t.rows.is_empty()) {
+            top_kernels(&mut b, r, stage);
+        }
+    }
+    let _ = writeln!(b, "<h2>Kernels</h2>");
+    b.push_str(&kernel_table(r).html(&format!("No kernel rows at or above {:.1}% share.", r.min_share)));
+    let _ = writeln!(b, "<h2>Overlap opportunities</h2>");
+    b.push_str(&overlap_table(r).html("No overlap rows at or above the share bar."));
+    let _ = writeln!(b, "<h2>Fuse opportunities</h2>");
+    b.push_str(&fuse_table(r).html("No fusion opportunities at or above the share bar."));
+    let _ = writeln!(
+        b,
+        "<p class=\"note\">Click a column header to sort. Long names are shortened; hover for the full text.</p>"
+    );
+    page("torchtriage report", &b)
+}
