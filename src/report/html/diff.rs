@@ -85,17 +85,37 @@ fn stage_section(b: &mut String, s: &StageDiff) {
             if g.tripped { " — tripped" } else { "" }
         );
     }
-    let _ = writeln!(b, "<h3>Kernels that changed most{}</h3>", esc(&per));
-    let mut changed: Vec<&KernelDiff> = s.kernels.iter().collect();
-    changed.sort_by(|a, c| finite(compared(c).2.abs()).total_cmp(&finite(compared(a).2.abs())));
-    let pairs: Vec<Pair> = changed
-        .iter()
-        .take(TOP_CHANGES)
-        .map(|k| {
-            let (base, new, _) = compared(k);
-            Pair { label: &k.kernel, base, new }
-        })
-        .collect();
+    // Few kernel names in common (another GPU vendor, another library):
+    // the categories tell the story, the kernels only come and go.
+    let by_category = s.matched_base_pct.is_some_and(|m| m < 50.0) && !s.categories.is_empty();
+    let pairs: Vec<Pair> = if by_category {
+        let _ = writeln!(b, "<h3>Categories that changed most{}</h3>", esc(&per));
+        let _ = writeln!(
+            b,
+            "<p class=\"note\">Only {:.1}% of base's kernel time is in kernels with the same name on both sides, so the chart compares categories.</p>",
+            s.matched_base_pct.unwrap_or(0.0)
+        );
+        s.categories
+            .iter()
+            .take(TOP_CHANGES)
+            .map(|c| {
+                let (base, new) = c.normalized.as_ref().map_or((c.base_us, c.new_us), |p| (p.base_us, p.new_us));
+                Pair { label: c.category, base, new }
+            })
+            .collect()
+    } else {
+        let _ = writeln!(b, "<h3>Kernels that changed most{}</h3>", esc(&per));
+        let mut changed: Vec<&KernelDiff> = s.kernels.iter().collect();
+        changed.sort_by(|a, c| finite(compared(c).2.abs()).total_cmp(&finite(compared(a).2.abs())));
+        changed
+            .iter()
+            .take(TOP_CHANGES)
+            .map(|k| {
+                let (base, new, _) = compared(k);
+                Pair { label: &k.kernel, base, new }
+            })
+            .collect()
+    };
     b.push_str(&paired_bars(&pairs, (BASE, NEW), &|v| ms(v)));
     b.push_str(&legend(&[("base", String::from("before"), BASE), ("new", String::from("after"), NEW)]));
 
