@@ -28,6 +28,9 @@ enum Command {
     Batch(commands::batch::BatchArgs),
     /// Compare two traces or profile directories stage by stage (BASE -> NEW).
     Diff(commands::diff::DiffArgs),
+    /// The cross-rank report of a batch from per-trace summary files
+    /// (`batch --summaries DIR`).
+    Merge(commands::merge::MergeArgs),
     /// List the fuse patterns, or validate a user pattern file (--check).
     Patterns(commands::patterns::PatternsArgs),
 }
@@ -49,6 +52,7 @@ fn main() {
         Command::Triage(a) => commands::triage::run(a, &cli.global),
         Command::Batch(a) => commands::batch::run(a, &cli.global),
         Command::Diff(a) => commands::diff::run(a, &cli.global),
+        Command::Merge(a) => commands::merge::run(a, &cli.global),
         Command::Patterns(a) => commands::patterns::run(a, &cli.global),
     };
     match result {

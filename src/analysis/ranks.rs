@@ -30,11 +30,40 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
 use crate::analysis::stage::Stage;
 use crate::analysis::types::Text;
 
+/// A stage's kernel rows as `[name, category, GPU time µs]` triples; a
+/// category is read back as the static text of the categories the kernel
+/// table uses, and an unknown one is an error.
+mod kernel_rows {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::analysis::kernels::names::known_category;
+    use crate::analysis::types::Text;
+
+    pub fn serialize<S: Serializer>(rows: &[(Text, &'static str, f64)], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(rows.iter().map(|(name, category, us)| (&**name, *category, *us)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(Text, &'static str, f64)>, D::Error> {
+        let rows: Vec<(String, String, f64)> = Vec::deserialize(d)?;
+        rows.into_iter()
+            .map(|(name, category, us)| {
+                let category = known_category(&category)
+                    .ok_or_else(|| D::Error::custom(format!("unknown category `{category}`")))?;
+                Ok((Text::from(name), category, us))
+            })
+            .collect()
+    }
+}
+
 /// Where a file's rank came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum RankSource {
     /// `tp3`, `rank3`, `worker3`, ... in the file name.
     FileName,
@@ -73,7 +102,7 @@ impl Role {
 }
 
 /// What one stage of one file contributes to the summary.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageFacts {
     pub stage: Stage,
     /// Overlap bundle label (`formal-<stage>`); empty without a bundle.
@@ -90,13 +119,16 @@ pub struct StageFacts {
     pub top_headroom: Option<(String, String)>,
     /// Kernel table of the stage: (kernel, category, GPU time µs), ranked.
     /// The names are the report's shared texts.
+    #[serde(with = "kernel_rows")]
     pub kernels: Vec<(Text, &'static str, f64)>,
     /// Sum of the stage's kernel GPU time (kernel table total).
     pub gpu_time_us: f64,
 }
 
-/// One triaged file as the cross-rank comparison sees it.
-#[derive(Clone, Debug, PartialEq)]
+/// One triaged file as the cross-rank comparison sees it. Serializable:
+/// the per-trace summary that `batch --summaries` writes and `merge`
+/// reads back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RankFacts {
     pub file: PathBuf,
     pub rank: u64,

@@ -8,15 +8,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::output::OutputArgs;
+use super::output::{Output, OutputArgs};
 use super::{AnalysisArgs, Global};
-use crate::analysis::ranks::{summarize, RankFacts};
+use crate::analysis::ranks::{summarize, RankFacts, StageSummary};
 use crate::error::{Error, Result};
 use crate::input::ReadMode;
 use crate::report::batch as render;
 use crate::report::render::BatchView;
 use crate::run::batch::memory::{default_budget, footprint, uncompressed_size};
 use crate::run::batch::schedule::{run_bounded, Observer, Task};
+use crate::run::batch::summary::write_summaries;
 use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileOutcome};
 use crate::run::triage::TriageOptions;
 
@@ -36,6 +37,11 @@ pub struct BatchArgs {
     /// size, timings; or the error) to this file.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
+    /// Also write one summary file per trace into this directory
+    /// (`<trace name>.<hash>.summary.json`); `torchtriage merge` turns any
+    /// set of them into this report.
+    #[arg(long, value_name = "DIR")]
+    pub summaries: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Memory (MiB) the files in flight may use together (default: half of
@@ -191,6 +197,9 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         }
     }
 
+    if let Some(dir) = &args.summaries {
+        write_summaries(dir, &outcomes)?;
+    }
     if let (Some(out), Some(path)) = (jsonl.as_mut(), args.jsonl.as_deref()) {
         write_jsonl(out, &outcomes).map_err(|e| Error::io(e).in_file(path))?;
     }
@@ -207,13 +216,20 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         failures: &failures,
         skipped: &skipped,
     };
+    print_batch(&output, &summary, &info)
+}
+
+/// Prints the cross-rank report and, on stderr, the files that failed;
+/// exit code 1 when some did.
+pub(super) fn print_batch(output: &Output, summary: &[StageSummary], info: &render::RunInfo) -> Result<i32> {
     // The failures go to stderr even when stdout could not take the report.
-    let printed = output.emit(output.renderer().batch(BatchView { stages: &summary, info: &info }));
+    let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));
+    let failures = info.failures;
     if failures.is_empty() {
         return printed.map(|()| 0);
     }
-    let _ = writeln!(std::io::stderr(), "torchtriage: {} of {} files failed:", failures.len(), outcomes.len());
-    for (path, e) in &failures {
+    let _ = writeln!(std::io::stderr(), "torchtriage: {} of {} files failed:", failures.len(), info.files);
+    for (path, e) in failures {
         // Errors from ingest already name the file; others get it here.
         if e.path.is_some() {
             let _ = writeln!(std::io::stderr(), "  {e}");

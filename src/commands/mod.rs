@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod diff;
+pub mod merge;
 pub mod output;
 pub mod patterns;
 pub mod stats;

@@ -191,7 +191,8 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
 }
 
 /// The error line without the file name when it leads the message.
-fn error_text(path: &Path, e: &Error) -> String {
+/// An error's text without the leading `path: `.
+pub(crate) fn error_text(path: &Path, e: &Error) -> String {
     let text = e.to_string();
     let prefix = format!("{}: ", path.display());
     text.strip_prefix(&prefix).map(str::to_string).unwrap_or(text)

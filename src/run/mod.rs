@@ -4,6 +4,7 @@
 //! ([`memory`]), and progress and phase timing on
 //! stderr ([`progress`]). Options arrive as values; nothing here renders.
 
+pub mod atomic;
 pub mod batch;
 pub mod discover;
 pub mod memory;

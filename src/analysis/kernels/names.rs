@@ -116,6 +116,15 @@ pub fn kernel_table_category(name: &str) -> &'static str {
     "other"
 }
 
+/// The category [`kernel_table_category`] names `name`, as its static
+/// text; `None` for a name it never gives.
+pub fn known_category(name: &str) -> Option<&'static str> {
+    ["communication", "memory", "other"]
+        .into_iter()
+        .chain(CATEGORY_PATTERNS.iter().map(|(c, _)| *c))
+        .find(|c| *c == name)
+}
+
 use crate::analysis::text::{mask_hex_addresses as mask_addresses, Masking};
 
 /// The grouping key of a kernel name: whitespace normalized, hex addresses

@@ -11,6 +11,7 @@
 
 pub mod memory;
 pub mod schedule;
+pub mod summary;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

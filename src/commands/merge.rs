@@ -1,0 +1,52 @@
+//! `torchtriage merge`: the cross-rank report of a batch from per-trace
+//! summary files (`batch --summaries DIR`, or the Python package's
+//! map-and-reduce), wherever the traces were triaged.
+
+use std::path::PathBuf;
+
+use super::output::OutputArgs;
+use super::Global;
+use crate::analysis::ranks::summarize;
+use crate::error::{Error, Result};
+use crate::report::batch::RunInfo;
+use crate::run::batch::summary::read_summaries;
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct MergeArgs {
+    /// Summary files, or directories holding `*.summary.json` files.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Bar, in percent above the stage median, for the likely slow rank and
+    /// for waiting ranks (as `batch --straggler-pct`).
+    #[arg(long, default_value_t = 10.0)]
+    pub straggler_pct: f64,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
+    if !args.straggler_pct.is_finite() || args.straggler_pct < 0.0 {
+        return Err(Error::usage("--straggler-pct must be a non-negative number"));
+    }
+    let output = args.output.resolve()?;
+    let summaries = read_summaries(&args.inputs)?;
+    if !global.quiet {
+        for s in &summaries {
+            super::warn_skipped(&s.file, s.skipped_events);
+        }
+    }
+    let facts: Vec<_> = summaries.iter().filter_map(|s| s.facts.as_ref()).collect();
+    let errors: Vec<(PathBuf, Error)> = summaries.iter().filter_map(|s| Some((s.file.clone(), s.failure()?))).collect();
+    let failures: Vec<(&std::path::Path, &Error)> = errors.iter().map(|(p, e)| (p.as_path(), e)).collect();
+    let summary = summarize(&facts, args.straggler_pct);
+    let info = RunInfo {
+        dir: &args.inputs[0],
+        files: summaries.len(),
+        jobs: 1,
+        budget: 0,
+        straggler_pct: args.straggler_pct,
+        failures: &failures,
+        skipped: &[],
+    };
+    super::batch::print_batch(&output, &summary, &info)
+}

@@ -1,0 +1,133 @@
+//! A batch as map and reduce: the per-trace summary (a triaged file's
+//! [`RankFacts`], or its error) as a file that `batch --summaries DIR`
+//! writes and `merge` reads back, so that any scheduler (a Slurm job array,
+//! Dask, Ray) can triage the traces where they are and one merge prints the
+//! cross-rank report `batch` would have printed.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::ranks::RankFacts;
+use crate::error::{Error, Result};
+use crate::report::batch::error_text;
+use crate::report::model::{FileOutcome, SCHEMA_VERSION};
+use crate::run::atomic::write_atomic;
+
+/// `kind` of a summary file.
+pub const SUMMARY_KIND: &str = "torchtriage-rank-summary";
+/// The ending of a summary file's name.
+pub const SUMMARY_SUFFIX: &str = ".summary.json";
+
+/// One trace of a batch, triaged or failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankSummary {
+    pub schema_version: u32,
+    pub kind: String,
+    /// The trace, as the batch found it.
+    pub file: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Complete events skipped for a non-numeric `ts` or `dur`.
+    pub skipped_events: u64,
+    /// What the cross-rank comparison reads; `None` when the trace failed.
+    pub facts: Option<RankFacts>,
+    /// Why the trace failed (the message without the file name).
+    pub error: Option<String>,
+}
+
+impl RankSummary {
+    pub fn of(outcome: &FileOutcome) -> Self {
+        let (facts, error, skipped_events) = match &outcome.result {
+            Ok(a) => (Some(a.facts.clone()), None, a.skipped_events),
+            Err(e) => (None, Some(error_text(&outcome.file.path, e)), 0),
+        };
+        RankSummary {
+            schema_version: SCHEMA_VERSION,
+            kind: SUMMARY_KIND.into(),
+            file: outcome.file.path.clone(),
+            size: outcome.file.size,
+            skipped_events,
+            facts,
+            error,
+        }
+    }
+
+    /// The error of a failed trace, as the batch report shows it.
+    pub fn failure(&self) -> Option<Error> {
+        self.error.as_ref().map(|e| Error::bad_input(e.clone()))
+    }
+}
+
+/// The summary file's name for a trace: its file name and a hash of its
+/// full path, so that traces of the same name in different directories (or
+/// from different jobs) do not collide.
+pub fn summary_file_name(trace: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    trace.hash(&mut h);
+    let name = trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "trace".into());
+    format!("{name}.{:016x}{SUMMARY_SUFFIX}", h.finish())
+}
+
+/// Writes one summary file per outcome into `dir` (created when missing).
+pub fn write_summaries(dir: &Path, outcomes: &[FileOutcome]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(e).in_file(dir))?;
+    for o in outcomes {
+        let s = RankSummary::of(o);
+        write_atomic(&dir.join(summary_file_name(&s.file)), |out| {
+            serde_json::to_writer(&mut *out, &s)?;
+            out.write_all(b"\n")
+        })?;
+    }
+    Ok(())
+}
+
+/// Reads one summary file.
+pub fn read_summary(path: &Path) -> Result<RankSummary> {
+    let text = std::fs::read(path).map_err(|e| Error::io(e).in_file(path))?;
+    let s: RankSummary = serde_json::from_slice(&text).map_err(|e| {
+        Error::bad_input(format!("not a torchtriage summary: {e} (line {}, column {})", e.line(), e.column()))
+            .in_file(path)
+    })?;
+    if s.kind != SUMMARY_KIND {
+        return Err(Error::bad_input(format!("not a torchtriage summary (kind `{}`)", s.kind)).in_file(path));
+    }
+    if s.schema_version != SCHEMA_VERSION {
+        return Err(Error::bad_input(format!(
+            "summary schema version {} (this torchtriage reads {SCHEMA_VERSION})",
+            s.schema_version
+        ))
+        .in_file(path));
+    }
+    Ok(s)
+}
+
+/// Every summary in `inputs` (summary files, or directories searched for
+/// `*.summary.json`), in trace-path order as `batch` orders its files;
+/// a trace summarized twice counts once.
+pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let entries = std::fs::read_dir(input).map_err(|e| Error::io(e).in_file(input))?;
+            for e in entries {
+                let p = e.map_err(|e| Error::io(e).in_file(input))?.path();
+                if p.is_file() && p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(SUMMARY_SUFFIX)) {
+                    files.push(p);
+                }
+            }
+        } else if input.is_file() {
+            files.push(input.clone());
+        } else {
+            return Err(Error::usage("no such file or directory").in_file(input));
+        }
+    }
+    let mut out = files.iter().map(|p| read_summary(p)).collect::<Result<Vec<_>>>()?;
+    if out.is_empty() {
+        return Err(Error::usage(format!("no *{SUMMARY_SUFFIX} files found")));
+    }
+    out.sort_by(|a, b| a.file.cmp(&b.file));
+    out.dedup_by(|a, b| a.file == b.file);
+    Ok(out)
+}

@@ -1,0 +1,92 @@
+//! `batch --summaries DIR` and `merge`: the per-trace summaries of a batch,
+//! written anywhere (one batch, or one job per trace), merge into the
+//! report `batch` prints.
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+const RANKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+
+fn json(args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut all = vec!["-q"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let out = common::run(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (out.status.code(), v, stderr)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn merged_summaries_equal_the_batch_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let sums = dir.path().join("sums");
+    let (code, batch, stderr) = json(&["batch", RANKS, "--summaries", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(std::fs::read_dir(&sums).unwrap().count(), 8);
+    let (code, merged, stderr) = json(&["merge", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(merged["stages"], batch["stages"]);
+    assert_eq!(merged["files"], batch["files"]);
+    assert!(batch["stages"][0]["ranks"].as_array().unwrap().len() == 8, "{batch}");
+}
+
+#[test]
+fn one_job_per_trace_merges_the_same() {
+    // As a job array would: each trace triaged by its own `batch` run.
+    let dir = tempfile::tempdir().unwrap();
+    let sums = dir.path().join("sums");
+    for e in std::fs::read_dir(RANKS).unwrap() {
+        let p = e.unwrap().path();
+        let (code, _, stderr) = json(&["batch", s(&p), "--summaries", s(&sums)]);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    let (_, batch, _) = json(&["batch", RANKS]);
+    let files: Vec<String> = std::fs::read_dir(&sums).unwrap().map(|e| s(&e.unwrap().path()).to_string()).collect();
+    let mut args: Vec<&str> = vec!["merge"];
+    args.extend(files.iter().map(String::as_str));
+    let (code, merged, stderr) = json(&args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(merged["stages"], batch["stages"]);
+}
+
+#[test]
+fn a_failed_trace_stays_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("ranks");
+    std::fs::create_dir(&ranks).unwrap();
+    for e in std::fs::read_dir(RANKS).unwrap().take(2) {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, ranks.join(p.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(ranks.join("worker9.pt.trace.json"), "{\"traceEvents\": [ {\"ph\": \"X\"").unwrap();
+    let sums = dir.path().join("sums");
+    let (code, batch, _) = json(&["batch", s(&ranks), "--summaries", s(&sums)]);
+    assert_eq!(code, Some(1));
+    let (code, merged, stderr) = json(&["merge", s(&sums)]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(merged["failures"], batch["failures"]);
+    assert_eq!(merged["failed"], 1);
+    assert!(stderr.contains("1 of 3 files failed"), "{stderr}");
+}
+
+#[test]
+fn a_file_that_is_not_a_summary_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("x.summary.json");
+    std::fs::write(&bad, "{\"kind\": \"something else\"}").unwrap();
+    let out = common::run(&["-q", "merge", s(&bad)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("x.summary.json"), "{err}");
+    let empty = tempfile::tempdir().unwrap();
+    assert_eq!(common::run(&["-q", "merge", s(empty.path())]).status.code(), Some(2));
+}
