@@ -265,8 +265,8 @@ mod tests {
 
     #[test]
     fn wraps_words() {
-        let lines = wrap("one two three four five six", 9, "  ");
-        assert_eq!(lines, vec!["one two", "  three", "  four", "  five", "  six"]);
+        let lines = wrap("one two three four five six", 12, "  ");
+        assert_eq!(lines, vec!["one two", "  three four", "  five six"]);
         let lines = wrap("abcdefghijklmnopqrstuvwxyz", 10, "");
         assert!(lines.iter().all(|l| l.chars().count() <= 10), "{lines:?}");
         assert_eq!(lines.concat(), "abcdefghijklmnopqrstuvwxyz");
