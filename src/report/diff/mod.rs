@@ -3,8 +3,8 @@
 //! change, the kernels matched by canonical name with their change in GPU
 //! time (per step or per ms of window as well when the sides cover
 //! different spans), the same rolled up by category, and optionally a
-//! regression gate. Pure: reads two [`TriageReport`]s, does no I/O.
-//! [`compare`] builds the model, [`markdown`] renders it; the JSON of
+//! regression gate. Pure: reads two [`TriageReport`](crate::report::model::TriageReport)s, does no I/O.
+//! `compare` builds the model, [`markdown`] renders it; the JSON of
 //! [`DiffReport`] is described in `docs/json-schema.md`, "Diff".
 
 mod compare;

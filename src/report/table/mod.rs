@@ -1,7 +1,7 @@
 //! The terminal table format: aligned columns that fit the terminal width
 //! ([`layout`]), long names shortened in the middle and mangled names
 //! demangled ([`names`]), one unit per column, and a legend under each
-//! table. The triage ([`triage`]), batch ([`batch`]) and diff ([`diff`])
+//! table. The triage (`triage`), batch (`batch`) and diff (`diff`)
 //! views; this module holds what they share.
 
 mod batch;
