@@ -23,7 +23,7 @@ pub struct RunInfo<'a> {
     pub skipped: &'a [(std::path::PathBuf, &'static str)],
 }
 
-fn file_name(p: &Path) -> String {
+pub(crate) fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string())
 }
 
@@ -72,7 +72,7 @@ fn against_median(value: f64, median: f64) -> String {
 }
 
 /// The lines under a rank table naming the slow rank and the ranks waiting.
-fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
+pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
     let ranks = |role: Role| -> Vec<String> {
         s.rows.iter().filter(|r| r.role == Some(role)).map(|r| r.rank.to_string()).collect()
     };

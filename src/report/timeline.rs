@@ -45,7 +45,7 @@ pub(crate) fn stage_sum(stage: &StageTimeline) -> Figures {
 }
 
 /// What most of a stage's idle time went to, in words.
-fn idle_cause(stage: &StageTimeline) -> &'static str {
+pub(crate) fn idle_cause(stage: &StageTimeline) -> &'static str {
     let (mut host, mut kernel, mut other) = (0.0, 0.0, 0.0);
     for s in stage.gpus.iter().flat_map(|g| &g.figures.idle_by_stream) {
         host += s.host_wait_us;
@@ -187,7 +187,7 @@ fn idle_table(stage: &StageTimeline) -> Vec<String> {
     lines
 }
 
-fn step_source_name(s: StepSource) -> &'static str {
+pub(crate) fn step_source_name(s: StepSource) -> &'static str {
     match s {
         StepSource::ProfilerStep => "ProfilerStep annotations",
         StepSource::SglangStep => "SGLang step[...] annotations",

@@ -1,0 +1,145 @@
+//! The batch view as tables: the run's facts, then per stage the rank
+//! table (busy, compute, overlap, exposed communication, role) with the
+//! medians and the slow / waiting ranks, and the cross-rank kernel table;
+//! then skipped and failed files.
+//!
+//! Columns dropped when a table does not fit, first to last: rank table
+//! Top exposed comm kernel, Overlap, Exposed comm (%), Compute, File;
+//! kernel table Category, Leads ranks, Min, Max rank, Ranks with it.
+
+use crate::analysis::ranks::{Role, StageSummary};
+use crate::report::batch::{error_text, file_name, roles_lines};
+use crate::report::markdown::fixed;
+use crate::report::render::BatchView;
+
+use super::layout::{Column, Table};
+use super::names::display_name;
+use super::{ms, stage_heading, Out};
+
+const RANK_LEGEND: &[&str] = &[
+    "Busy: GPU time any kernel runs; compute: summed kernel time outside communication kernels; overlap: share of busy time with \
+     kernels on two or more streams at once; exposed comm: communication no other stream's kernel hides (share of busy).",
+];
+
+const KERNEL_LEGEND: &[&str] = &[
+    "Per kernel its GPU time on each rank that runs it: Min / Median / Max over those ranks. Leads ranks: the ranks \
+     where it is the kernel with the most GPU time; Max rank: the rank with the Max.",
+];
+
+fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
+    let mut t = Table::new(vec![
+        Column::num("Rank", 0),
+        Column::name("File", 16, 5),
+        Column::num("Busy (ms)", 0),
+        Column::num("Compute (ms)", 2),
+        Column::num("Overlap (%)", 1),
+        Column::num("Exposed comm (ms)", 0),
+        Column::num("Exposed comm (%)", 2),
+        Column::name("Top exposed comm kernel", 20, 1),
+        Column::text("Role", 0),
+    ]);
+    for r in &s.rows {
+        let f = &r.facts;
+        let role = match (r.role, r.waits_on) {
+            (Some(Role::Slow), _) => "slow".to_string(),
+            (Some(Role::Waiting), Some(on)) => format!("waiting on {on}"),
+            (Some(Role::Waiting), None) => "waiting".to_string(),
+            (None, _) => "-".to_string(),
+        };
+        let top = f.top_exposed.as_ref().map_or_else(|| "-".to_string(), |(k, _)| display_name(k));
+        t.row(vec![
+            r.rank.to_string(),
+            super::names::visible(&file_name(&r.file)),
+            ms(f.busy_us),
+            ms(r.compute_us),
+            fixed(r.overlap_pct, 1),
+            ms(f.exposed_comm_us),
+            fixed(r.exposed_comm_pct, 1),
+            top,
+            role,
+        ]);
+    }
+    o.heading("Ranks");
+    o.table(&t);
+    o.text(&format!(
+        "Median busy {} ms, median compute {} ms, median exposed communication {} ms.",
+        ms(s.median_busy_us),
+        ms(s.median_compute_us),
+        ms(s.median_exposed_comm_us)
+    ));
+    for line in roles_lines(s, pct) {
+        o.text(&line);
+    }
+    o.legend(RANK_LEGEND);
+}
+
+fn kernel_table(o: &mut Out, s: &StageSummary) {
+    let mut t = Table::new(vec![
+        Column::name("Kernel", super::triage::name_min(o.width), 0),
+        Column::text("Category", 1),
+        Column::text("Leads ranks", 2),
+        Column::num("Ranks with it", 5),
+        Column::num("Min (ms)", 3),
+        Column::num("Median (ms)", 0),
+        Column::num("Max (ms)", 0),
+        Column::num("Max rank", 4),
+    ]);
+    for k in &s.kernels {
+        let leads: Vec<String> = k.leads.iter().map(u64::to_string).collect();
+        t.row(vec![
+            display_name(&k.kernel),
+            super::names::visible(&k.category),
+            if leads.is_empty() { "-".into() } else { leads.join(", ") },
+            k.present.to_string(),
+            ms(k.min_us),
+            ms(k.median_us),
+            ms(k.max_us),
+            k.max_rank.to_string(),
+        ]);
+    }
+    o.heading("Cross-rank kernels");
+    if s.kernels.is_empty() {
+        o.text("No kernels.");
+        return;
+    }
+    o.table(&t);
+    o.legend(KERNEL_LEGEND);
+}
+
+/// The batch view's lines.
+pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
+    let info = b.info;
+    let mut o = Out::new(width);
+    o.text("torchtriage batch");
+    o.text(&format!("Directory: {}", info.dir.display()));
+    o.text(&format!(
+        "Files: {} triaged, {} failed (jobs {}, memory budget {:.1} GiB)",
+        info.files - info.failures.len(),
+        info.failures.len(),
+        info.jobs,
+        info.budget as f64 / (1u64 << 30) as f64
+    ));
+    o.text(&format!(
+        "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \
+         waiting = exposed communication more than {pct}% above the median, compute not.",
+        pct = info.straggler_pct
+    ));
+    for s in b.stages {
+        o.title(&stage_heading(s.stage));
+        rank_table(&mut o, s, info.straggler_pct);
+        kernel_table(&mut o, s);
+    }
+    if !info.skipped.is_empty() {
+        o.title("Skipped files");
+        for (path, why) in info.skipped {
+            o.item(&format!("{}: {why}", path.display()));
+        }
+    }
+    if !info.failures.is_empty() {
+        o.title("Failed files");
+        for (path, e) in info.failures {
+            o.item(&format!("{}: {}", path.display(), error_text(path, e)));
+        }
+    }
+    o.lines
+}

@@ -1,0 +1,274 @@
+//! Column fitting: a [`Table`] of columns (header, alignment, what may
+//! shrink and what may go) and rows of multi-line cells, laid out to fit a
+//! terminal width. When the natural layout is too wide, the name columns
+//! (kernel, pattern, location) shrink first, widest first, down to their
+//! minimum, their cells shortened in the middle; then the columns with the
+//! lowest keep rank are dropped one at a time; as a last resort the name
+//! columns shrink below their minimum. Also word-wrapping of prose lines.
+
+use super::names::shorten_middle;
+
+/// Space between columns.
+const GAP: &str = "  ";
+
+/// Cell alignment: text left, numbers right.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// One column.
+#[derive(Clone, Debug)]
+pub struct Column {
+    pub header: String,
+    pub align: Align,
+    /// The narrowest a name column shrinks to before other columns go;
+    /// `None`: the column keeps its natural width.
+    pub shrink_to: Option<usize>,
+    /// Columns with a lower rank are dropped first when the table does not
+    /// fit; 0 is never dropped.
+    pub keep: u8,
+    /// Shortened by cutting the head (`…` then the tail: a location's file
+    /// and line) rather than the middle.
+    pub keep_tail: bool,
+}
+
+impl Column {
+    /// A text column.
+    pub fn text(header: &str, keep: u8) -> Column {
+        Column { header: header.to_string(), align: Align::Left, shrink_to: None, keep, keep_tail: false }
+    }
+    /// A number column.
+    pub fn num(header: &str, keep: u8) -> Column {
+        Column { header: header.to_string(), align: Align::Right, shrink_to: None, keep, keep_tail: false }
+    }
+    /// A name column that shrinks to `min` characters.
+    pub fn name(header: &str, min: usize, keep: u8) -> Column {
+        Column { header: header.to_string(), align: Align::Left, shrink_to: Some(min), keep, keep_tail: false }
+    }
+    /// A location column that shrinks to `min` characters, keeping the
+    /// end of each line (file, line, function).
+    pub fn location(header: &str, min: usize, keep: u8) -> Column {
+        Column { keep_tail: true, ..Column::name(header, min, keep) }
+    }
+}
+
+/// Columns and rows; each cell is one or more lines (a list: one item per
+/// line, the row's other cells blank on the extra lines).
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<Vec<String>>>,
+}
+
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+impl Table {
+    pub fn new(columns: Vec<Column>) -> Table {
+        Table { columns, rows: Vec::new() }
+    }
+
+    /// Adds a row of single-line cells.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells.into_iter().map(|c| vec![c]).collect());
+    }
+
+    /// Adds a row whose cells may have several lines.
+    pub fn row_lines(&mut self, cells: Vec<Vec<String>>) {
+        self.rows.push(cells);
+    }
+
+    /// The table's lines, header and rule first, each at most `width`
+    /// characters.
+    pub fn render(&self, width: usize) -> Vec<String> {
+        let n = self.columns.len();
+        let natural: Vec<usize> = (0..n)
+            .map(|c| {
+                let cells = self.rows.iter().flat_map(|r| r.get(c).into_iter().flatten()).map(|s| chars(s));
+                cells.chain([chars(&self.columns[c].header)]).max().unwrap_or(0)
+            })
+            .collect();
+        let mut shown: Vec<bool> = vec![true; n];
+        let mut widths = natural.clone();
+        let total = |widths: &[usize], shown: &[bool]| -> usize {
+            let cols: Vec<usize> = (0..n).filter(|&c| shown[c]).map(|c| widths[c]).collect();
+            cols.iter().sum::<usize>() + GAP.len() * cols.len().saturating_sub(1)
+        };
+        let shrink = |widths: &mut Vec<usize>, shown: &[bool], floor: &dyn Fn(usize) -> Option<usize>| {
+            while total(widths, shown) > width {
+                let pick = (0..n)
+                    .filter(|&c| shown[c] && floor(c).is_some_and(|f| widths[c] > f))
+                    .max_by_key(|&c| (widths[c], std::cmp::Reverse(c)));
+                match pick {
+                    Some(c) => widths[c] -= 1,
+                    None => break,
+                }
+            }
+        };
+        shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to);
+        while total(&widths, &shown) > width {
+            let drop = (0..n)
+                .filter(|&c| shown[c] && self.columns[c].keep > 0)
+                .min_by_key(|&c| (self.columns[c].keep, std::cmp::Reverse(c)));
+            let Some(c) = drop else { break };
+            shown[c] = false;
+            // A dropped column may leave room: name columns grow back.
+            widths = natural.clone();
+            shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to);
+        }
+        shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to.map(|_| 8));
+        shrink(&mut widths, &shown, &|_| Some(3));
+        let visible: Vec<usize> = (0..n).filter(|&c| shown[c]).collect();
+        let line = |cells: &[String]| -> String {
+            let mut out = String::new();
+            for (i, &c) in visible.iter().enumerate() {
+                let w = widths[c];
+                let cell = cells.get(c).map_or("", String::as_str);
+                let text = if self.columns[c].keep_tail { shorten_head(cell, w) } else { shorten_middle(cell, w) };
+                let pad = w - chars(&text);
+                let last = i + 1 == visible.len();
+                if i > 0 {
+                    out.push_str(GAP);
+                }
+                match self.columns[c].align {
+                    Align::Left if last => out.push_str(&text),
+                    Align::Left => {
+                        out.push_str(&text);
+                        out.extend(std::iter::repeat_n(' ', pad));
+                    }
+                    Align::Right => {
+                        out.extend(std::iter::repeat_n(' ', pad));
+                        out.push_str(&text);
+                    }
+                }
+            }
+            let trimmed = out.trim_end().to_string();
+            shorten_middle(&trimmed, width)
+        };
+        let headers: Vec<String> = self.columns.iter().map(|c| c.header.clone()).collect();
+        let mut lines = vec![line(&headers)];
+        let rule: Vec<String> = visible.iter().map(|&c| "─".repeat(widths[c])).collect();
+        lines.push(shorten_middle(&rule.join(GAP), width));
+        for row in &self.rows {
+            let height = visible.iter().map(|&c| row.get(c).map_or(0, Vec::len)).max().unwrap_or(0).max(1);
+            for k in 0..height {
+                let cells: Vec<String> =
+                    (0..n).map(|c| row.get(c).and_then(|l| l.get(k)).cloned().unwrap_or_default()).collect();
+                lines.push(line(&cells));
+            }
+        }
+        lines
+    }
+}
+
+/// `text` cut to at most `width` characters by replacing its start with
+/// `…`.
+pub fn shorten_head(text: &str, width: usize) -> String {
+    let n = chars(text);
+    if n <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out = String::from("…");
+    out.extend(text.chars().skip(n - (width - 1)));
+    out
+}
+
+/// `text` word-wrapped to `width` characters; continuation lines start
+/// with `indent`; a word longer than a line is broken.
+pub fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
+    let width = width.max(chars(indent) + 8);
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let mut word = word.to_string();
+        loop {
+            let sep = usize::from(!cur.is_empty() && cur != indent);
+            if chars(&cur) + sep + chars(&word) <= width {
+                if sep == 1 {
+                    cur.push(' ');
+                }
+                cur.push_str(&word);
+                break;
+            }
+            if cur.is_empty() || cur == indent {
+                // The word alone is too long: break it.
+                let room = width - chars(&cur);
+                let head: String = word.chars().take(room).collect();
+                cur.push_str(&head);
+                word = word.chars().skip(room).collect();
+            }
+            lines.push(std::mem::replace(&mut cur, indent.to_string()));
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if !cur.is_empty() && cur != indent {
+        lines.push(cur);
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Table {
+        let mut t = Table::new(vec![
+            Column::name("Kernel", 24, 0),
+            Column::num("GPU time (ms)", 0),
+            Column::text("Category", 2),
+            Column::num("Max (µs)", 1),
+        ]);
+        t.row(vec![
+            "a_very_long_kernel_name_that_will_not_fit_anywhere_at_all".into(),
+            "1.00".into(),
+            "gemm".into(),
+            "3.0".into(),
+        ]);
+        t.row_lines(vec![vec!["short".into()], vec!["2.00".into()], vec!["memory".into(), "second".into()], vec![]]);
+        t
+    }
+
+    #[test]
+    fn fits_and_aligns() {
+        let t = sample();
+        let wide = t.render(200);
+        assert_eq!(wide[0].trim_end(), wide[0]);
+        assert!(wide[1].starts_with('─'));
+        assert!(wide[0].contains("Max (µs)"));
+        // The continuation line has the other cells blank.
+        assert!(wide[4].trim_start().starts_with("second"), "{wide:?}");
+        for w in [20, 40, 60, 80] {
+            for l in t.render(w) {
+                assert!(l.chars().count() <= w, "{w}: {l}");
+            }
+        }
+        // Name shrinks first, then Max (keep 1) goes before Category.
+        let narrow = t.render(24 + 2 + 13 + 2 + 8);
+        assert!(narrow[0].contains("Category") && !narrow[0].contains("Max"), "{narrow:?}");
+        assert!(narrow[2].contains('…'));
+        assert_eq!(shorten_head("a/b/c.py:12 f", 8), "…py:12 f");
+        // A dropped list column leaves no blank continuation lines.
+        let only = t.render(24 + 2 + 13);
+        assert_eq!(only.len(), 4, "{only:?}");
+    }
+
+    #[test]
+    fn wraps_words() {
+        let lines = wrap("one two three four five six", 12, "  ");
+        assert_eq!(lines, vec!["one two", "  three four", "  five six"]);
+        let lines = wrap("abcdefghijklmnopqrstuvwxyz", 10, "");
+        assert!(lines.iter().all(|l| l.chars().count() <= 10), "{lines:?}");
+        assert_eq!(lines.concat(), "abcdefghijklmnopqrstuvwxyz");
+    }
+}

@@ -1,0 +1,182 @@
+//! Kernel and location names as the table shows them: mangled C++ and Rust
+//! symbols demangled, a long demangled signature's argument list dropped,
+//! control characters made visible, and names too long for their column
+//! shortened in the middle (head and tail kept, `…` between).
+
+/// A demangled signature longer than this many characters is shown
+/// without its argument list.
+const LONG_SIGNATURE: usize = 60;
+
+/// The symbol demangled, or `None` when it is not a mangled C++ (`_Z…`) or
+/// Rust (`_R…`, `_ZN…17h<hash>E`) name or does not demangle.
+pub fn demangle(name: &str) -> Option<String> {
+    let sym = name.strip_prefix('_').filter(|_| name.starts_with("__Z")).unwrap_or(name);
+    if sym.starts_with("_R") || is_legacy_rust(sym) {
+        if let Ok(d) = rustc_demangle::try_demangle(sym) {
+            return Some(format!("{d:#}"));
+        }
+    }
+    if !sym.starts_with("_Z") {
+        return None;
+    }
+    demangle_cpp(sym).or_else(|| {
+        // Template parameter declarations (`Ty`, `Tn <type>`, newer
+        // compilers' C++20 manglings) are not understood by the demangler:
+        // read the name without them (a `Tn`'s type then shows as one more
+        // template argument).
+        let positions: Vec<usize> = sym.match_indices("Tn").chain(sym.match_indices("Ty")).map(|(i, _)| i).collect();
+        if positions.is_empty() || positions.len() > 16 {
+            return None;
+        }
+        let without = |drop: &[usize]| -> String {
+            let mut out = String::with_capacity(sym.len());
+            let mut i = 0;
+            for &p in drop {
+                out.push_str(&sym[i..p]);
+                i = p + 2;
+            }
+            out.push_str(&sym[i..]);
+            out
+        };
+        let mut all = positions.clone();
+        all.sort_unstable();
+        demangle_cpp(&without(&all)).or_else(|| positions.iter().find_map(|&p| demangle_cpp(&without(&[p]))))
+    })
+}
+
+fn demangle_cpp(sym: &str) -> Option<String> {
+    let symbol = cpp_demangle::Symbol::new(sym.as_bytes()).ok()?;
+    let text = symbol.demangle().ok()?;
+    (!text.is_empty() && text != sym).then_some(text)
+}
+
+/// `_ZN…17h<16 hex digits>E`: the legacy Rust mangling.
+fn is_legacy_rust(sym: &str) -> bool {
+    let Some(body) = sym.strip_prefix("_ZN").and_then(|s| s.strip_suffix('E')) else { return false };
+    body.len() > 19 && {
+        let tail = &body[body.len() - 19..];
+        tail.starts_with("17h") && tail[3..].chars().all(|c| c.is_ascii_hexdigit())
+    }
+}
+
+/// A function signature without its trailing argument list:
+/// `void f<int>(int*, float)` becomes `void f<int>(…)`. Unchanged when the
+/// name does not end in a balanced `(...)` after some text.
+pub fn drop_arguments(name: &str) -> String {
+    if !name.ends_with(')') {
+        return name.to_string();
+    }
+    let mut depth = 0usize;
+    for (i, c) in name.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return if i == 0 || name[..i].ends_with(' ') {
+                        name.to_string()
+                    } else {
+                        format!("{}(…)", &name[..i])
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    name.to_string()
+}
+
+/// Control characters (which could corrupt the terminal) as `\u00XX`.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A kernel name for display: demangled when mangled (the argument list
+/// of a long signature dropped), control characters made visible.
+pub fn display_name(name: &str) -> String {
+    let shown = match demangle(name) {
+        Some(d) if d.chars().count() > LONG_SIGNATURE => drop_arguments(&d),
+        Some(d) => d,
+        None => name.to_string(),
+    };
+    visible(&shown)
+}
+
+/// `text` cut to at most `width` characters by replacing its middle with
+/// `…`: the head keeps one character more than the tail when the kept
+/// count is odd. The same (text, width) always gives the same result.
+pub fn shorten_middle(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let keep = width - 1;
+    let head = keep.div_ceil(2);
+    let tail = keep - head;
+    let mut out: String = text.chars().take(head).collect();
+    out.push('…');
+    out.extend(text.chars().skip(n - tail));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortening_keeps_head_and_tail() {
+        let name = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>";
+        let s = shorten_middle(name, 24);
+        assert_eq!(s.chars().count(), 24);
+        assert_eq!(s, "void at::nat…tor<float>>");
+        assert_eq!(shorten_middle(name, 24), s, "stable");
+        assert_eq!(shorten_middle("short", 24), "short");
+        assert_eq!(shorten_middle("abcdef", 5), "ab…ef");
+        assert_eq!(shorten_middle("abcdef", 1), "…");
+        assert_eq!(shorten_middle("héllo wörld", 6), "hél…ld");
+    }
+
+    #[test]
+    fn cpp_names_demangle() {
+        let m = "_ZN4vllm18act_and_mul_kernelIN3c108BFloat16ETnPFT_RKS3_EXadL_ZNS_11silu_kernelIS2_EES3_S5_EELb1EEEvPS3_PS4_i";
+        let d = demangle(m).expect("demangles");
+        assert!(d.starts_with("void vllm::act_and_mul_kernel<c10::BFloat16, "), "{d}");
+        let shown = display_name(m);
+        assert!(shown.starts_with("void vllm::act_and_mul_kernel<c10::BFloat16, "), "{shown}");
+        assert!(shown.ends_with("(…)"), "{shown}");
+        assert_eq!(demangle("_Z3fooi").as_deref(), Some("foo(int)"));
+        assert_eq!(display_name("_Z3fooi"), "foo(int)");
+    }
+
+    #[test]
+    fn rust_names_demangle() {
+        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE").as_deref(), Some("core::fmt::write"));
+        assert_eq!(demangle("_RNvCs15kBYyAo9fc_7mycrate7example").as_deref(), Some("mycrate::example"));
+    }
+
+    #[test]
+    fn other_names_stay() {
+        for name in ["ampere_sgemm_128x64_tn", "_Znotmangled", "_Z", "void f<int>(int)", ""] {
+            assert_eq!(display_name(name), name);
+        }
+        assert_eq!(display_name("a\u{1b}b"), "a\\u001bb");
+    }
+
+    #[test]
+    fn argument_lists_drop() {
+        assert_eq!(drop_arguments("void f<int>(int*, g(h))"), "void f<int>(…)");
+        assert_eq!(drop_arguments("(anonymous)"), "(anonymous)");
+        assert_eq!(drop_arguments("plain"), "plain");
+    }
+}

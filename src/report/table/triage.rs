@@ -1,0 +1,320 @@
+//! The triage view as tables: a short header and the headline, then per
+//! stage the timeline figures (a key/value table and the verdict), the
+//! kernel table, the overlap table and the fuse table, each with a legend.
+//!
+//! Columns dropped when a table does not fit, first to last: kernel table
+//! Max, CPU op, Avg, Category, Python location, Launches; overlap table
+//! Python scope, Verdict, GPU time, Dep risk, Action; fuse table Rationale,
+//! Candidate path, Current location, Evidence kernels, Related GPU time.
+
+use crate::analysis::stage::Stage;
+use crate::analysis::timeline::{StageTimeline, Timeline};
+use crate::report::markdown::{dependency_risk_label, fixed};
+use crate::report::model::{Mode, TriageReport};
+use crate::report::timeline::{idle_cause, stage_sum, step_source_name, verdict_line};
+
+use super::layout::{Column, Table};
+use super::names::{display_name, shorten_middle};
+use super::{list, ms, opt1, opt_ms, stage_heading, us1, Out};
+
+const KERNEL_LEGEND: &[&str] = &[
+    "GPU time: summed kernel durations. Share: of the stage's total kernel time (all kernels of the stage summed). \
+     Avg, Max: per launch. Python location: launching site (share of the kernel's launches); CPU op: launching operator.",
+];
+
+const OVERLAP_LEGEND: &[&str] = &[
+    "Share: of the stage's GPU busy time (the union over streams), so it differs from the kernel table's Share, \
+     which divides by summed kernel time. Excl (exclusive): share of the kernel's time no other stream's kernel overlaps; \
+     Hid (hidden): share overlapped by another stream.",
+    "Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. Dep risk: whether \
+     the neighbouring kernels on its stream depend on it (high: a tight neighbour from the same scope or launch; \
+     unclear: a tight unmapped neighbour; low: none). Priority P1 (act first) to P5 (skip).",
+];
+
+const FUSE_LEGEND: &[&str] = &[
+    "Confidence: Confirmed = kernels of the pattern's own family matched its keywords directly (or every group of a \
+     split match); Candidate / Possible = a weaker, partial match worth checking. Share: of the stage's total kernel time.",
+];
+
+const TIMELINE_LEGEND: &[&str] = &[
+    "Window: first kernel start to last kernel end; busy: time any kernel runs (union over streams); percentages are of \
+     the window. Stream idle: gaps between consecutive kernels of each stream, summed over streams (so it can exceed \
+     idle, which counts only time no stream runs): host wait = the next kernel's launch call began after the previous \
+     kernel ended; kernel wait = other gaps under 30 µs. Exposed communication: communication no computation overlaps.",
+];
+
+/// Kernel names in the headline are shortened to this many characters.
+const HEADLINE_NAME_CHARS: usize = 64;
+
+fn pct_of(v: f64, of: f64) -> Option<f64> {
+    (of > 0.0).then(|| 100.0 * v / of)
+}
+
+/// The stages the report covers, in report order.
+fn stages(r: &TriageReport) -> Vec<Stage> {
+    let mut out: Vec<Stage> = Vec::new();
+    let from_timeline = r.timeline.iter().flat_map(|t| t.stages.iter().map(|s| s.stage));
+    let from_tables = r.kernel_tables.iter().map(|t| t.stage);
+    let from_rows = r.overlap_rows.iter().map(|o| o.stage).chain(r.fuse_rows.iter().map(|f| f.stage));
+    for s in from_timeline.chain(from_tables).chain(from_rows) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn header(o: &mut Out, r: &TriageReport) {
+    o.text("torchtriage triage");
+    let paths = |p: &[std::path::PathBuf]| p.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    if r.mode == Mode::SingleTrace {
+        o.text(&format!("Trace: {} ({})", paths(&r.formal_traces), r.framework.formal.display_name()));
+    } else {
+        o.text(&format!("Mapping traces: {} ({})", paths(&r.mapping_traces), r.framework.mapping.display_name()));
+        o.text(&format!("Formal traces: {} ({})", paths(&r.formal_traces), r.framework.formal.display_name()));
+    }
+    if let Some(model) = &r.model {
+        o.text(&format!("Model: {model}"));
+    }
+}
+
+fn top_kernel(r: &TriageReport, stage: Stage) -> Option<(String, f64)> {
+    r.kernel_tables
+        .iter()
+        .filter(|t| t.stage == stage)
+        .flat_map(|t| t.rows.first())
+        .max_by(|a, b| a.total_us.total_cmp(&b.total_us))
+        .map(|row| (shorten_middle(&display_name(&row.kernel), HEADLINE_NAME_CHARS), row.share_pct))
+}
+
+fn headline(o: &mut Out, r: &TriageReport, t: &Timeline) {
+    o.title("Headline");
+    if t.stages.is_empty() {
+        o.item("no GPU kernels in this trace: nothing ran on a GPU, or the profiler did not record it");
+        return;
+    }
+    for stage in &t.stages {
+        let f = stage_sum(stage);
+        let top = top_kernel(r, stage.stage)
+            .map_or_else(|| "-".to_string(), |(name, share)| format!("{name} ({}%)", fixed(share, 1)));
+        let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{}%", fixed(v, 1)));
+        o.item(&format!(
+            "{}: window {} ms, GPU busy {}, idle {} ({}), comm/compute overlap {}, top kernel {}",
+            stage.stage.as_str(),
+            ms(f.window_us),
+            pct(pct_of(f.busy_us, f.window_us)),
+            pct(f.idle_pct),
+            idle_cause(stage),
+            pct(f.comm_comp_overlap_pct),
+            top
+        ));
+    }
+}
+
+fn timeline_table(o: &mut Out, stage: &StageTimeline) {
+    let f = stage_sum(stage);
+    let (mut host, mut kernel, mut other) = (0.0, 0.0, 0.0);
+    for s in stage.gpus.iter().flat_map(|g| &g.figures.idle_by_stream) {
+        host += s.host_wait_us;
+        kernel += s.kernel_wait_us;
+        other += s.other_us;
+    }
+    let l = &stage.launch;
+    let s = &stage.steps;
+    let mut t = Table::new(vec![Column::text("Figure", 0), Column::num("Value", 0)]);
+    let mut add = |k: &str, v: String| t.row(vec![k.to_string(), v]);
+    add("GPUs", stage.gpus.len().to_string());
+    add("kernels", f.kernels.to_string());
+    add("window (ms)", ms(f.window_us));
+    add("busy (ms)", ms(f.busy_us));
+    add("busy (%)", opt1(pct_of(f.busy_us, f.window_us)));
+    add("idle (ms)", ms(f.idle_us));
+    add("idle (%)", opt1(f.idle_pct));
+    add("stream idle, host wait (ms)", ms(host));
+    add("stream idle, kernel wait (ms)", ms(kernel));
+    add("stream idle, other (ms)", ms(other));
+    add("compute (ms)", ms(f.compute_us));
+    add("compute (%)", opt1(f.compute_pct));
+    add("communication (ms)", ms(f.comm_us));
+    add("exposed communication (ms)", ms(f.exposed_comm_us));
+    add("comm/compute overlap (%)", opt1(f.comm_comp_overlap_pct));
+    add("steps", s.count.to_string());
+    add("step mean (ms)", opt_ms(s.mean_us));
+    add("step p50 (ms)", opt_ms(s.p50_us));
+    add("step p90 (ms)", opt_ms(s.p90_us));
+    add("step max (ms)", opt_ms(s.max_us));
+    add("launch calls", l.launches.to_string());
+    add("kernels matched to a launch", l.kernels.to_string());
+    add("launch CPU time (ms)", ms(l.cpu_us));
+    add("launch delay p50 (µs)", opt1(l.delay_p50_us));
+    add("launch delay p90 (µs)", opt1(l.delay_p90_us));
+    add("launch delay p99 (µs)", opt1(l.delay_p99_us));
+    add("median kernel (µs)", opt1(l.kernel_p50_us));
+    add("median launch call (µs)", opt1(l.launch_p50_us));
+    add("kernels shorter than launch (%)", opt1(l.short_kernel_pct));
+    add("kernels per step", opt1(l.kernels_per_step));
+    o.table(&t);
+    match s.source {
+        Some(src) => o.text(&format!("Steps from {}.", step_source_name(src))),
+        None => o.text("Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)."),
+    }
+    o.text(&format!("Verdict: {}", verdict_line(stage)));
+    o.legend(TIMELINE_LEGEND);
+}
+
+/// The narrowest a kernel name column shrinks to before other columns
+/// go: a third of the width, at least 24 characters.
+pub(crate) fn name_min(width: usize) -> usize {
+    (width / 3).max(24)
+}
+
+fn kernel_table(o: &mut Out, r: &TriageReport, stage: Stage) {
+    let mut t = Table::new(vec![
+        Column::name("Kernel", name_min(o.width), 0),
+        Column::text("Category", 3),
+        Column::num("GPU time (ms)", 0),
+        Column::num("Share (%)", 0),
+        Column::num("Launches", 5),
+        Column::num("Avg (µs)", 2),
+        Column::num("Max (µs)", 1),
+        Column::location("Python location", 20, 4),
+        Column::name("CPU op", 12, 1),
+    ]);
+    let (mut shown, mut hidden, mut hidden_us, mut total_us) = (0, 0, 0.0, 0.0);
+    for table in r.kernel_tables.iter().filter(|t| t.stage == stage) {
+        total_us += table.total_us;
+        for k in &table.rows {
+            if !k.rendered {
+                hidden += 1;
+                hidden_us += k.total_us;
+                continue;
+            }
+            shown += 1;
+            t.row_lines(vec![
+                vec![display_name(&k.kernel)],
+                vec![k.category.to_string()],
+                vec![ms(k.total_us)],
+                vec![fixed(k.share_pct, 1)],
+                vec![k.launches.to_string()],
+                vec![us1(k.avg_us)],
+                vec![us1(k.max_us)],
+                list(&k.location, "unresolved"),
+                list(&k.cpu_op, "-"),
+            ]);
+        }
+    }
+    o.heading("Kernels");
+    if shown == 0 {
+        o.text(&format!("No kernel rows at or above {}% share.", fixed(r.min_share, 1)));
+        return;
+    }
+    o.table(&t);
+    if hidden > 0 {
+        o.text(&format!(
+            "{hidden} more {} below the {}% share cut-off or past the row limit: {}% of this stage's kernel time ({} ms).",
+            if hidden == 1 { "kernel" } else { "kernels" },
+            fixed(r.min_share, 1),
+            opt1(pct_of(hidden_us, total_us)),
+            ms(hidden_us)
+        ));
+    }
+    o.legend(KERNEL_LEGEND);
+}
+
+fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
+    let mut t = Table::new(vec![
+        Column::text("Priority", 0),
+        Column::text("Verdict", 2),
+        Column::name("Kernel", name_min(o.width), 0),
+        Column::num("GPU time (ms)", 3),
+        Column::num("Share (%)", 0),
+        Column::num("Excl (%)", 0),
+        Column::num("Hid (%)", 0),
+        Column::text("Dep risk", 4),
+        Column::text("Action", 5),
+        Column::location("Python scope", 16, 1),
+    ]);
+    let mut any = false;
+    for row in r.overlap_rows.iter().filter(|x| x.stage == stage && x.rendered) {
+        any = true;
+        let x = &row.row;
+        t.row(vec![
+            x.priority.clone(),
+            x.verdict.clone(),
+            display_name(&x.kernel),
+            ms(x.total_us),
+            fixed(x.share_pct, 1),
+            fixed(x.exclusive_ratio * 100.0, 1),
+            fixed(x.hidden_ratio * 100.0, 1),
+            dependency_risk_label(&x.dependency_signal).to_string(),
+            x.recommendation.clone(),
+            super::names::visible(&x.python_scope),
+        ]);
+    }
+    o.heading("Overlap opportunities");
+    if !any {
+        o.text(&format!("No rows cleared the {}% reporting bar.", fixed(r.min_share, 1)));
+        return;
+    }
+    o.table(&t);
+    o.legend(OVERLAP_LEGEND);
+}
+
+/// Prose cut into lines of about this many characters for a table cell.
+const PROSE_CELL: usize = 40;
+
+fn fuse_table(o: &mut Out, r: &TriageReport, stage: Stage) {
+    let mut t = Table::new(vec![
+        Column::name("Pattern", 24, 0),
+        Column::text("Confidence", 0),
+        Column::num("Related GPU time (ms)", 5),
+        Column::num("Share (%)", 0),
+        Column::name("Evidence kernels", 20, 4),
+        Column::location("Current location", 20, 3),
+        Column::location("Candidate path", 20, 2),
+        Column::text("Rationale", 1),
+    ]);
+    let mut any = false;
+    for f in r.fuse_rows.iter().filter(|f| f.stage == stage) {
+        any = true;
+        let evidence: Vec<String> = f.evidence.iter().map(|e| display_name(e)).collect();
+        t.row_lines(vec![
+            vec![super::names::visible(&f.pattern)],
+            vec![f.confidence.clone()],
+            vec![ms(f.related_us)],
+            vec![fixed(f.share_pct, 1)],
+            list(&evidence, "-"),
+            list(&f.current_locations, "-"),
+            list(&f.candidate_path, "-"),
+            super::layout::wrap(&f.rationale, PROSE_CELL, ""),
+        ]);
+    }
+    o.heading("Fuse opportunities");
+    if !any {
+        o.text("No medium-confidence source-backed fusion opportunity matched this trace.");
+        return;
+    }
+    o.table(&t);
+    o.legend(FUSE_LEGEND);
+}
+
+/// The triage view's lines.
+pub fn render(r: &TriageReport, width: usize) -> Vec<String> {
+    let mut o = Out::new(width);
+    header(&mut o, r);
+    if let Some(t) = &r.timeline {
+        headline(&mut o, r, t);
+    }
+    for stage in stages(r) {
+        o.title(&stage_heading(stage));
+        if let Some(st) = r.timeline.as_ref().and_then(|t| t.stages.iter().find(|s| s.stage == stage)) {
+            o.heading("Timeline");
+            timeline_table(&mut o, st);
+        }
+        kernel_table(&mut o, r, stage);
+        overlap_table(&mut o, r, stage);
+        fuse_table(&mut o, r, stage);
+    }
+    o.lines
+}

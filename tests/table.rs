@@ -1,0 +1,81 @@
+//! `--format table` through the binary on the bundled traces: every line
+//! fits `COLUMNS`, mangled names are demangled, no markdown is left over,
+//! and tables carry their legends.
+
+use std::path::Path;
+use std::process::Command;
+
+const SGLANG: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"
+);
+/// A vLLM trace on AMD whose kernel names are mangled C++ (`_ZN7ck_tile…`).
+const VLLM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/tracelens/inference/vllm_decode_full/graph_execution.json.gz"
+);
+const RANKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+
+/// The binary's stdout with `COLUMNS` set to `width`; panics on failure.
+fn table(width: usize, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_torchtriage"))
+        .env("COLUMNS", width.to_string())
+        .arg("-q")
+        .args(args)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+fn assert_fits(out: &str, width: usize) {
+    for line in out.lines() {
+        let n = line.chars().count();
+        assert!(n <= width, "line of {n} chars over {width}: {line}");
+    }
+    assert!(!out.contains("<br>"), "markdown line breaks left: {out}");
+    assert!(!out.contains("| --- |"), "a markdown table: {out}");
+}
+
+#[test]
+fn triage_fits_and_demangles() {
+    let out = table(120, &["triage", "--format", "table", VLLM]);
+    assert_fits(&out, 120);
+    assert!(out.contains("ck_tile::"), "demangled name missing: {out}");
+    assert!(!out.contains("_ZN7ck_tile"), "mangled name left: {out}");
+    assert!(out.contains("GPU time (ms)") && out.contains("Share (%)"), "{out}");
+    assert!(out.contains("Share: of the stage's total kernel time"), "kernel legend missing: {out}");
+}
+
+#[test]
+fn triage_fits_narrow_and_wide_terminals() {
+    for width in [60, 80, 200] {
+        let out = table(width, &["triage", "--format", "table", SGLANG]);
+        assert_fits(&out, width);
+        assert!(out.contains("Kernels") && out.contains("Timeline"), "{out}");
+    }
+}
+
+#[test]
+fn diff_fits() {
+    let out = table(120, &["diff", "--format", "table", VLLM, VLLM]);
+    assert_fits(&out, 120);
+    assert!(out.contains("ck_tile::"), "demangled name missing: {out}");
+    assert!(out.contains("Δ (ms)") && out.contains("matched by canonical name"), "legend missing: {out}");
+}
+
+#[test]
+fn batch_fits() {
+    let out = table(120, &["batch", "--format", "table", RANKS]);
+    assert_fits(&out, 120);
+    assert!(out.contains("Busy (ms)") && out.contains("Cross-rank kernels"), "{out}");
+    assert!(out.contains("Leads ranks:"), "legend missing: {out}");
+    assert!(Path::new(RANKS).is_dir());
+}
+
+#[test]
+fn markdown_is_unchanged_by_the_table_format() {
+    let out = table(120, &["triage", "--format", "markdown", SGLANG]);
+    assert!(out.starts_with("Triage View"), "{out}");
+    assert!(out.contains("| Kernel | Category | GPU time |"), "{out}");
+}
