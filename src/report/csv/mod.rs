@@ -1,7 +1,7 @@
 //! The CSV format: one file per table (`kernels.csv`, `overlap.csv`,
 //! `fuse.csv`, `timeline.csv`, `ranks.csv`, ...), RFC 4180 quoting, numbers
 //! unformatted (µs, as in the JSON), a header row. Each file's rows are the
-//! JSON report's rows of that table ([`tables`] says which), flattened:
+//! JSON report's rows of that table (`tables` says which), flattened:
 //! nested objects become dotted columns (`normalized.delta_us`), lists of
 //! text one entry per line in one cell, `null` an empty cell.
 
