@@ -123,6 +123,10 @@ pub struct StageFacts {
     pub kernels: Vec<(Text, &'static str, f64)>,
     /// Sum of the stage's kernel GPU time (kernel table total).
     pub gpu_time_us: f64,
+    /// GPU idle time in the stage's timeline window (GPUs summed); `None`
+    /// without a timeline.
+    #[serde(default)]
+    pub idle_us: Option<f64>,
 }
 
 /// One triaged file as the cross-rank comparison sees it. Serializable:
@@ -360,6 +364,7 @@ mod tests {
             top_headroom: None,
             kernels: kernels.iter().map(|(n, us)| ((*n).into(), "gemm", *us)).collect(),
             gpu_time_us: busy,
+            idle_us: None,
         }
     }
 

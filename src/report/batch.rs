@@ -212,6 +212,7 @@ fn row_value(r: &RankRow) -> Value {
         "compute_us": r.compute_us,
         "exposed_comm_us": f.exposed_comm_us,
         "exposed_comm_pct": r.exposed_comm_pct,
+        "idle_us": f.idle_us,
         "top_exposed_comm": f.top_exposed.as_ref().map(|(k, us)| json!({"kernel": k, "exclusive_us": us})),
         "top_headroom": f.top_headroom.as_ref().map(|(p, k)| json!({"priority": p, "kernel": k})),
         "leading_kernel": f.kernels.first().map(|k| json!({"kernel": k.0, "category": k.1, "total_us": k.2})),

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::analysis::ranks::Role;
+use crate::analysis::ranks::{median, Role};
 use crate::report::render::BatchView;
 
 use super::svg::{grouped_columns, Group};
@@ -15,7 +15,8 @@ use super::{esc, finite, legend, ms, page, Cell, Table};
 /// Cross-rank kernel rows shown per stage.
 pub const KERNEL_ROWS: usize = 50;
 
-const SERIES: [(&str, &str); 3] = [("busy", "#3b6fb6"), ("compute", "#7aa6c9"), ("exposed communication", "#e0803a")];
+const SERIES: [(&str, &str); 4] =
+    [("busy", "#3b6fb6"), ("compute", "#7aa6c9"), ("idle", "#c9c9c9"), ("exposed communication", "#e0803a")];
 
 fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
@@ -64,14 +65,19 @@ pub fn render(v: BatchView<'_>) -> String {
                     Some(Role::Slow) => Some("slow"),
                     _ => None,
                 },
-                values: vec![r.facts.busy_us, r.compute_us, r.facts.exposed_comm_us],
+                values: vec![r.facts.busy_us, r.compute_us, r.facts.idle_us.unwrap_or(0.0), r.facts.exposed_comm_us],
             })
             .collect();
         b.push_str(&grouped_columns(&groups, &SERIES, &|v| ms(v)));
         let entries: Vec<(&str, String, &str)> = vec![
             (SERIES[0].0, format!("median {}", ms(s.median_busy_us)), SERIES[0].1),
             (SERIES[1].0, format!("median {}", ms(s.median_compute_us)), SERIES[1].1),
-            (SERIES[2].0, format!("median {}", ms(s.median_exposed_comm_us)), SERIES[2].1),
+            (
+                SERIES[2].0,
+                format!("median {}", ms(median(&s.rows.iter().filter_map(|r| r.facts.idle_us).collect::<Vec<_>>()))),
+                SERIES[2].1,
+            ),
+            (SERIES[3].0, format!("median {}", ms(s.median_exposed_comm_us)), SERIES[3].1),
         ];
         b.push_str(&legend(&entries));
 

@@ -225,6 +225,7 @@ fn facts(rank: u64, compute: f64, exposed: f64) -> RankFacts {
                 (Text::from("ncclKernel_AllReduce"), "communication", exposed),
             ],
             gpu_time_us: compute + exposed,
+            idle_us: None,
         }],
     }
 }

@@ -157,6 +157,7 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
         top_headroom: None,
         kernels: Vec::new(),
         gpu_time_us: 0.0,
+        idle_us: None,
     };
     for s in &report.overlap_stats {
         let f = stages.entry(s.stage).or_insert_with(|| blank(s.stage));
@@ -178,6 +179,11 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
         let f = stages.entry(t.stage).or_insert_with(|| blank(t.stage));
         f.gpu_time_us += t.total_us;
         f.kernels.extend(t.rows.iter().map(|r| (r.kernel.clone(), r.category, r.total_us)));
+    }
+    for t in report.timeline.iter().flat_map(|t| &t.stages) {
+        if let Some(f) = stages.get_mut(&t.stage) {
+            f.idle_us = Some(crate::report::timeline::stage_sum(t).idle_us);
+        }
     }
     stages.into_values().collect()
 }
