@@ -6,10 +6,9 @@ use std::path::PathBuf;
 
 use super::output::OutputArgs;
 use super::Global;
-use crate::analysis::ranks::summarize;
 use crate::error::{Error, Result};
 use crate::report::batch::RunInfo;
-use crate::run::batch::summary::read_summaries;
+use crate::run::batch::summary::{merge_summaries, read_summaries};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct MergeArgs {
@@ -35,10 +34,8 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
             super::warn_skipped(&s.file, s.skipped_events);
         }
     }
-    let facts: Vec<_> = summaries.iter().filter_map(|s| s.facts.as_ref()).collect();
-    let errors: Vec<(PathBuf, Error)> = summaries.iter().filter_map(|s| Some((s.file.clone(), s.failure()?))).collect();
+    let (summary, errors) = merge_summaries(&summaries, args.straggler_pct);
     let failures: Vec<(&std::path::Path, &Error)> = errors.iter().map(|(p, e)| (p.as_path(), e)).collect();
-    let summary = summarize(&facts, args.straggler_pct);
     let info = RunInfo {
         dir: &args.inputs[0],
         files: summaries.len(),

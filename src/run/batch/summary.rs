@@ -131,3 +131,57 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
     out.dedup_by(|a, b| a.file == b.file);
     Ok(out)
 }
+
+/// The map step on its own: triages one trace as `batch` does and returns
+/// its summary (the error, when the trace fails, is in the summary). `index`
+/// is the trace's position in the job, the rank of last resort when neither
+/// the file name nor `distributedInfo` gives one.
+pub fn summarize_trace(path: &Path, index: usize, opts: &crate::run::triage::TriageOptions) -> RankSummary {
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let file = super::BatchFile { index, path: path.to_path_buf(), size };
+    let result = super::analyze_file(&file, opts, false, &|_| {});
+    RankSummary::of(&FileOutcome { file, result })
+}
+
+/// The reduce step: the cross-rank stages of any set of summaries (in
+/// trace-path order, as `batch` orders its files), and the traces that
+/// failed with their errors.
+pub fn merge_summaries(
+    summaries: &[RankSummary],
+    straggler_pct: f64,
+) -> (Vec<crate::analysis::ranks::StageSummary>, Vec<(PathBuf, Error)>) {
+    let mut ordered: Vec<&RankSummary> = summaries.iter().collect();
+    ordered.sort_by(|a, b| a.file.cmp(&b.file));
+    ordered.dedup_by(|a, b| a.file == b.file);
+    let facts: Vec<&RankFacts> = ordered.iter().filter_map(|s| s.facts.as_ref()).collect();
+    let failures = ordered.iter().filter_map(|s| Some((s.file.clone(), s.failure()?))).collect();
+    (crate::analysis::ranks::summarize(&facts, straggler_pct), failures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::triage::TriageOptions;
+
+    #[test]
+    fn summaries_survive_json_and_merge_like_a_batch() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/traces/param_dlrm_8rank");
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        let opts = TriageOptions { quiet: true, ..TriageOptions::default() };
+        let sums: Vec<RankSummary> =
+            paths.iter().enumerate().rev().map(|(i, p)| summarize_trace(p, i, &opts)).collect();
+        let back: Vec<RankSummary> =
+            sums.iter().map(|s| serde_json::from_str(&serde_json::to_string(s).unwrap()).unwrap()).collect();
+        assert_eq!(back, sums);
+        assert!(sums.iter().all(|s| s.facts.as_ref().is_some_and(|f| f.stages[0].idle_us.is_some())));
+        // Given in any order, merged in path order.
+        let (stages, failures) = merge_summaries(&back, 10.0);
+        assert!(failures.is_empty());
+        let ranks: Vec<u64> = stages[0].rows.iter().map(|r| r.rank).collect();
+        assert_eq!(ranks, (0..8).collect::<Vec<u64>>());
+        let missing = summarize_trace(&dir.join("nonesuch.json"), 8, &opts);
+        assert!(missing.facts.is_none() && missing.error.is_some());
+        assert_eq!(merge_summaries(&[missing], 10.0).1.len(), 1);
+    }
+}
