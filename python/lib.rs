@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 
 use torchtriage::{Error, ErrorKind};
 
-create_exception!(_native, TraceError, PyValueError, "A trace that cannot be read as one.");
+create_exception!(torchtriage, TraceError, PyValueError, "A trace that cannot be read as one.");
 
 /// A library error as a Python exception: bad input as `TraceError` with
 /// `path` and `offset`, unreadable files as `OSError`, bad options as

@@ -100,8 +100,9 @@ def test_truncated_trace_raises_trace_error(tmp_path):
     assert err.path is not None and err.path.endswith("cut.json")
 
 
-def test_missing_file_raises_os_error(tmp_path):
-    with pytest.raises(OSError):
+def test_missing_input_raises_value_error(tmp_path):
+    # The command treats a missing input as a usage error (exit code 2).
+    with pytest.raises(ValueError, match="cannot open input"):
         torchtriage.triage(tmp_path / "missing.json")
 
 

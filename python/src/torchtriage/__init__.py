@@ -10,7 +10,8 @@ Each function returns the document that the command line prints with
 
 Bad input raises :class:`TraceError` (a ``ValueError``) with ``path`` and
 ``offset`` (byte offset in the decompressed JSON, or ``None``); a file
-that cannot be read raises ``OSError``; bad options raise ``ValueError``.
+that cannot be read raises ``OSError``; bad options and a missing input
+raise ``ValueError``.
 """
 
 import json
