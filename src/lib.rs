@@ -7,14 +7,15 @@
 //! options) to typed rows; [`report`] holds the one report model and its
 //! renderers; [`run`] finds files, loads them, schedules batches and shows
 //! progress; [`commands`] turns command-line arguments into options for
-//! the run layer. [`pysem`] keeps the Python value semantics every layer
-//! agrees on.
+//! the run layer; [`cli`] parses the command line and dispatches to them.
+//! [`pysem`] keeps the Python value semantics every layer agrees on.
 
 // Negated float comparisons (`!(a <= b)`) are deliberate where they
 // reproduce Python's behaviour with NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod analysis;
+pub mod cli;
 pub mod columns;
 pub mod commands;
 pub mod error;

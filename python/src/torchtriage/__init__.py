@@ -1,0 +1,150 @@
+"""torchtriage: where GPU time goes in a PyTorch-profiler (Kineto) trace.
+
+Each function returns the document that the command line prints with
+``--format json`` (see docs/json-schema.md), as plain Python data in a
+:class:`Report` (a ``dict`` with DataFrame accessors)::
+
+    import torchtriage
+    r = torchtriage.triage("trace.json.gz")
+    print(r.kernels_df().head())
+
+Bad input raises :class:`TraceError` (a ``ValueError``) with ``path`` and
+``offset`` (byte offset in the decompressed JSON, or ``None``); a file
+that cannot be read raises ``OSError``; bad options and a missing input
+raise ``ValueError``.
+"""
+
+import json
+import os
+import tempfile
+
+from . import _native
+from ._native import TraceError
+
+__version__ = _native.__version__
+
+__all__ = ["Report", "TraceError", "batch", "diff", "stats", "triage"]
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError(
+            "torchtriage's DataFrame accessors need pandas: pip install 'torchtriage[pandas]'"
+        ) from e
+    return pandas
+
+
+class Report(dict):
+    """A report document (the ``--format json`` output) with DataFrame views.
+
+    Every accessor returns one row per JSON row, with the row's keys as
+    columns; nested values stay Python lists and dicts.
+    """
+
+    def kernels_df(self):
+        """Kernel-table rows of every (trace, stage), with ``trace`` and ``stage`` columns first."""
+        rows = [
+            {"trace": t.get("trace"), "stage": t.get("stage"), **row}
+            for t in self.get("kernel_tables", [])
+            for row in t.get("rows", [])
+        ]
+        return _pandas().DataFrame(rows, columns=_columns(rows, ["trace", "stage"]))
+
+    def overlap_df(self):
+        """The overlap action rows."""
+        rows = list(self.get("overlap", []))
+        return _pandas().DataFrame(rows, columns=_columns(rows, []))
+
+    def timeline_df(self):
+        """One row per (stage, GPU) of the timeline, with a ``stage`` column first."""
+        timeline = self.get("timeline") or {}
+        rows = [
+            {"stage": s.get("stage"), **gpu}
+            for s in timeline.get("stages", [])
+            for gpu in s.get("gpus", [])
+        ]
+        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage"]))
+
+    def ranks_df(self):
+        """Batch reports: one row per (stage, rank file), with a ``stage`` column first."""
+        rows = [
+            {"stage": s.get("stage"), **r} for s in self.get("stages", []) for r in s.get("ranks", [])
+        ]
+        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage"]))
+
+
+def _columns(rows, first):
+    cols = list(first)
+    for row in rows:
+        for k in row:
+            if k not in cols:
+                cols.append(k)
+    return cols
+
+
+def _run_json(args):
+    """Runs a report command with ``--format json`` into a temporary file;
+    returns (exit code, parsed document)."""
+    with tempfile.TemporaryDirectory(prefix="torchtriage-") as tmp:
+        out = os.path.join(tmp, "report.json")
+        code = _native.run(["--quiet"] + list(args) + ["--format", "json", "--output", out])
+        with open(out, encoding="utf-8") as f:
+            return code, Report(json.load(f))
+
+
+def _analysis_args(framework, min_share):
+    return ["--framework", str(framework), "--min-share", repr(float(min_share))]
+
+
+def triage(path=None, *, framework="auto", min_share=1.0, mapping=None, formal=None):
+    """``torchtriage triage``: kernel, overlap and fuse tables of a trace or
+    profile directory, or of a graph-off ``mapping`` + graph-on ``formal`` pair."""
+    if path is not None and (mapping is not None or formal is not None):
+        raise ValueError("give either path or both mapping and formal")
+    if path is not None:
+        inputs = [os.fspath(path)]
+    elif mapping is not None and formal is not None:
+        inputs = ["--mapping", os.fspath(mapping), "--formal", os.fspath(formal)]
+    else:
+        raise ValueError("give either path or both mapping and formal")
+    _, report = _run_json(["triage"] + inputs + _analysis_args(framework, min_share))
+    return report
+
+
+def stats(path):
+    """``torchtriage stats --json``: event counts, metadata and column sizes of one trace."""
+    return Report(json.loads(_native.stats_json(os.fspath(path))))
+
+
+def batch(dir_or_paths, jobs=None):
+    """``torchtriage batch``: triage every per-rank trace below a directory
+    (or of a list of trace files) and compare the ranks. Files that fail are
+    listed in the report's ``failures``."""
+    if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
+        return _batch(os.fspath(dir_or_paths), jobs)
+    with tempfile.TemporaryDirectory(prefix="torchtriage-batch-") as tmp:
+        for i, p in enumerate(dir_or_paths):
+            p = os.path.abspath(os.fspath(p))
+            os.symlink(p, os.path.join(tmp, "%04d-%s" % (i, os.path.basename(p))))
+        return _batch(tmp, jobs)
+
+
+def _batch(directory, jobs):
+    args = ["batch", directory]
+    if jobs is not None:
+        args += ["--jobs", str(int(jobs))]
+    _, report = _run_json(args)
+    return report
+
+
+def diff(base, new, *, gate=None):
+    """``torchtriage diff``: compare two traces or profile directories stage
+    by stage. With ``gate`` (percent), the report's gate verdicts say which
+    stages regressed past it."""
+    args = ["diff", os.fspath(base), os.fspath(new)]
+    if gate is not None:
+        args += ["--gate", repr(float(gate))]
+    _, report = _run_json(args)
+    return report

@@ -1,0 +1,155 @@
+"""The Python API against the command line: every report equals the
+command's ``--format json`` output for the same trace."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import torchtriage
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "fixtures" / "synthetic_vllm_small.json"
+SHARED = Path(os.environ.get("TORCHTRIAGE_SHARED") or ROOT.parent / "shared")
+UNDER_CI = os.environ.get("CI") == "true"
+
+
+def _binary():
+    """The command to compare with: $TORCHTRIAGE_BIN, else the package's
+    ``torchtriage`` script beside this interpreter, else one on PATH."""
+    env = os.environ.get("TORCHTRIAGE_BIN")
+    if env:
+        return env
+    beside = Path(sys.executable).parent / "torchtriage"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("torchtriage")
+    if found:
+        return found
+    pytest.fail("no torchtriage command found: set TORCHTRIAGE_BIN")
+
+
+def _cli_json(*args):
+    """(exit code, parsed JSON or None) of ``torchtriage ARGS --format json``."""
+    proc = subprocess.run(
+        [_binary(), "--quiet", *args, "--format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    if proc.returncode != 0:
+        return proc.returncode, None
+    return 0, json.loads(proc.stdout)
+
+
+def _shared_traces():
+    traces = SHARED / "traces"
+    if not traces.is_dir():
+        return []
+    return sorted(
+        p
+        for p in traces.rglob("*")
+        if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz")) and p.name != "counts.json"
+    )
+
+
+def test_triage_fixture_equals_cli():
+    code, expected = _cli_json("triage", str(FIXTURE))
+    assert code == 0
+    report = torchtriage.triage(FIXTURE)
+    assert isinstance(report, torchtriage.Report)
+    assert report == expected
+
+
+def test_triage_options_reach_the_run():
+    code, expected = _cli_json("triage", str(FIXTURE), "--framework", "vllm", "--min-share", "5")
+    assert code == 0
+    assert torchtriage.triage(str(FIXTURE), framework="vllm", min_share=5) == expected
+
+
+def test_stats_equals_cli():
+    proc = subprocess.run([_binary(), "--quiet", "stats", "--json", str(FIXTURE)], stdout=subprocess.PIPE, check=True)
+    assert torchtriage.stats(FIXTURE) == json.loads(proc.stdout)
+
+
+def test_diff_equals_cli():
+    code, expected = _cli_json("diff", str(FIXTURE), str(FIXTURE))
+    assert code == 0
+    assert torchtriage.diff(FIXTURE, FIXTURE) == expected
+
+
+def test_batch_of_paths(tmp_path):
+    report = torchtriage.batch([FIXTURE], jobs=1)
+    assert report["mode"] == "batch"
+    assert report["files"] == 1
+    assert report["failed"] == 0
+
+
+def test_truncated_trace_raises_trace_error(tmp_path):
+    data = FIXTURE.read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(torchtriage.TraceError) as info:
+        torchtriage.triage(cut)
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert err.offset is not None and err.offset > 0
+    assert err.path is not None and err.path.endswith("cut.json")
+
+
+def test_missing_input_raises_value_error(tmp_path):
+    # The command treats a missing input as a usage error (exit code 2).
+    with pytest.raises(ValueError, match="cannot open input"):
+        torchtriage.triage(tmp_path / "missing.json")
+
+
+def test_cli_help_and_version():
+    out = subprocess.run([_binary(), "--version"], stdout=subprocess.PIPE, check=True).stdout.decode()
+    assert out.startswith("torchtriage ")
+    out = subprocess.run([_binary(), "--help"], stdout=subprocess.PIPE, check=True).stdout.decode()
+    assert "triage" in out
+
+
+def test_dataframes_have_the_schema_columns():
+    pd = pytest.importorskip("pandas")
+    report = torchtriage.triage(FIXTURE)
+    kernels = report.kernels_df()
+    assert isinstance(kernels, pd.DataFrame)
+    for col in ["trace", "stage", "kernel", "category", "total_us", "share_pct", "launches", "max_us", "avg_us",
+                "location", "cpu_op", "rendered"]:
+        assert col in kernels.columns
+    assert len(kernels) == sum(len(t["rows"]) for t in report["kernel_tables"])
+    overlap = report.overlap_df()
+    assert len(overlap) == len(report["overlap"])
+    for col in ["category", "hidden_ratio", "recommendation"]:
+        assert col in overlap.columns or not report["overlap"]
+    timeline = report.timeline_df()
+    assert {"stage", "pid", "rank", "busy_us", "kernels"} <= set(timeline.columns)
+    ranks = torchtriage.batch([FIXTURE]).ranks_df()
+    assert {"stage", "rank", "rank_source", "file", "busy_us"} <= set(ranks.columns)
+
+
+_TRACES = _shared_traces()
+
+
+@pytest.mark.skipif(bool(_TRACES) or UNDER_CI, reason="not run: %s is missing" % (SHARED / "traces"))
+def test_shared_traces_not_run():
+    """Stands for the shared-trace cases when ../shared is missing."""
+
+
+def test_shared_traces_present_under_ci():
+    if UNDER_CI and not _TRACES:
+        pytest.fail("CI=true but %s has no traces" % (SHARED / "traces"))
+
+
+@pytest.mark.parametrize("trace", _TRACES, ids=lambda p: str(p.relative_to(SHARED / "traces")))
+def test_shared_trace_equals_cli(trace):
+    code, expected = _cli_json("triage", str(trace))
+    if code != 0:
+        with pytest.raises((torchtriage.TraceError, OSError, ValueError)):
+            torchtriage.triage(trace)
+        return
+    assert torchtriage.triage(trace) == expected
