@@ -163,6 +163,18 @@ pub struct RankRow {
     pub straggler: Vec<&'static str>,
 }
 
+impl RankRow {
+    /// The row's role in words (`slow`, `waiting on 3`, `waiting`); `None`
+    /// without a role.
+    pub fn role_text(&self) -> Option<String> {
+        match (self.role?, self.waits_on) {
+            (Role::Slow, _) => Some("slow".into()),
+            (Role::Waiting, Some(on)) => Some(format!("waiting on {on}")),
+            (Role::Waiting, None) => Some("waiting".into()),
+        }
+    }
+}
+
 /// How one kernel's GPU time spreads over the ranks of a stage.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelSpread {

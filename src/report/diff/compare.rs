@@ -163,6 +163,11 @@ fn change(delta_us: f64, normalized: &Option<PerUnit>, norm: &Normalization) -> 
     }
 }
 
+/// Larger change first.
+fn by_change(norm: &Normalization, a: (f64, &Option<PerUnit>), b: (f64, &Option<PerUnit>)) -> std::cmp::Ordering {
+    change(b.0, b.1, norm).total_cmp(&change(a.0, a.1, norm))
+}
+
 type SideKernels = Option<(BTreeMap<Text, KernelTotals>, f64)>;
 
 /// Share of BASE's kernel time in kernels NEW ran too.
@@ -192,9 +197,7 @@ fn kernel_rows(base: SideKernels, new: SideKernels, min_share: f64, norm: &Norma
     all.retain(|k| share(k.base_us, base_total).max(share(k.new_us, new_total)) >= min_share);
     let hidden = before - all.len();
     all.sort_by(|a, b| {
-        change(b.delta_us, &b.normalized, norm)
-            .total_cmp(&change(a.delta_us, &a.normalized, norm))
-            .then_with(|| a.kernel.cmp(&b.kernel))
+        by_change(norm, (a.delta_us, &a.normalized), (b.delta_us, &b.normalized)).then_with(|| a.kernel.cmp(&b.kernel))
     });
     (all, hidden)
 }
@@ -257,8 +260,7 @@ fn category_rows(base: &SideKernels, new: &SideKernels, norm: &Normalization) ->
         })
         .collect();
     rows.sort_by(|a, b| {
-        change(b.delta_us, &b.normalized, norm)
-            .total_cmp(&change(a.delta_us, &a.normalized, norm))
+        by_change(norm, (a.delta_us, &a.normalized), (b.delta_us, &b.normalized))
             .then_with(|| a.category.cmp(b.category))
     });
     rows

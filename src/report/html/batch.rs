@@ -95,12 +95,7 @@ pub fn render(v: BatchView<'_>) -> String {
         ]);
         for r in &s.rows {
             let f = &r.facts;
-            let role = match (r.role, r.waits_on) {
-                (Some(Role::Slow), _) => "slow".to_string(),
-                (Some(Role::Waiting), Some(on)) => format!("waiting on {on}"),
-                (Some(Role::Waiting), None) => "waiting".to_string(),
-                (None, _) => String::new(),
-            };
+            let role = r.role_text().unwrap_or_default();
             t.push(vec![
                 Cell::num(r.rank.to_string(), r.rank as f64),
                 Cell::name(file_name(&r.file)),

@@ -7,7 +7,7 @@
 //! Top exposed comm kernel, Overlap, Exposed comm (%), Compute, File;
 //! kernel table Category, Leads ranks, Min, Max rank, Ranks with it.
 
-use crate::analysis::ranks::{Role, StageSummary};
+use crate::analysis::ranks::StageSummary;
 use crate::report::batch::{error_text, file_name, roles_lines};
 use crate::report::markdown::fixed;
 use crate::report::render::BatchView;
@@ -40,12 +40,7 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
     ]);
     for r in &s.rows {
         let f = &r.facts;
-        let role = match (r.role, r.waits_on) {
-            (Some(Role::Slow), _) => "slow".to_string(),
-            (Some(Role::Waiting), Some(on)) => format!("waiting on {on}"),
-            (Some(Role::Waiting), None) => "waiting".to_string(),
-            (None, _) => "-".to_string(),
-        };
+        let role = r.role_text().unwrap_or_else(|| "-".to_string());
         let top = f.top_exposed.as_ref().map_or_else(|| "-".to_string(), |(k, _)| display_name(k));
         t.row(vec![
             r.rank.to_string(),
