@@ -1,8 +1,13 @@
 //! `torchtriage._native`: the Rust side of the Python package. The Python
 //! functions in `torchtriage/__init__.py` build a command line and run it
-//! here in-process, so their results are exactly the command's.
+//! here in-process, so their results are exactly the command's. Work runs
+//! on its own thread with the GIL released; the calling thread checks for
+//! Ctrl-C (and other signals) every 50 ms, so a notebook interrupt returns
+//! at once (the abandoned run finishes in the background and is dropped).
 
 use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -32,11 +37,38 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     }
 }
 
+/// Runs `work` on a new thread with the GIL released, checking for signals
+/// while it runs: `KeyboardInterrupt` (or whatever a signal handler raises)
+/// is returned as soon as the signal arrives.
+fn interruptible<T: Send + 'static>(py: Python<'_>, work: impl FnOnce() -> T + Send + 'static) -> PyResult<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("torchtriage".into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start a thread: {e}")))?;
+    let mut rx = rx;
+    loop {
+        // The receiver goes into the GIL-free closure and back (it is Send,
+        // not Sync).
+        let (got, back) = py.allow_threads(move || (rx.recv_timeout(Duration::from_millis(50)), rx));
+        rx = back;
+        match got {
+            Ok(v) => return Ok(v),
+            Err(mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PyValueError::new_err("internal error: the run ended without a result"))
+            }
+        }
+    }
+}
+
 /// Runs the `torchtriage` command line (`argv[0]` is the program name) and
 /// returns its exit code; errors are printed as the command prints them.
 #[pyfunction]
-fn cli(py: Python<'_>, argv: Vec<String>) -> i32 {
-    py.allow_threads(|| torchtriage::cli::run(argv.into_iter().map(Into::into)))
+fn cli(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
+    interruptible(py, move || torchtriage::cli::run(argv.into_iter().map(Into::into)))
 }
 
 /// Runs a command line (without the program name) and returns its exit
@@ -45,17 +77,42 @@ fn cli(py: Python<'_>, argv: Vec<String>) -> i32 {
 fn run(py: Python<'_>, args: Vec<String>) -> PyResult<i32> {
     let argv = std::iter::once("torchtriage".to_string()).chain(args);
     let parsed = torchtriage::cli::parse(argv).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    py.allow_threads(|| torchtriage::cli::dispatch(&parsed)).map_err(|e| to_py(py, e))
+    interruptible(py, move || torchtriage::cli::dispatch(&parsed))?.map_err(|e| to_py(py, e))
+}
+
+/// The traces `batch DIR` would triage, in its order (the position is the
+/// `index` that `summarize` takes).
+#[pyfunction]
+fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Vec<PathBuf>> {
+    let files = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
+    Ok(files.into_iter().map(|f| f.path).collect())
+}
+
+/// The map step of a batch: one trace triaged as `batch` triages it, with
+/// `batch`'s analysis options in `args`, as the JSON text of its summary
+/// (the file `batch --summaries` writes). A trace that fails gives a
+/// summary holding its error; bad options raise `ValueError`.
+#[pyfunction]
+fn summarize(py: Python<'_>, path: PathBuf, index: usize, args: Vec<String>) -> PyResult<String> {
+    let argv = ["torchtriage".to_string(), "batch".to_string(), path.display().to_string()].into_iter().chain(args);
+    let parsed = torchtriage::cli::parse(argv).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let torchtriage::cli::Command::Batch(batch) = &parsed.command else {
+        return Err(PyValueError::new_err("internal error: not a batch command line"));
+    };
+    let opts = torchtriage::commands::batch::file_options(batch).map_err(|e| to_py(py, e))?;
+    let summary =
+        interruptible(py, move || torchtriage::run::batch::summary::summarize_trace(&path, index, &opts))?;
+    serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(format!("internal error: {e}")))
 }
 
 /// The `stats --json` document of one trace, as JSON text.
 #[pyfunction]
 fn stats_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    py.allow_threads(|| {
+    interruptible(py, move || {
         let trace = torchtriage::run::progress::load_trace(&path, true, torchtriage::input::ReadMode::Read)?;
         let v = torchtriage::commands::stats::stats_json(&trace, &path.display().to_string());
         Ok::<_, Error>(v.to_string())
-    })
+    })?
     .map_err(|e| to_py(py, e))
 }
 
@@ -66,5 +123,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(stats_json, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_files, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize, m)?)?;
     Ok(())
 }

@@ -145,6 +145,12 @@ fn check_args(args: &BatchArgs) -> Result<()> {
     Ok(())
 }
 
+/// How `batch` triages each file: the analysis options, quiet, and files
+/// read rather than mapped. The Python package's map step uses the same.
+pub fn file_options(args: &BatchArgs) -> Result<TriageOptions> {
+    Ok(TriageOptions { read_mode: ReadMode::Read, ..args.analysis.triage_options(true)? })
+}
+
 pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     check_args(args)?;
     let output = args.output.resolve()?;
@@ -165,7 +171,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     // Per-file ingest progress has no place inside a batch. Files are read,
     // not mapped: one that is truncated while the batch runs fails alone
     // instead of faulting the process.
-    let opts = TriageOptions { read_mode: ReadMode::Read, ..args.analysis.triage_options(true)? };
+    let opts = file_options(args)?;
     let tasks: Vec<Task<BatchFile>> = files
         .iter()
         .map(|f| Task { footprint: footprint(uncompressed_size(&f.path, f.size)), item: f.clone() })

@@ -23,7 +23,7 @@ from ._native import TraceError
 
 __version__ = _native.__version__
 
-__all__ = ["Report", "TraceError", "batch", "diff", "stats", "triage"]
+__all__ = ["Report", "TraceError", "batch", "batch_files", "diff", "merge", "stats", "summarize", "triage"]
 
 
 def _pandas():
@@ -136,6 +136,48 @@ def _batch(directory, jobs):
     if jobs is not None:
         args += ["--jobs", str(int(jobs))]
     _, report = _run_json(args)
+    return report
+
+
+def batch_files(dir_or_paths):
+    """The traces ``batch`` would triage, as absolute paths in its order: the
+    traces below a directory, or of a list of files and directories."""
+    if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
+        dir_or_paths = [dir_or_paths]
+    found = {}
+    for p in dir_or_paths:
+        for f in _native.batch_files(os.fspath(p)):
+            found[os.fspath(f)] = None
+    return sorted(found, key=lambda f: _path_key(f))
+
+
+def _path_key(path):
+    # The order of Rust's PathBuf: component by component.
+    return [part for part in path.split(os.sep) if part]
+
+
+def summarize(path, index=0, *, framework="auto", min_share=1.0):
+    """The map step of a batch: one trace triaged as ``batch`` triages it, as
+    its summary (the document ``batch --summaries`` writes: ``facts``, or
+    ``error`` when the trace failed; it never raises for a bad trace).
+    ``index`` is the trace's position in the job (see :func:`batch_files`),
+    its rank when neither its file name nor its ``distributedInfo`` gives one."""
+    text = _native.summarize(os.fspath(path), int(index), _analysis_args(framework, min_share))
+    return json.loads(text)
+
+
+def merge(summaries, *, straggler_pct=10.0):
+    """The reduce step: the cross-rank report ``batch`` prints, from any
+    list of :func:`summarize` results (in any order; a trace given twice
+    counts once). Traces that failed are in ``failures``."""
+    summaries = list(summaries)
+    if not summaries:
+        raise ValueError("merge needs at least one summary")
+    with tempfile.TemporaryDirectory(prefix="torchtriage-merge-") as tmp:
+        for i, s in enumerate(summaries):
+            with open(os.path.join(tmp, "%06d.summary.json" % i), "w", encoding="utf-8") as f:
+                json.dump(s, f)
+        _, report = _run_json(["merge", tmp, "--straggler-pct", repr(float(straggler_pct))])
     return report
 
 

@@ -1,0 +1,48 @@
+"""A batch over a Dask distributed cluster: one task per trace, run where
+the worker is (the trace is read from the worker's file system, so every
+worker must see the paths), then one merge on the client::
+
+    from distributed import Client
+    import torchtriage.dask
+
+    client = Client("scheduler:8786")
+    report = torchtriage.dask.batch("/data/job-1234/traces", client)
+
+A worker holds one trace's analysis per worker thread at a time; the
+summaries sent back are a few kilobytes each. The report equals
+``torchtriage batch`` on the same files, but for ``jobs`` (the cluster's
+worker threads) and ``memory_budget_bytes`` (0: the workers' memory is
+Dask's to manage).
+"""
+
+import os
+
+import torchtriage
+
+
+def _summarize(path, index, framework, min_share):
+    # Runs on a worker.
+    return torchtriage.summarize(path, index, framework=framework, min_share=min_share)
+
+
+def batch(dir_or_paths, client, *, framework="auto", min_share=1.0, straggler_pct=10.0):
+    """``torchtriage batch`` over the cluster ``client`` is connected to
+    (a :class:`distributed.Client`). ``dir_or_paths`` is a directory of
+    per-rank traces or a list of traces, as the workers see them. Returns
+    the batch report (a :class:`torchtriage.Report`)."""
+    paths = torchtriage.batch_files(dir_or_paths)
+    futures = client.map(
+        _summarize,
+        paths,
+        range(len(paths)),
+        framework=framework,
+        min_share=min_share,
+        pure=False,
+    )
+    summaries = client.gather(futures)
+    report = torchtriage.merge(summaries, straggler_pct=straggler_pct)
+    if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
+        report["dir"] = os.fspath(dir_or_paths)
+    threads = client.nthreads()
+    report["jobs"] = max(1, min(len(paths), sum(threads.values())))
+    return report

@@ -1,0 +1,153 @@
+"""A batch as map and reduce: ``summarize`` + ``merge`` in Python, the
+command's ``batch --summaries`` + ``merge``, and ``torchtriage.dask.batch``
+on a local Dask cluster all give the report ``torchtriage batch`` prints;
+and a long call returns on Ctrl-C."""
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import torchtriage
+
+from test_api import SHARED, UNDER_CI, _binary, _cli_json
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED_RANKS = ROOT / "tests" / "data" / "traces" / "param_dlrm_8rank"
+SHARED_RANKS = SHARED / "traces" / "param_dlrm_8rank"
+
+# The keys that say what the batch found; `dir`, `jobs` and
+# `memory_budget_bytes` describe how it ran.
+SAME = ["mode", "files", "failed", "straggler_pct", "stages", "failures"]
+
+
+def _same_report(got, want):
+    for key in SAME:
+        assert got[key] == want[key], key
+
+
+def _batch_cli(directory):
+    code, report = _cli_json("batch", str(directory))
+    assert code == 0
+    return report
+
+
+def test_summarize_and_merge_equal_batch():
+    want = _batch_cli(BUNDLED_RANKS)
+    paths = torchtriage.batch_files(BUNDLED_RANKS)
+    assert len(paths) == 8 and all(os.path.isabs(p) for p in paths)
+    # Mapped in reverse order, as a scheduler may finish them.
+    sums = [torchtriage.summarize(p, i) for i, p in reversed(list(enumerate(paths)))]
+    assert all(s["kind"] == "torchtriage-rank-summary" and s["facts"] for s in sums)
+    json.dumps(sums)  # plain data, ready for any serializer
+    _same_report(torchtriage.merge(sums), want)
+
+
+def test_summary_of_a_bad_trace_is_a_failure(tmp_path):
+    bad = tmp_path / "worker3.pt.trace.json"
+    bad.write_text('{"traceEvents": [ {"ph": "X"')
+    s = torchtriage.summarize(bad, 3)
+    assert s["facts"] is None and "byte" in s["error"], s["error"]
+    report = torchtriage.merge([s])
+    assert report["failed"] == 1
+    assert report["failures"][0]["file"] == str(bad)
+
+
+def test_merge_of_nothing_raises():
+    with pytest.raises(ValueError):
+        torchtriage.merge([])
+
+
+def _ranks_dir():
+    """The shared 8-rank profile when it is there; under CI it must be."""
+    if SHARED_RANKS.is_dir():
+        return SHARED_RANKS
+    if UNDER_CI:
+        pytest.fail("CI=true but %s is missing" % SHARED_RANKS)
+    pytest.skip("not run: %s is missing" % SHARED_RANKS)
+
+
+def test_cli_summaries_and_merge_equal_batch_on_shared_ranks(tmp_path):
+    ranks = _ranks_dir()
+    want = _batch_cli(ranks)
+    sums = tmp_path / "sums"
+    subprocess.run([_binary(), "-q", "batch", str(ranks), "--summaries", str(sums), "--format", "json"],
+                   stdout=subprocess.DEVNULL, check=True)
+    assert len(list(sums.iterdir())) == 8
+    code, merged = _cli_json("merge", str(sums))
+    assert code == 0
+    _same_report(merged, want)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        if UNDER_CI:
+            pytest.fail("CI=true but the distributed package is missing")
+        pytest.skip("not run: the distributed package is missing")
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def test_dask_batch_equals_batch_on_shared_ranks(dask_client):
+    import torchtriage.dask
+
+    ranks = _ranks_dir()
+    assert len(dask_client.nthreads()) == 2
+    report = torchtriage.dask.batch(ranks, dask_client)
+    _same_report(report, _batch_cli(ranks))
+    assert report["dir"] == str(ranks)
+    assert report["jobs"] == 2
+
+
+def test_dask_batch_equals_batch_on_bundled_ranks(dask_client, tmp_path):
+    import torchtriage.dask
+
+    # A list of files, one of them broken: the failure is reported as batch reports it.
+    ranks = tmp_path / "ranks"
+    shutil.copytree(BUNDLED_RANKS, ranks)
+    (ranks / "worker9.pt.trace.json").write_text('{"traceEvents": [ {"ph": "X"')
+    proc = subprocess.run([_binary(), "-q", "batch", str(ranks), "--format", "json"], stdout=subprocess.PIPE)
+    assert proc.returncode == 1
+    want = json.loads(proc.stdout)
+    report = torchtriage.dask.batch(sorted(str(p) for p in ranks.iterdir()), dask_client)
+    _same_report(report, want)
+    assert report["failed"] == 1
+
+
+def _long_trace(path, members):
+    """A gzip trace of `members` identical members of 100,000 kernels each:
+    a few hundred kilobytes per member on disk, seconds of work to read."""
+    ev = '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":1,"args":{"stream":7}},'
+    middle = gzip.compress("".join(ev % i for i in range(100000)).encode(), 1)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(b'{"traceEvents":['))
+        for _ in range(members):
+            f.write(middle)
+        f.write(gzip.compress(b'{"ph":"i","name":"end","pid":0,"tid":0,"ts":0}]}'))
+
+
+def test_ctrl_c_interrupts_a_long_call(tmp_path):
+    trace = tmp_path / "long.json.gz"
+    _long_trace(trace, 10)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            torchtriage.triage(trace)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 2.0
