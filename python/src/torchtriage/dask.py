@@ -9,7 +9,7 @@ worker must see the paths), then one merge on the client::
     report = torchtriage.dask.batch("/data/job-1234/traces", client)
 
 A worker holds one trace's analysis per worker thread at a time; the
-summaries sent back are a few kilobytes each. The report equals
+summaries sent back are tens of kilobytes each. The report equals
 ``torchtriage batch`` on the same files, but for ``jobs`` (the cluster's
 worker threads) and ``memory_budget_bytes`` (0: the workers' memory is
 Dask's to manage).
