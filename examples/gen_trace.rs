@@ -7,7 +7,8 @@
 //! C++ template kernel names and escaped strings.
 //!
 //! Usage: gen_trace (--size-mb N | --size-kb N) [--format json|gz|zst] [--seed S]
-//!                  [--gpu-bound] [--slow-kernel TEXT] [--drop-kernel TEXT] OUT
+//!                  [--gpu-bound] [--slow-kernel TEXT] [--drop-kernel TEXT]
+//!                  [--overlapping-frames] OUT
 //!
 //! Each step ends with a stream synchronize, as a serving engine's step does
 //! when it reads back the sampled tokens, so a step lasts as long as the
@@ -21,6 +22,13 @@
 //! trace without them for the same seed and size, and everything but those
 //! kernels (and the times they shift) is the same, so the two make a pair
 //! for `diff`.
+//!
+//! `--overlapping-frames` writes each op (its Python frames, CPU op and
+//! launch) on one of eight
+//! threads in four processes (two threads each), and makes every frame of a
+//! stack start inside the one before it and end after it: frames that
+//! overlap without nesting, as a sampling profiler's or an async engine's
+//! frames can.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -93,6 +101,7 @@ fn main() -> std::io::Result<()> {
                 i += 1;
             }
             "--gpu-bound" => variant.gpu_bound = true,
+            "--overlapping-frames" => variant.overlapping = true,
             "--slow-kernel" => {
                 variant.slow = Some(args[i + 1].clone());
                 i += 1;
@@ -114,7 +123,7 @@ fn main() -> std::io::Result<()> {
     };
     let stop = if variant.slow.is_some() || variant.drop.is_some() {
         // As many steps as the trace without the changes.
-        let plain = Variant { gpu_bound: variant.gpu_bound, ..Variant::default() };
+        let plain = Variant { gpu_bound: variant.gpu_bound, overlapping: variant.overlapping, ..Variant::default() };
         Stop::Steps(generate(&mut std::io::sink(), Stop::Bytes(size_kb << 10), seed, &plain)?.1)
     } else {
         Stop::Bytes(size_kb << 10)
@@ -162,6 +171,8 @@ impl Stop {
 #[derive(Default)]
 struct Variant {
     gpu_bound: bool,
+    /// Python frames on eight threads, overlapping without nesting.
+    overlapping: bool,
     slow: Option<String>,
     drop: Option<String>,
 }
@@ -206,21 +217,33 @@ fn generate(w: &mut dyn Write, stop: Stop, seed: u64, variant: &Variant) -> std:
                 let depth = 10;
                 let base = ts;
                 let mut parent = 0u64;
+                // The thread of this op's frames, CPU op and launch: the main
+                // thread, or one of eight in four processes.
+                let (f_pid, f_tid) = if variant.overlapping {
+                    let t = ext % 8;
+                    (pid_cpu + t / 2, tid_main + 100 + t)
+                } else {
+                    (pid_cpu, tid_main)
+                };
                 for d in 0..depth {
                     let name = PY_FRAMES[(d + k + rng.below(3) as usize) % PY_FRAMES.len()];
-                    let f_ts = base + d as u64;
-                    let f_dur = 44 - 4 * d as u64;
+                    let (f_ts, f_dur) = if variant.overlapping {
+                        // Starts inside the frame before and ends after it.
+                        (base + 4 * d as u64, 30 + rng.below(4))
+                    } else {
+                        (base + d as u64, 44 - 4 * d as u64)
+                    };
                     sep(&mut c)?;
-                    write!(c, "  {{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"{name}\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {f_ts}, \"dur\": {f_dur}, \"args\": {{\"Python parent id\": {parent}, \"Python id\": {pyid}, \"Python thread\": 0}}}}")?;
+                    write!(c, "  {{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"{name}\", \"pid\": {f_pid}, \"tid\": {f_tid}, \"ts\": {f_ts}, \"dur\": {f_dur}, \"args\": {{\"Python parent id\": {parent}, \"Python id\": {pyid}, \"Python thread\": 0}}}}")?;
                     parent = pyid;
                     pyid += 1;
                 }
                 let (kname, op) = KERNELS[k];
                 let op_ts = base + depth as u64 + 1;
                 sep(&mut c)?;
-                write!(c, "  {{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{op}\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {op_ts}, \"dur\": 12, \"args\": {{\"External id\": {ext}, \"Record function id\": 0, \"Sequence number\": {}, \"Fwd thread id\": 0, \"Ev Idx\": {}, \"Input Dims\": [[4096, 4096], [4096, 4096]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"], \"Input Strides\": [[4096, 1], [1, 4096]], \"Concrete Inputs\": [\"\", \"\"]}}}}", ext, ext)?;
+                write!(c, "  {{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{op}\", \"pid\": {f_pid}, \"tid\": {f_tid}, \"ts\": {op_ts}, \"dur\": 12, \"args\": {{\"External id\": {ext}, \"Record function id\": 0, \"Sequence number\": {}, \"Fwd thread id\": 0, \"Ev Idx\": {}, \"Input Dims\": [[4096, 4096], [4096, 4096]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"], \"Input Strides\": [[4096, 1], [1, 4096]], \"Concrete Inputs\": [\"\", \"\"]}}}}", ext, ext)?;
                 sep(&mut c)?;
-                write!(c, "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": {pid_cpu}, \"tid\": {tid_main}, \"ts\": {}, \"dur\": 4, \"args\": {{\"External id\": {ext}, \"cbid\": 211, \"correlation\": {corr}}}}}", op_ts + 2)?;
+                write!(c, "  {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": {f_pid}, \"tid\": {f_tid}, \"ts\": {}, \"dur\": 4, \"args\": {{\"External id\": {ext}, \"cbid\": 211, \"correlation\": {corr}}}}}", op_ts + 2)?;
                 let stream = if k == 4 { 13 } else { 7 };
                 let weight = if variant.gpu_bound && k == 0 { 4 } else { 1 };
                 let mut kdur = (5 + rng.below(60)) * weight;
