@@ -47,15 +47,20 @@ impl<T: Copy> CorrTable<T> {
         let mut all: Vec<(i64, T)> = rows().collect();
         // Stable: equal ids keep their preference order.
         all.sort_by_key(|e| e.0);
-        let mut out: Vec<(i64, T)> = Vec::with_capacity(all.len());
-        for (c, v) in all {
-            match out.last_mut() {
-                Some(last) if last.0 == c => merge(&mut last.1, v),
-                _ => out.push((c, v)),
+        // Folded in place: a second array would double the table's peak.
+        let mut kept = 0usize;
+        for i in 0..all.len() {
+            let (c, v) = all[i];
+            if kept > 0 && all[kept - 1].0 == c {
+                merge(&mut all[kept - 1].1, v);
+            } else {
+                all[kept] = (c, v);
+                kept += 1;
             }
         }
-        out.shrink_to_fit();
-        CorrTable::Sparse(out)
+        all.truncate(kept);
+        all.shrink_to_fit();
+        CorrTable::Sparse(all)
     }
 
     /// The value of `corr`.

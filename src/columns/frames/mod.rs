@@ -57,10 +57,18 @@ impl Frame {
     }
 }
 
-/// Pending rows of one thread packed into a run once there are this many.
-const FLUSH_ROWS: usize = 1 << 16;
-/// All threads' pending rows are packed once there are this many in total.
-const FLUSH_TOTAL: usize = 1 << 20;
+/// Pending rows of one thread packed into a run once there are this many
+/// (512 KiB of rows).
+const FLUSH_ROWS: usize = 1 << 14;
+/// All threads' pending rows are packed once there are this many in total
+/// (8 MiB of rows).
+const FLUSH_TOTAL: usize = 1 << 18;
+/// Threads that may keep their emptied row buffer after a flush, so that
+/// the buffers a store keeps stay within [`FLUSH_TOTAL`] rows however many
+/// threads a trace has.
+const KEPT_BUFFERS: usize = FLUSH_TOTAL / FLUSH_ROWS;
+/// Frames per run in [`FrameStore::packed_bytes`].
+const STATS_RUN_ROWS: usize = 1 << 16;
 
 /// Frames of one thread: packed runs plus rows not packed yet.
 #[derive(Clone, Debug, Default)]
@@ -72,6 +80,8 @@ struct ThreadFrames {
     has_nan: bool,
     /// Sealed: the runs read as one sequence sorted by (start, row).
     sealed: bool,
+    /// Counted among the store's [`KEPT_BUFFERS`].
+    kept_buffer: bool,
 }
 
 impl ThreadFrames {
@@ -93,6 +103,7 @@ impl ThreadFrames {
     fn seal(&mut self) {
         self.flush();
         self.pending = Vec::new();
+        self.kept_buffer = false;
         self.runs.sort_by_key(|r| r.row_base);
         let ordered = self.runs.windows(2).all(|w| fcmp(w[0].last_ts(), w[1].first_ts()) != Ordering::Greater);
         if !ordered {
@@ -132,6 +143,8 @@ pub struct FrameStore {
     threads: Vec<ThreadFrames>,
     len: usize,
     pending: usize,
+    /// Threads keeping an emptied row buffer (at most [`KEPT_BUFFERS`]).
+    kept: usize,
     /// Bit per symbol: some frame has that name.
     names: Vec<u64>,
 }
@@ -153,6 +166,17 @@ impl FrameStore {
         if th.pending.len() >= FLUSH_ROWS {
             self.pending -= th.pending.len();
             th.flush();
+            // A busy thread keeps its buffer for its next rows (a fresh one
+            // would be faulted in again at every flush), as long as few
+            // threads do.
+            if !th.kept_buffer {
+                if self.kept < KEPT_BUFFERS {
+                    th.kept_buffer = true;
+                    self.kept += 1;
+                } else {
+                    th.pending = Vec::new();
+                }
+            }
         } else if self.pending >= FLUSH_TOTAL {
             self.flush_all();
         }
@@ -171,7 +195,7 @@ impl FrameStore {
         // what the store holds unpacked stays bounded by the busy threads.
         for th in &mut self.threads {
             th.flush();
-            if th.pending.capacity() < FLUSH_ROWS {
+            if !th.kept_buffer {
                 th.pending = Vec::new();
             }
         }
@@ -201,19 +225,19 @@ impl FrameStore {
             + self.names.capacity() * 8
     }
 
-    /// Bytes the frames take packed in runs of `FLUSH_ROWS` frames per
+    /// Bytes the frames take packed in runs of `STATS_RUN_ROWS` frames per
     /// thread, in (start, row) order: what [`FrameStore::heap_bytes`] is
     /// give or take the run boundaries, which depend on how the input was
     /// split between threads. The same for every split, so `stats` shows
     /// the same number on every machine. Packs one run at a time.
     pub fn packed_bytes(&self) -> usize {
         let mut total = self.threads.len() * std::mem::size_of::<ThreadFrames>() + self.names.len() * 8;
-        let mut block: Vec<Frame> = Vec::with_capacity(FLUSH_ROWS.min(self.len));
+        let mut block: Vec<Frame> = Vec::with_capacity(STATS_RUN_ROWS.min(self.len));
         let pack = |block: &mut Vec<Frame>| pack_block(block).heap_bytes() + std::mem::size_of::<Run>();
         for t in self.threads() {
             for f in self.thread(t) {
                 block.push(f);
-                if block.len() == FLUSH_ROWS {
+                if block.len() == STATS_RUN_ROWS {
                     total += pack(&mut block);
                 }
             }
@@ -232,6 +256,7 @@ impl FrameStore {
         self.threads.par_iter_mut().for_each(ThreadFrames::seal);
         self.threads.shrink_to_fit();
         self.pending = 0;
+        self.kept = 0;
     }
 
     /// Appends `other` (all its rows after ours), translating its symbols
