@@ -153,8 +153,42 @@ pub fn py_float_of_num(raw: &str) -> Option<f64> {
         "NaN" => Some(f64::NAN),
         "Infinity" => Some(f64::INFINITY),
         "-Infinity" => Some(f64::NEG_INFINITY),
-        _ => raw.parse::<f64>().ok(),
+        _ => exact_decimal(raw.as_bytes()).or_else(|| raw.parse::<f64>().ok()),
     }
+}
+
+/// The value of a plain decimal (`-?digits(.digits)?`) whose digits, read
+/// as one integer, are below 2^53: that integer and the power of ten that
+/// scales it are exact doubles, so one IEEE division gives the correctly
+/// rounded value, as a full parse does. `None` for anything else (exponents,
+/// more digits), which the full parse takes.
+#[inline]
+fn exact_decimal(b: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut m: u64 = 0;
+    let mut frac: Option<usize> = None;
+    for (i, &c) in digits.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => m = m * 10 + u64::from(c - b'0'),
+            b'.' if frac.is_none() && i > 0 && i + 1 < digits.len() => frac = Some(digits.len() - i - 1),
+            _ => return None,
+        }
+    }
+    if m >= 1 << 53 {
+        return None;
+    }
+    let v = match frac {
+        None => m as f64,
+        Some(k) => m as f64 / *POW10.get(k)?,
+    };
+    Some(if neg { -v } else { v })
 }
 
 /// `float(s)` for a Python string: surrounding whitespace allowed,
@@ -421,6 +455,50 @@ pub(crate) fn test_rng(mut seed: u64) -> impl FnMut() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_decimals_match_the_full_parse() {
+        let fixed = [
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "1",
+            "12.5",
+            "3676599943489.556",
+            "9007199254740991",
+            "9007199254740992",
+            "0.1",
+            "0.30000000000000004",
+            "123456789012345.6",
+            "1.000",
+            "-17.25",
+            "99999999999999999",
+        ];
+        let mut rng = test_rng(7);
+        let random = (0..200_000).map(|_| {
+            let digits = 1 + rng() % 17;
+            let t: String = (0..digits).map(|_| char::from(b'0' + (rng() % 10) as u8)).collect();
+            let t = t.trim_start_matches('0').to_string();
+            let mut t = if t.is_empty() { "0".to_string() } else { t };
+            if t.len() > 1 && rng() % 3 > 0 {
+                let at = 1 + (rng() as usize) % (t.len() - 1);
+                t.insert(at, '.');
+            }
+            if rng() % 5 == 0 {
+                t.insert(0, '-');
+            }
+            t
+        });
+        for raw in fixed.iter().map(|s| s.to_string()).chain(random) {
+            let want: f64 = raw.parse().unwrap();
+            let got = py_float_of_num(&raw).unwrap();
+            assert_eq!(got.to_bits(), want.to_bits(), "{raw}");
+        }
+        for raw in ["1e5", "1.5E-3", "-", "1.", ".5", "12345678901234567890"] {
+            assert_eq!(exact_decimal(raw.as_bytes()), None, "{raw}");
+        }
+    }
 
     #[test]
     fn fcmp_is_a_total_order_with_nan_last() {

@@ -67,9 +67,12 @@ pub struct ColumnsBuilder {
     sample: Vec<String>,
     thread_cache: FxHashMap<(Sym, Sym), ThreadIdx>,
     scratch: String,
-    /// Last string and symbol per field slot (ph, cat, pid, tid): most
-    /// events repeat their neighbour's, and a compare beats a hash.
-    last: [(String, Sym); 4],
+    /// Last text, symbol and whether the text was a number, per field slot
+    /// (ph, cat, pid, tid): most events repeat their neighbour's, and a
+    /// compare beats formatting and a hash.
+    last: [(String, Sym, bool); 4],
+    /// The last (pid, tid) symbols and their thread.
+    last_thread: Option<(Sym, Sym, ThreadIdx)>,
 }
 
 fn classify_cat(cat: &str) -> u8 {
@@ -187,19 +190,24 @@ impl ColumnsBuilder {
 
     /// `intern_py` through the one-entry cache of `slot`.
     fn intern_slot(&mut self, slot: usize, v: Scalar<'_>, default: &str) -> Sym {
-        if let Scalar::Str(s) = v {
-            let (ls, lsym) = &self.last[slot];
-            if ls == s && !(ls.is_empty() && *lsym == Sym::MAX) {
-                return *lsym;
-            }
-            let id = self.t.strings.intern(s);
-            let e = &mut self.last[slot];
-            e.0.clear();
-            e.0.push_str(s);
-            e.1 = id;
-            return id;
+        // A number's text decides its Python `str()`, so it is cached by
+        // its text too, apart from strings with the same text.
+        let (text, num) = match v {
+            Scalar::Str(s) => (s, false),
+            Scalar::Num(s) => (s, true),
+            _ => return self.intern_py(v, default),
+        };
+        let (ls, lsym, lnum) = &self.last[slot];
+        if *lsym != Sym::MAX && *lnum == num && ls == text {
+            return *lsym;
         }
-        self.intern_py(v, default)
+        let id = if num { self.intern_py(v, default) } else { self.t.strings.intern(text) };
+        let e = &mut self.last[slot];
+        e.0.clear();
+        e.0.push_str(text);
+        e.1 = id;
+        e.2 = num;
+        id
     }
 
     fn count_key(&mut self, slot: usize, v: Scalar<'_>) -> Sym {
@@ -212,12 +220,19 @@ impl ColumnsBuilder {
     fn thread_of(&mut self, pid: Scalar<'_>, tid: Scalar<'_>) -> ThreadIdx {
         let p = self.intern_slot(2, pid, "None");
         let t = self.intern_slot(3, tid, "None");
+        if let Some((lp, lt, i)) = self.last_thread {
+            if (lp, lt) == (p, t) {
+                return i;
+            }
+        }
         if let Some(&i) = self.thread_cache.get(&(p, t)) {
+            self.last_thread = Some((p, t, i));
             return i;
         }
         let key = ThreadKey { pid: p, tid: t };
         let (i, _) = self.t.threads.insert_full(key);
         self.thread_cache.insert((p, t), i as ThreadIdx);
+        self.last_thread = Some((p, t, i as ThreadIdx));
         i as ThreadIdx
     }
 
@@ -457,6 +472,7 @@ impl ColumnsBuilder {
             e.0.clear();
             e.1 = Sym::MAX;
         }
+        self.last_thread = None;
     }
 
     /// The finished trace.

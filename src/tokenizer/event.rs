@@ -53,16 +53,11 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
             if c != b'"' {
                 return syntax(s.pos, format!("expected a key, found {}", show(c)));
             }
-            let (ks, ke, kesc) = s.string_raw()?;
-            s.expect(b':', "':'")?;
-            let key: &[u8] = &s.buf[ks..ke];
-            let slot = if kesc {
-                // Escaped keys are rare; decode and match the decoded form.
-                let mut k = Vec::new();
-                super::scan::decode_escapes(s.buf, ks, ke, &mut k)?;
-                top_slot(&mut f, &k)
-            } else {
+            let slot = if let Some((key, len)) = known_key(s.buf, s.pos) {
+                s.pos += len;
                 top_slot(&mut f, key)
+            } else {
+                top_slot(&mut f, slow_key(s)?)
             };
             match slot {
                 TopSlot::Field(p) => s.value_into(&mut scratch.bytes, p)?,
@@ -122,17 +117,106 @@ enum TopSlot<'f> {
     Skip,
 }
 
-fn top_slot<'f>(f: &'f mut Slots, key: &[u8]) -> TopSlot<'f> {
+/// The top-level keys the columns read.
+#[derive(Clone, Copy)]
+enum Key {
+    Ph,
+    Cat,
+    Name,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Args,
+    Other,
+}
+
+fn key_of(key: &[u8]) -> Key {
+    match key {
+        b"ph" => Key::Ph,
+        b"cat" => Key::Cat,
+        b"name" => Key::Name,
+        b"pid" => Key::Pid,
+        b"tid" => Key::Tid,
+        b"ts" => Key::Ts,
+        b"dur" => Key::Dur,
+        b"args" => Key::Args,
+        _ => Key::Other,
+    }
+}
+
+/// The first bytes of `text` as a little-endian word (at most 8).
+const fn word(text: &[u8]) -> u64 {
+    let mut w = 0u64;
+    let mut i = 0;
+    while i < text.len() {
+        w |= (text[i] as u64) << (8 * i);
+        i += 1;
+    }
+    w
+}
+
+/// A common key written as `"key":` at `pos` (the opening quote), read as
+/// one word: the key and the bytes up to just past the colon. `None` for
+/// anything else (other keys, escapes, whitespace before the colon, the
+/// window's last bytes), which [`slow_key`] reads.
+#[inline(always)]
+fn known_key(buf: &[u8], pos: usize) -> Option<(Key, usize)> {
+    const M5: u64 = (1 << 40) - 1;
+    const M6: u64 = (1 << 48) - 1;
+    const M7: u64 = (1 << 56) - 1;
+    const PH: u64 = word(b"\"ph\":");
+    const TS: u64 = word(b"\"ts\":");
+    const CAT: u64 = word(b"\"cat\":");
+    const PID: u64 = word(b"\"pid\":");
+    const TID: u64 = word(b"\"tid\":");
+    const DUR: u64 = word(b"\"dur\":");
+    const NAME: u64 = word(b"\"name\":");
+    const ARGS: u64 = word(b"\"args\":");
+    let w = u64::from_le_bytes(*buf.get(pos..pos.checked_add(8)?)?.first_chunk::<8>()?);
+    Some(match w & M5 {
+        PH => (Key::Ph, 5),
+        TS => (Key::Ts, 5),
+        _ => match w & M6 {
+            CAT => (Key::Cat, 6),
+            PID => (Key::Pid, 6),
+            TID => (Key::Tid, 6),
+            DUR => (Key::Dur, 6),
+            _ => match w & M7 {
+                NAME => (Key::Name, 7),
+                ARGS => (Key::Args, 7),
+                _ => return None,
+            },
+        },
+    })
+}
+
+/// Scans the key string at `s.pos` and the colon after it.
+fn slow_key(s: &mut Scanner<'_>) -> ScanResult<Key> {
+    let (ks, ke, kesc) = s.string_raw()?;
+    s.expect(b':', "':'")?;
+    Ok(if kesc {
+        // Escaped keys are rare; decode and match the decoded form.
+        let mut k = Vec::new();
+        super::scan::decode_escapes(s.buf, ks, ke, &mut k)?;
+        key_of(&k)
+    } else {
+        key_of(&s.buf[ks..ke])
+    })
+}
+
+#[inline(always)]
+fn top_slot(f: &mut Slots, key: Key) -> TopSlot<'_> {
     TopSlot::Field(match key {
-        b"ph" => &mut f.ph,
-        b"cat" => &mut f.cat,
-        b"name" => &mut f.name,
-        b"pid" => &mut f.pid,
-        b"tid" => &mut f.tid,
-        b"ts" => &mut f.ts,
-        b"dur" => &mut f.dur,
-        b"args" => return TopSlot::Args,
-        _ => return TopSlot::Skip,
+        Key::Ph => &mut f.ph,
+        Key::Cat => &mut f.cat,
+        Key::Name => &mut f.name,
+        Key::Pid => &mut f.pid,
+        Key::Tid => &mut f.tid,
+        Key::Ts => &mut f.ts,
+        Key::Dur => &mut f.dur,
+        Key::Args => return TopSlot::Args,
+        Key::Other => return TopSlot::Skip,
     })
 }
 
@@ -144,17 +228,83 @@ fn reset_args(f: &mut Slots) {
     }
 }
 
+/// The `args` keys the columns read.
+#[derive(Clone, Copy)]
+enum ArgKey {
+    Ext,
+    Corr,
+    PyId,
+    PyParent,
+    Stream,
+    CudaStream,
+    Name,
+    Other,
+}
+
 fn args_slot<'f>(f: &'f mut Slots, key: &[u8]) -> Option<&'f mut Loc> {
+    arg_slot(
+        f,
+        match key {
+            b"External id" => ArgKey::Ext,
+            b"correlation" => ArgKey::Corr,
+            b"Python id" => ArgKey::PyId,
+            b"Python parent id" => ArgKey::PyParent,
+            b"stream" => ArgKey::Stream,
+            b"cuda_stream" => ArgKey::CudaStream,
+            b"name" => ArgKey::Name,
+            _ => ArgKey::Other,
+        },
+    )
+}
+
+#[inline(always)]
+fn arg_slot(f: &mut Slots, key: ArgKey) -> Option<&mut Loc> {
     Some(match key {
-        b"External id" => &mut f.ext,
-        b"correlation" => &mut f.corr,
-        b"Python id" => &mut f.py_id,
-        b"Python parent id" => &mut f.py_parent,
-        b"stream" => &mut f.stream,
-        b"cuda_stream" => &mut f.cuda_stream,
-        b"name" => &mut f.arg_name,
-        _ => return None,
+        ArgKey::Ext => &mut f.ext,
+        ArgKey::Corr => &mut f.corr,
+        ArgKey::PyId => &mut f.py_id,
+        ArgKey::PyParent => &mut f.py_parent,
+        ArgKey::Stream => &mut f.stream,
+        ArgKey::CudaStream => &mut f.cuda_stream,
+        ArgKey::Name => &mut f.arg_name,
+        ArgKey::Other => return None,
     })
+}
+
+/// A common `args` key written as `"key":` at `pos`, read as two words:
+/// the key and the bytes up to just past the colon (see [`known_key`]).
+/// Keys no analysis reads but profilers write on most events are known
+/// too, as [`ArgKey::Other`].
+#[inline(always)]
+fn known_arg(buf: &[u8], pos: usize) -> Option<(ArgKey, usize)> {
+    const M1: u64 = (1 << 8) - 1;
+    const M4: u64 = (1 << 32) - 1;
+    const M6: u64 = (1 << 48) - 1;
+    const M7: u64 = (1 << 56) - 1;
+    let b: &[u8; 16] = buf.get(pos..pos.checked_add(16)?)?.first_chunk::<16>()?;
+    let w0 = u64::from_le_bytes(*b.first_chunk::<8>()?);
+    let w1 = u64::from_le_bytes(*b.last_chunk::<8>()?);
+    let k = match w0 {
+        x if x == word(b"\"Externa") && w1 & M6 == word(b"l id\":") => (ArgKey::Ext, 14),
+        x if x == word(b"\"correla") && w1 & M6 == word(b"tion\":") => (ArgKey::Corr, 14),
+        x if x == word(b"\"Python ") => {
+            if w1 & M4 == word(b"id\":") {
+                (ArgKey::PyId, 12)
+            } else if w1 == word(b"parent i") && buf.get(pos + 16..pos + 19)? == b"d\":" {
+                (ArgKey::PyParent, 19)
+            } else if w1 == word(b"thread\":") {
+                (ArgKey::Other, 16)
+            } else {
+                return None;
+            }
+        }
+        x if x == word(b"\"stream\"") && w1 & M1 == word(b":") => (ArgKey::Stream, 9),
+        x if x == word(b"\"cuda_st") && w1 & M6 == word(b"ream\":") => (ArgKey::CudaStream, 14),
+        x if x == word(b"\"Ev Idx\"") && w1 & M1 == word(b":") => (ArgKey::Other, 9),
+        x if x & M7 == word(b"\"name\":") => (ArgKey::Name, 7),
+        _ => return None,
+    };
+    Some(k)
 }
 
 /// Keys of an `args` object that go into the framework sample.
@@ -185,47 +335,57 @@ fn parse_args(
         if c != b'"' {
             return syntax(s.pos, format!("expected a key in args, found {}", show(c)));
         }
-        let buf = s.buf;
-        let (ks, ke, kesc) = s.string_raw()?;
-        s.expect(b':', "':'")?;
-        let decoded;
-        let key: &[u8] = if kesc {
-            let mut k = Vec::new();
-            super::scan::decode_escapes(buf, ks, ke, &mut k)?;
-            decoded = k;
-            &decoded
+        // Outside the framework sample, common keys are read as words.
+        let fast = if head.is_none() { known_arg(s.buf, s.pos) } else { None };
+        if let Some((key, len)) = fast {
+            s.pos += len;
+            match arg_slot(f, key) {
+                Some(slot) => s.value_into(scratch, slot)?,
+                None => s.skip_value()?,
+            }
         } else {
-            &buf[ks..ke]
-        };
-        // Only the first HEAD_KEYS distinct keys are sampled, so the
-        // search stays this short however many keys the object has.
-        let sampled = match head {
-            Some(_) => head_keys.iter().position(|(hk, _)| hk.as_bytes() == key).or_else(|| {
-                (head_keys.len() < HEAD_KEYS).then(|| {
-                    head_keys.push((String::from_utf8_lossy(key).into_owned(), None));
-                    head_keys.len() - 1
-                })
-            }),
-            None => None,
-        };
-        let v = match args_slot(f, key) {
-            Some(slot) => {
-                s.value_into(scratch, slot)?;
-                *slot
-            }
-            None if sampled.is_some() => s.value(scratch)?,
-            None => {
-                s.skip_value()?;
-                Loc::Compound
-            }
-        };
-        if let Some(i) = sampled {
-            head_keys[i].1 = match v {
-                Loc::Str(..) | Loc::Scratch(..) => {
-                    Some(String::from_utf8_lossy(loc_bytes(s.buf, scratch, v)).into_owned())
-                }
-                _ => None,
+            let buf = s.buf;
+            let (ks, ke, kesc) = s.string_raw()?;
+            s.expect(b':', "':'")?;
+            let decoded;
+            let key: &[u8] = if kesc {
+                let mut k = Vec::new();
+                super::scan::decode_escapes(buf, ks, ke, &mut k)?;
+                decoded = k;
+                &decoded
+            } else {
+                &buf[ks..ke]
             };
+            // Only the first HEAD_KEYS distinct keys are sampled, so the
+            // search stays this short however many keys the object has.
+            let sampled = match head {
+                Some(_) => head_keys.iter().position(|(hk, _)| hk.as_bytes() == key).or_else(|| {
+                    (head_keys.len() < HEAD_KEYS).then(|| {
+                        head_keys.push((String::from_utf8_lossy(key).into_owned(), None));
+                        head_keys.len() - 1
+                    })
+                }),
+                None => None,
+            };
+            let v = match args_slot(f, key) {
+                Some(slot) => {
+                    s.value_into(scratch, slot)?;
+                    *slot
+                }
+                None if sampled.is_some() => s.value(scratch)?,
+                None => {
+                    s.skip_value()?;
+                    Loc::Compound
+                }
+            };
+            if let Some(i) = sampled {
+                head_keys[i].1 = match v {
+                    Loc::Str(..) | Loc::Scratch(..) => {
+                        Some(String::from_utf8_lossy(loc_bytes(s.buf, scratch, v)).into_owned())
+                    }
+                    _ => None,
+                };
+            }
         }
         c = s.peek()?;
         s.pos += 1;
@@ -278,8 +438,10 @@ fn scalar<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> Scalar<'a> {
         Loc::True => Scalar::Bool(true),
         Loc::False => Scalar::Bool(false),
         Loc::Compound => Scalar::Compound,
-        // Number text was checked by the scanner: ASCII digits and signs.
-        Loc::Num(a, b) => Scalar::Num(text(&buf[a..b])),
+        // Number text was checked by the scanner: ASCII digits, signs and
+        // the letters of `NaN` / `Infinity`.
+        // SAFETY: ASCII is valid UTF-8.
+        Loc::Num(a, b) => Scalar::Num(unsafe { std::str::from_utf8_unchecked(&buf[a..b]) }),
         Loc::Str(..) | Loc::Scratch(..) => Scalar::Str(text(loc_bytes(buf, scratch, loc))),
     }
 }

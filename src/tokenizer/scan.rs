@@ -5,6 +5,8 @@
 
 use memchr::memchr2;
 
+use super::simd;
+
 /// Deepest nesting accepted inside one event (hostile-input bound).
 pub const MAX_DEPTH: usize = 512;
 
@@ -62,14 +64,36 @@ impl<'a> Scanner<'a> {
         Scanner { buf, pos }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn skip_ws(&mut self) {
-        while let Some(&b) = self.buf.get(self.pos) {
-            if !is_ws(b) {
-                break;
-            }
-            self.pos += 1;
+        // Most tokens follow no whitespace or one space; runs (a
+        // pretty-printed trace's line breaks and indentation) are skipped
+        // a block at a time.
+        match self.buf.get(self.pos) {
+            Some(&b) if is_ws(b) => {}
+            _ => return,
         }
+        match self.buf.get(self.pos + 1) {
+            Some(&b) if is_ws(b) => self.skip_ws_run(),
+            _ => self.pos += 1,
+        }
+    }
+
+    #[inline(never)]
+    fn skip_ws_run(&mut self) {
+        let mut i = self.pos;
+        while let Some(b) = simd::block(self.buf, i) {
+            let rest = !simd::whitespace(b) & 0xffff;
+            if rest != 0 {
+                self.pos = i + rest.trailing_zeros() as usize;
+                return;
+            }
+            i += simd::BLOCK;
+        }
+        while self.buf.get(i).is_some_and(|&b| is_ws(b)) {
+            i += 1;
+        }
+        self.pos = i;
     }
 
     /// Next non-whitespace byte, not consumed.
@@ -98,20 +122,19 @@ impl<'a> Scanner<'a> {
         let start = self.pos + 1;
         let mut i = start;
         let mut escaped = false;
-        // Most keys and values are short: a plain loop beats memchr's setup.
-        let quick_end = (start + 24).min(self.buf.len());
-        while i < quick_end {
-            match self.buf[i] {
-                b'"' => {
-                    self.pos = i + 1;
-                    return Ok((start, i, false));
-                }
-                b'\\' => break,
-                _ => i += 1,
-            }
-        }
         loop {
-            match memchr2(b'"', b'\\', &self.buf[i.min(self.buf.len())..]) {
+            let found = match simd::block(self.buf, i) {
+                Some(b) => match simd::quote_or_backslash(b) {
+                    0 => {
+                        i += simd::BLOCK;
+                        continue;
+                    }
+                    m => Some(m.trailing_zeros() as usize),
+                },
+                // The window's last bytes.
+                None => memchr2(b'"', b'\\', &self.buf[i.min(self.buf.len())..]),
+            };
+            match found {
                 None => return Err(ScanError::Incomplete),
                 Some(k) => {
                     let at = i + k;
@@ -294,6 +317,16 @@ impl<'a> Scanner<'a> {
         let buf = self.buf;
         let mut i = self.pos;
         while i < buf.len() {
+            // Jump to the next quote or bracket.
+            if let Some(b) = simd::block(buf, i) {
+                match simd::structural(b) {
+                    0 => {
+                        i += simd::BLOCK;
+                        continue;
+                    }
+                    m => i += m.trailing_zeros() as usize,
+                }
+            }
             match buf[i] {
                 b'"' => {
                     self.pos = i;
