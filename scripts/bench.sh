@@ -12,7 +12,7 @@
 # runs `torchtriage <cmd> --quiet` --runs times and prints the median wall
 # time, MB/s of uncompressed JSON (1 MB = 10^6 bytes) and the largest peak
 # RSS (GNU time's maximum resident set size, converted from KiB to MB) of the
-# runs, with the scale bar 64 MB + 10% of the JSON size beside it.
+# runs, with the scale bar 64 MB + 5% of the JSON size beside it.
 #
 # Beside each row it prints the floor of reading the input: the median wall
 # time of `wc -l` on the uncompressed JSON (for a .gz / .zst row, on the
@@ -128,7 +128,7 @@ median_time() {
 warm() { cat "$1" > /dev/null; }
 
 # Peak RSS is printed in MB of 10^6 bytes (GNU time reports KiB), like the
-# JSON size, and "RSS bar MB" is the scale bar: 64 MB + 10% of the JSON size.
+# JSON size, and "RSS bar MB" is the scale bar: 64 MB + 5% of the JSON size.
 # "wc -l s" is the floor on the plain JSON, "x wc" torchtriage's time over it
 # and "dec s" the time of decompressing a .gz / .zst input ("-" for JSON).
 header() {
@@ -137,7 +137,7 @@ header() {
 }
 row() { # FILE CMD SECONDS RSS_KB BYTES WC_SECONDS DEC_SECONDS
   awk -v f="$1" -v c="$2" -v t="$3" -v r="$4" -v b="$5" -v w="$6" -v d="$7" \
-    'BEGIN { printf "%-52s %-7s %10s %10.0f %12.1f %12.1f %12.1f %8s %7s %8s\n", f, c, t, b / 1e6 / t, r * 1024 / 1e6, b / 1e6, 64 + b / 1e7, w, (w > 0 ? sprintf("%.1f", t / w) : "-"), d }'
+    'BEGIN { printf "%-52s %-7s %10s %10.0f %12.1f %12.1f %12.1f %8s %7s %8s\n", f, c, t, b / 1e6 / t, r * 1024 / 1e6, b / 1e6, 64 + b / 2e7, w, (w > 0 ? sprintf("%.1f", t / w) : "-"), d }'
 }
 
 # bench_row FILE PLAIN: times torchtriage on FILE, `gzip -dc` / `zstd -dc`
