@@ -239,17 +239,23 @@ impl Budget<'_> {
     }
 }
 
-/// Reads the decoder on a separate thread into recycled buffers.
+/// A decoded buffer and how many of its bytes were filled.
+type Filled = (Vec<u8>, usize);
+
+/// Reads the decoder on a separate thread into recycled buffers. A buffer
+/// keeps its length when it comes back, so it is zeroed only once.
 fn spawn_reader(
     mut reader: Box<dyn Read + Send>,
     chunk: usize,
-) -> (mpsc::Receiver<std::io::Result<Vec<u8>>>, mpsc::Sender<Vec<u8>>) {
-    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(3);
+) -> (mpsc::Receiver<std::io::Result<Filled>>, mpsc::Sender<Vec<u8>>) {
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Filled>>(3);
     let (ret_tx, ret_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::spawn(move || loop {
-        let mut b = ret_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(chunk));
-        b.clear();
-        b.resize(chunk, 0);
+        let mut b = ret_rx.try_recv().unwrap_or_default();
+        if b.len() != chunk {
+            b.clear();
+            b.resize(chunk, 0);
+        }
         let mut n = 0;
         while n < chunk {
             match reader.read(&mut b[n..]) {
@@ -260,8 +266,7 @@ fn spawn_reader(
                     // Hand over what was decoded before the failure first,
                     // so the error's offset is where the data really ends.
                     if n > 0 {
-                        b.truncate(n);
-                        let _ = tx.send(Ok(b));
+                        let _ = tx.send(Ok((b, n)));
                     }
                     let _ = tx.send(Err(e));
                     return;
@@ -271,8 +276,7 @@ fn spawn_reader(
         if n == 0 {
             return;
         }
-        b.truncate(n);
-        if tx.send(Ok(b)).is_err() {
+        if tx.send(Ok((b, n))).is_err() {
             return;
         }
     });
@@ -319,8 +323,8 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
             retry_at = window.len().saturating_mul(2).min(MAX_UNIT_BYTES + 1);
         }
         match rx.recv() {
-            Ok(Ok(chunk)) => {
-                window.extend_from_slice(&chunk);
+            Ok(Ok((chunk, n))) => {
+                window.extend_from_slice(&chunk[..n]);
                 let _ = recycle.send(chunk);
                 let decoded = base + window.len() as u64;
                 if budget.as_ref().is_some_and(|b| !b.allows(decoded)) {

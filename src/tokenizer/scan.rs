@@ -264,6 +264,13 @@ impl<'a> Scanner<'a> {
         // path, which first takes every byte of the number alphabet.
         let buf = self.buf;
         let digits = |mut i: usize| {
+            while let Some(b) = simd::block(buf, i) {
+                let rest = !simd::digits(b) & 0xffff;
+                if rest != 0 {
+                    return i + rest.trailing_zeros() as usize;
+                }
+                i += simd::BLOCK;
+            }
             while buf.get(i).is_some_and(u8::is_ascii_digit) {
                 i += 1;
             }

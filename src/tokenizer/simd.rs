@@ -1,6 +1,6 @@
 //! Sixteen bytes at a time: where the next quote or backslash is, where the
 //! next structural byte of a skipped container is, and where whitespace
-//! ends. SSE2 on x86_64 (every x86_64 CPU has it); a portable
+//! and runs of digits end. SSE2 on x86_64 (every x86_64 CPU has it); a portable
 //! word-at-a-time version elsewhere. Each function looks at one 16-byte
 //! block and returns a bit mask (bit i: byte i matches), so callers keep
 //! their own bounds and error handling.
@@ -55,6 +55,18 @@ mod sse2 {
     }
 
     #[inline(always)]
+    pub fn digits(b: &[u8; 16]) -> u32 {
+        let v = load(b);
+        // Signed compares: bytes from 0x80 up are negative, never digits.
+        // SAFETY: SSE2 is part of x86_64.
+        unsafe {
+            let lo = _mm_cmpgt_epi8(v, _mm_set1_epi8(b'0' as i8 - 1));
+            let hi = _mm_cmplt_epi8(v, _mm_set1_epi8(b'9' as i8 + 1));
+            mask(_mm_and_si128(lo, hi))
+        }
+    }
+
+    #[inline(always)]
     pub fn structural(b: &[u8; 16]) -> u32 {
         let v = load(b);
         // `{` 0x7b and `[` 0x5b differ only in bit 5, as do `}` and `]`.
@@ -105,6 +117,15 @@ mod swar {
     }
 
     #[inline(always)]
+    pub fn digits(b: &[u8; 16]) -> u32 {
+        halves(b, |x| {
+            // A digit is a byte whose xor with `0` is below 10.
+            let y = x ^ (LO * u64::from(b'0'));
+            !(((y & !HI) + LO * 0x76) | y) & HI
+        })
+    }
+
+    #[inline(always)]
     pub fn structural(b: &[u8; 16]) -> u32 {
         halves(b, |x| {
             let f = x | (LO * 0x20);
@@ -131,6 +152,12 @@ pub fn whitespace(b: &[u8; 16]) -> u32 {
     imp::whitespace(b)
 }
 
+/// Bit i set: byte i is an ASCII digit.
+#[inline(always)]
+pub fn digits(b: &[u8; 16]) -> u32 {
+    imp::digits(b)
+}
+
 /// Bit i set: byte i is `"`, `{`, `}`, `[` or `]`.
 #[inline(always)]
 pub fn structural(b: &[u8; 16]) -> u32 {
@@ -154,7 +181,7 @@ mod tests {
             let mut b = [0u8; 16];
             for x in &mut b {
                 // Mostly the bytes that matter, some of anything.
-                let pick = b" \n\r\t\"\\{}[]:,a0\x7b\x5b\xfb\xdb";
+                let pick = b" \n\r\t\"\\{}[]:,a0/9:\x7b\x5b\xfb\xdb\xb0\xb9";
                 let r = rng();
                 *x = if r % 4 == 0 { r as u8 } else { pick[(r >> 8) as usize % pick.len()] };
             }
@@ -164,6 +191,8 @@ mod tests {
             assert_eq!(swar::quote_or_backslash(b), each_bit(b, |c| c == b'"' || c == b'\\'), "{b:?}");
             assert_eq!(swar::whitespace(b), whitespace(b), "{b:?}");
             assert_eq!(swar::structural(b), structural(b), "{b:?}");
+            assert_eq!(swar::digits(b), digits(b), "{b:?}");
+            assert_eq!(digits(b), each_bit(b, |c| c.is_ascii_digit()), "{b:?}");
             assert_eq!(quote_or_backslash(b), each_bit(b, |c| c == b'"' || c == b'\\'), "{b:?}");
             assert_eq!(whitespace(b), each_bit(b, |c| matches!(c, b' ' | b'\n' | b'\r' | b'\t')), "{b:?}");
             assert_eq!(structural(b), each_bit(b, |c| matches!(c, b'"' | b'{' | b'}' | b'[' | b']')), "{b:?}");
