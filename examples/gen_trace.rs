@@ -8,7 +8,7 @@
 //!
 //! Usage: gen_trace (--size-mb N | --size-kb N) [--format json|gz|zst] [--seed S]
 //!                  [--gpu-bound] [--slow-kernel TEXT] [--drop-kernel TEXT]
-//!                  [--overlapping-frames] OUT
+//!                  [--overlapping-frames [--threads N]] OUT
 //!
 //! Each step ends with a stream synchronize, as a serving engine's step does
 //! when it reads back the sampled tokens, so a step lasts as long as the
@@ -24,11 +24,10 @@
 //! for `diff`.
 //!
 //! `--overlapping-frames` writes each op (its Python frames, CPU op and
-//! launch) on one of eight
-//! threads in four processes (two threads each), and makes every frame of a
-//! stack start inside the one before it and end after it: frames that
-//! overlap without nesting, as a sampling profiler's or an async engine's
-//! frames can.
+//! launch) on one of eight threads (`--threads N`, at least 4) spread over
+//! four processes, and makes every frame of a stack start inside the one
+//! before it and end after it: frames that overlap without nesting, as a
+//! sampling profiler's or an async engine's frames can.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -80,7 +79,7 @@ fn main() -> std::io::Result<()> {
     let mut format = "json".to_string();
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut out = None;
-    let mut variant = Variant::default();
+    let mut variant = Variant { threads: 8, ..Variant::default() };
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -102,6 +101,10 @@ fn main() -> std::io::Result<()> {
             }
             "--gpu-bound" => variant.gpu_bound = true,
             "--overlapping-frames" => variant.overlapping = true,
+            "--threads" => {
+                variant.threads = args[i + 1].parse().expect("--threads N");
+                i += 1;
+            }
             "--slow-kernel" => {
                 variant.slow = Some(args[i + 1].clone());
                 i += 1;
@@ -123,7 +126,12 @@ fn main() -> std::io::Result<()> {
     };
     let stop = if variant.slow.is_some() || variant.drop.is_some() {
         // As many steps as the trace without the changes.
-        let plain = Variant { gpu_bound: variant.gpu_bound, overlapping: variant.overlapping, ..Variant::default() };
+        let plain = Variant {
+            gpu_bound: variant.gpu_bound,
+            overlapping: variant.overlapping,
+            threads: variant.threads,
+            ..Variant::default()
+        };
         Stop::Steps(generate(&mut std::io::sink(), Stop::Bytes(size_kb << 10), seed, &plain)?.1)
     } else {
         Stop::Bytes(size_kb << 10)
@@ -171,8 +179,10 @@ impl Stop {
 #[derive(Default)]
 struct Variant {
     gpu_bound: bool,
-    /// Python frames on eight threads, overlapping without nesting.
+    /// Python frames on `threads` threads, overlapping without nesting.
     overlapping: bool,
+    /// Threads of the overlapping shape (default 8), four processes.
+    threads: u64,
     slow: Option<String>,
     drop: Option<String>,
 }
@@ -218,10 +228,11 @@ fn generate(w: &mut dyn Write, stop: Stop, seed: u64, variant: &Variant) -> std:
                 let base = ts;
                 let mut parent = 0u64;
                 // The thread of this op's frames, CPU op and launch: the main
-                // thread, or one of eight in four processes.
+                // thread, or one of `threads` in four processes.
                 let (f_pid, f_tid) = if variant.overlapping {
-                    let t = ext % 8;
-                    (pid_cpu + t / 2, tid_main + 100 + t)
+                    let n = variant.threads.max(4);
+                    let t = ext % n;
+                    (pid_cpu + t % 4, tid_main + 100 + t)
                 } else {
                     (pid_cpu, tid_main)
                 };
