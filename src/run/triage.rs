@@ -228,8 +228,8 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
 /// run one after the other so that the kernel events are freed before the
 /// overlap records exist; below it they run side by side on the two cores.
 /// Side by side they hold about 45 bytes more per kernel at once: on the
-/// 1 GB synthetic trace (300,000 kernels) a peak of 126 MB instead of
-/// 113 MB, for 66 ms less. Below this the extra stays under 5 MB.
+/// 1 GB synthetic trace (300,000 kernels) a peak of 129 MB instead of
+/// 116 MB, for 66 ms less. Below this the extra stays under 5 MB.
 const PARALLEL_STEPS_MAX_KERNELS: usize = 100_000;
 
 /// Likewise above this many kernel names (over the formal stage payloads):
