@@ -133,6 +133,9 @@ impl Loaded {
             };
             timeline(&trace, row_stages, &opts.timeline)
         };
+        // Its event arrays are freed: hand their pages back before the
+        // extraction allocates.
+        release_free_memory(bytes);
         crate::run::progress::phase("timeline");
         let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages, masking), || SiteIndex::build(&trace));
         crate::run::progress::phase("kernels extracted, site index built");

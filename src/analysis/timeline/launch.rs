@@ -78,8 +78,9 @@ pub(crate) struct Matched {
     /// Kernel start − launch end, at least 0.
     delay: f64,
     kernel_dur: f64,
-    /// Tagged row of the launch call ([`LaunchIndex::times`]).
-    row: u64,
+    /// The launch call as a [`LaunchIndex::dense`] index (24 bytes a
+    /// match, not the 32 a tagged 64-bit row takes).
+    launch: u32,
     stage: Stage,
     /// The kernel ran shorter than its launch call.
     short: bool,
@@ -89,6 +90,7 @@ pub(crate) struct Matched {
 /// per event, shared by every stage's statistics.
 pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Vec<Matched> {
     let k = &trace.kernels;
+    let launches = trace.launches.len();
     let mut out = Vec::with_capacity(set.events.len());
     for e in &set.events {
         let Some(corr) = <Option<i64> as Pack>::unpack(k.correlation[e.row as usize]) else { continue };
@@ -98,11 +100,12 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Vec
         if !ls.is_finite() || !le.is_finite() {
             continue;
         }
+        let Ok(launch) = u32::try_from(LaunchIndex::dense(launches, row)) else { continue };
         let kernel_dur = e.end - e.start;
         out.push(Matched {
             delay: (e.start - le).max(0.0),
             kernel_dur,
-            row,
+            launch,
             stage: e.stage(),
             short: kernel_dur < le - ls,
         });
@@ -127,16 +130,20 @@ pub(crate) fn stats_by_stage(
     }
     let launches = trace.launches.len();
     let words = (launches + trace.runtime.len()).div_ceil(64);
-    let mut parts: [Part; 3] = std::array::from_fn(|_| Part::new(words));
+    let mut counts = [0usize; 3];
+    for m in matched {
+        counts[m.stage.code() as usize] += 1;
+    }
+    let mut parts: [Part; 3] = std::array::from_fn(|i| Part::new(words, counts[i]));
     for m in matched {
         let p = &mut parts[m.stage.code() as usize];
         p.delays.push(m.delay);
         p.kernel_durs.push(m.kernel_dur);
         p.short += u64::from(m.short);
-        let bit = LaunchIndex::dense(launches, m.row);
+        let bit = m.launch as usize;
         p.seen[bit / 64] |= 1 << (bit % 64);
     }
-    let mut whole = Part::new(words);
+    let mut whole = Part::new(words, matched.len());
     for p in &parts {
         whole.delays.extend_from_slice(&p.delays);
         whole.kernel_durs.extend_from_slice(&p.kernel_durs);
@@ -166,8 +173,14 @@ struct Part {
 }
 
 impl Part {
-    fn new(words: usize) -> Part {
-        Part { delays: Vec::new(), kernel_durs: Vec::new(), short: 0, seen: vec![0; words] }
+    /// A part for `matched` kernels, its arrays allocated once.
+    fn new(words: usize, matched: usize) -> Part {
+        Part {
+            delays: Vec::with_capacity(matched),
+            kernel_durs: Vec::with_capacity(matched),
+            short: 0,
+            seen: vec![0; words],
+        }
     }
 
     /// The statistics; `stage_kernels` counts every event of the stage,
