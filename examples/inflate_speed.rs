@@ -1,20 +1,22 @@
 //! Decode speed of the gzip / zstd decoders alone: `inflate_speed FILE`
-//! reads FILE through the same decoder torchtriage uses and discards the
-//! output, printing the decoded bytes and the time.
+//! opens FILE as torchtriage does (`input::open`, by content), reads the
+//! decoded stream and discards it, printing the decoded bytes and the time.
 use std::io::Read;
+
+use torchtriage::input::{self, Source};
+
 fn main() -> std::io::Result<()> {
     let path = std::env::args().nth(1).expect("usage: inflate_speed FILE");
     let t = std::time::Instant::now();
-    let f = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&path)?);
-    let mut r: Box<dyn Read> = if path.ends_with(".zst") {
-        Box::new(zstd::stream::read::Decoder::new(f)?)
-    } else {
-        Box::new(flate2::bufread::MultiGzDecoder::new(f))
+    let opened = input::open(path.as_ref()).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let Source::Stream { mut reader, .. } = opened.source else {
+        eprintln!("{path}: not compressed; nothing to decode");
+        std::process::exit(2);
     };
-    let mut buf = vec![0u8; 4 << 20];
+    let mut buf = vec![0u8; 1 << 20];
     let mut n = 0u64;
     loop {
-        let k = r.read(&mut buf)?;
+        let k = reader.read(&mut buf)?;
         if k == 0 {
             break;
         }

@@ -241,20 +241,17 @@ enum ArgKey {
     Other,
 }
 
-fn args_slot<'f>(f: &'f mut Slots, key: &[u8]) -> Option<&'f mut Loc> {
-    arg_slot(
-        f,
-        match key {
-            b"External id" => ArgKey::Ext,
-            b"correlation" => ArgKey::Corr,
-            b"Python id" => ArgKey::PyId,
-            b"Python parent id" => ArgKey::PyParent,
-            b"stream" => ArgKey::Stream,
-            b"cuda_stream" => ArgKey::CudaStream,
-            b"name" => ArgKey::Name,
-            _ => ArgKey::Other,
-        },
-    )
+fn arg_key_of(key: &[u8]) -> ArgKey {
+    match key {
+        b"External id" => ArgKey::Ext,
+        b"correlation" => ArgKey::Corr,
+        b"Python id" => ArgKey::PyId,
+        b"Python parent id" => ArgKey::PyParent,
+        b"stream" => ArgKey::Stream,
+        b"cuda_stream" => ArgKey::CudaStream,
+        b"name" => ArgKey::Name,
+        _ => ArgKey::Other,
+    }
 }
 
 #[inline(always)]
@@ -367,7 +364,7 @@ fn parse_args(
                 }),
                 None => None,
             };
-            let v = match args_slot(f, key) {
+            let v = match arg_slot(f, arg_key_of(key)) {
                 Some(slot) => {
                     s.value_into(scratch, slot)?;
                     *slot

@@ -48,17 +48,13 @@ impl<T: Copy> CorrTable<T> {
         // Stable: equal ids keep their preference order.
         all.sort_by_key(|e| e.0);
         // Folded in place: a second array would double the table's peak.
-        let mut kept = 0usize;
-        for i in 0..all.len() {
-            let (c, v) = all[i];
-            if kept > 0 && all[kept - 1].0 == c {
-                merge(&mut all[kept - 1].1, v);
-            } else {
-                all[kept] = (c, v);
-                kept += 1;
+        all.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                merge(&mut kept.1, later.1);
             }
-        }
-        all.truncate(kept);
+            same
+        });
         all.shrink_to_fit();
         CorrTable::Sparse(all)
     }
