@@ -3,7 +3,9 @@
 //! Profilers number correlations densely, so the table is usually a direct
 //! array over the id range: built in one pass, read with one index. Ids
 //! spread too thinly for that (a hand-made or merged trace) fall back to
-//! sorted pairs read by binary search. Both give the same answers.
+//! sorted pairs read by binary search. Both give the same answers. The
+//! direct array keeps a presence bit per slot rather than an `Option` tag,
+//! so a slot costs the value's size (4 bytes for a row index) plus a bit.
 
 /// Ids spanning more than this many slots per value (plus a floor) are
 /// kept as sorted pairs instead of a direct array.
@@ -12,11 +14,11 @@ const DENSE_FLOOR: usize = 4096;
 
 /// Correlation id → value.
 pub(crate) enum CorrTable<T> {
-    Dense { base: i64, slots: Vec<Option<T>> },
+    Dense { base: i64, present: Vec<u64>, values: Vec<T> },
     Sparse(Vec<(i64, T)>),
 }
 
-impl<T: Copy> CorrTable<T> {
+impl<T: Copy + Default> CorrTable<T> {
     /// The table of `rows`, given in preference order: a value met for an
     /// id already present is folded into it with `merge(old, new)`.
     pub(crate) fn build<I>(rows: impl Fn() -> I, merge: impl Fn(&mut T, T)) -> CorrTable<T>
@@ -35,14 +37,20 @@ impl<T: Copy> CorrTable<T> {
         let span = (hi as i128 - lo as i128) as u128 + 1;
         let limit = n.saturating_mul(DENSE_SLOTS_PER_VALUE).saturating_add(DENSE_FLOOR);
         if span <= limit as u128 {
-            let mut slots: Vec<Option<T>> = vec![None; span as usize];
+            let span = span as usize;
+            let mut present = vec![0u64; span.div_ceil(64)];
+            let mut values = vec![T::default(); span];
             for (c, v) in rows() {
-                match &mut slots[(c - lo) as usize] {
-                    Some(old) => merge(old, v),
-                    slot => *slot = Some(v),
+                let i = (c - lo) as usize;
+                let (word, bit) = (i / 64, 1u64 << (i % 64));
+                if present[word] & bit != 0 {
+                    merge(&mut values[i], v);
+                } else {
+                    present[word] |= bit;
+                    values[i] = v;
                 }
             }
-            return CorrTable::Dense { base: lo, slots };
+            return CorrTable::Dense { base: lo, present, values };
         }
         let mut all: Vec<(i64, T)> = rows().collect();
         // Stable: equal ids keep their preference order.
@@ -63,9 +71,10 @@ impl<T: Copy> CorrTable<T> {
     #[inline]
     pub(crate) fn get(&self, corr: i64) -> Option<T> {
         match self {
-            CorrTable::Dense { base, slots } => {
-                let i = corr.checked_sub(*base)?;
-                usize::try_from(i).ok().and_then(|i| slots.get(i)).copied().flatten()
+            CorrTable::Dense { base, present, values } => {
+                let i = usize::try_from(corr.checked_sub(*base)?).ok()?;
+                let v = values.get(i)?;
+                (present[i / 64] & (1 << (i % 64)) != 0).then_some(*v)
             }
             CorrTable::Sparse(pairs) => {
                 let i = pairs.partition_point(|e| e.0 < corr);
@@ -78,7 +87,7 @@ impl<T: Copy> CorrTable<T> {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         match self {
-            CorrTable::Dense { slots, .. } => slots.iter().filter(|s| s.is_some()).count(),
+            CorrTable::Dense { present, .. } => present.iter().map(|w| w.count_ones() as usize).sum(),
             CorrTable::Sparse(pairs) => pairs.len(),
         }
     }

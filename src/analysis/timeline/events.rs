@@ -118,14 +118,15 @@ pub(crate) struct EventSet {
     pub skipped: u64,
 }
 
-/// Host-side start per correlation: (preferred start, earliest start), on
-/// the basis clock.
-struct HostIndex {
-    starts: CorrTable<(f64, f64)>,
+/// Host-side start per correlation, on the basis clock: the preferred start,
+/// and under the HTA bases also the earliest (8 or 16 bytes a slot).
+enum HostIndex {
+    Preferred(CorrTable<f64>),
+    WithEarliest(CorrTable<(f64, f64)>),
 }
 
 impl HostIndex {
-    fn build(trace: &Trace, gpu_row: &[bool], clock: Clock) -> HostIndex {
+    fn build(trace: &Trace, gpu_row: &[bool], clock: Clock, earliest: bool) -> HostIndex {
         // Sources in preference order (later ones win): CPU ops, kernel-like
         // rows outside the GPU set, runtime calls, launch calls.
         let rows = || {
@@ -142,23 +143,35 @@ impl HostIndex {
                 .filter_map(|(i, _)| <Option<i64> as Pack>::unpack(k.correlation[i]).map(|corr| (corr, k.ts[i])));
             let runtime = (0..r.len()).map(|i| (r.correlation[i], r.ts[i]));
             let launches = (0..l.len()).map(|i| (l.correlation[i], l.ts[i]));
-            ops.chain(kernels).chain(runtime).chain(launches).map(|(corr, ts)| {
-                let ts = clock.at(ts);
-                (corr, (ts, ts))
-            })
+            ops.chain(kernels).chain(runtime).chain(launches).map(move |(corr, ts)| (corr, clock.at(ts)))
         };
-        let starts = CorrTable::build(rows, |old: &mut (f64, f64), new: (f64, f64)| {
+        if !earliest {
+            return HostIndex::Preferred(CorrTable::build(rows, |old: &mut f64, new: f64| *old = new));
+        }
+        let both = || rows().map(|(corr, ts)| (corr, (ts, ts)));
+        HostIndex::WithEarliest(CorrTable::build(both, |old: &mut (f64, f64), new: (f64, f64)| {
             old.0 = new.0;
             if fcmp(new.1, old.1).is_lt() {
                 old.1 = new.1;
             }
-        });
-        HostIndex { starts }
+        }))
     }
 
-    /// (preferred start, earliest start) of the host side of `corr`.
+    /// The preferred start of the host side of `corr`.
+    fn preferred(&self, corr: i64) -> Option<f64> {
+        match self {
+            HostIndex::Preferred(t) => t.get(corr),
+            HostIndex::WithEarliest(t) => t.get(corr).map(|h| h.0),
+        }
+    }
+
+    /// (preferred start, earliest start) of the host side of `corr`; the
+    /// earliest is the preferred one when the index was built without it.
     fn get(&self, corr: i64) -> Option<(f64, f64)> {
-        self.starts.get(corr)
+        match self {
+            HostIndex::Preferred(t) => t.get(corr).map(|ts| (ts, ts)),
+            HostIndex::WithEarliest(t) => t.get(corr),
+        }
     }
 }
 
@@ -229,17 +242,17 @@ pub(crate) fn build(trace: &Trace, stages: &RowStages, basis: Basis) -> EventSet
     let clock = Clock { round: basis == Basis::Hta && trace.counts.ts_fractional && !trace.counts.ts_text };
     let mut set = if hta {
         // HTA's step filter reads the host side while it collects.
-        let host = HostIndex::build(trace, &gpu, clock);
+        let host = HostIndex::build(trace, &gpu, clock, true);
         collect(trace, stages, &gpu, clock, true, Some(&host), last_step_start(trace, clock))
     } else {
         // The host-side starts are looked up after, in parallel.
         let (host, mut set) = rayon::join(
-            || HostIndex::build(trace, &gpu, clock),
+            || HostIndex::build(trace, &gpu, clock, false),
             || collect(trace, stages, &gpu, clock, false, None, None),
         );
         set.events.par_iter_mut().for_each(|e| {
             let corr = <Option<i64> as Pack>::unpack(k.correlation[e.row as usize]);
-            e.host_ts = corr.and_then(|c| host.get(c)).map_or(f64::NAN, |h| h.0);
+            e.host_ts = corr.and_then(|c| host.preferred(c)).unwrap_or(f64::NAN);
         });
         set
     };

@@ -91,6 +91,10 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
         whole_per
             .map(|fig| fig.map(|figures| vec![GpuTimeline { pid: pid_label(0), rank, figures }]).unwrap_or_default())
     });
+    // The events are read no further: their pages go before the launch
+    // statistics allocate.
+    let (rounded_to_us, step_filter, skipped_non_finite) = (set.clock.round, set.filter.clone(), set.skipped);
+    drop(set);
 
     let all_steps = found.as_ref().map_or(0, |(_, spans)| spans.len() as u64);
     let mut step_counts = [0u64; 3];
@@ -111,7 +115,7 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
                 })
                 .collect::<Vec<Steps>>()
         },
-        || launch::stats_by_stage(trace, &set, &matched, step_counts, all_steps),
+        || launch::stats_by_stage(trace, matched, step_counts, all_steps),
     );
     let parts: Vec<(Stage, Vec<GpuTimeline>, Steps)> = present
         .into_iter()
@@ -128,10 +132,9 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
         .collect();
 
     let verdict = verdict::decide([&whole], &launch);
-    let (rounded_to_us, step_filter, skipped_non_finite) = (set.clock.round, set.filter.clone(), set.skipped);
-    // The events and indexes go before the result is made, so that the
+    // The step indexes go before the result is made, so that the
     // allocator can hand their pages back.
-    drop((set, matched, found, step_stage));
+    drop((found, step_stage));
     Timeline {
         basis: opts.basis,
         rounded_to_us,
