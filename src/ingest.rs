@@ -11,11 +11,11 @@ use std::sync::mpsc;
 
 use rayon::prelude::*;
 
-use crate::columns::Trace;
+use crate::columns::{ColumnsBuilder, Trace};
 use crate::error::{Error, Result};
 use crate::input::{self, Source};
 use crate::tokenizer::{
-    find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Step,
+    find_event_boundary, parse_chunk, parse_events_partial, Chunk, DocError, DocParser, EventsFrom, Partial, Step,
 };
 
 /// Knobs for one ingest.
@@ -355,23 +355,31 @@ const STREAM_BATCH: usize = 8 << 20;
 /// threads.
 const STREAM_TAIL_BATCH: usize = 1 << 20;
 
-/// Parses the complete events of `window[pos..]` on two threads: the second
-/// half starts at a guessed event boundary and is kept only if the first
-/// half stopped exactly there. Returns the position after the last complete
-/// event (or after `]`) and updates the parser's state.
+/// Parses the complete events of `window[pos..]` on two threads: the first
+/// half goes on into the parser's own builder; the second starts at a
+/// guessed event boundary, in a builder of its own that is appended only if
+/// the first half stopped exactly there. Returns the position after the
+/// last complete event (or after `]`) and updates the parser's state.
 fn events_in_parallel(window: &[u8], pos: usize, doc: &mut DocParser) -> std::result::Result<usize, DocError> {
     let Some((first, top_array)) = doc.events_state() else { return Ok(pos) };
     let from = if first { EventsFrom::AfterOpen } else { EventsFrom::AfterEvent };
     let mid = pos + (window.len() - pos) / 2;
     let Some(cut) = find_event_boundary(window, mid, 8 << 20) else { return Ok(pos) };
+    // Each half packs its Python frames where it was parsed, so that the
+    // merge below only moves packed runs.
+    let packed = |mut p: Partial| {
+        p.builder.pack_frames();
+        p
+    };
+    let own = std::mem::replace(&mut doc.builder, ColumnsBuilder::new());
     let (a, b) = rayon::join(
-        || parse_events_partial(window, pos, from, cut),
-        || parse_events_partial(window, cut, EventsFrom::AtEvent, usize::MAX),
+        || parse_events_partial(window, pos, from, cut, own).map(packed),
+        || parse_events_partial(window, cut, EventsFrom::AtEvent, usize::MAX, ColumnsBuilder::new()).map(packed),
     );
     let a = a?;
     let mut end = a.end;
     let mut ended = a.ended;
-    doc.builder.merge(a.builder);
+    doc.builder = a.builder;
     if a.declined_at == Some(cut) {
         let b = b?;
         if b.end.is_some() {

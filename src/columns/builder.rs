@@ -417,6 +417,12 @@ impl ColumnsBuilder {
         }
     }
 
+    /// Packs the Python frames still buffered: done on the thread that
+    /// parsed them, it keeps the packing out of a later [`merge`](Self::merge).
+    pub fn pack_frames(&mut self) {
+        self.t.frames.flush_all();
+    }
+
     /// Appends a builder that saw the events right after this one's.
     pub fn merge(&mut self, other: ColumnsBuilder) {
         let o = other.t;

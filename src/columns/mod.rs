@@ -108,7 +108,7 @@ macro_rules! columns {
             pub fn append_mapped(&mut self, other: $cols, sym: &[Sym], thread: &[ThreadIdx]) {
                 $(
                     let col = other.$f;
-                    self.$f.reserve_exact(col.len());
+                    reserve_rows(&mut self.$f, col.len());
                     self.$f.extend(col.into_iter().map(|v| {
                         <$t as Pack>::pack(<$t as Remap>::remap(<$t as Pack>::unpack(v), stringify!($f), sym, thread))
                     }));
@@ -116,6 +116,24 @@ macro_rules! columns {
             }
         }
     };
+}
+
+/// Columns of at least this many bytes grow by exactly what is appended:
+/// the binary maps blocks this large on their own (see `run::memory`), and
+/// those grow in place.
+const LARGE_COLUMN_BYTES: usize = 1 << 20;
+
+/// Room for `more` rows. A column that is already large grows by exactly
+/// what is appended (see [`LARGE_COLUMN_BYTES`]), so
+/// that a stream of appends does not double its capacity; a small one
+/// grows geometrically, so that many small appends do not copy it again
+/// each time.
+fn reserve_rows<T>(col: &mut Vec<T>, more: usize) {
+    if col.capacity() * std::mem::size_of::<T>() >= LARGE_COLUMN_BYTES {
+        col.reserve_exact(more);
+    } else {
+        col.reserve(more);
+    }
 }
 
 /// Translation of one field value when columns from another builder are

@@ -409,9 +409,16 @@ pub struct Partial {
 
 /// Parses every complete event of `buf` from `start` (see [`EventsFrom`]),
 /// stopping before an event that starts at or after `stop`, at `]`, or at
-/// the end of the window (an unfinished event is left for later).
-pub fn parse_events_partial(buf: &[u8], start: usize, from: EventsFrom, stop: usize) -> Result<Partial, DocError> {
-    let mut out = Partial { builder: ColumnsBuilder::new(), end: None, ended: false, declined_at: None };
+/// the end of the window (an unfinished event is left for later). The
+/// events go into `builder`, which comes back in the result.
+pub fn parse_events_partial(
+    buf: &[u8],
+    start: usize,
+    from: EventsFrom,
+    stop: usize,
+    builder: ColumnsBuilder,
+) -> Result<Partial, DocError> {
+    let mut out = Partial { builder, end: None, ended: false, declined_at: None };
     let mut scratch = EventScratch::default();
     let mut s = Scanner::new(buf, start);
     let syntax_err = |e: ScanError| match e {

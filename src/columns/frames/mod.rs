@@ -190,7 +190,7 @@ impl FrameStore {
         self.names[w] |= 1 << (name % 64);
     }
 
-    fn flush_all(&mut self) {
+    pub(crate) fn flush_all(&mut self) {
         // Many threads each with a few rows: their buffers are let go, so
         // what the store holds unpacked stays bounded by the busy threads.
         for th in &mut self.threads {
