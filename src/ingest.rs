@@ -296,6 +296,7 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
     // window has doubled: a huge value costs linear, not quadratic, time.
     let mut retry_at = 0usize;
     let parallel = rayon::current_num_threads() > 1;
+    let mut split = Split::default();
     loop {
         let in_events = doc.events_state().is_some();
         let wanted = if in_events && parallel { retry_at.max(STREAM_BATCH) } else { retry_at };
@@ -304,7 +305,7 @@ fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget
             // big enough to be worth a second thread.
             let batch = if eof { STREAM_TAIL_BATCH } else { STREAM_BATCH };
             if in_events && parallel && window.len() - pos >= batch {
-                pos = events_in_parallel(&window, pos, &mut doc).map_err(|e| doc_err(e, base))?;
+                pos = events_in_parallel(&window, pos, &mut doc, &mut split).map_err(|e| doc_err(e, base))?;
             }
             let step = doc.advance(&window, pos, eof, false).map_err(|e| doc_err(e, base))?;
             let keep_from = match step {
@@ -355,34 +356,80 @@ const STREAM_BATCH: usize = 8 << 20;
 /// threads.
 const STREAM_TAIL_BATCH: usize = 1 << 20;
 
+/// Where [`events_in_parallel`] cuts a batch: the share of its bytes the
+/// first half gets, following the two halves' measured speeds. The halves
+/// do not run equally fast: the decoder's thread takes its turns on one of
+/// the two cores, so with an even cut one half waits for the other at every
+/// batch. Where the cut falls changes nothing in the result, only which
+/// thread parses which events.
+#[derive(Clone, Copy, Debug)]
+struct Split {
+    first_share: f64,
+}
+
+impl Default for Split {
+    fn default() -> Split {
+        Split { first_share: 0.5 }
+    }
+}
+
+impl Split {
+    /// Shares are kept within these bounds, so that one slow batch cannot
+    /// leave a half with almost nothing to do.
+    const MIN: f64 = 0.3;
+    const MAX: f64 = 0.7;
+
+    /// Learns from one batch: `a` and `b` are the (bytes, seconds) of each half.
+    fn observe(&mut self, a: (usize, f64), b: (usize, f64)) {
+        if a.0 == 0 || b.0 == 0 || a.1 <= 0.0 || b.1 <= 0.0 {
+            return;
+        }
+        let (speed_a, speed_b) = (a.0 as f64 / a.1, b.0 as f64 / b.1);
+        let ideal = speed_a / (speed_a + speed_b);
+        self.first_share = (0.7 * self.first_share + 0.3 * ideal).clamp(Self::MIN, Self::MAX);
+    }
+}
+
 /// Parses the complete events of `window[pos..]` on two threads: the first
 /// half goes on into the parser's own builder; the second starts at a
-/// guessed event boundary, in a builder of its own that is appended only if
-/// the first half stopped exactly there. Returns the position after the
-/// last complete event (or after `]`) and updates the parser's state.
-fn events_in_parallel(window: &[u8], pos: usize, doc: &mut DocParser) -> std::result::Result<usize, DocError> {
+/// guessed event boundary (placed as `split` says), in a builder of its own
+/// that is appended only if the first half stopped exactly there. Returns
+/// the position after the last complete event (or after `]`) and updates
+/// the parser's state.
+fn events_in_parallel(
+    window: &[u8],
+    pos: usize,
+    doc: &mut DocParser,
+    split: &mut Split,
+) -> std::result::Result<usize, DocError> {
     let Some((first, top_array)) = doc.events_state() else { return Ok(pos) };
     let from = if first { EventsFrom::AfterOpen } else { EventsFrom::AfterEvent };
-    let mid = pos + (window.len() - pos) / 2;
+    let mid = pos + ((window.len() - pos) as f64 * split.first_share) as usize;
     let Some(cut) = find_event_boundary(window, mid, 8 << 20) else { return Ok(pos) };
     // Each half packs its Python frames where it was parsed, so that the
     // merge below only moves packed runs.
-    let packed = |mut p: Partial| {
-        p.builder.pack_frames();
-        p
+    let timed = |r: std::result::Result<Partial, DocError>, t: std::time::Instant| {
+        r.map(|mut p| {
+            p.builder.pack_frames();
+            (p, t.elapsed().as_secs_f64())
+        })
     };
     let own = std::mem::replace(&mut doc.builder, ColumnsBuilder::new());
+    // Both halves are timed from the same start: the second one's includes
+    // the wait before a core takes it up.
+    let t = std::time::Instant::now();
     let (a, b) = rayon::join(
-        || parse_events_partial(window, pos, from, cut, own).map(packed),
-        || parse_events_partial(window, cut, EventsFrom::AtEvent, usize::MAX, ColumnsBuilder::new()).map(packed),
+        || timed(parse_events_partial(window, pos, from, cut, own), t),
+        || timed(parse_events_partial(window, cut, EventsFrom::AtEvent, usize::MAX, ColumnsBuilder::new()), t),
     );
-    let a = a?;
+    let (a, a_secs) = a?;
     let mut end = a.end;
     let mut ended = a.ended;
     doc.builder = a.builder;
     if a.declined_at == Some(cut) {
-        let b = b?;
-        if b.end.is_some() {
+        let (b, b_secs) = b?;
+        if let Some(e) = b.end {
+            split.observe((cut - pos, a_secs), (e - cut, b_secs));
             end = b.end;
             ended = b.ended;
         }
@@ -404,6 +451,27 @@ fn events_in_parallel(window: &[u8], pos: usize, doc: &mut DocParser) -> std::re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn split_moves_work_to_the_faster_half_within_bounds() {
+        let mut split = Split::default();
+        // The second half took twice as long for the same bytes.
+        split.observe((1000, 1.0), (1000, 2.0));
+        assert!(split.first_share > 0.5 && split.first_share < 2.0 / 3.0, "{split:?}");
+        for _ in 0..100 {
+            split.observe((1000, 1.0), (1000, 100.0));
+        }
+        assert_eq!(split.first_share, Split::MAX);
+        for _ in 0..100 {
+            split.observe((1000, 100.0), (1000, 1.0));
+        }
+        assert_eq!(split.first_share, Split::MIN);
+        // Nothing to learn from an empty half or a zero time.
+        let before = split.first_share;
+        split.observe((0, 1.0), (1000, 1.0));
+        split.observe((1000, 0.0), (1000, 1.0));
+        assert_eq!(split.first_share, before);
+    }
 
     #[test]
     fn small_streams_get_small_read_buffers() {
