@@ -73,6 +73,24 @@ pub struct ColumnsBuilder {
     last: [(String, Sym, bool); 4],
     /// The last (pid, tid) symbols and their thread.
     last_thread: Option<(Sym, Sym, ThreadIdx)>,
+    /// The last `ph` and `cat` counted and their entries in the count maps
+    /// (entries are only ever appended, so an index stays valid; the key
+    /// is checked all the same).
+    last_counted: [(Sym, usize); 2],
+}
+
+/// Adds one to `sym`'s count, through the one-entry cache `last`.
+#[inline]
+fn count_one(map: &mut FxIndexMap<Sym, u64>, last: &mut (Sym, usize), sym: Sym) {
+    if last.0 == sym {
+        if let Some((_, n)) = map.get_index_mut(last.1).filter(|(k, _)| **k == sym) {
+            *n += 1;
+            return;
+        }
+    }
+    let entry = map.entry(sym);
+    *last = (sym, entry.index());
+    *entry.or_insert(0) += 1;
 }
 
 fn classify_cat(cat: &str) -> u8 {
@@ -153,6 +171,7 @@ impl ColumnsBuilder {
         for e in &mut b.last {
             e.1 = Sym::MAX;
         }
+        b.last_counted = [(Sym::MAX, 0); 2];
         b
     }
 
@@ -241,8 +260,8 @@ impl ColumnsBuilder {
         let counts_ph = self.count_key(0, ev.ph);
         let counts_cat = self.count_key(1, ev.cat);
         self.t.counts.events += 1;
-        *self.t.counts.by_ph.entry(counts_ph).or_insert(0) += 1;
-        *self.t.counts.by_cat.entry(counts_cat).or_insert(0) += 1;
+        count_one(&mut self.t.counts.by_ph, &mut self.last_counted[0], counts_ph);
+        count_one(&mut self.t.counts.by_cat, &mut self.last_counted[1], counts_cat);
         let thread = self.thread_of(ev.pid, ev.tid);
         match ev.ts {
             Scalar::Num(raw) if !self.t.counts.ts_fractional && !is_int_literal(raw) => {
@@ -508,5 +527,27 @@ fn min_opt(a: Option<f64>, b: Option<f64>, f: fn(f64, f64) -> f64) -> Option<f64
         (Some(x), Some(y)) => Some(f(x, y)),
         (x, None) => x,
         (None, y) => y,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_through_the_cache_match_plain_counting() {
+        let mut map: FxIndexMap<Sym, u64> = FxIndexMap::default();
+        let mut last = (Sym::MAX, 0);
+        for sym in [3, 3, 5, 3, 5, 5, 7, 3] {
+            count_one(&mut map, &mut last, sym);
+        }
+        let got: Vec<(Sym, u64)> = map.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(got, vec![(3, 4), (5, 3), (7, 1)]);
+        // A cache entry naming the wrong index is not trusted.
+        let mut stale = (5, 0);
+        count_one(&mut map, &mut stale, 5);
+        assert_eq!(map[&5], 4);
+        assert_eq!(map[&3], 4);
+        assert_eq!(stale, (5, 1));
     }
 }
