@@ -66,8 +66,10 @@ pub fn framework_sample(path: &std::path::Path) -> Option<String> {
 }
 
 /// Phase timings for developers: with `TT_TIMING` set in the environment,
-/// prints `timing: <phase> <ms since the first call>` on stderr, and on
-/// Linux the resident set now and its peak so far (`rss`, `hwm`, in KiB).
+/// prints `timing: <phase> <ms since the first call>` on stderr, on Linux
+/// the resident set now and its peak so far (`rss`, `hwm`, in KiB), and the
+/// process's CPU time so far (`cpu`, user and system, in ms), so that the
+/// difference of two lines shows how many cores a phase kept busy.
 pub fn phase(name: &str) {
     use std::sync::OnceLock;
     use std::time::Instant;
@@ -78,14 +80,32 @@ pub fn phase(name: &str) {
         let field = |key: &str| {
             status.lines().find_map(|l| l.strip_prefix(key)).map_or("?", |v| v.trim().trim_end_matches(" kB"))
         };
+        let cpu = cpu_ms().map_or_else(|| "?".to_string(), |ms| format!("{ms:.1}"));
         let _ = writeln!(
             std::io::stderr(),
-            "timing: {name} {:.1} ms rss {} hwm {}",
+            "timing: {name} {:.1} ms rss {} hwm {} cpu {cpu} ms",
             t0.elapsed().as_secs_f64() * 1e3,
             field("VmRSS:"),
             field("VmHWM:")
         );
     }
+}
+
+/// CPU time (user and system) the process has used so far, in ms.
+fn cpu_ms() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage fills the struct it is given and has no other
+        // effect; the struct is read only when it reports success.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } == 0 {
+            // SAFETY: initialised by the successful call above.
+            let usage = unsafe { usage.assume_init() };
+            let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+            return Some(ms(usage.ru_utime) + ms(usage.ru_stime));
+        }
+    }
+    None
 }
 
 /// Loads one trace (plain, gzip, zstd or `-`), with a progress bar on a
