@@ -15,7 +15,7 @@ use crate::analysis::kernels::{
     aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
 };
 use crate::analysis::mapping::{
-    build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, rank_kernels, shared_single_stage_maps,
+    build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, rank_kernels, shared_stage_maps,
     AttributedTrace, KernelMap, MapPayload, SiteCells,
 };
 use crate::analysis::overlap::render_stages;
@@ -340,13 +340,14 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     // The mapping kernel map and the formal stage payloads (kernel sites
     // per stage, which the kernel rows read trace by trace and the overlap
     // rows the last one per stage) are independent: build them side by side,
-    // unless a trace that is its own mapping trace makes them one payload.
+    // unless a trace that is its own mapping trace makes them the same
+    // payloads, built once.
     let shared = match mapping_views.as_slice() {
-        [view] if single => shared_single_stage_maps(view, mapping.framework),
+        [view] if single => shared_stage_maps(view, mapping.framework),
         _ => None,
     };
     let (kernel_map, per_trace) = match shared {
-        Some((map, stage, payload)) => (map, vec![vec![(stage, payload)]]),
+        Some((map, payloads)) => (map, vec![payloads]),
         None => rayon::join(
             || build_mapping_kernel_map(&mapping_views, mapping.framework),
             || -> Vec<Vec<(Stage, Arc<MapPayload>)>> {
@@ -536,18 +537,18 @@ fn kernel_and_fuse_rows<'a>(
         for (stage, payload) in trace_payloads {
             payloads.insert(*stage, &payload.payload);
         }
-        let trace_total = total_dur(&view.data.kernels);
+        let trace_total = total_dur(view.trace, &view.data.kernels);
         let mut groups = group_kernels_by_stage(&view.data.kernels, view.default_stage);
         groups.sort_by_key(|(s, _)| *s);
         for (stage, kernels) in groups {
             if kernels.is_empty() {
                 continue;
             }
-            let total = total_dur(kernels.iter().copied());
+            let total = total_dur(view.trace, kernels.iter().copied());
             if stage == Stage::All && view.default_stage == Stage::All && pct(total, trace_total) < opts.min_share {
                 continue;
             }
-            let stats = aggregate_by_name(kernels.iter().copied());
+            let stats = aggregate_by_name(view.trace, kernels.iter().copied());
             let categories = categories_by_name(kernels.iter().copied());
             let empty = StagePayload::default();
             let local = payloads.get(&stage).copied().unwrap_or(&empty);

@@ -24,45 +24,42 @@ pub struct KernelName {
     pub category: &'static str,
 }
 
-/// One GPU kernel execution. Kept compact (56 bytes): the name's derived
-/// forms are shared, optional ids are packed with a sentinel and the stage
-/// is a one-byte code.
+/// One GPU kernel execution: its row in `trace.kernels` and what the
+/// attribution derives for it. Kept to 24 bytes, since a large trace holds
+/// millions: the start, duration, raw name and ids are read from the row,
+/// the name's derived forms are shared, and the stage is a one-byte code.
 #[derive(Clone, Debug)]
 pub struct KernelEvent {
     info: Arc<KernelName>,
-    pub ts: f64,
-    pub dur: f64,
+    /// The row's External id, or the one its correlation maps to (packed).
     external_id: i64,
-    correlation: i64,
-    pub name: Sym,
-    pub thread: ThreadIdx,
+    row: u32,
     stage: u8,
 }
 
 impl KernelEvent {
     /// `external_id` is the row's External id, or the one its correlation
     /// maps to.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        name: Sym,
-        info: Arc<KernelName>,
-        stage: Stage,
-        thread: ThreadIdx,
-        ts: f64,
-        dur: f64,
-        external_id: Option<i64>,
-        correlation: Option<i64>,
-    ) -> Self {
-        KernelEvent {
-            info,
-            ts,
-            dur,
-            external_id: Pack::pack(external_id),
-            correlation: Pack::pack(correlation),
-            name,
-            thread,
-            stage: stage.code(),
-        }
+    pub fn new(row: u32, info: Arc<KernelName>, stage: Stage, external_id: Option<i64>) -> Self {
+        KernelEvent { info, external_id: Pack::pack(external_id), row, stage: stage.code() }
+    }
+
+    /// The kernel's row in `trace.kernels`.
+    pub fn row(&self) -> usize {
+        self.row as usize
+    }
+
+    pub fn ts(&self, trace: &Trace) -> f64 {
+        trace.kernels.ts[self.row()]
+    }
+
+    pub fn dur(&self, trace: &Trace) -> f64 {
+        trace.kernels.dur[self.row()]
+    }
+
+    /// The raw name.
+    pub fn name(&self, trace: &Trace) -> Sym {
+        trace.kernels.name[self.row()]
     }
 
     pub fn canonical(&self) -> &str {
@@ -87,8 +84,9 @@ impl KernelEvent {
         Pack::unpack(self.external_id)
     }
 
-    pub fn correlation(&self) -> Option<i64> {
-        Pack::unpack(self.correlation)
+    /// The row's `args.correlation`.
+    pub fn correlation(&self, trace: &Trace) -> Option<i64> {
+        Pack::unpack(trace.kernels.correlation[self.row()])
     }
 }
 
@@ -203,16 +201,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
         }
         let info = name_cache[&row.name].clone();
         let external_id = trace.resolve_external(row.external_id, row.correlation);
-        out.kernels.push(KernelEvent::new(
-            row.name,
-            info,
-            stages.get(i),
-            row.thread,
-            row.ts,
-            row.dur,
-            external_id,
-            row.correlation,
-        ));
+        out.kernels.push(KernelEvent::new(i as u32, info, stages.get(i), external_id));
     }
     out
 }
@@ -247,14 +236,33 @@ pub fn group_kernels_by_stage<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::columns::KernelRow;
 
     #[test]
     fn kernel_events_stay_compact() {
-        assert!(std::mem::size_of::<KernelEvent>() <= 56);
+        assert!(std::mem::size_of::<KernelEvent>() <= 24);
+        let mut trace = Trace::default();
+        let name = trace.strings.intern("k");
+        for ts in [1.0, 2.0] {
+            trace.kernels.push(KernelRow {
+                name,
+                cat: name,
+                thread: 0,
+                ts,
+                dur: 4.0,
+                stream: None,
+                cuda_stream: None,
+                has_stream_marker: false,
+                external_id: None,
+                correlation: Some(9),
+                stream_int: -1,
+            });
+        }
         let info = Arc::new(KernelName { canonical: "k".into(), category: "other" });
-        let e = KernelEvent::new(3, info, Stage::Decode, 1, 2.0, 4.0, Some(-5), None);
+        let e = KernelEvent::new(1, info, Stage::Decode, Some(-5));
         assert_eq!((e.canonical(), e.category(), e.stage()), ("k", "other", Stage::Decode));
-        assert_eq!((e.external_id(), e.correlation()), (Some(-5), None));
+        assert_eq!((e.ts(&trace), e.dur(&trace), e.name(&trace)), (2.0, 4.0, name));
+        assert_eq!((e.external_id(), e.correlation(&trace)), (Some(-5), Some(9)));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub use extract::{
 pub use names::{kernel_table_category, kernel_table_name, short_name};
 
 use crate::analysis::types::Aggregate;
+use crate::columns::Trace;
 
 /// Totals per canonical name (borrowed from the kernels' name records).
 pub type NameTotals<'a> = IndexMap<&'a str, Aggregate, FxBuildHasher>;
@@ -23,13 +24,14 @@ pub type NameTotals<'a> = IndexMap<&'a str, Aggregate, FxBuildHasher>;
 pub type NameCategories<'a> = IndexMap<&'a str, &'static str, FxBuildHasher>;
 
 /// Totals per canonical name, in first-seen order.
-pub fn aggregate_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> NameTotals<'a> {
+pub fn aggregate_by_name<'a>(trace: &Trace, kernels: impl IntoIterator<Item = &'a KernelEvent>) -> NameTotals<'a> {
     let mut out = NameTotals::default();
     for k in kernels {
+        let dur = k.dur(trace);
         let item = out.entry(k.canonical()).or_default();
-        item.total_us += k.dur;
+        item.total_us += dur;
         item.count += 1;
-        item.max_us = item.max_us.max(k.dur);
+        item.max_us = item.max_us.max(dur);
     }
     out
 }
@@ -45,6 +47,6 @@ pub fn categories_by_name<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>
 }
 
 /// Left-to-right float sum, as Python's `sum()`.
-pub fn total_dur<'a>(kernels: impl IntoIterator<Item = &'a KernelEvent>) -> f64 {
-    kernels.into_iter().fold(0.0, |acc, k| acc + k.dur)
+pub fn total_dur<'a>(trace: &Trace, kernels: impl IntoIterator<Item = &'a KernelEvent>) -> f64 {
+    kernels.into_iter().fold(0.0, |acc, k| acc + k.dur(trace))
 }

@@ -48,7 +48,9 @@ pub fn sample_kernels_for_mapping<'a>(
     if limit == 0 {
         return sampled;
     }
-    sampled.sort_by(|a, b| fcmp(a.ts, b.ts).then_with(|| trace.s(a.name).cmp(trace.s(b.name))));
+    sampled.sort_by(|a, b| {
+        fcmp(a.ts(trace), b.ts(trace)).then_with(|| trace.s(a.name(trace)).cmp(trace.s(b.name(trace))))
+    });
     sampled
 }
 
@@ -123,34 +125,54 @@ pub fn build_mapping_kernel_map(traces: &[AttributedTrace<'_>], framework: Frame
     KernelMap { stages, global }
 }
 
-/// The kernel map and the formal stage payload of a trace that is its own
-/// mapping trace, when they are one payload: all its kernels fall in one
-/// stage, and the mapping sample is every launch in the trace's order
-/// (SGLang or generic PyTorch, or no name launched more than [`SAMPLE_LIMIT_PER_NAME`] times and
-/// the launches in time order), so [`build_mapping_kernel_map`] and
-/// [`formal_stage_payloads`] would aggregate the same launches in the same
-/// order. Built once, it is the map's stage and global payload and the
-/// formal payload of `stage`. `None` otherwise.
-pub fn shared_single_stage_maps(
-    t: &AttributedTrace<'_>,
-    framework: Framework,
-) -> Option<(KernelMap, Stage, Arc<MapPayload>)> {
-    let mut groups = group_kernels_by_stage(&t.data.kernels, t.default_stage);
-    if groups.len() != 1 {
+/// A trace's stage payloads, stages in first-seen order.
+pub type StagePayloads = Vec<(Stage, Arc<MapPayload>)>;
+
+/// The kernel map and the formal stage payloads of a trace that is its own
+/// mapping trace, when the map's stages are those payloads: the mapping
+/// sample of every stage is all its launches in the trace's order (SGLang
+/// or generic PyTorch, or no name launched more than
+/// [`SAMPLE_LIMIT_PER_NAME`] times in the stage and the launches in time
+/// order), so [`build_mapping_kernel_map`] and [`formal_stage_payloads`]
+/// would aggregate the same launches in the same order. Each stage is
+/// aggregated once, one stage at a time, and is the map's payload for that
+/// stage and the formal payload; the map's global payload is the stages
+/// merged in first-seen order (the one stage's payload when there is one).
+/// `None` otherwise, or when the trace has no kernels.
+pub fn shared_stage_maps(t: &AttributedTrace<'_>, framework: Framework) -> Option<(KernelMap, StagePayloads)> {
+    let groups = group_kernels_by_stage(&t.data.kernels, t.default_stage);
+    if groups.is_empty() {
         return None;
     }
-    let (stage, kernels) = groups.pop()?;
     if !framework.maps_every_launch() {
-        let sampled = sample_kernels_for_mapping(t.trace, &kernels, SAMPLE_LIMIT_PER_NAME);
-        if sampled.len() != kernels.len() || sampled.iter().zip(&kernels).any(|(a, b)| !std::ptr::eq(*a, *b)) {
-            return None;
+        for (_, kernels) in &groups {
+            let sampled = sample_kernels_for_mapping(t.trace, kernels, SAMPLE_LIMIT_PER_NAME);
+            if sampled.len() != kernels.len() || sampled.iter().zip(kernels).any(|(a, b)| !std::ptr::eq(*a, *b)) {
+                return None;
+            }
         }
     }
-    let categories = categories_by_name(kernels.iter().copied());
-    let local = aggregate_kernel_sites(t.trace, t.index, &kernels);
-    let payload = Arc::new(MapPayload::new(build_stage_payload(local, &categories)));
-    let map = KernelMap { stages: [(stage, payload.clone())].into_iter().collect(), global: payload.clone() };
-    Some((map, stage, payload))
+    let single_stage = groups.len() == 1;
+    let mut global_stats = SiteStats::default();
+    let mut global_categories = NameCategories::default();
+    let mut formal: StagePayloads = Vec::with_capacity(groups.len());
+    for (stage, kernels) in groups {
+        let categories = categories_by_name(kernels.iter().copied());
+        let local = aggregate_kernel_sites(t.trace, t.index, &kernels);
+        drop(kernels);
+        if !single_stage {
+            merge_site_stats(&mut global_stats, &local);
+            global_categories.extend(categories.iter().map(|(k, v)| (*k, *v)));
+        }
+        formal.push((stage, Arc::new(MapPayload::new(build_stage_payload(local, &categories)))));
+    }
+    let global = if single_stage {
+        formal[0].1.clone()
+    } else {
+        Arc::new(MapPayload::new(build_stage_payload(global_stats, &global_categories)))
+    };
+    let stages = formal.iter().map(|(stage, payload)| (*stage, payload.clone())).collect();
+    Some((KernelMap { stages, global }, formal))
 }
 
 /// The mapping entry of a kernel, falling back to the formal trace's own
@@ -285,7 +307,7 @@ mod tests {
         let kernels: Vec<&KernelEvent> = data.kernels.iter().collect();
         let rows = build_kernel_rows(
             Stage::All,
-            &aggregate_by_name(kernels.iter().copied()),
+            &aggregate_by_name(&trace, kernels.iter().copied()),
             &categories_by_name(kernels.iter().copied()),
             &StagePayload::default(),
             Some(&map),
@@ -302,21 +324,80 @@ mod tests {
         assert_eq!(row.cpu_op, vec!["aten::mm"]);
     }
 
+    /// Two stages (a prefill and a decode window), two kernel names, each
+    /// with a CPU op and a launch call under a Python frame.
+    fn two_stage_trace() -> Trace {
+        let mut events = vec![
+            serde_json::json!({"ph": "X", "cat": "gpu_user_annotation", "name": "prefill", "pid": 0, "tid": 7, "ts": 0, "dur": 100}),
+            serde_json::json!({"ph": "X", "cat": "gpu_user_annotation", "name": "decode", "pid": 0, "tid": 7, "ts": 100, "dur": 200}),
+        ];
+        for (i, (ts, kernel)) in [
+            (10, "void gemm_kernel<1>(int)"),
+            (120, "void gemm_kernel<1>(int)"),
+            (150, "nccl_allreduce"),
+            (200, "void gemm_kernel<1>(int)"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (ext, corr, cpu) = (7 + i as i64, 70 + i as i64, ts as f64 - 9.0);
+            events.push(serde_json::json!({"ph": "X", "cat": "python_function", "name": format!("/srv/vllm/model.py({i}): forward"), "pid": 1, "tid": 1, "ts": cpu - 1.0, "dur": 8}));
+            events.push(serde_json::json!({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": cpu, "dur": 4, "args": {"External id": ext}}));
+            events.push(serde_json::json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": cpu + 1.0, "dur": 2, "args": {"correlation": corr, "External id": ext}}));
+            events.push(serde_json::json!({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": ts, "dur": 5, "args": {"correlation": corr, "stream": 7}}));
+        }
+        trace_from_value(&serde_json::json!({ "traceEvents": events }))
+    }
+
+    #[test]
+    fn shared_stage_maps_match_the_separate_map_and_payloads() {
+        let trace = two_stage_trace();
+        let data = extract_trace_data(&trace, &RowStages::build(&trace), Masking::WordStart);
+        let index = SiteIndex::build(&trace);
+        let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: Stage::All };
+        for framework in [Framework::Generic, Framework::Vllm] {
+            let (map, formal) = shared_stage_maps(&view, framework).expect("every launch is sampled");
+            let separate = build_mapping_kernel_map(std::slice::from_ref(&view), framework);
+            let payloads = formal_stage_payloads(&view);
+            let stages = |m: &KernelMap| m.stages.iter().map(|(s, p)| (*s, p.payload.clone())).collect::<Vec<_>>();
+            assert_eq!(stages(&map), stages(&separate));
+            assert_eq!(map.global.payload, separate.global.payload);
+            let formal: Vec<(Stage, StagePayload)> = formal.iter().map(|(s, p)| (*s, p.payload.clone())).collect();
+            assert_eq!(formal, payloads);
+            assert_eq!(formal.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![Stage::Extend, Stage::Decode]);
+            // Both stages' sites are in the global payload.
+            let gemm = map.global.payload.get("void gemm_kernel<1>");
+            let launches: u64 = gemm.map_or(0, |e| e.sites.iter().map(|s| s.launches).sum());
+            assert_eq!(launches, 3);
+        }
+    }
+
     #[test]
     fn sampling_spreads_evenly_with_half_even_rounding() {
         let mut trace = Trace::default();
         let name = trace.strings.intern("k");
+        let info =
+            std::sync::Arc::new(crate::analysis::kernels::KernelName { canonical: "k".into(), category: "other" });
         let kernels: Vec<KernelEvent> = (0..20)
             .map(|i| {
-                let info = std::sync::Arc::new(crate::analysis::kernels::KernelName {
-                    canonical: "k".into(),
-                    category: "other",
+                trace.kernels.push(crate::columns::KernelRow {
+                    name,
+                    cat: name,
+                    thread: 0,
+                    ts: i as f64,
+                    dur: 1.0,
+                    stream: None,
+                    cuda_stream: None,
+                    has_stream_marker: false,
+                    external_id: None,
+                    correlation: None,
+                    stream_int: -1,
                 });
-                KernelEvent::new(name, info, Stage::All, 0, i as f64, 1.0, None, None)
+                KernelEvent::new(i, info.clone(), Stage::All, None)
             })
             .collect();
         let refs: Vec<&KernelEvent> = kernels.iter().collect();
-        let picked: Vec<f64> = sample_kernels_for_mapping(&trace, &refs, 16).iter().map(|k| k.ts).collect();
+        let picked: Vec<f64> = sample_kernels_for_mapping(&trace, &refs, 16).iter().map(|k| k.ts(&trace)).collect();
         // round(i * 19 / 15) for i in 0..16, as Python computes it.
         let expected = [0, 1, 3, 4, 5, 6, 8, 9, 10, 11, 13, 14, 15, 16, 18, 19];
         assert_eq!(picked, expected.iter().map(|&x| x as f64).collect::<Vec<_>>());

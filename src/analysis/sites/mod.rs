@@ -203,14 +203,14 @@ impl SiteIndex {
     /// External id.
     fn cpu_op_row(&self, trace: &Trace, kernel: &KernelEvent, hint: &mut usize) -> Option<u32> {
         let ops = &trace.cpu_ops;
-        nearest(self.cpu_ops.group(kernel.external_id()?, &[], hint), &ops.ts, &ops.dur, kernel.ts)
+        nearest(self.cpu_ops.group(kernel.external_id()?, &[], hint), &ops.ts, &ops.dur, kernel.ts(trace))
     }
 
     /// Row (in `trace.launches`) of the launch call nearest the kernel with
     /// its correlation.
     fn launch_row(&self, trace: &Trace, kernel: &KernelEvent, hint: &mut usize) -> Option<u32> {
         let l = &trace.launches;
-        nearest(self.launches.group(kernel.correlation()?, &l.correlation, hint), &l.ts, &l.dur, kernel.ts)
+        nearest(self.launches.group(kernel.correlation(trace)?, &l.correlation, hint), &l.ts, &l.dur, kernel.ts(trace))
     }
 }
 
@@ -441,7 +441,7 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
     let events = |k: &KernelEvent, (op, launch): (u32, u32)| {
         (
             unpack(op).zip(k.external_id()).map(|(r, x)| cpu_op_event(trace, r, x)),
-            unpack(launch).zip(k.correlation()).map(|(r, c)| launch_event(trace, r, c)),
+            unpack(launch).zip(k.correlation(trace)).map(|(r, c)| launch_event(trace, r, c)),
         )
     };
     // Query 2i is kernel i's CPU op probe, 2i + 1 its launch call; a
@@ -493,7 +493,7 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
         });
         let li = long_lists.slot((ki, 0, ListKind::Locations), &mut out[ki], location, &mut texts);
         let item = &mut out[ki][li].1;
-        item.total_us += k.dur;
+        item.total_us += k.dur(trace);
         item.count += 1;
         if !cpu_op.is_empty() {
             let ci = long_lists.slot((ki, li, ListKind::CpuOps), &mut item.cpu_ops, cpu_op, &mut texts);
