@@ -19,7 +19,7 @@ use crate::analysis::mapping::{
     AttributedTrace, KernelMap, MapPayload, SiteCells,
 };
 use crate::analysis::overlap::render_stages;
-use crate::analysis::overlap::{self, StageBundle};
+use crate::analysis::overlap::{self, BundleSource, StageBundle};
 use crate::analysis::sites::SiteIndex;
 use crate::analysis::stage::RowStages;
 use crate::analysis::stage::{parse_stage, Stage};
@@ -64,6 +64,23 @@ pub struct TriageOptions {
     pub compat: Compat,
     /// Which kernels and clock the timeline reads.
     pub timeline: TimelineOptions,
+    /// Whether the kernel-table and overlap steps run side by side.
+    pub schedule: Schedule,
+}
+
+/// How the kernel-table and overlap steps share the machine. The report is
+/// the same under every schedule; only time and peak memory differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Schedule {
+    /// Side by side up to [`PARALLEL_STEPS_MAX_KERNELS`] kernels, one
+    /// after the other above.
+    #[default]
+    Auto,
+    /// Side by side, the overlap stages swept in parallel.
+    Parallel,
+    /// One after the other, and a single trace's overlap stages built,
+    /// swept and analysed one at a time: the least memory.
+    OneAtATime,
 }
 
 impl Default for TriageOptions {
@@ -80,6 +97,7 @@ impl Default for TriageOptions {
             read_mode: ReadMode::Map,
             compat: Compat::Default,
             timeline: TimelineOptions::default(),
+            schedule: Schedule::Auto,
         }
     }
 }
@@ -233,7 +251,7 @@ fn model_name(server_args: Option<&serde_json::Value>) -> Option<String> {
 /// Side by side they hold about 45 bytes more per kernel at once: on the
 /// 1 GB synthetic trace (300,000 kernels) a peak of 129 MB instead of
 /// 116 MB, for 66 ms less. Below this the extra stays under 5 MB.
-const PARALLEL_STEPS_MAX_KERNELS: usize = 100_000;
+pub const PARALLEL_STEPS_MAX_KERNELS: usize = 100_000;
 
 /// Likewise above this many kernel names (over the formal stage payloads):
 /// the kernel table and the overlap source map each hold a few hundred
@@ -411,7 +429,12 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     }
     release_free_memory(bytes);
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
-    if kernels <= PARALLEL_STEPS_MAX_KERNELS && names <= PARALLEL_STEPS_MAX_NAMES {
+    let side_by_side = match opts.schedule {
+        Schedule::Auto => kernels <= PARALLEL_STEPS_MAX_KERNELS && names <= PARALLEL_STEPS_MAX_NAMES,
+        Schedule::Parallel => true,
+        Schedule::OneAtATime => false,
+    };
+    if side_by_side {
         // The kernel rows need only the kernel events, which are small next
         // to the overlap records: run the two steps side by side.
         let (kernel_part, overlap_part) = rayon::join(
@@ -473,6 +496,16 @@ struct OverlapPart {
 }
 
 impl OverlapPart {
+    /// Appends one stage's totals and rows; ratios are clamped to 1 unless
+    /// the run reproduces the reference tool.
+    fn push(&mut self, totals: OverlapStageStats, mut rows: Vec<OverlapRow>, compat: Compat) {
+        if compat == Compat::Default {
+            rows.iter_mut().for_each(|r| clamp_ratios(&mut r.row));
+        }
+        self.overlap_stats.push(totals);
+        self.overlap_rows.extend(rows);
+    }
+
     fn fill(self, report: &mut TriageReport) {
         report.overlap_rows = self.overlap_rows;
         report.overlap_stats = self.overlap_stats;
@@ -617,6 +650,32 @@ fn overlap_rows<'a>(
     parallel_sweeps: bool,
 ) -> OverlapPart {
     let mut report = OverlapPart::default();
+    // With one input (mapping == formal) the formal bundles serve as the
+    // mapping bundles too: the source map reads only what the sweep leaves
+    // untouched (names, times, ids).
+    let shared = mapping.traces == formal.traces;
+    if let ([path], true, false) = (formal.traces.as_slice(), shared, parallel_sweeps) {
+        // One large trace: its stages are built, swept and analysed one
+        // at a time, so that only one stage's records exist at once.
+        let Some(l) = find(path) else { return report };
+        let pid = opts.pid_substring.as_deref();
+        let Some(mut source) = BundleSource::new(&l.trace, &l.stages, pid, parse_stage(path), opts.masking) else {
+            return report;
+        };
+        let mut stages = render_stages(source.sizes());
+        if stages.is_empty() && source.sizes().contains_key(&Stage::All) {
+            stages.push(Stage::All);
+        }
+        crate::run::progress::phase("overlap bundles");
+        for stage in stages {
+            let mut bundle = source.bundle(stage, "formal");
+            let stats = overlap::analyze_overlap(&mut bundle.events);
+            let (totals, rows) = overlap_stage(&bundle, &bundle, stage, &stats, kernel_map, payloads, opts);
+            report.push(totals, rows, opts.compat);
+        }
+        crate::run::progress::phase("overlap sweeps");
+        return report;
+    }
     // Overlap: stage bundles of the mapping and formal traces.
     let bundle_map = |paths: &[PathBuf], prefix: &str| -> IndexMap<Stage, StageBundle<'_>> {
         let mut ordered: Vec<&PathBuf> = paths.iter().collect();
@@ -637,10 +696,6 @@ fn overlap_rows<'a>(
         }
         out
     };
-    // With one input (mapping == formal) the formal bundles serve as the
-    // mapping bundles too: the source map reads only what the sweep leaves
-    // untouched (names, times, ids).
-    let shared = mapping.traces == formal.traces;
     let mut formal_bundles = bundle_map(&formal.traces, "formal");
     let mapping_bundles = if shared { IndexMap::new() } else { bundle_map(&mapping.traces, "mapping") };
     crate::run::progress::phase("overlap bundles");
@@ -663,48 +718,57 @@ fn overlap_rows<'a>(
     swept.sort_by_key(|(key, _)| wanted.iter().position(|w| w == key));
     crate::run::progress::phase("overlap sweeps");
     let mapping_bundles = if shared { &formal_bundles } else { &mapping_bundles };
-    let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
     let per_stage: Vec<(OverlapStageStats, Vec<OverlapRow>)> = swept
         .into_par_iter()
         .filter_map(|(stage, stats)| {
             let (_, mapping_bundle) = pick_stage(mapping_bundles, stage)?;
             let formal_bundle = formal_bundles.get(&stage)?;
-            let totals = OverlapStageStats {
-                bundle: formal_bundle.label.clone(),
-                stage,
-                total_busy_us: stats.total_busy_us,
-                overlap_us: stats.overlap_us,
-                max_concurrent_streams: stats.max_concurrent_streams,
-                exclusive_comm_by_kernel: exclusive_comm_by_kernel(&formal_bundle.events),
-            };
-            let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
-            let rows = overlap::build_action_rows(
-                formal_bundle,
-                mapping_bundle,
-                stage,
-                &stats,
-                &lookup,
-                payload,
-                opts.overlap_table_limit,
-            );
-            let rows = rows
-                .into_iter()
-                .map(|row| {
-                    let rendered = row.share_pct >= opts.min_share;
-                    OverlapRow { stage, row, rendered }
-                })
-                .collect();
-            Some((totals, rows))
+            Some(overlap_stage(formal_bundle, mapping_bundle, stage, &stats, kernel_map, payloads, opts))
         })
         .collect();
-    for (totals, mut rows) in per_stage {
-        if opts.compat == Compat::Default {
-            rows.iter_mut().for_each(|r| clamp_ratios(&mut r.row));
-        }
-        report.overlap_stats.push(totals);
-        report.overlap_rows.extend(rows);
+    for (totals, rows) in per_stage {
+        report.push(totals, rows, opts.compat);
     }
     report
+}
+
+/// The totals and rows of one swept stage.
+fn overlap_stage(
+    formal_bundle: &StageBundle<'_>,
+    mapping_bundle: &StageBundle<'_>,
+    stage: Stage,
+    stats: &overlap::OverlapStats,
+    kernel_map: &KernelMap,
+    payloads: &IndexMap<Stage, &StagePayload>,
+    opts: &TriageOptions,
+) -> (OverlapStageStats, Vec<OverlapRow>) {
+    let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
+    let totals = OverlapStageStats {
+        bundle: formal_bundle.label.clone(),
+        stage,
+        total_busy_us: stats.total_busy_us,
+        overlap_us: stats.overlap_us,
+        max_concurrent_streams: stats.max_concurrent_streams,
+        exclusive_comm_by_kernel: exclusive_comm_by_kernel(&formal_bundle.events),
+    };
+    let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
+    let rows = overlap::build_action_rows(
+        formal_bundle,
+        mapping_bundle,
+        stage,
+        stats,
+        &lookup,
+        payload,
+        opts.overlap_table_limit,
+    );
+    let rows = rows
+        .into_iter()
+        .map(|row| {
+            let rendered = row.share_pct >= opts.min_share;
+            OverlapRow { stage, row, rendered }
+        })
+        .collect();
+    (totals, rows)
 }
 
 /// Exclusive and hidden time over total time are fractions, but summing

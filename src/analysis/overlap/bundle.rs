@@ -50,9 +50,9 @@ fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, 
 
 /// Turns kernel rows into [`OverlapKernel`]s, caching per-name and
 /// per-stream strings.
-struct EventBuilder<'t> {
+struct EventBuilder<'t, 's> {
     trace: &'t Trace,
-    stages: &'t RowStages,
+    stages: &'s RowStages,
     /// Per raw name; equal (canonical, category) pairs share one value.
     names: HashMap<Sym, Arc<KernelName>>,
     shared: HashMap<(Text, &'static str), Arc<KernelName>>,
@@ -62,8 +62,8 @@ struct EventBuilder<'t> {
     masking: Masking,
 }
 
-impl<'t> EventBuilder<'t> {
-    fn new(trace: &'t Trace, stages: &'t RowStages, masking: Masking) -> Self {
+impl<'t, 's> EventBuilder<'t, 's> {
+    fn new(trace: &'t Trace, stages: &'s RowStages, masking: Masking) -> Self {
         EventBuilder {
             trace,
             stages,
@@ -158,41 +158,76 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
     (events, Some(chosen))
 }
 
-/// The chosen process's kernels split by stage (stages in first-seen
-/// order, kernels in trace order): a trace whose file name fixes a stage
-/// puts everything there, otherwise each kernel keeps its resolved stage.
-/// Each stage's vector is sized first and filled directly, so no copy of
-/// all events is ever held twice.
-pub fn extract_events_by_stage(
-    trace: &Trace,
-    stages: &RowStages,
-    pid_substring: Option<&str>,
+/// The chosen process's kernel rows, ready to be turned into one stage's
+/// [`OverlapKernel`]s at a time: a large trace then holds one stage's
+/// records, not every stage's. A trace whose file name fixes a stage puts
+/// everything there, otherwise each kernel keeps its resolved stage.
+pub struct BundleSource<'t, 's> {
+    builder: EventBuilder<'t, 's>,
+    /// The chosen process's kernel rows, trace order.
+    rows: Vec<u32>,
+    /// Kernels per stage, stages in first-seen order.
+    sizes: IndexMap<Stage, usize>,
     default_stage: Stage,
-    masking: Masking,
-) -> (IndexMap<Stage, Vec<OverlapKernel>>, Option<String>) {
-    let mut grouped: IndexMap<Stage, Vec<OverlapKernel>> = IndexMap::new();
-    let Some((rows, chosen)) = chosen_rows(trace, pid_substring) else {
-        return (grouped, None);
-    };
-    let mut builder = EventBuilder::new(trace, stages, masking);
-    builder.prepare_names(&rows);
-    let stage_of =
-        |b: &EventBuilder, row: u32| if default_stage != Stage::All { default_stage } else { b.stage(row as usize) };
-    let mut sizes: IndexMap<Stage, usize> = IndexMap::new();
-    for &row in &rows {
-        *sizes.entry(stage_of(&builder, row)).or_insert(0) += 1;
+    pid: String,
+}
+
+impl<'t, 's> BundleSource<'t, 's> {
+    /// `None` when the trace has no GPU kernels (or none of a process the
+    /// pid filter names).
+    pub fn new(
+        trace: &'t Trace,
+        stages: &'s RowStages,
+        pid_substring: Option<&str>,
+        default_stage: Stage,
+        masking: Masking,
+    ) -> Option<Self> {
+        let (rows, pid) = chosen_rows(trace, pid_substring)?;
+        let mut builder = EventBuilder::new(trace, stages, masking);
+        builder.prepare_names(&rows);
+        let mut source = BundleSource { builder, rows, sizes: IndexMap::new(), default_stage, pid };
+        for i in 0..source.rows.len() {
+            *source.sizes.entry(source.stage_of(i)).or_insert(0) += 1;
+        }
+        Some(source)
     }
-    for (stage, n) in sizes {
-        grouped.insert(stage, Vec::with_capacity(n));
-    }
-    for (idx, &row) in rows.iter().enumerate() {
-        let stage = stage_of(&builder, row);
-        let event = builder.build(idx, row as usize);
-        if let Some(v) = grouped.get_mut(&stage) {
-            v.push(event);
+
+    fn stage_of(&self, i: usize) -> Stage {
+        if self.default_stage != Stage::All {
+            self.default_stage
+        } else {
+            self.builder.stage(self.rows[i] as usize)
         }
     }
-    (grouped, Some(chosen))
+
+    /// Kernels per stage, stages in first-seen order.
+    pub fn sizes(&self) -> &IndexMap<Stage, usize> {
+        &self.sizes
+    }
+
+    /// `stage`'s kernels in trace order (sized first and filled directly).
+    pub fn events(&mut self, stage: Stage) -> Vec<OverlapKernel> {
+        let mut out = Vec::with_capacity(self.sizes.get(&stage).copied().unwrap_or(0));
+        for idx in 0..self.rows.len() {
+            if self.stage_of(idx) == stage {
+                let row = self.rows[idx] as usize;
+                out.push(self.builder.build(idx, row));
+            }
+        }
+        out
+    }
+
+    /// `stage`'s bundle, labelled `<label_prefix>-<stage>`.
+    pub fn bundle(&mut self, stage: Stage, label_prefix: &str) -> StageBundle<'t> {
+        let events = self.events(stage);
+        StageBundle {
+            label: format!("{label_prefix}-{stage}"),
+            trace: self.builder.trace,
+            events,
+            pid: Some(self.pid.clone()),
+            masking: self.builder.masking,
+        }
+    }
 }
 
 /// The stages to report, in order: `all` only when it is the only stage.
@@ -226,23 +261,15 @@ pub fn stage_bundles_with<'t>(
     pid_substring: Option<&str>,
     masking: Masking,
 ) -> Vec<(Stage, StageBundle<'t>)> {
-    let (mut groups, pid) = extract_events_by_stage(trace, stages, pid_substring, default_stage, masking);
-    if groups.is_empty() {
+    let Some(mut source) = BundleSource::new(trace, stages, pid_substring, default_stage, masking) else {
         return Vec::new();
-    }
-    let mut out = Vec::new();
-    for stage in render_stages(&groups) {
-        let events = groups.get_mut(&stage).map(std::mem::take).unwrap_or_default();
-        let bundle = StageBundle { label: format!("{label_prefix}-{stage}"), trace, events, pid: pid.clone(), masking };
-        out.push((stage, bundle));
-    }
+    };
+    let mut out: Vec<(Stage, StageBundle<'t>)> =
+        render_stages(source.sizes()).into_iter().map(|stage| (stage, source.bundle(stage, label_prefix))).collect();
     // Mirrors the reference's "all" fallback; with one file the rendered
     // stages are never empty, so this only guards odd inputs.
-    if out.is_empty() {
-        if let Some(events) = groups.shift_remove(&Stage::All) {
-            let bundle = StageBundle { label: format!("{label_prefix}-all"), trace, events, pid, masking };
-            out.push((Stage::All, bundle));
-        }
+    if out.is_empty() && source.sizes().contains_key(&Stage::All) {
+        out.push((Stage::All, source.bundle(Stage::All, label_prefix)));
     }
     out
 }

@@ -31,7 +31,7 @@ use crate::analysis::kernels::extract::KernelName;
 use crate::analysis::types::{KernelEntry, StagePayload};
 use crate::columns::Trace;
 
-pub use bundle::{render_stages, stage_bundles, stage_bundles_with};
+pub use bundle::{render_stages, stage_bundles, stage_bundles_with, BundleSource};
 pub use dependency::dependency_risk_label;
 pub use detect::{overlap_category, overlap_kernel_name};
 pub use sweep::analyze_overlap;
