@@ -504,6 +504,9 @@ impl ColumnsBuilder {
     pub fn finish(mut self) -> Trace {
         self.t.framework_sample = self.sample.join(" ");
         self.t.corr_to_ext.compact();
+        let wanted = self.t.correlations_to_resolve();
+        self.t.corr_to_ext.retain_keys(&wanted);
+        drop(wanted);
         self.t.corr_to_ext.shrink_to_fit();
         self.t.kernels.shrink_to_fit();
         self.t.cpu_ops.shrink_to_fit();

@@ -69,6 +69,18 @@ impl CorrMap {
         sorted.binary_search_by_key(correlation, |p| p.0).ok().map(|i| &sorted[i].1)
     }
 
+    /// Keeps only the correlations in `wanted` (sorted, unique). Call after
+    /// `compact`.
+    pub fn retain_keys(&mut self, wanted: &[i64]) {
+        debug_assert_eq!(self.sorted, self.pairs.len());
+        let mut w = 0;
+        self.pairs.retain(|&(c, _)| {
+            w += wanted[w..].partition_point(|&x| x < c);
+            wanted.get(w) == Some(&c)
+        });
+        self.sorted = self.pairs.len();
+    }
+
     pub fn len(&self) -> usize {
         self.pairs.len()
     }
@@ -93,6 +105,21 @@ impl CorrMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retaining_keeps_exactly_the_wanted_correlations() {
+        let mut m = CorrMap::default();
+        for c in [5, 1, 9, 3, 7, 1] {
+            m.push(c, c * 10);
+        }
+        m.push(3, 31);
+        m.compact();
+        m.retain_keys(&[0, 1, 3, 8, 9, 12]);
+        assert_eq!(m.iter().map(|(a, b)| (*a, *b)).collect::<Vec<_>>(), vec![(1, 10), (3, 31), (9, 90)]);
+        assert_eq!((m.get(&1), m.get(&5), m.get(&3)), (Some(&10), None, Some(&31)));
+        m.retain_keys(&[]);
+        assert!(m.is_empty());
+    }
 
     #[test]
     fn appending_many_small_maps_sorts_rarely() {

@@ -11,6 +11,7 @@
 pub mod builder;
 pub mod corrmap;
 pub mod frames;
+pub mod ids;
 pub mod interner;
 pub mod value;
 
@@ -23,6 +24,7 @@ pub type FxIndexMap<K, V> = IndexMap<K, V, rustc_hash::FxBuildHasher>;
 pub use builder::{ArgsFields, ColumnsBuilder, RawEvent};
 pub use corrmap::CorrMap;
 pub use frames::{Frame, FrameRow, FrameStore};
+pub use ids::IdColumn;
 pub use interner::{Interner, Sym};
 
 /// A `(pid, tid)` pair as Python strings.
@@ -79,6 +81,78 @@ impl Pack for Option<u32> {
     }
 }
 
+/// The column one kind of row field is kept in: a plain vector of its
+/// packed form, or for ids an [`IdColumn`] at 4 bytes a row.
+pub trait FieldColumn<T>: Default + Clone + std::fmt::Debug {
+    fn push_value(&mut self, v: T);
+    fn at(&self, i: usize) -> T;
+    fn bytes(&self) -> usize;
+    fn shrink(&mut self);
+    /// Appends `other`, passing each value through `map`.
+    fn append_with(&mut self, other: Self, map: impl Fn(T) -> T);
+}
+
+impl<T: Pack> FieldColumn<T> for Vec<T::Store>
+where
+    T::Store: std::fmt::Debug,
+{
+    #[inline]
+    fn push_value(&mut self, v: T) {
+        self.push(v.pack());
+    }
+    #[inline]
+    fn at(&self, i: usize) -> T {
+        T::unpack(self[i])
+    }
+    fn bytes(&self) -> usize {
+        self.capacity() * std::mem::size_of::<T::Store>()
+    }
+    fn shrink(&mut self) {
+        self.shrink_to_fit();
+    }
+    fn append_with(&mut self, other: Self, map: impl Fn(T) -> T) {
+        reserve_rows(self, other.len());
+        self.extend(other.into_iter().map(|v| map(T::unpack(v)).pack()));
+    }
+}
+
+impl<T: ids::IdValue + std::fmt::Debug> FieldColumn<T> for IdColumn<T> {
+    #[inline]
+    fn push_value(&mut self, v: T) {
+        self.push(v);
+    }
+    #[inline]
+    fn at(&self, i: usize) -> T {
+        self.get(i)
+    }
+    fn bytes(&self) -> usize {
+        self.heap_bytes()
+    }
+    fn shrink(&mut self) {
+        self.shrink_to_fit();
+    }
+    /// Ids are the same in every builder: `map` is the identity for them.
+    fn append_with(&mut self, other: Self, _map: impl Fn(T) -> T) {
+        self.append(other);
+    }
+}
+
+/// Which column a row field type is kept in.
+pub trait Stored: Sized {
+    type Col: FieldColumn<Self>;
+}
+
+macro_rules! stored_plain {
+    ($($t:ty),*) => {$( impl Stored for $t { type Col = Vec<<$t as Pack>::Store>; } )*};
+}
+stored_plain!(u32, i32, f64, bool, Option<u32>);
+impl Stored for i64 {
+    type Col = IdColumn<i64>;
+}
+impl Stored for Option<i64> {
+    type Col = IdColumn<Option<i64>>;
+}
+
 /// Defines a struct-of-arrays column set with a row type, `push`, `get`
 /// and a byte count, so each category is declared once.
 macro_rules! columns {
@@ -89,29 +163,28 @@ macro_rules! columns {
 
         $(#[$m])*
         /// Columns are public for tight loops over one field; optional
-        /// fields hold their packed form (see [`Pack`]): prefer `get` / `iter`.
+        /// fields hold their packed form (see [`Pack`]) and ids an
+        /// [`IdColumn`]: prefer `get` / `iter`.
         #[derive(Clone, Debug, Default)]
-        pub struct $cols { $(pub $f: Vec<<$t as Pack>::Store>),* }
+        pub struct $cols { $(pub $f: <$t as Stored>::Col),* }
 
         impl $cols {
-            pub fn push(&mut self, row: $row) { $(self.$f.push(Pack::pack(row.$f));)* }
+            pub fn push(&mut self, row: $row) { $(FieldColumn::push_value(&mut self.$f, row.$f);)* }
             #[inline]
-            pub fn get(&self, i: usize) -> $row { $row { $($f: <$t as Pack>::unpack(self.$f[i])),* } }
+            pub fn get(&self, i: usize) -> $row { $row { $($f: FieldColumn::at(&self.$f, i)),* } }
             pub fn len(&self) -> usize { self.ts.len() }
             pub fn is_empty(&self) -> bool { self.ts.is_empty() }
             pub fn iter(&self) -> impl ExactSizeIterator<Item = $row> + '_ { (0..self.len()).map(move |i| self.get(i)) }
             /// Heap bytes held by the columns (capacity, not length).
-            pub fn heap_bytes(&self) -> usize { 0 $(+ self.$f.capacity() * std::mem::size_of::<<$t as Pack>::Store>())* }
-            pub fn shrink_to_fit(&mut self) { $(self.$f.shrink_to_fit();)* }
+            pub fn heap_bytes(&self) -> usize { 0 $(+ FieldColumn::<$t>::bytes(&self.$f))* }
+            pub fn shrink_to_fit(&mut self) { $(FieldColumn::<$t>::shrink(&mut self.$f);)* }
             /// Appends `other` (consumed column by column to bound the peak),
             /// translating its symbols and thread indexes.
             pub fn append_mapped(&mut self, other: $cols, sym: &[Sym], thread: &[ThreadIdx]) {
                 $(
-                    let col = other.$f;
-                    reserve_rows(&mut self.$f, col.len());
-                    self.$f.extend(col.into_iter().map(|v| {
-                        <$t as Pack>::pack(<$t as Remap>::remap(<$t as Pack>::unpack(v), stringify!($f), sym, thread))
-                    }));
+                    FieldColumn::<$t>::append_with(&mut self.$f, other.$f, |v| {
+                        <$t as Remap>::remap(v, stringify!($f), sym, thread)
+                    });
                 )*
             }
         }
@@ -325,7 +398,9 @@ pub struct Trace {
     pub thread_names: FxIndexMap<ThreadKey, Sym>,
     /// `ph: "M"`, `name == "process_name"`, keyed by pid string.
     pub process_names: FxIndexMap<Sym, Sym>,
-    /// correlation → External id from any event carrying both (last wins).
+    /// correlation → External id from any event carrying both (last wins),
+    /// kept for the correlations [`Trace::resolve_external`] is asked about:
+    /// those of the kernels and CPU ops that have no External id.
     pub corr_to_ext: CorrMap,
     /// The text the reference's framework detection reads: for the first
     /// 256 events, `str(name)`, `str(cat)`, `str(pid)` and the first eight
@@ -339,6 +414,19 @@ impl Trace {
     pub fn resolve_external(&self, external_id: Option<i64>, correlation: Option<i64>) -> Option<i64> {
         external_id.or_else(|| correlation.and_then(|c| self.corr_to_ext.get(&c).copied()))
     }
+    /// Sorted, unique correlations of the kernel and CPU op rows that have
+    /// no External id of their own: the only ones the correlation map is
+    /// ever asked about.
+    pub fn correlations_to_resolve(&self) -> Vec<i64> {
+        let kernels =
+            (0..self.kernels.len()).map(|i| (self.kernels.external_id.get(i), self.kernels.correlation.get(i)));
+        let ops = (0..self.cpu_ops.len()).map(|i| (self.cpu_ops.external_id.get(i), self.cpu_ops.correlation.get(i)));
+        let mut out: Vec<i64> = kernels.chain(ops).filter_map(|(x, c)| if x.is_none() { c } else { None }).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The string behind a symbol.
     pub fn s(&self, sym: Sym) -> &str {
         self.strings.resolve(sym)

@@ -86,7 +86,7 @@ impl KernelEvent {
 
     /// The row's `args.correlation`.
     pub fn correlation(&self, trace: &Trace) -> Option<i64> {
-        Pack::unpack(trace.kernels.correlation[self.row()])
+        trace.kernels.correlation.get(self.row())
     }
 }
 

@@ -63,8 +63,8 @@ impl KeyedRows {
     /// `rows` are the rows that have an id, in trace order; `key_by_row`
     /// gives each row's id and `ts` its start. (Row indexes are sorted
     /// rather than (id, row) pairs: 4 bytes a row instead of 16.)
-    fn build(key_by_row: &[i64], mut rows: Vec<u32>, ts: &[f64], keep_keys: bool) -> Self {
-        let key = |r: u32| key_by_row[r as usize];
+    fn build(key_by_row: impl Fn(usize) -> i64, mut rows: Vec<u32>, ts: &[f64], keep_keys: bool) -> Self {
+        let key = |r: u32| key_by_row(r as usize);
         rows.sort_by_key(|&r| key(r));
         let mut start = 0;
         while start < rows.len() {
@@ -80,11 +80,11 @@ impl KeyedRows {
     /// The group of `key`. `hint` is where the previous lookup ended:
     /// kernels come in trace order, so their ids are usually close and the
     /// search gallops from there instead of bisecting the whole index.
-    fn group(&self, key: i64, key_by_row: &[i64], hint: &mut usize) -> &[u32] {
+    fn group(&self, key: i64, key_by_row: impl Fn(usize) -> i64, hint: &mut usize) -> &[u32] {
         let k = |pos: usize| -> i64 {
             match self.keys.get(pos) {
                 Some(&k) => k,
-                None => key_by_row[self.rows[pos] as usize],
+                None => key_by_row(self.rows[pos] as usize),
             }
         };
         let lo = gallop(self.rows.len(), *hint, |pos| k(pos) < key);
@@ -192,10 +192,10 @@ impl SiteIndex {
                 rows.push(i as u32);
             }
         }
-        let cpu_ops = KeyedRows::build(&key_by_row, rows, &ops.ts, true);
+        let cpu_ops = KeyedRows::build(|r| key_by_row[r], rows, &ops.ts, true);
         drop(key_by_row);
         let l = &trace.launches;
-        let launches = KeyedRows::build(&l.correlation, (0..l.len() as u32).collect(), &l.ts, false);
+        let launches = KeyedRows::build(|r| l.correlation.get(r), (0..l.len() as u32).collect(), &l.ts, false);
         SiteIndex { cpu_ops, launches, frames: FrameIndex::build(trace) }
     }
 
@@ -203,14 +203,19 @@ impl SiteIndex {
     /// External id.
     fn cpu_op_row(&self, trace: &Trace, kernel: &KernelEvent, hint: &mut usize) -> Option<u32> {
         let ops = &trace.cpu_ops;
-        nearest(self.cpu_ops.group(kernel.external_id()?, &[], hint), &ops.ts, &ops.dur, kernel.ts(trace))
+        nearest(self.cpu_ops.group(kernel.external_id()?, |_| 0, hint), &ops.ts, &ops.dur, kernel.ts(trace))
     }
 
     /// Row (in `trace.launches`) of the launch call nearest the kernel with
     /// its correlation.
     fn launch_row(&self, trace: &Trace, kernel: &KernelEvent, hint: &mut usize) -> Option<u32> {
         let l = &trace.launches;
-        nearest(self.launches.group(kernel.correlation(trace)?, &l.correlation, hint), &l.ts, &l.dur, kernel.ts(trace))
+        nearest(
+            self.launches.group(kernel.correlation(trace)?, |r| l.correlation.get(r), hint),
+            &l.ts,
+            &l.dur,
+            kernel.ts(trace),
+        )
     }
 }
 
@@ -596,20 +601,20 @@ mod tests {
 
     #[test]
     fn nearest_prefers_earlier_events_by_end() {
-        let idx = KeyedRows::build(&[1, 1, 1], vec![0, 1, 2], &[0.0, 5.0, 20.0], true);
+        let idx = KeyedRows::build(|r| [1, 1, 1][r], vec![0, 1, 2], &[0.0, 5.0, 20.0], true);
         let at = |rows: &KeyedRows, ts: &[f64], dur: &[f64]| {
-            nearest(rows.group(1, &[], &mut 0), ts, dur, 10.0).map(|r| ts[r as usize])
+            nearest(rows.group(1, |_| 0, &mut 0), ts, dur, 10.0).map(|r| ts[r as usize])
         };
         assert_eq!(at(&idx, &[0.0, 5.0, 20.0], &[1.0, 4.0, 1.0]), Some(5.0));
-        let later = KeyedRows::build(&[2, 1, 1], vec![0, 1, 2], &[0.0, 30.0, 20.0], true);
-        let unkeyed = KeyedRows::build(&[2, 1, 1], vec![0, 1, 2], &[0.0, 30.0, 20.0], false);
+        let later = KeyedRows::build(|r| [2, 1, 1][r], vec![0, 1, 2], &[0.0, 30.0, 20.0], true);
+        let unkeyed = KeyedRows::build(|r| [2, 1, 1][r], vec![0, 1, 2], &[0.0, 30.0, 20.0], false);
         for key in 0..4 {
             for hint in 0..4 {
-                assert_eq!(unkeyed.group(key, &[2, 1, 1], &mut hint.clone()), later.group(key, &[], &mut 0));
+                assert_eq!(unkeyed.group(key, |r| [2, 1, 1][r], &mut hint.clone()), later.group(key, |_| 0, &mut 0));
             }
         }
         assert_eq!(at(&later, &[0.0, 30.0, 20.0], &[1.0, 1.0, 1.0]), Some(20.0));
-        assert!(later.group(3, &[], &mut 2).is_empty());
+        assert!(later.group(3, |_| 0, &mut 2).is_empty());
     }
 
     #[test]

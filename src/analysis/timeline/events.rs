@@ -134,15 +134,14 @@ impl HostIndex {
             let k = &trace.kernels;
             let r = &trace.runtime;
             let l = &trace.launches;
-            let ops = (0..c.len())
-                .filter_map(|i| <Option<i64> as Pack>::unpack(c.correlation[i]).map(|corr| (corr, c.ts[i])));
+            let ops = (0..c.len()).filter_map(|i| c.correlation.get(i).map(|corr| (corr, c.ts[i])));
             let kernels = gpu_row
                 .iter()
                 .enumerate()
                 .filter(|(_, &gpu)| !gpu)
-                .filter_map(|(i, _)| <Option<i64> as Pack>::unpack(k.correlation[i]).map(|corr| (corr, k.ts[i])));
-            let runtime = (0..r.len()).map(|i| (r.correlation[i], r.ts[i]));
-            let launches = (0..l.len()).map(|i| (l.correlation[i], l.ts[i]));
+                .filter_map(|(i, _)| k.correlation.get(i).map(|corr| (corr, k.ts[i])));
+            let runtime = (0..r.len()).map(|i| (r.correlation.get(i), r.ts[i]));
+            let launches = (0..l.len()).map(|i| (l.correlation.get(i), l.ts[i]));
             ops.chain(kernels).chain(runtime).chain(launches).map(move |(corr, ts)| (corr, clock.at(ts)))
         };
         if !earliest {
@@ -251,7 +250,7 @@ pub(crate) fn build(trace: &Trace, stages: &RowStages, basis: Basis) -> EventSet
             || collect(trace, stages, &gpu, clock, false, None, None),
         );
         set.events.par_iter_mut().for_each(|e| {
-            let corr = <Option<i64> as Pack>::unpack(k.correlation[e.row as usize]);
+            let corr = k.correlation.get(e.row as usize);
             e.host_ts = corr.and_then(|c| host.preferred(c)).unwrap_or(f64::NAN);
         });
         set
@@ -289,7 +288,7 @@ fn collect(
             set.skipped += 1;
             continue;
         }
-        let corr = <Option<i64> as Pack>::unpack(k.correlation[row]);
+        let corr = k.correlation.get(row);
         let hosted = host.and_then(|h| corr.and_then(|c| h.get(c)));
         let mut host_ts = hosted.map_or(f64::NAN, |h| h.0);
         if let Some(last) = last {

@@ -10,7 +10,7 @@ use super::corr::CorrTable;
 use super::events::EventSet;
 use super::intervals::{percentiles, Sum};
 use super::types::LaunchStats;
-use crate::columns::{Pack, Trace};
+use crate::columns::Trace;
 
 /// Launch call per correlation (the last launch row of a correlation wins,
 /// launch rows over runtime rows), as a dense row index: launch rows
@@ -31,9 +31,10 @@ impl LaunchIndex {
         // A row whose index does not fit 32 bits is not indexed.
         let dense = |i: usize| u32::try_from(i).ok();
         let rows = || {
-            let runtime =
-                (0..r.len()).filter(|&i| launch_named[i]).filter_map(|i| Some((r.correlation[i], dense(l.len() + i)?)));
-            runtime.chain((0..l.len()).filter_map(|i| Some((l.correlation[i], dense(i)?))))
+            let runtime = (0..r.len())
+                .filter(|&i| launch_named[i])
+                .filter_map(|i| Some((r.correlation.get(i), dense(l.len() + i)?)));
+            runtime.chain((0..l.len()).filter_map(|i| Some((l.correlation.get(i), dense(i)?))))
         };
         LaunchIndex { by_corr: CorrTable::build(rows, |old: &mut u32, new: u32| *old = new) }
     }
@@ -93,7 +94,7 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     let mut seen: [Vec<u64>; 3] = std::array::from_fn(|_| vec![0u64; words]);
     let mut short = [0u64; 3];
     for e in &set.events {
-        let Some(corr) = <Option<i64> as Pack>::unpack(k.correlation[e.row as usize]) else { continue };
+        let Some(corr) = k.correlation.get(e.row as usize) else { continue };
         let Some(launch) = index.get(corr) else { continue };
         let (ts, dur) = LaunchIndex::times(trace, launch as usize);
         let (ls, le) = set.clock.interval(ts, dur);
