@@ -41,17 +41,17 @@ struct StreamTally {
 pub(super) struct Keys {
     pub(super) stream: Vec<u32>,
     pub(super) priority: Vec<u8>,
-    pub(super) dur: Vec<f64>,
     /// Order in which each kernel entered the active set: among equally
     /// strong overlappers the reference picks the earliest entered.
     pub(super) entered: Vec<u32>,
 }
 
 impl Keys {
-    /// Whether kernel `a` dominates kernel `b` as an overlapper.
-    fn beats(&self, a: u32, b: u32) -> bool {
+    /// Whether kernel `a` dominates kernel `b` as an overlapper (durations
+    /// are read from `events`, not copied).
+    fn beats(&self, events: &[OverlapKernel], a: u32, b: u32) -> bool {
         let (a, b) = (a as usize, b as usize);
-        match self.priority[a].cmp(&self.priority[b]).then_with(|| fcmp(self.dur[a], self.dur[b])) {
+        match self.priority[a].cmp(&self.priority[b]).then_with(|| fcmp(events[a].dur, events[b].dur)) {
             Ordering::Greater => true,
             Ordering::Less => false,
             Ordering::Equal => self.entered[a] < self.entered[b],
@@ -64,6 +64,7 @@ impl Keys {
 /// two streams holding the strongest overlappers.
 fn tally_slice(
     keys: &Keys,
+    events: &[OverlapKernel],
     active: &[u32],
     tally: &mut [StreamTally],
     touched: &mut Vec<u32>,
@@ -81,7 +82,7 @@ fn tally_slice(
             t.compute += 1;
             compute += 1;
         }
-        if t.best == NONE || keys.beats(e, t.best) {
+        if t.best == NONE || keys.beats(events, e, t.best) {
             t.best = e;
         }
     }
@@ -91,12 +92,12 @@ fn tally_slice(
         let b = tally[s as usize].best;
         match first {
             None => first = Some(s),
-            Some(f) if keys.beats(b, tally[f as usize].best) => {
+            Some(f) if keys.beats(events, b, tally[f as usize].best) => {
                 second = first;
                 first = Some(s);
             }
             Some(_) => match second {
-                Some(sc) if !keys.beats(b, tally[sc as usize].best) => {}
+                Some(sc) if !keys.beats(events, b, tally[sc as usize].best) => {}
                 _ => second = Some(s),
             },
         }
@@ -130,7 +131,6 @@ fn analyze_overlap_with(events: &mut [OverlapKernel], lazy_above: usize) -> Over
     let mut keys = Keys {
         stream,
         priority: events.iter().map(|e| category_priority(e.category())).collect(),
-        dur: events.iter().map(|e| e.dur).collect(),
         entered: vec![0; n],
     };
 
@@ -176,7 +176,7 @@ fn analyze_overlap_with(events: &mut [OverlapKernel], lazy_above: usize) -> Over
                 l.slice(events, time - prev, &mut stats);
             } else if time > prev && !active.is_empty() {
                 let segment = time - prev;
-                let (compute, first, second) = tally_slice(&keys, &active, &mut tally, &mut touched);
+                let (compute, first, second) = tally_slice(&keys, events, &active, &mut tally, &mut touched);
                 stats.total_busy_us += segment;
                 stats.max_concurrent_streams = stats.max_concurrent_streams.max(touched.len());
                 let overlapped = touched.len() >= 2;
@@ -234,8 +234,8 @@ fn analyze_overlap_with(events: &mut [OverlapKernel], lazy_above: usize) -> Over
             keys.entered[pos as usize] = entered_seq;
             entered_seq += 1;
             match lazy.as_mut() {
-                Some(l) => l.join(&keys, pos),
-                None if active.len() > lazy_above => lazy = Some(Lazy::start(n_streams, &keys, &active)),
+                Some(l) => l.join(&keys, events, pos),
+                None if active.len() > lazy_above => lazy = Some(Lazy::start(n_streams, &keys, events, &active)),
                 None => {}
             }
         }

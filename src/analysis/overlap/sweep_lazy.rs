@@ -37,9 +37,9 @@ struct Strength {
 }
 
 impl Strength {
-    fn of(keys: &Keys, pos: u32) -> Self {
+    fn of(keys: &Keys, events: &[OverlapKernel], pos: u32) -> Self {
         let p = pos as usize;
-        Strength { priority: keys.priority[p], dur: keys.dur[p], entered: keys.entered[p], pos }
+        Strength { priority: keys.priority[p], dur: events[p].dur, entered: keys.entered[p], pos }
     }
 }
 
@@ -194,7 +194,7 @@ fn same_name(a: &Arc<KernelName>, b: &Arc<KernelName>) -> bool {
 
 impl Lazy {
     /// Takes over the accounting of the kernels in `active`.
-    pub(super) fn start(n_streams: usize, keys: &Keys, active: &[u32]) -> Self {
+    pub(super) fn start(n_streams: usize, keys: &Keys, events: &[OverlapKernel], active: &[u32]) -> Self {
         let mut lazy = Lazy {
             streams: (0..n_streams).map(|_| StreamSums::default()).collect(),
             bests: BTreeSet::new(),
@@ -202,7 +202,7 @@ impl Lazy {
             joined: HashMap::default(),
         };
         for &pos in active {
-            lazy.join(keys, pos);
+            lazy.join(keys, events, pos);
         }
         lazy
     }
@@ -211,13 +211,13 @@ impl Lazy {
         self.streams[s as usize].members.last().copied()
     }
 
-    pub(super) fn join(&mut self, keys: &Keys, pos: u32) {
+    pub(super) fn join(&mut self, keys: &Keys, events: &[OverlapKernel], pos: u32) {
         let s = keys.stream[pos as usize];
         if let Some(old) = self.best(s) {
             self.bests.remove(&(old, s));
         }
         let sums = &mut self.streams[s as usize];
-        sums.members.insert(Strength::of(keys, pos));
+        sums.members.insert(Strength::of(keys, events, pos));
         if keys.priority[pos as usize] == 4 {
             sums.compute += 1;
             self.compute += 1;
@@ -265,7 +265,7 @@ impl Lazy {
             self.bests.remove(&(old, s));
         }
         let sums = &mut self.streams[s as usize];
-        sums.members.remove(&Strength::of(keys, pos));
+        sums.members.remove(&Strength::of(keys, events, pos));
         if keys.priority[pos as usize] == 4 {
             sums.compute -= 1;
             self.compute -= 1;
