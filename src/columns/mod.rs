@@ -9,6 +9,7 @@
 //! reference keys threads and processes by those strings.
 
 pub mod builder;
+pub mod classes;
 pub mod corrmap;
 pub mod frames;
 pub mod ids;
@@ -189,6 +190,64 @@ macro_rules! columns {
             }
         }
     };
+    // With a `shared` group: those fields are kept per class (see
+    // [`classes`]), one 4-byte class code a row, and read by accessor.
+    ($(#[$m:meta])* $cols:ident, $row:ident { $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? }
+     shared $class:ident { $($(#[$cm:meta])* $cf:ident : $ct:ty),* $(,)? }) => {
+        /// One row of the matching column set.
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $row { $($(#[$fm])* pub $f: $t,)* $($(#[$cm])* pub $cf: $ct,)* }
+
+        /// The fields of a row that many rows share.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        struct $class { $($cf: $ct),* }
+
+        $(#[$m])*
+        /// Per-row columns are public for tight loops over one field; shared
+        /// fields are read through their accessor. Prefer `get` / `iter`.
+        #[derive(Clone, Debug, Default)]
+        pub struct $cols { $(pub $f: <$t as Stored>::Col,)* class: classes::ClassColumn<$class> }
+
+        impl $cols {
+            pub fn push(&mut self, row: $row) {
+                $(FieldColumn::push_value(&mut self.$f, row.$f);)*
+                self.class.push($class { $($cf: row.$cf),* });
+            }
+            #[inline]
+            pub fn get(&self, i: usize) -> $row {
+                let c = self.class.get(i);
+                $row { $($f: FieldColumn::at(&self.$f, i),)* $($cf: c.$cf,)* }
+            }
+            $(
+                $(#[$cm])*
+                #[inline]
+                pub fn $cf(&self, i: usize) -> $ct { self.class.get(i).$cf }
+            )*
+            /// Distinct combinations of the shared fields.
+            pub fn classes(&self) -> usize { self.class.classes() }
+            pub fn len(&self) -> usize { self.ts.len() }
+            pub fn is_empty(&self) -> bool { self.ts.is_empty() }
+            pub fn iter(&self) -> impl ExactSizeIterator<Item = $row> + '_ { (0..self.len()).map(move |i| self.get(i)) }
+            /// Heap bytes held by the columns (capacity, not length).
+            pub fn heap_bytes(&self) -> usize { self.class.heap_bytes() $(+ FieldColumn::<$t>::bytes(&self.$f))* }
+            pub fn shrink_to_fit(&mut self) {
+                $(FieldColumn::<$t>::shrink(&mut self.$f);)*
+                self.class.shrink_to_fit();
+            }
+            /// Appends `other` (consumed column by column to bound the peak),
+            /// translating its symbols and thread indexes.
+            pub fn append_mapped(&mut self, other: $cols, sym: &[Sym], thread: &[ThreadIdx]) {
+                $(
+                    FieldColumn::<$t>::append_with(&mut self.$f, other.$f, |v| {
+                        <$t as Remap>::remap(v, stringify!($f), sym, thread)
+                    });
+                )*
+                self.class.append_with(other.class, |c| $class {
+                    $($cf: <$ct as Remap>::remap(c.$cf, stringify!($cf), sym, thread)),*
+                });
+            }
+        }
+    };
 }
 
 /// Columns of at least this many bytes grow by exactly what is appended:
@@ -244,20 +303,22 @@ columns!(
     /// accept a subset of these rows.
     KernelColumns, KernelRow {
         name: Sym,
-        cat: Sym,
-        thread: ThreadIdx,
         ts: f64,
         dur: f64,
+        /// `coerce_optional_int(args["External id"])` (no correlation fallback).
+        external_id: Option<i64>,
+        /// `coerce_optional_int(args["correlation"])`.
+        correlation: Option<i64>,
+    }
+    shared KernelClass {
+        cat: Sym,
+        thread: ThreadIdx,
         /// `str(args["stream"])` when that value is truthy.
         stream: Option<Sym>,
         /// `str(args["cuda_stream"])` when that value is truthy.
         cuda_stream: Option<Sym>,
         /// `"stream" in args or "cuda_stream" in args`.
         has_stream_marker: bool,
-        /// `coerce_optional_int(args["External id"])` (no correlation fallback).
-        external_id: Option<i64>,
-        /// `coerce_optional_int(args["correlation"])`.
-        correlation: Option<i64>,
         /// `int(args["stream"])` as the profiler's own tools read the
         /// stream (`"7"` and `7.9` are 7, stream 0 is 0), or -1 when the key
         /// is absent or not an integer (`"0x0"`, `"7.0"`, NaN, null).
@@ -270,16 +331,18 @@ columns!(
     /// `ph: "X"`, `cat == "cpu_op"` events that carry an External id or a
     /// correlation.
     CpuOpColumns, CpuOpRow {
-        name: Sym,
-        thread: ThreadIdx,
         /// `float(ts)`, 0.0 when missing.
         ts: f64,
         /// `float(dur)`, 0.0 when missing.
         dur: f64,
-        /// ts and dur present and dur > 0 (`is_complete_duration_event`).
-        complete: bool,
         external_id: Option<i64>,
         correlation: Option<i64>,
+    }
+    shared CpuOpClass {
+        name: Sym,
+        thread: ThreadIdx,
+        /// ts and dur present and dur > 0 (`is_complete_duration_event`).
+        complete: bool,
     }
 );
 
@@ -288,12 +351,14 @@ columns!(
     /// `cuda_runtime` or `cuda_driver`, whose lowercased name contains
     /// `launch`, and which carry a correlation.
     LaunchColumns, LaunchRow {
-        name: Sym,
-        thread: ThreadIdx,
         ts: f64,
         dur: f64,
-        complete: bool,
         correlation: i64,
+    }
+    shared LaunchClass {
+        name: Sym,
+        thread: ThreadIdx,
+        complete: bool,
     }
 );
 

@@ -132,7 +132,7 @@ pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
     let k = &trace.kernels;
     (0..k.len())
         .map(|i| {
-            let cat = k.cat[i];
+            let cat = k.cat(i);
             let kernelish = *cat_ok.entry(cat).or_insert_with(|| {
                 let l = normalize_text(trace.s(cat)).to_lowercase();
                 l.contains("kernel") || l.starts_with("gpu_")
@@ -142,7 +142,7 @@ pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
             }
             let name = k.name[i];
             let scope = *scope_name.entry(name).or_insert_with(|| looks_like_python_scope_name(trace.s(name)));
-            !scope && k.has_stream_marker[i]
+            !scope && k.has_stream_marker(i)
         })
         .collect()
 }
@@ -152,7 +152,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
     let mask = gpu_kernel_mask(trace);
     let k = &trace.kernels;
     let chosen_pid = select_heaviest_pid(
-        (0..k.len()).filter(|&i| mask[i]).map(|i| (trace.pid_str(k.thread[i]), k.dur[i])),
+        (0..k.len()).filter(|&i| mask[i]).map(|i| (trace.pid_str(k.thread(i)), k.dur[i])),
         None,
         PREFERRED_PIDS,
     );
@@ -162,7 +162,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
     let Some(pid) = chosen_pid else {
         return out;
     };
-    let keep = |i: usize| mask[i] && trace.pid_str(k.thread[i]) == pid;
+    let keep = |i: usize| mask[i] && trace.pid_str(k.thread(i)) == pid;
     // The kept rows' distinct raw names, first-seen order; their canonical
     // names and categories are worked out in parallel (a trace can have
     // hundreds of thousands).

@@ -25,7 +25,7 @@ fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, 
     let kernel_rows: Vec<u32> = (0..k.len())
         .filter(|&i| {
             *verdicts
-                .entry((k.name[i], k.cat[i], k.has_stream_marker[i]))
+                .entry((k.name[i], k.cat(i), k.has_stream_marker(i)))
                 .or_insert_with(|| is_kernel_event(trace, &k.get(i)))
         })
         .map(|i| i as u32)
@@ -33,7 +33,7 @@ fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, 
     let filter_given = pid_substring.is_some_and(|s| !s.is_empty());
     let preferred: &[&str] = if filter_given { &[] } else { &["TP00"] };
     let chosen = select_heaviest_pid(
-        kernel_rows.iter().map(|&i| (trace.pid_str(k.thread[i as usize]), k.dur[i as usize])),
+        kernel_rows.iter().map(|&i| (trace.pid_str(k.thread(i as usize)), k.dur[i as usize])),
         pid_substring,
         preferred,
     )?;
@@ -41,7 +41,7 @@ fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, 
     let rows = kernel_rows
         .into_iter()
         .filter(|&i| {
-            let thread = k.thread[i as usize];
+            let thread = k.thread(i as usize);
             *is_chosen.entry(thread).or_insert_with(|| trace.pid_str(thread) == chosen)
         })
         .collect();

@@ -221,12 +221,12 @@ impl SiteIndex {
 
 fn cpu_op_event(trace: &Trace, row: u32, external_id: i64) -> CpuOpEvent {
     let (ops, row) = (&trace.cpu_ops, row as usize);
-    CpuOpEvent { name: ops.name[row], thread: ops.thread[row], ts: ops.ts[row], dur: ops.dur[row], external_id }
+    CpuOpEvent { name: ops.name(row), thread: ops.thread(row), ts: ops.ts[row], dur: ops.dur[row], external_id }
 }
 
 fn launch_event(trace: &Trace, row: u32, correlation: i64) -> LaunchEvent {
     let (l, row) = (&trace.launches, row as usize);
-    LaunchEvent { name: l.name[row], thread: l.thread[row], ts: l.ts[row], dur: l.dur[row], correlation }
+    LaunchEvent { name: l.name(row), thread: l.thread(row), ts: l.ts[row], dur: l.dur[row], correlation }
 }
 
 /// The site chosen for a set of active frames (the chosen frame's name)

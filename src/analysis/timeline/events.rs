@@ -28,7 +28,7 @@ use super::intervals::KernelType;
 use super::types::{Basis, StepFilter};
 use crate::analysis::kernels::extract::gpu_kernel_mask;
 use crate::analysis::stage::{RowStages, Stage};
-use crate::columns::{Pack, Sym, Trace};
+use crate::columns::{Sym, Trace};
 use crate::pysem::{fcmp, normalize_text};
 
 /// The categories whose events HTA's per-stream idle breakdown reads.
@@ -218,7 +218,7 @@ fn gpu_rows(trace: &Trace, basis: Basis) -> Vec<bool> {
             let mut host_cat: HashMap<Sym, bool> = HashMap::default();
             for (i, m) in mask.iter_mut().enumerate() {
                 if *m {
-                    let cat = k.cat[i];
+                    let cat = k.cat(i);
                     let host = *host_cat.entry(cat).or_insert_with(|| {
                         let l = normalize_text(trace.s(cat)).to_lowercase();
                         l.contains("runtime") || l.contains("driver")
@@ -228,7 +228,7 @@ fn gpu_rows(trace: &Trace, basis: Basis) -> Vec<bool> {
             }
             mask
         }
-        Basis::Hta | Basis::HtaExact => k.stream_int.iter().map(|&s| s != -1).collect(),
+        Basis::Hta | Basis::HtaExact => (0..k.len()).map(|i| k.stream_int(i) != -1).collect(),
     }
 }
 
@@ -292,7 +292,7 @@ fn collect(
         let hosted = host.and_then(|h| corr.and_then(|c| h.get(c)));
         let mut host_ts = hosted.map_or(f64::NAN, |h| h.0);
         if let Some(last) = last {
-            let gpu_like = k.stream_int[row] >= 0 && corr.is_some_and(|c| c >= 0);
+            let gpu_like = k.stream_int(row) >= 0 && corr.is_some_and(|c| c >= 0);
             let keep = if gpu_like { hosted.is_some_and(|h| h.1 < last) } else { start < last };
             if !keep {
                 dropped += 1;
@@ -314,7 +314,7 @@ fn collect(
             Some(code) => KernelType::from_code(code - 1),
         };
         let in_idle = !hta || {
-            let cat = k.cat[row];
+            let cat = k.cat(row);
             match idle_cat.get(cat as usize).copied() {
                 Some(0) | None => {
                     let idle = HTA_IDLE_CATEGORIES.contains(&trace.s(cat));
@@ -328,7 +328,7 @@ fn collect(
         };
         let mut ev = Ev::new(start, end, host_ts, kind, stages.get(row), in_idle);
         ev.row = row as u32;
-        let thread = k.thread[row] as usize;
+        let thread = k.thread(row) as usize;
         if pid_of_thread[thread] == u32::MAX {
             let pid = trace.threads[thread].pid;
             let next = pid_index.len() as u32;
@@ -357,17 +357,17 @@ fn collect(
 /// text.
 fn stream_key(trace: &Trace, row: usize, hta: bool) -> u64 {
     let k = &trace.kernels;
-    let int = k.stream_int[row];
+    let int = k.stream_int(row);
     if hta {
         return int as u32 as u64;
     }
-    if let Some(s) = <Option<u32> as Pack>::unpack(k.stream[row]) {
+    if let Some(s) = k.stream(row) {
         return (1 << 32) | s as u64;
     }
     if int >= 0 {
         return int as u64;
     }
-    match <Option<u32> as Pack>::unpack(k.cuda_stream[row]) {
+    match k.cuda_stream(row) {
         Some(s) => (2 << 32) | s as u64,
         None => 3 << 32,
     }

@@ -94,8 +94,8 @@ fn cpu_only_trace_is_empty_not_nan() {
 #[test]
 fn stream_zero_is_a_stream() {
     let t = trace_of(&[kernel("a", 0.0, 5.0, 0, 1), kernel("b", 10.0, 5.0, 0, 2)]);
-    assert_eq!(t.kernels.stream_int, vec![0, 0]);
-    assert_eq!(t.kernels.stream[0], u32::MAX, "stream 0 is falsy: no stream symbol");
+    assert_eq!(t.kernels.iter().map(|k| k.stream_int).collect::<Vec<_>>(), vec![0, 0]);
+    assert_eq!(t.kernels.get(0).stream, None, "stream 0 is falsy: no stream symbol");
     for basis in [Basis::Trace, Basis::Hta] {
         let tl = run(&t, basis);
         assert_eq!(tl.trace.kernels, 2, "{basis:?}");
@@ -278,7 +278,7 @@ fn runtime_rows_with_a_text_stream_are_host_calls() {
     let hip = r#"{"ph":"X","cat":"cuda_runtime","name":"hipLaunchKernel","pid":1,"tid":1,"ts":0,"dur":5,"args":{"stream":"0x0","correlation":1}}"#;
     let t = trace_of(&[hip.to_string(), kernel("a", 50.0, 1.0, 7, 1), kernel("b", 60.0, 1.0, 7, 2)]);
     assert_eq!(t.kernels.len(), 3);
-    assert_eq!(t.kernels.stream_int[0], -1);
+    assert_eq!(t.kernels.get(0).stream_int, -1);
     for basis in [Basis::Trace, Basis::Hta] {
         let tl = run(&t, basis);
         assert_eq!(tl.trace.kernels, 2, "{basis:?}");
