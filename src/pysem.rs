@@ -495,7 +495,7 @@ mod tests {
             let got = py_float_of_num(&raw).unwrap();
             assert_eq!(got.to_bits(), want.to_bits(), "{raw}");
         }
-        for raw in ["1e5", "1.5E-3", "-", "1.", ".5", "12345678901234567890"] {
+        for raw in ["1e5", "1.5E-3", "-", "1.", ".5", "12345678901234567890", "1.2.3", "12:5", "1/25", "--1"] {
             assert_eq!(exact_decimal(raw.as_bytes()), None, "{raw}");
         }
     }

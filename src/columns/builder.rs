@@ -15,8 +15,6 @@ pub struct ArgsFields<'a> {
     pub is_object: bool,
     pub external_id: Scalar<'a>,
     pub correlation: Scalar<'a>,
-    pub python_id: Scalar<'a>,
-    pub python_parent_id: Scalar<'a>,
     pub stream: Scalar<'a>,
     pub cuda_stream: Scalar<'a>,
     /// `args.name` (thread_name / process_name metadata).

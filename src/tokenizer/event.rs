@@ -19,8 +19,6 @@ struct Slots {
     args_object: bool,
     ext: Loc,
     corr: Loc,
-    py_id: Loc,
-    py_parent: Loc,
     stream: Loc,
     cuda_stream: Loc,
     arg_name: Loc,
@@ -99,8 +97,6 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
             is_object: f.args_object,
             external_id: scalar(buf, sc, f.ext),
             correlation: scalar(buf, sc, f.corr),
-            python_id: scalar(buf, sc, f.py_id),
-            python_parent_id: scalar(buf, sc, f.py_parent),
             stream: scalar(buf, sc, f.stream),
             cuda_stream: scalar(buf, sc, f.cuda_stream),
             name: scalar(buf, sc, f.arg_name),
@@ -221,9 +217,7 @@ fn top_slot(f: &mut Slots, key: Key) -> TopSlot<'_> {
 }
 
 fn reset_args(f: &mut Slots) {
-    for l in
-        [&mut f.ext, &mut f.corr, &mut f.py_id, &mut f.py_parent, &mut f.stream, &mut f.cuda_stream, &mut f.arg_name]
-    {
+    for l in [&mut f.ext, &mut f.corr, &mut f.stream, &mut f.cuda_stream, &mut f.arg_name] {
         *l = Loc::Missing;
     }
 }
@@ -233,8 +227,6 @@ fn reset_args(f: &mut Slots) {
 enum ArgKey {
     Ext,
     Corr,
-    PyId,
-    PyParent,
     Stream,
     CudaStream,
     Name,
@@ -245,8 +237,6 @@ fn arg_key_of(key: &[u8]) -> ArgKey {
     match key {
         b"External id" => ArgKey::Ext,
         b"correlation" => ArgKey::Corr,
-        b"Python id" => ArgKey::PyId,
-        b"Python parent id" => ArgKey::PyParent,
         b"stream" => ArgKey::Stream,
         b"cuda_stream" => ArgKey::CudaStream,
         b"name" => ArgKey::Name,
@@ -259,8 +249,6 @@ fn arg_slot(f: &mut Slots, key: ArgKey) -> Option<&mut Loc> {
     Some(match key {
         ArgKey::Ext => &mut f.ext,
         ArgKey::Corr => &mut f.corr,
-        ArgKey::PyId => &mut f.py_id,
-        ArgKey::PyParent => &mut f.py_parent,
         ArgKey::Stream => &mut f.stream,
         ArgKey::CudaStream => &mut f.cuda_stream,
         ArgKey::Name => &mut f.arg_name,
@@ -286,9 +274,9 @@ fn known_arg(buf: &[u8], pos: usize) -> Option<(ArgKey, usize)> {
         x if x == word(b"\"correla") && w1 & M6 == word(b"tion\":") => (ArgKey::Corr, 14),
         x if x == word(b"\"Python ") => {
             if w1 & M4 == word(b"id\":") {
-                (ArgKey::PyId, 12)
+                (ArgKey::Other, 12)
             } else if w1 == word(b"parent i") && buf.get(pos + 16..pos + 19)? == b"d\":" {
-                (ArgKey::PyParent, 19)
+                (ArgKey::Other, 19)
             } else if w1 == word(b"thread\":") {
                 (ArgKey::Other, 16)
             } else {
@@ -298,6 +286,9 @@ fn known_arg(buf: &[u8], pos: usize) -> Option<(ArgKey, usize)> {
         x if x == word(b"\"stream\"") && w1 & M1 == word(b":") => (ArgKey::Stream, 9),
         x if x == word(b"\"cuda_st") && w1 & M6 == word(b"ream\":") => (ArgKey::CudaStream, 14),
         x if x == word(b"\"Ev Idx\"") && w1 & M1 == word(b":") => (ArgKey::Other, 9),
+        x if x == word(b"\"Record ") && w1 == word(b"function") && buf.get(pos + 16..pos + 21)? == b" id\":" => {
+            (ArgKey::Other, 21)
+        }
         x if x & M7 == word(b"\"name\":") => (ArgKey::Name, 7),
         _ => return None,
     };

@@ -367,6 +367,10 @@ impl<'a> Scanner<'a> {
         match b {
             b'"' => self.string_raw().map(|_| ()),
             b'{' | b'[' => self.skip_container(),
+            // The values profilers write in keys no analysis reads (`Ev Idx`,
+            // `Python id`, `Record function id`): numbers and null.
+            b'-' | b'0'..=b'9' => self.number_end().map(|_| ()),
+            b'n' => self.literal(b"null", Loc::Null).map(|_| ()),
             _ => {
                 let mut none = Vec::new();
                 self.value(&mut none).map(|_| ())
