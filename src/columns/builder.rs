@@ -551,4 +551,26 @@ mod tests {
         assert_eq!(map[&3], 4);
         assert_eq!(stale, (5, 1));
     }
+
+    #[test]
+    fn the_correlation_map_keeps_what_rows_without_an_external_id_resolve() {
+        let x = |cat: &str, ts: f64, args: serde_json::Value| serde_json::json!({"ph": "X", "cat": cat, "name": "n", "pid": 1, "tid": 1, "ts": ts, "dur": 1, "args": args});
+        let events = serde_json::json!([
+            // Launches carry both ids; the map learns 5 → 42, 6 → 43, 9 → 50.
+            x("cuda_runtime", 0.0, serde_json::json!({"correlation": 5, "External id": 42})),
+            x("cuda_runtime", 1.0, serde_json::json!({"correlation": 6, "External id": 43})),
+            x("cuda_runtime", 2.0, serde_json::json!({"correlation": 9, "External id": 50})),
+            // A kernel without an External id needs 5; one with its own does not need 6.
+            x("kernel", 3.0, serde_json::json!({"correlation": 5, "stream": 7})),
+            x("kernel", 4.0, serde_json::json!({"correlation": 6, "External id": 44, "stream": 7})),
+            // A CPU op without an External id needs 9.
+            x("cpu_op", 5.0, serde_json::json!({"correlation": 9})),
+        ]);
+        let t = crate::columns::value::trace_from_value(&events);
+        let kept: Vec<(i64, i64)> = t.corr_to_ext.iter().map(|(c, e)| (*c, *e)).collect();
+        assert_eq!(kept, vec![(5, 42), (9, 50)]);
+        let k = |i: usize| t.resolve_external(t.kernels.get(i).external_id, t.kernels.get(i).correlation);
+        let op = t.cpu_ops.get(0);
+        assert_eq!((k(0), k(1), t.resolve_external(op.external_id, op.correlation)), (Some(42), Some(44), Some(50)));
+    }
 }
