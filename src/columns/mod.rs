@@ -155,84 +155,55 @@ impl Stored for Option<i64> {
 }
 
 /// Defines a struct-of-arrays column set with a row type, `push`, `get`
-/// and a byte count, so each category is declared once.
+/// and a byte count, so each category is declared once. Fields in an
+/// optional `shared` group are kept per class (see [`classes`]), one
+/// 4-byte class code a row, and read through an accessor of their name.
 macro_rules! columns {
-    ($(#[$m:meta])* $cols:ident, $row:ident { $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? }) => {
-        /// One row of the matching column set.
-        #[derive(Clone, Copy, Debug, PartialEq)]
-        pub struct $row { $($(#[$fm])* pub $f: $t),* }
-
-        $(#[$m])*
-        /// Columns are public for tight loops over one field; optional
-        /// fields hold their packed form (see [`Pack`]) and ids an
-        /// [`IdColumn`]: prefer `get` / `iter`.
-        #[derive(Clone, Debug, Default)]
-        pub struct $cols { $(pub $f: <$t as Stored>::Col),* }
-
-        impl $cols {
-            pub fn push(&mut self, row: $row) { $(FieldColumn::push_value(&mut self.$f, row.$f);)* }
-            #[inline]
-            pub fn get(&self, i: usize) -> $row { $row { $($f: FieldColumn::at(&self.$f, i)),* } }
-            pub fn len(&self) -> usize { self.ts.len() }
-            pub fn is_empty(&self) -> bool { self.ts.is_empty() }
-            pub fn iter(&self) -> impl ExactSizeIterator<Item = $row> + '_ { (0..self.len()).map(move |i| self.get(i)) }
-            /// Heap bytes held by the columns (capacity, not length).
-            pub fn heap_bytes(&self) -> usize { 0 $(+ FieldColumn::<$t>::bytes(&self.$f))* }
-            pub fn shrink_to_fit(&mut self) { $(FieldColumn::<$t>::shrink(&mut self.$f);)* }
-            /// Appends `other` (consumed column by column to bound the peak),
-            /// translating its symbols and thread indexes.
-            pub fn append_mapped(&mut self, other: $cols, sym: &[Sym], thread: &[ThreadIdx]) {
-                $(
-                    FieldColumn::<$t>::append_with(&mut self.$f, other.$f, |v| {
-                        <$t as Remap>::remap(v, stringify!($f), sym, thread)
-                    });
-                )*
-            }
-        }
-    };
-    // With a `shared` group: those fields are kept per class (see
-    // [`classes`]), one 4-byte class code a row, and read by accessor.
     ($(#[$m:meta])* $cols:ident, $row:ident { $($(#[$fm:meta])* $f:ident : $t:ty),* $(,)? }
-     shared $class:ident { $($(#[$cm:meta])* $cf:ident : $ct:ty),* $(,)? }) => {
+     $(shared $class:ident { $($(#[$cm:meta])* $cf:ident : $ct:ty),* $(,)? })?) => {
         /// One row of the matching column set.
         #[derive(Clone, Copy, Debug, PartialEq)]
-        pub struct $row { $($(#[$fm])* pub $f: $t,)* $($(#[$cm])* pub $cf: $ct,)* }
+        pub struct $row { $($(#[$fm])* pub $f: $t,)* $($($(#[$cm])* pub $cf: $ct,)*)? }
 
-        /// The fields of a row that many rows share.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        struct $class { $($cf: $ct),* }
+        $(
+            /// The fields of a row that many rows share.
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+            struct $class { $($cf: $ct),* }
+        )?
 
         $(#[$m])*
-        /// Per-row columns are public for tight loops over one field; shared
-        /// fields are read through their accessor. Prefer `get` / `iter`.
+        /// Per-row columns are public for tight loops over one field;
+        /// optional fields hold their packed form (see [`Pack`]), ids an
+        /// [`IdColumn`], and shared fields are read through their accessor.
+        /// Prefer `get` / `iter`.
         #[derive(Clone, Debug, Default)]
-        pub struct $cols { $(pub $f: <$t as Stored>::Col,)* class: classes::ClassColumn<$class> }
+        pub struct $cols { $(pub $f: <$t as Stored>::Col,)* $(class: classes::ClassColumn<$class>,)? }
 
         impl $cols {
             pub fn push(&mut self, row: $row) {
                 $(FieldColumn::push_value(&mut self.$f, row.$f);)*
-                self.class.push($class { $($cf: row.$cf),* });
+                $(self.class.push($class { $($cf: row.$cf),* });)?
             }
             #[inline]
             pub fn get(&self, i: usize) -> $row {
-                let c = self.class.get(i);
-                $row { $($f: FieldColumn::at(&self.$f, i),)* $($cf: c.$cf,)* }
+                $(let c: &$class = self.class.get(i);)?
+                $row { $($f: FieldColumn::at(&self.$f, i),)* $($($cf: c.$cf,)*)? }
             }
-            $(
+            $($(
                 $(#[$cm])*
                 #[inline]
                 pub fn $cf(&self, i: usize) -> $ct { self.class.get(i).$cf }
-            )*
-            /// Distinct combinations of the shared fields.
-            pub fn classes(&self) -> usize { self.class.classes() }
+            )*)?
             pub fn len(&self) -> usize { self.ts.len() }
             pub fn is_empty(&self) -> bool { self.ts.is_empty() }
             pub fn iter(&self) -> impl ExactSizeIterator<Item = $row> + '_ { (0..self.len()).map(move |i| self.get(i)) }
             /// Heap bytes held by the columns (capacity, not length).
-            pub fn heap_bytes(&self) -> usize { self.class.heap_bytes() $(+ FieldColumn::<$t>::bytes(&self.$f))* }
+            pub fn heap_bytes(&self) -> usize {
+                0 $(+ FieldColumn::<$t>::bytes(&self.$f))* $(+ classes::ClassColumn::<$class>::heap_bytes(&self.class))?
+            }
             pub fn shrink_to_fit(&mut self) {
                 $(FieldColumn::<$t>::shrink(&mut self.$f);)*
-                self.class.shrink_to_fit();
+                $(classes::ClassColumn::<$class>::shrink_to_fit(&mut self.class);)?
             }
             /// Appends `other` (consumed column by column to bound the peak),
             /// translating its symbols and thread indexes.
@@ -242,9 +213,9 @@ macro_rules! columns {
                         <$t as Remap>::remap(v, stringify!($f), sym, thread)
                     });
                 )*
-                self.class.append_with(other.class, |c| $class {
+                $(self.class.append_with(other.class, |c| $class {
                     $($cf: <$ct as Remap>::remap(c.$cf, stringify!($cf), sym, thread)),*
-                });
+                });)?
             }
         }
     };
