@@ -325,10 +325,8 @@ pub fn build_kernel_source_map(
         for e in group.iter().map(|&i| sampled[i as usize]) {
             evidence.total_count += 1;
             let correlation = e.correlation(trace);
-            let mut external_id = e.external_id(trace);
-            if external_id.is_none() {
-                external_id = correlation.and_then(|c| trace.corr_to_ext.get(&c).copied());
-            }
+            // Its own External id, else the one its correlation maps to.
+            let external_id = e.external_id(trace);
             let cpu = external_id.and_then(|x| contexts.get(&x)).and_then(|v| choose_cpu_context(v, e.ts));
 
             let mut op_name =
