@@ -172,14 +172,28 @@ fn exact_decimal(b: &[u8]) -> Option<f64> {
     if digits.is_empty() || digits.len() > 18 {
         return None;
     }
+    // Integer digits, then (after a point with digits on both sides)
+    // fraction digits, each a tight loop without a per-byte branch on `.`.
     let mut m: u64 = 0;
+    let mut i = 0;
+    while let Some(d) = digits.get(i).map(|c| c.wrapping_sub(b'0')).filter(|d| *d <= 9) {
+        m = m * 10 + u64::from(d);
+        i += 1;
+    }
     let mut frac: Option<usize> = None;
-    for (i, &c) in digits.iter().enumerate() {
-        match c {
-            b'0'..=b'9' => m = m * 10 + u64::from(c - b'0'),
-            b'.' if frac.is_none() && i > 0 && i + 1 < digits.len() => frac = Some(digits.len() - i - 1),
-            _ => return None,
+    if i < digits.len() {
+        if digits[i] != b'.' || i == 0 || i + 1 == digits.len() {
+            return None;
         }
+        let f0 = i + 1;
+        for &c in &digits[f0..] {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            m = m * 10 + u64::from(d);
+        }
+        frac = Some(digits.len() - f0);
     }
     if m >= 1 << 53 {
         return None;
