@@ -77,16 +77,22 @@ impl KeyedRows {
         KeyedRows { keys, rows }
     }
 
-    /// The group of `key`. `hint` is where the previous lookup ended:
-    /// kernels come in trace order, so their ids are usually close and the
-    /// search gallops from there instead of bisecting the whole index.
-    fn group(&self, key: i64, key_by_row: impl Fn(usize) -> i64, hint: &mut usize) -> &[u32] {
-        let k = |pos: usize| -> i64 {
-            match self.keys.get(pos) {
-                Some(&k) => k,
-                None => key_by_row(self.rows[pos] as usize),
-            }
-        };
+    /// The group of `key`, from the stored keys (built with `keep_keys`).
+    fn group(&self, key: i64, hint: &mut usize) -> &[u32] {
+        debug_assert_eq!(self.keys.len(), self.rows.len(), "built without its keys");
+        self.search(key, |pos| self.keys.get(pos).copied().unwrap_or(i64::MAX), hint)
+    }
+
+    /// The group of `key` in an index built without its keys: `key_by_row`
+    /// gives each row's id, as it did to [`KeyedRows::build`].
+    fn group_by(&self, key: i64, key_by_row: impl Fn(usize) -> i64, hint: &mut usize) -> &[u32] {
+        self.search(key, |pos| key_by_row(self.rows[pos] as usize), hint)
+    }
+
+    /// `hint` is where the previous lookup ended: kernels come in trace
+    /// order, so their ids are usually close and the search gallops from
+    /// there instead of bisecting the whole index.
+    fn search(&self, key: i64, k: impl Fn(usize) -> i64, hint: &mut usize) -> &[u32] {
         let lo = gallop(self.rows.len(), *hint, |pos| k(pos) < key);
         let hi = gallop(self.rows.len(), lo, |pos| k(pos) <= key);
         *hint = lo;
@@ -203,7 +209,7 @@ impl SiteIndex {
     /// External id.
     fn cpu_op_row(&self, trace: &Trace, kernel: &KernelEvent, hint: &mut usize) -> Option<u32> {
         let ops = &trace.cpu_ops;
-        nearest(self.cpu_ops.group(kernel.external_id()?, |_| 0, hint), &ops.ts, &ops.dur, kernel.ts(trace))
+        nearest(self.cpu_ops.group(kernel.external_id()?, hint), &ops.ts, &ops.dur, kernel.ts(trace))
     }
 
     /// Row (in `trace.launches`) of the launch call nearest the kernel with
@@ -211,7 +217,7 @@ impl SiteIndex {
     fn launch_row(&self, trace: &Trace, kernel: &KernelEvent, hint: &mut usize) -> Option<u32> {
         let l = &trace.launches;
         nearest(
-            self.launches.group(kernel.correlation(trace)?, |r| l.correlation.get(r), hint),
+            self.launches.group_by(kernel.correlation(trace)?, |r| l.correlation.get(r), hint),
             &l.ts,
             &l.dur,
             kernel.ts(trace),
@@ -603,18 +609,18 @@ mod tests {
     fn nearest_prefers_earlier_events_by_end() {
         let idx = KeyedRows::build(|r| [1, 1, 1][r], vec![0, 1, 2], &[0.0, 5.0, 20.0], true);
         let at = |rows: &KeyedRows, ts: &[f64], dur: &[f64]| {
-            nearest(rows.group(1, |_| 0, &mut 0), ts, dur, 10.0).map(|r| ts[r as usize])
+            nearest(rows.group(1, &mut 0), ts, dur, 10.0).map(|r| ts[r as usize])
         };
         assert_eq!(at(&idx, &[0.0, 5.0, 20.0], &[1.0, 4.0, 1.0]), Some(5.0));
         let later = KeyedRows::build(|r| [2, 1, 1][r], vec![0, 1, 2], &[0.0, 30.0, 20.0], true);
         let unkeyed = KeyedRows::build(|r| [2, 1, 1][r], vec![0, 1, 2], &[0.0, 30.0, 20.0], false);
         for key in 0..4 {
             for hint in 0..4 {
-                assert_eq!(unkeyed.group(key, |r| [2, 1, 1][r], &mut hint.clone()), later.group(key, |_| 0, &mut 0));
+                assert_eq!(unkeyed.group_by(key, |r| [2, 1, 1][r], &mut hint.clone()), later.group(key, &mut 0));
             }
         }
         assert_eq!(at(&later, &[0.0, 30.0, 20.0], &[1.0, 1.0, 1.0]), Some(20.0));
-        assert!(later.group(3, |_| 0, &mut 2).is_empty());
+        assert!(later.group(3, &mut 2).is_empty());
     }
 
     #[test]
