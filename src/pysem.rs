@@ -180,8 +180,8 @@ fn exact_decimal(b: &[u8]) -> Option<f64> {
         m = m * 10 + u64::from(d);
         i += 1;
     }
-    let mut frac: Option<usize> = None;
-    if i < digits.len() {
+    // Digits after the point, if there is one.
+    let frac = if i < digits.len() {
         if digits[i] != b'.' || i == 0 || i + 1 == digits.len() {
             return None;
         }
@@ -193,8 +193,10 @@ fn exact_decimal(b: &[u8]) -> Option<f64> {
             }
             m = m * 10 + u64::from(d);
         }
-        frac = Some(digits.len() - f0);
-    }
+        Some(digits.len() - f0)
+    } else {
+        None
+    };
     if m >= 1 << 53 {
         return None;
     }
