@@ -48,7 +48,7 @@ fn expected<T>(pos: usize, what: &str, found: u8) -> ScanResult<T> {
     syntax(pos, format!("expected {what}, found {}", show(found)))
 }
 
-#[inline]
+#[inline(always)]
 pub fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
@@ -79,8 +79,25 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn skip_ws_run(&mut self) {
+        // A pretty-printed trace's runs are a line break (or space) and up
+        // to seven spaces of indentation: read them as one word.
+        if let Some(w) = self.buf.get(self.pos + 1..self.pos + 9).and_then(|w| w.first_chunk::<8>()) {
+            let other = u64::from_le_bytes(*w) ^ u64::from_le_bytes([b' '; 8]);
+            if other != 0 {
+                let end = self.pos + 1 + (other.trailing_zeros() / 8) as usize;
+                if !is_ws(self.buf[end]) {
+                    self.pos = end;
+                    return;
+                }
+            }
+        }
+        self.skip_ws_block();
+    }
+
+    #[inline(never)]
+    fn skip_ws_block(&mut self) {
         let mut i = self.pos;
         while let Some(b) = simd::block(self.buf, i) {
             let rest = !simd::whitespace(b) & 0xffff;
