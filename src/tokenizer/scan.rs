@@ -598,4 +598,34 @@ mod tests {
         let deep = "[".repeat(MAX_DEPTH + 1);
         assert!(matches!(loc_of(&deep).0, Err(ScanError::Syntax { .. })));
     }
+
+    #[test]
+    fn whitespace_runs_of_every_shape_end_at_the_next_token() {
+        // Runs the one-word read ends (a line break and indentation), runs
+        // it hands to the block loop (other whitespace after the first
+        // byte, eight spaces or more, a window's last bytes) and runs that
+        // end the window.
+        let runs = [
+            "\n    ",
+            "\n      ",
+            " \n",
+            "\n\t  ",
+            "\r\n  ",
+            "\n       ",
+            "\n        ",
+            "\n                    ",
+            "  \n\n",
+        ];
+        for run in runs {
+            for tail in ["x", "\"s\"", "{}", "x                "] {
+                let text = format!("{run}{tail}");
+                let mut s = Scanner::new(text.as_bytes(), 0);
+                assert_eq!(s.peek(), Ok(tail.as_bytes()[0]), "{run:?}{tail:?}");
+                assert_eq!(s.pos, run.len(), "{run:?}{tail:?}");
+            }
+            let mut s = Scanner::new(run.as_bytes(), 0);
+            assert_eq!(s.peek(), Err(ScanError::Incomplete), "{run:?}");
+            assert_eq!(s.pos, run.len(), "{run:?}");
+        }
+    }
 }
