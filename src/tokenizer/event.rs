@@ -368,7 +368,7 @@ fn parse_args(
             };
             if let Some(i) = sampled {
                 head_keys[i].1 = match v {
-                    Loc::Str(..) | Loc::Scratch(..) => {
+                    Loc::Str(..) | Loc::Ascii(..) | Loc::Scratch(..) => {
                         Some(String::from_utf8_lossy(loc_bytes(s.buf, scratch, v)).into_owned())
                     }
                     _ => None,
@@ -399,7 +399,7 @@ fn parse_args(
 #[inline(always)]
 fn loc_bytes<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> &'a [u8] {
     match loc {
-        Loc::Str(a, b) | Loc::Num(a, b) => &buf[a..b],
+        Loc::Str(a, b) | Loc::Ascii(a, b) | Loc::Num(a, b) => &buf[a..b],
         Loc::Scratch(a, b) => &scratch[a..b],
         _ => &[],
     }
@@ -430,6 +430,9 @@ fn scalar<'a>(buf: &'a [u8], scratch: &'a [u8], loc: Loc) -> Scalar<'a> {
         // the letters of `NaN` / `Infinity`.
         // SAFETY: ASCII is valid UTF-8.
         Loc::Num(a, b) => Scalar::Num(unsafe { std::str::from_utf8_unchecked(&buf[a..b]) }),
+        // SAFETY: the scanner saw every byte of it below 0x80; ASCII is
+        // valid UTF-8.
+        Loc::Ascii(a, b) => Scalar::Str(unsafe { std::str::from_utf8_unchecked(&buf[a..b]) }),
         Loc::Str(..) | Loc::Scratch(..) => Scalar::Str(text(loc_bytes(buf, scratch, loc))),
     }
 }

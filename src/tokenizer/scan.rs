@@ -36,6 +36,9 @@ pub enum Loc {
     Num(usize, usize),
     /// String contents `buf[start..end]`, no escapes.
     Str(usize, usize),
+    /// String contents `buf[start..end]`, no escapes, every byte ASCII
+    /// (so valid UTF-8 without a second look).
+    Ascii(usize, usize),
     /// Decoded string contents in the scratch buffer.
     Scratch(usize, usize),
     /// Object or array, skipped.
@@ -136,20 +139,40 @@ impl<'a> Scanner<'a> {
     /// the closing quote.
     #[inline]
     pub fn string_raw(&mut self) -> ScanResult<(usize, usize, bool)> {
+        self.string_bounds::<false>().map(|(s, e, escaped, _)| (s, e, escaped))
+    }
+
+    /// [`Scanner::string_raw`], and with `ASCII` also whether every byte of
+    /// the contents is ASCII (`false` when not known: the window's last
+    /// bytes are not looked at).
+    #[inline(always)]
+    fn string_bounds<const ASCII: bool>(&mut self) -> ScanResult<(usize, usize, bool, bool)> {
         let start = self.pos + 1;
         let mut i = start;
         let mut escaped = false;
+        let mut non_ascii = 0u32;
         loop {
             let found = match simd::block(self.buf, i) {
-                Some(b) => match simd::quote_or_backslash(b) {
-                    0 => {
-                        i += simd::BLOCK;
-                        continue;
+                Some(b) => {
+                    let m = simd::quote_or_backslash(b);
+                    if ASCII {
+                        // The bytes before the first quote or backslash
+                        // (all sixteen when there is none).
+                        non_ascii |= simd::non_ascii(b) & (m & m.wrapping_neg()).wrapping_sub(1);
                     }
-                    m => Some(m.trailing_zeros() as usize),
-                },
+                    match m {
+                        0 => {
+                            i += simd::BLOCK;
+                            continue;
+                        }
+                        m => Some(m.trailing_zeros() as usize),
+                    }
+                }
                 // The window's last bytes.
-                None => memchr2(b'"', b'\\', &self.buf[i.min(self.buf.len())..]),
+                None => {
+                    non_ascii = 1;
+                    memchr2(b'"', b'\\', &self.buf[i.min(self.buf.len())..])
+                }
             };
             match found {
                 None => return Err(ScanError::Incomplete),
@@ -157,7 +180,7 @@ impl<'a> Scanner<'a> {
                     let at = i + k;
                     if self.buf[at] == b'"' {
                         self.pos = at + 1;
-                        return Ok((start, at, escaped));
+                        return Ok((start, at, escaped, non_ascii == 0));
                     }
                     escaped = true;
                     // Every escape is checked here, in strings that are
@@ -201,9 +224,9 @@ impl<'a> Scanner<'a> {
             b'"' => {
                 // The body of `string`, written out: sharing it through a
                 // helper measured 5 % slower on 1 GB (codegen of the copy).
-                let (s, e, escaped) = self.string_raw()?;
+                let (s, e, escaped, ascii) = self.string_bounds::<true>()?;
                 if !escaped {
-                    *out = Loc::Str(s, e);
+                    *out = if ascii { Loc::Ascii(s, e) } else { Loc::Str(s, e) };
                 } else {
                     let from = scratch.len();
                     decode_escapes(self.buf, s, e, scratch)?;
@@ -565,6 +588,26 @@ mod tests {
         assert_eq!(skip(r#""a\"#), Err(ScanError::Incomplete));
         // Decoded strings report the same position.
         assert_eq!(loc_of(r#""bad\q""#).0, Err(ScanError::Syntax { pos: 4, msg: "invalid escape \\q".into() }));
+    }
+
+    #[test]
+    fn read_strings_say_when_every_byte_is_ascii() {
+        let into = |text: &str| {
+            let mut out = Loc::Missing;
+            Scanner::new(text.as_bytes(), 0).value_into(&mut Vec::new(), &mut out).map(|_| out)
+        };
+        let pad = " ".repeat(40);
+        let long = "x".repeat(40);
+        assert_eq!(into(&format!("\"abc\"{pad}")), Ok(Loc::Ascii(1, 4)));
+        // A non-ASCII byte after the closing quote, in the same block.
+        assert_eq!(into(&format!("\"abc\"é{pad}")), Ok(Loc::Ascii(1, 4)));
+        assert_eq!(into(&format!("\"{long}\"{pad}")), Ok(Loc::Ascii(1, 41)));
+        // Non-ASCII contents in the first block, in a later one, last.
+        assert_eq!(into(&format!("\"aé\"{pad}")), Ok(Loc::Str(1, 4)));
+        assert_eq!(into(&format!("\"{long}é{long}\"{pad}")), Ok(Loc::Str(1, 83)));
+        assert_eq!(into(&format!("\"{long}é\"{pad}")), Ok(Loc::Str(1, 43)));
+        // The window's last bytes are not looked at: not known to be ASCII.
+        assert_eq!(into("\"abc\" "), Ok(Loc::Str(1, 4)));
     }
 
     #[test]

@@ -49,6 +49,12 @@ mod sse2 {
     }
 
     #[inline(always)]
+    pub fn non_ascii(b: &[u8; 16]) -> u32 {
+        // The movemask is the high bit of each byte.
+        mask(load(b))
+    }
+
+    #[inline(always)]
     pub fn whitespace(b: &[u8; 16]) -> u32 {
         let v = load(b);
         mask(or(or(eq(v, b' '), eq(v, b'\n')), or(eq(v, b'\r'), eq(v, b'\t'))))
@@ -112,6 +118,11 @@ mod swar {
     }
 
     #[inline(always)]
+    pub fn non_ascii(b: &[u8; 16]) -> u32 {
+        halves(b, |x| x & HI)
+    }
+
+    #[inline(always)]
     pub fn whitespace(b: &[u8; 16]) -> u32 {
         halves(b, |x| eq(x, b' ') | eq(x, b'\n') | eq(x, b'\r') | eq(x, b'\t'))
     }
@@ -144,6 +155,12 @@ pub fn block(buf: &[u8], i: usize) -> Option<&[u8; 16]> {
 #[inline(always)]
 pub fn quote_or_backslash(b: &[u8; 16]) -> u32 {
     imp::quote_or_backslash(b)
+}
+
+/// Bit i set: byte i is not ASCII (its high bit is set).
+#[inline(always)]
+pub fn non_ascii(b: &[u8; 16]) -> u32 {
+    imp::non_ascii(b)
 }
 
 /// Bit i set: byte i is JSON whitespace (space, `\n`, `\r`, `\t`).
@@ -190,6 +207,8 @@ mod tests {
         for b in &blocks {
             assert_eq!(swar::quote_or_backslash(b), each_bit(b, |c| c == b'"' || c == b'\\'), "{b:?}");
             assert_eq!(swar::whitespace(b), whitespace(b), "{b:?}");
+            assert_eq!(swar::non_ascii(b), non_ascii(b), "{b:?}");
+            assert_eq!(non_ascii(b), each_bit(b, |c| !c.is_ascii()), "{b:?}");
             assert_eq!(swar::structural(b), structural(b), "{b:?}");
             assert_eq!(swar::digits(b), digits(b), "{b:?}");
             assert_eq!(digits(b), each_bit(b, |c| c.is_ascii_digit()), "{b:?}");
