@@ -211,19 +211,29 @@ fn exact_decimal(b: &[u8]) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
+/// Of the bytes of `w`, read as a little-endian word (the first byte
+/// lowest), those that are not ASCII digits are non-zero; so the word is
+/// all digits when this is 0, and its first non-digit is byte
+/// `trailing_zeros() / 8`.
+#[inline(always)]
+pub(crate) fn non_digit_bytes(w: u64) -> u64 {
+    const HIGH: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // A high nibble other than 3, or a low nibble above 9 (adding 6
+    // carries it into the high nibble). A carry out of a byte from 0xfa up
+    // reaches only bytes after a non-digit, so the first non-digit is exact.
+    ((w & HIGH) ^ ZEROS) | ((w.wrapping_add(0x0606_0606_0606_0606) & HIGH) ^ ZEROS)
+}
+
 /// The value of eight ASCII digits read as a little-endian word (the first
 /// digit in the lowest byte); `None` unless every byte is a digit.
 #[inline(always)]
 fn eight_digits(w: u64) -> Option<u64> {
-    const HIGH: u64 = 0xf0f0_f0f0_f0f0_f0f0;
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
-    // Every high nibble 3, and every low nibble at most 9 (adding 6 keeps
-    // the high nibble; no byte carries into the next once all are 0x3_).
-    if w & HIGH != ZEROS || w.wrapping_add(0x0606_0606_0606_0606) & HIGH != ZEROS {
+    if non_digit_bytes(w) != 0 {
         return None;
     }
     // Pairs, then fours, then all eight digits, each step one multiply.
-    let d = w - ZEROS;
+    let d = w - 0x3030_3030_3030_3030;
     let pairs = (d.wrapping_mul(10) + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
     let fours = (pairs.wrapping_mul(100) + (pairs >> 16)) & 0x0000_ffff_0000_ffff;
     Some((fours.wrapping_mul(10_000) + (fours >> 32)) & 0xffff_ffff)

@@ -430,13 +430,7 @@ impl<'a> Scanner<'a> {
 /// left), which the grammar walk in [`Scanner::number_end`] reads.
 #[inline(always)]
 fn short_int_end(rest: &[u8]) -> Option<usize> {
-    const HIGH: u64 = 0xf0f0_f0f0_f0f0_f0f0;
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
-    let w = u64::from_le_bytes(*rest.first_chunk::<8>()?);
-    // Non-zero in every byte that is not a digit: a high nibble other than
-    // 3, or a low nibble above 9. (A carry out of a byte from 0xfa up
-    // reaches only bytes after a non-digit, so the first is exact.)
-    let other = ((w & HIGH) ^ ZEROS) | ((w.wrapping_add(0x0606_0606_0606_0606) & HIGH) ^ ZEROS);
+    let other = crate::pysem::non_digit_bytes(u64::from_le_bytes(*rest.first_chunk::<8>()?));
     let digits = (other.trailing_zeros() / 8) as usize;
     if digits == 0 || digits == 8 || (digits > 1 && rest[0] == b'0') || in_number_alphabet(rest[digits]) {
         return None;

@@ -1,9 +1,9 @@
 //! Sixteen bytes at a time: where the next quote or backslash is, where the
 //! next structural byte of a skipped container is, where whitespace and
-//! runs of digits end, and which bytes are not ASCII. SSE2 on x86_64 (every x86_64 CPU has it); a portable
-//! word-at-a-time version elsewhere. Each function looks at one 16-byte
-//! block and returns a bit mask (bit i: byte i matches), so callers keep
-//! their own bounds and error handling.
+//! runs of digits end, and which bytes are not ASCII. SSE2 on x86_64 (every
+//! x86_64 CPU has it); a portable word-at-a-time version elsewhere. Each
+//! function looks at one 16-byte block and returns a bit mask (bit i: byte
+//! i matches), so callers keep their own bounds and error handling.
 
 /// Bytes in one block.
 pub const BLOCK: usize = 16;
