@@ -14,7 +14,7 @@ use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent};
 use crate::analysis::types::{Text, TextCache};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Sym, ThreadIdx, Trace};
-use crate::pysem::fcmp;
+use crate::pysem::{fcmp, fcmp_key};
 use frames::{sweep_order, FrameIndex};
 
 /// Launch totals of one (kernel, location) pair, with the CPU op names and
@@ -259,14 +259,44 @@ impl Resolved {
 /// names shown (at most four), since the text is a function of them.
 #[derive(Default)]
 struct StackTable {
-    ids: FxHashMap<([Sym; 4], u8), u32>,
+    ids: FxHashMap<StackKey, u32>,
+    /// The key of each stack id, beside its text in `texts`.
+    keys: Vec<StackKey>,
     texts: Vec<String>,
     /// Distinct resolutions, for [`Resolved`] ids.
     resolutions: Vec<FrameResolution>,
     resolution_ids: FxHashMap<(Sym, u32), u32>,
 }
 
+/// The frame names a stack shows, and how many of the four are used.
+type StackKey = ([Sym; 4], u8);
+
 impl StackTable {
+    /// The id of the stack `key`, its text made by `text` when it is new.
+    fn intern(&mut self, key: StackKey, text: impl FnOnce() -> String) -> u32 {
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = self.texts.len() as u32;
+        self.keys.push(key);
+        self.texts.push(text());
+        self.ids.insert(key, id);
+        id
+    }
+
+    /// Takes in the stacks and resolutions of a table filled elsewhere
+    /// (one thread's sweep); returns what each of its [`Resolved`] ids is
+    /// here.
+    fn absorb(&mut self, other: StackTable) -> Vec<Resolved> {
+        let stack_ids: Vec<u32> =
+            other.keys.into_iter().zip(other.texts).map(|(key, text)| self.intern(key, || text)).collect();
+        other
+            .resolutions
+            .into_iter()
+            .map(|r| self.resolved(Some(FrameResolution { location: r.location, stack: stack_ids[r.stack as usize] })))
+            .collect()
+    }
+
     fn text(&self, id: u32) -> &str {
         self.texts.get(id as usize).map_or("", String::as_str)
     }
@@ -330,45 +360,42 @@ fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex, table: &mut S
             len += 1;
         }
     }
-    let key = (shown, len as u8);
-    if let Some(&id) = table.ids.get(&key) {
-        return id;
-    }
-    let text: Vec<&str> = shown[..len].iter().map(|&s| names.name(s).map_or("", |n| &*n.normalized)).collect();
-    let id = table.texts.len() as u32;
-    table.texts.push(text.join(" -> "));
-    table.ids.insert(key, id);
-    id
+    table.intern((shown, len as u8), || {
+        let text: Vec<&str> = shown[..len].iter().map(|&s| names.name(s).map_or("", |n| &*n.normalized)).collect();
+        text.join(" -> ")
+    })
 }
 
 /// Resolves queries on one thread with a sweep over its frames (in
 /// [`sweep_order`]): frames that started at or before the query time and
-/// end no earlier than 1 ns before it. `queries` are query ids in the order
-/// asked, `time` gives each one's time; the resolution of query `q` is
-/// written to `out[q]`.
+/// end no earlier than 1 ns before it. `queries` are query ids sorted by
+/// time (stable: equal times in the order asked), `time` gives each one's
+/// time. The sweep starts at the thread's first frame whatever the first
+/// query, so any run of the sorted queries resolves on its own exactly as
+/// it would within the whole. Returns each query with its
+/// resolution, an id in `stacks` (queries on a thread without frames are
+/// left out: they resolve to nothing).
 fn resolve_thread_queries(
     trace: &Trace,
     frames: &FrameIndex,
     thread: ThreadIdx,
-    mut queries: Vec<u32>,
+    queries: &[u32],
     time: impl Fn(u32) -> f64,
     stacks: &mut StackTable,
-    out: &mut [Resolved],
-) {
+) -> Vec<(u32, Resolved)> {
     if queries.is_empty() || trace.frames.thread_len(thread) == 0 {
-        return;
+        return Vec::new();
     }
-    // Stable: equal times keep the order asked.
-    queries.sort_by(|&a, &b| fcmp(time(a), time(b)));
+    let mut out = Vec::with_capacity(queries.len());
     let mut sweep = sweep_order(&trace.frames, thread);
     let mut active: Vec<ActiveFrame> = Vec::new();
     let mut last: Option<(f64, Resolved)> = None;
-    for qid in queries {
+    for &qid in queries {
         let ts = time(qid);
         // Equal times (0.0 == -0.0 included) share one resolution.
         if let Some((t, r)) = last {
             if t == ts {
-                out[qid as usize] = r;
+                out.push((qid, r));
                 continue;
             }
         }
@@ -399,9 +426,10 @@ fn resolve_thread_queries(
             stack: build_stack_display(&active, frames, stacks),
         });
         let resolution = stacks.resolved(chosen);
-        out[qid as usize] = resolution;
+        out.push((qid, resolution));
         last = Some((ts, resolution));
     }
+    out
 }
 
 /// (location, stack, cpu op name) of one kernel.
@@ -433,6 +461,11 @@ fn resolve_site_context<'a>(
     let name = cpu_op.map_or("", |op| trace.s(op.name));
     ("unresolved", "", name)
 }
+
+/// Queries of one thread swept as one run: each run starts its sweep over
+/// the thread's frames again (passing whole blocks that ended before it),
+/// so runs are long enough for that to cost little next to their work.
+const QUERY_RUN: usize = 1 << 15;
 
 /// The reference's `aggregate_kernel_sites` over `kernels`.
 pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&KernelEvent]) -> SiteStats {
@@ -480,10 +513,36 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
             launches.ts[launch as usize]
         }
     };
+    // A thread's queries are sorted by time (stable: equal times keep the
+    // order asked) and cut into runs that are swept side by side, each into
+    // a stack table of its own; the tables are then joined in order.
+    let swept: Vec<(Vec<(u32, Resolved)>, StackTable)> = {
+        use rayon::prelude::*;
+        let mut threads: Vec<(ThreadIdx, Vec<u32>)> = queries.into_iter().collect();
+        threads.par_iter_mut().for_each(|(_, q)| {
+            // The ids were pushed in ascending order, so ordering by (time,
+            // id) is the stable order by time; the times are read once.
+            let mut keyed: Vec<(u64, u32)> = q.iter().map(|&id| (fcmp_key(time(id)), id)).collect();
+            keyed.sort_unstable();
+            q.clear();
+            q.extend(keyed.into_iter().map(|(_, id)| id));
+        });
+        let runs: Vec<(ThreadIdx, &[u32])> =
+            threads.iter().flat_map(|(thread, q)| q.chunks(QUERY_RUN).map(move |run| (*thread, run))).collect();
+        runs.into_par_iter()
+            .map(|(thread, run)| {
+                let mut local = StackTable::default();
+                (resolve_thread_queries(trace, &index.frames, thread, run, time, &mut local), local)
+            })
+            .collect()
+    };
     let mut stacks = StackTable::default();
     let mut resolved: Vec<Resolved> = vec![Resolved::NONE; 2 * kernels.len()];
-    for (thread, q) in queries {
-        resolve_thread_queries(trace, &index.frames, thread, q, time, &mut stacks, &mut resolved);
+    for (answers, local) in swept {
+        let ids = stacks.absorb(local);
+        for (q, r) in answers {
+            resolved[q as usize] = ids.get(r.0 as usize).copied().unwrap_or(Resolved::NONE);
+        }
     }
 
     // Kernels are found by where their canonical name lives (a shared text,
@@ -596,7 +655,11 @@ mod tests {
         let mut stacks = StackTable::default();
         let times = [12.0, 50.0, 12.0, 200.0, -0.0, 0.0];
         let mut r = vec![Resolved::NONE; 6];
-        resolve_thread_queries(&trace, &frames, thread, (0..6).collect(), |q| times[q as usize], &mut stacks, &mut r);
+        let mut queries: Vec<u32> = (0..6).collect();
+        queries.sort_by(|&a, &b| fcmp(times[a as usize], times[b as usize]));
+        for (q, x) in resolve_thread_queries(&trace, &frames, thread, &queries, |q| times[q as usize], &mut stacks) {
+            r[q as usize] = x;
+        }
         let r: Vec<Option<FrameResolution>> = r.into_iter().map(|x| stacks.resolution(x)).collect();
         let location = |q: usize| r[q].and_then(|x| frames.name(x.location)).map(|n| n.normalized.to_string());
         assert_eq!(location(0).as_deref(), Some("python/sglang/inner.py:2 g"));
@@ -606,6 +669,53 @@ mod tests {
         assert!(r[3].is_none());
         assert_eq!(location(4).as_deref(), Some("a/outer.py:1 f"));
         assert_eq!(r[4], r[5]);
+    }
+
+    #[test]
+    fn runs_of_queries_resolve_as_the_whole_does() {
+        // Thousands of frames (several packed blocks) nested and
+        // overlapping at random, and queries at random times, ties included.
+        let mut rng = crate::pysem::test_rng(0x5eed_u64);
+        let names = ["a/outer.py(1): f", "python/sglang/inner.py(2): g", "threading.py(3): run", "x/y.py(4): h"];
+        let mut events = Vec::new();
+        let mut ts = 0.0;
+        for _ in 0..3000 {
+            ts += (rng() % 7) as f64 * 0.5;
+            let dur = (rng() % 40) as f64 + if rng() % 50 == 0 { 2000.0 } else { 0.0 };
+            let name = names[rng() as usize % names.len()];
+            events.push(serde_json::json!({"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}));
+        }
+        let trace = crate::columns::value::trace_from_value(&serde_json::json!({ "traceEvents": events }));
+        let frames = FrameIndex::build(&trace);
+        let thread = trace.frames.threads().next().unwrap();
+        let times: Vec<f64> = (0..2000).map(|_| (rng() % 4000) as f64 * 1.5 - 100.0).collect();
+        let mut queries: Vec<u32> = (0..times.len() as u32).collect();
+        queries.sort_by(|&a, &b| fcmp(times[a as usize], times[b as usize]));
+        let shown = |answers: Vec<(u32, Resolved)>, stacks: &StackTable| -> Vec<(u32, Option<(Sym, String)>)> {
+            answers
+                .into_iter()
+                .map(|(q, r)| (q, stacks.resolution(r).map(|x| (x.location, stacks.text(x.stack).to_string()))))
+                .collect()
+        };
+        let mut stacks = StackTable::default();
+        let whole = shown(
+            resolve_thread_queries(&trace, &frames, thread, &queries, |q| times[q as usize], &mut stacks),
+            &stacks,
+        );
+        assert!(whole.iter().filter(|(_, r)| r.is_some()).count() > 1000);
+        for run in [1, 2, 3, 64, 700] {
+            let mut joined = StackTable::default();
+            let mut parts = Vec::new();
+            for part in queries.chunks(run) {
+                let mut local = StackTable::default();
+                let answers = resolve_thread_queries(&trace, &frames, thread, part, |q| times[q as usize], &mut local);
+                let ids = joined.absorb(local);
+                parts.extend(
+                    answers.into_iter().map(|(q, r)| (q, ids.get(r.0 as usize).copied().unwrap_or(Resolved::NONE))),
+                );
+            }
+            assert_eq!(shown(parts, &joined), whole, "runs of {run}");
+        }
     }
 
     #[test]
