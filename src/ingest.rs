@@ -28,10 +28,14 @@ pub struct IngestOptions {
     pub parallel_min: Option<usize>,
 }
 
-/// Decoded-stream buffer size. Eight in flight keep the decoder ahead of
-/// the parser; three 4 MiB buffers ran at the same speed on a 1 GB gzip
-/// or zstd trace with a 10-12 MB higher peak.
-const STREAM_CHUNK: usize = 1 << 20;
+/// Decoded-stream buffer size: the decoder fills one while the parser
+/// reads the one before, in place (two threads split its events), so the
+/// decoded bytes are never copied.
+const STREAM_BATCH: usize = 8 << 20;
+/// Room before a stream buffer's data for the unfinished unit (an event cut
+/// by the buffer's end, usually under a kilobyte) that the buffer before
+/// ended with; a longer one is gathered apart, as a whole.
+const STREAM_HEAD: usize = 64 << 10;
 /// Largest single event or top-level value accepted from a stream (the
 /// stream window must hold one whole; this bounds its memory on hostile
 /// input such as a gzip bomb that decodes to one endless string).
@@ -49,15 +53,15 @@ fn doc_err(e: DocError, base: u64) -> Error {
     Error::bad_input(e.msg).at(base + e.pos as u64)
 }
 
-/// The read buffer for a stream: [`STREAM_CHUNK`], or less for a small
-/// file (a batch of thousands of small files would otherwise allocate and
-/// zero megabytes per file). Compressed data is allowed eight times its
-/// size on disk before the buffer refills.
-fn stream_chunk(disk_len: Option<u64>, encoding: input::Encoding) -> usize {
+/// The decoded bytes a stream buffer holds: [`STREAM_BATCH`], or less for a
+/// small file (a batch of thousands of small files would otherwise allocate
+/// and zero megabytes per file). Compressed data is allowed eight times its
+/// size on disk before the buffer is handed over.
+fn stream_buffer(disk_len: Option<u64>, encoding: input::Encoding) -> usize {
     const SMALLEST: u64 = 64 << 10;
-    let Some(len) = disk_len else { return STREAM_CHUNK };
+    let Some(len) = disk_len else { return STREAM_BATCH };
     let wanted = if encoding == input::Encoding::Plain { len.saturating_add(1) } else { len.saturating_mul(8) };
-    wanted.clamp(SMALLEST, STREAM_CHUNK as u64) as usize
+    wanted.clamp(SMALLEST, STREAM_BATCH as u64) as usize
 }
 
 /// Reads a whole trace file (plain, gzip, zstd or `-`) into columns.
@@ -75,7 +79,7 @@ pub fn load_opened(path: &Path, opened: input::Opened, opts: &IngestOptions) -> 
         Source::Stream { reader, encoding, .. } => {
             let budget = (encoding != input::Encoding::Plain)
                 .then_some(Budget { disk_len: opened.disk_len, consumed: &consumed });
-            load_stream(reader, stream_chunk(opened.disk_len, encoding), budget)
+            load_stream(reader, stream_buffer(opened.disk_len, encoding), budget)
         }
     };
     let shown = if path.as_os_str() == "-" { Path::new(input::STDIN_NAME) } else { path };
@@ -241,26 +245,29 @@ impl Budget<'_> {
     }
 }
 
-/// A decoded buffer and how many of its bytes were filled.
+/// A decoded buffer and how many bytes of data it holds after its head room.
 type Filled = (Vec<u8>, usize);
 
-/// Reads the decoder on a separate thread into recycled buffers. A buffer
-/// keeps its length when it comes back, so it is zeroed only once.
+/// Reads the decoder on a separate thread into recycled buffers of `head`
+/// bytes of room and `data` bytes of data. A buffer keeps its length when
+/// it comes back, so it is zeroed only once.
 fn spawn_reader(
     mut reader: Box<dyn Read + Send>,
-    chunk: usize,
+    head: usize,
+    data: usize,
 ) -> (mpsc::Receiver<std::io::Result<Filled>>, mpsc::Sender<Vec<u8>>) {
-    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Filled>>(8);
+    // One buffer queued, one being filled and one being parsed.
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Filled>>(1);
     let (ret_tx, ret_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::spawn(move || loop {
         let mut b = ret_rx.try_recv().unwrap_or_default();
-        if b.len() != chunk {
+        if b.len() != head + data {
             b.clear();
-            b.resize(chunk, 0);
+            b.resize(head + data, 0);
         }
         let mut n = 0;
-        while n < chunk {
-            match reader.read(&mut b[n..]) {
+        while n < data {
+            match reader.read(&mut b[head + n..]) {
                 Ok(0) => break,
                 Ok(k) => n += k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -285,72 +292,120 @@ fn spawn_reader(
     (rx, ret_tx)
 }
 
-fn load_stream(reader: Box<dyn Read + Send>, chunk: usize, budget: Option<Budget<'_>>) -> Result<Trace> {
-    let (rx, recycle) = spawn_reader(reader, chunk);
-    let mut window: Vec<u8> = Vec::with_capacity(STREAM_BATCH + chunk);
-    let mut pos = 0usize;
-    let mut base = 0u64;
-    let mut eof = false;
-    let mut doc = DocParser::new();
-    // An unfinished unit is rescanned from its start, so retry only once the
-    // window has doubled: a huge value costs linear, not quadratic, time.
-    let mut retry_at = 0usize;
-    let parallel = rayon::current_num_threads() > 1;
-    let mut split = Split::default();
-    loop {
-        let in_events = doc.events_state().is_some();
-        let wanted = if in_events && parallel { retry_at.max(STREAM_BATCH) } else { retry_at };
-        if eof || window.len() >= wanted {
-            // At the end of the stream the last batch is split too, if it is
-            // big enough to be worth a second thread.
-            let batch = if eof { STREAM_TAIL_BATCH } else { STREAM_BATCH };
-            if in_events && parallel && window.len() - pos >= batch {
-                pos = events_in_parallel(&window, pos, &mut doc, &mut split).map_err(|e| doc_err(e, base))?;
-            }
-            let step = doc.advance(&window, pos, eof, false).map_err(|e| doc_err(e, base))?;
-            let keep_from = match step {
-                Step::Done(_) if eof => break,
-                Step::Done(p) => p,
-                Step::NeedMore(p) => p,
-                Step::AtEvents(p) => p,
-            };
-            // Drop what was parsed; what is left is one unfinished unit.
-            window.drain(..keep_from);
-            base += keep_from as u64;
-            pos = 0;
-            if window.len() > MAX_UNIT_BYTES {
-                return Err(
-                    Error::bad_input(format!("a single value is larger than {} MiB", MAX_UNIT_BYTES >> 20)).at(base)
-                );
-            }
-            retry_at = window.len().saturating_mul(2).min(MAX_UNIT_BYTES + 1);
-        }
-        match rx.recv() {
-            Ok(Ok((chunk, n))) => {
-                window.extend_from_slice(&chunk[..n]);
-                let _ = recycle.send(chunk);
-                let decoded = base + window.len() as u64;
-                if budget.as_ref().is_some_and(|b| !b.allows(decoded)) {
-                    return Err(Error::bad_input(format!(
-                        "decompresses to more than {MAX_RATIO}x its compressed size (a compression bomb?); \
-                         decompress it yourself and pass the plain file to read it anyway"
-                    ))
-                    .at(decoded));
-                }
-            }
-            Ok(Err(e)) => {
-                return Err(Error::bad_input(format!("corrupt or truncated compressed stream ({e})"))
-                    .at(base + window.len() as u64));
-            }
-            Err(_) => eof = true,
-        }
-    }
-    finish(doc)
+/// The parsing side of a stream: the document parser and where its
+/// unparsed bytes start in the decoded stream.
+struct StreamParse {
+    doc: DocParser,
+    /// Offset in the decoded stream of the first byte not yet parsed.
+    base: u64,
+    /// An unfinished unit is rescanned from its start, so it is retried only
+    /// once the bytes held have doubled: a huge value costs linear, not
+    /// quadratic, time.
+    retry_at: usize,
+    parallel: bool,
+    split: Split,
 }
 
-/// Decoded bytes gathered before the event parsing of a stream is split
-/// across two threads.
-const STREAM_BATCH: usize = 8 << 20;
+impl StreamParse {
+    /// Bytes to hold before parsing again.
+    fn wanted(&self) -> usize {
+        if self.doc.events_state().is_some() && self.parallel {
+            self.retry_at.max(STREAM_BATCH)
+        } else {
+            self.retry_at
+        }
+    }
+
+    /// Parses what is complete in `window` (the bytes from `base` on); the
+    /// step's position is where the unparsed rest starts.
+    fn parse(&mut self, window: &[u8], eof: bool) -> Result<Step> {
+        // At the end of the stream the last batch is split too, if it is
+        // big enough to be worth a second thread.
+        let batch = if eof { STREAM_TAIL_BATCH } else { STREAM_BATCH };
+        let mut pos = 0;
+        if self.doc.events_state().is_some() && self.parallel && window.len() >= batch {
+            pos = events_in_parallel(window, 0, &mut self.doc, &mut self.split).map_err(|e| doc_err(e, self.base))?;
+        }
+        self.doc.advance(window, pos, eof, false).map_err(|e| doc_err(e, self.base))
+    }
+
+    /// Moves past `parsed` bytes, with `left` bytes held unparsed.
+    fn advance(&mut self, parsed: usize, left: usize) -> Result<()> {
+        self.base += parsed as u64;
+        if left > MAX_UNIT_BYTES {
+            return Err(
+                Error::bad_input(format!("a single value is larger than {} MiB", MAX_UNIT_BYTES >> 20)).at(self.base)
+            );
+        }
+        self.retry_at = left.saturating_mul(2).min(MAX_UNIT_BYTES + 1);
+        Ok(())
+    }
+}
+
+fn step_pos(step: Step) -> usize {
+    match step {
+        Step::Done(p) | Step::NeedMore(p) | Step::AtEvents(p) => p,
+    }
+}
+
+fn load_stream(reader: Box<dyn Read + Send>, buffer: usize, budget: Option<Budget<'_>>) -> Result<Trace> {
+    let head = buffer.min(STREAM_HEAD);
+    let (rx, recycle) = spawn_reader(reader, head, buffer);
+    let mut st = StreamParse {
+        doc: DocParser::new(),
+        base: 0,
+        retry_at: 0,
+        parallel: rayon::current_num_threads() > 1,
+        split: Split::default(),
+    };
+    // The unfinished unit the last parse left, or the bytes gathered while
+    // too few to parse.
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let (mut buf, n) = match rx.recv() {
+            Ok(Ok(filled)) => filled,
+            Ok(Err(e)) => {
+                return Err(Error::bad_input(format!("corrupt or truncated compressed stream ({e})"))
+                    .at(st.base + carry.len() as u64));
+            }
+            Err(_) => break,
+        };
+        let decoded = st.base + (carry.len() + n) as u64;
+        if budget.as_ref().is_some_and(|b| !b.allows(decoded)) {
+            return Err(Error::bad_input(format!(
+                "decompresses to more than {MAX_RATIO}x its compressed size (a compression bomb?); \
+                 decompress it yourself and pass the plain file to read it anyway"
+            ))
+            .at(decoded));
+        }
+        let wanted = st.wanted();
+        if carry.len() <= head && carry.len() + n >= wanted {
+            // The carried unit goes in the head room: the buffer is parsed
+            // where the decoder wrote it.
+            let from = head - carry.len();
+            buf[from..head].copy_from_slice(&carry);
+            let window = &buf[from..head + n];
+            let p = step_pos(st.parse(window, false)?);
+            carry.clear();
+            carry.extend_from_slice(&window[p..]);
+            st.advance(p, carry.len())?;
+        } else {
+            carry.extend_from_slice(&buf[head..head + n]);
+            if carry.len() >= wanted {
+                let p = step_pos(st.parse(&carry, false)?);
+                carry.drain(..p);
+                st.advance(p, carry.len())?;
+            }
+        }
+        let _ = recycle.send(buf);
+    }
+    match st.parse(&carry, true)? {
+        Step::Done(_) => finish(st.doc),
+        Step::NeedMore(p) | Step::AtEvents(p) => {
+            Err(Error::bad_input("unexpected end of input").at(st.base + p as u64))
+        }
+    }
+}
 
 /// The smallest final batch of a stream that is still split across two
 /// threads.
@@ -476,12 +531,12 @@ mod tests {
     #[test]
     fn small_streams_get_small_read_buffers() {
         use input::Encoding::{Gzip, Plain};
-        assert_eq!(stream_chunk(Some(3_532), Plain), 64 << 10);
-        assert_eq!(stream_chunk(Some(512 << 10), Plain), (512 << 10) + 1);
-        assert_eq!(stream_chunk(Some(100_000), Gzip), 800_000);
-        assert_eq!(stream_chunk(Some(1 << 30), Plain), STREAM_CHUNK);
-        assert_eq!(stream_chunk(Some(u64::MAX), Gzip), STREAM_CHUNK);
-        assert_eq!(stream_chunk(None, Plain), STREAM_CHUNK);
+        assert_eq!(stream_buffer(Some(3_532), Plain), 64 << 10);
+        assert_eq!(stream_buffer(Some(512 << 10), Plain), (512 << 10) + 1);
+        assert_eq!(stream_buffer(Some(100_000), Gzip), 800_000);
+        assert_eq!(stream_buffer(Some(1 << 30), Plain), STREAM_BATCH);
+        assert_eq!(stream_buffer(Some(u64::MAX), Gzip), STREAM_BATCH);
+        assert_eq!(stream_buffer(None, Plain), STREAM_BATCH);
     }
 
     /// The fixture's events repeated to about `target` bytes, inside a
@@ -528,6 +583,27 @@ mod tests {
         let cut = &doc[..doc.len() - 100];
         let e = load_reader(Box::new(std::io::Cursor::new(cut.to_vec())), 1 << 20).unwrap_err();
         assert_eq!(e.offset, Some(cut.len() as u64), "{e}");
+    }
+
+    #[test]
+    fn stream_units_longer_than_the_head_room_are_gathered_apart() {
+        // An event of 200 KB (more than the room before a buffer's data)
+        // starting just before the second buffer's end, so that it is
+        // carried over, among small ones; read in buffers of other sizes too.
+        let mut doc = big_doc(3 * STREAM_BATCH + (1 << 20));
+        let long = format!(
+            r#"{{"ph": "X", "cat": "python_function", "name": "{}", "pid": 1, "tid": 1, "ts": 5, "dur": 1}},
+"#,
+            "x".repeat(200 << 10)
+        );
+        let near = 2 * STREAM_BATCH - (100 << 10);
+        let at = near + doc[near..].windows(3).position(|w| w == b"},\n").unwrap() + 3;
+        doc.splice(at..at, long.bytes());
+        let want = summary(&load_bytes(&doc).unwrap());
+        for chunk in [300 << 10, 1 << 20, STREAM_BATCH] {
+            let got = load_reader(Box::new(std::io::Cursor::new(doc.clone())), chunk).unwrap();
+            assert_eq!(summary(&got), want, "chunk {chunk}");
+        }
     }
 
     #[test]
