@@ -302,9 +302,21 @@ pub(super) fn merge_runs(runs: &[Run]) -> impl Iterator<Item = Frame> + '_ {
         }
     }
     let mut iters: Vec<RunIter<'_>> = runs.iter().map(Run::iter).collect();
-    let mut heap: BinaryHeap<Head> =
+    // A run joins the heap only when its first frame is next: runs that
+    // overlap little (frames written late by a step or two) keep the heap
+    // a few runs deep however many there are. Sorted so that the run
+    // starting first is last.
+    let mut waiting: Vec<Head> =
         iters.iter_mut().enumerate().filter_map(|(i, it)| it.next().map(|f| Head(f, i))).collect();
+    waiting.sort_unstable();
+    let mut heap: BinaryHeap<Head> = BinaryHeap::new();
     std::iter::from_fn(move || {
+        while let Some(w) = waiting.last() {
+            if heap.peek().is_some_and(|top| w < top) {
+                break;
+            }
+            heap.extend(waiting.pop());
+        }
         let Head(f, i) = heap.pop()?;
         if let Some(next) = iters[i].next() {
             heap.push(Head(next, i));
