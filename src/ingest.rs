@@ -7,7 +7,6 @@
 use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 
 use rayon::prelude::*;
 
@@ -245,51 +244,31 @@ impl Budget<'_> {
     }
 }
 
-/// A decoded buffer and how many bytes of data it holds after its head room.
-type Filled = (Vec<u8>, usize);
+/// A buffer of `head` bytes of room and then `n` bytes of decoded data,
+/// and the error that stopped the decoder after them, if one did.
+struct Decoded {
+    buf: Vec<u8>,
+    n: usize,
+    err: Option<std::io::Error>,
+}
 
-/// Reads the decoder on a separate thread into recycled buffers of `head`
-/// bytes of room and `data` bytes of data. A buffer keeps its length when
-/// it comes back, so it is zeroed only once.
-fn spawn_reader(
-    mut reader: Box<dyn Read + Send>,
-    head: usize,
-    data: usize,
-) -> (mpsc::Receiver<std::io::Result<Filled>>, mpsc::Sender<Vec<u8>>) {
-    // One buffer queued, one being filled and one being parsed.
-    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Filled>>(1);
-    let (ret_tx, ret_rx) = mpsc::channel::<Vec<u8>>();
-    std::thread::spawn(move || loop {
-        let mut b = ret_rx.try_recv().unwrap_or_default();
-        if b.len() != head + data {
-            b.clear();
-            b.resize(head + data, 0);
+/// Decodes up to `data` bytes into `buf` after `head` bytes of room (a
+/// buffer that comes back with its length is zeroed only once).
+fn decode_into(reader: &mut (dyn Read + Send), mut buf: Vec<u8>, head: usize, data: usize) -> Decoded {
+    if buf.len() != head + data {
+        buf.clear();
+        buf.resize(head + data, 0);
+    }
+    let mut n = 0;
+    while n < data {
+        match reader.read(&mut buf[head + n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Decoded { buf, n, err: Some(e) },
         }
-        let mut n = 0;
-        while n < data {
-            match reader.read(&mut b[head + n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    // Hand over what was decoded before the failure first,
-                    // so the error's offset is where the data really ends.
-                    if n > 0 {
-                        let _ = tx.send(Ok((b, n)));
-                    }
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            }
-        }
-        if n == 0 {
-            return;
-        }
-        if tx.send(Ok((b, n))).is_err() {
-            return;
-        }
-    });
-    (rx, ret_tx)
+    }
+    Decoded { buf, n, err: None }
 }
 
 /// The parsing side of a stream: the document parser and where its
@@ -329,6 +308,32 @@ impl StreamParse {
         self.doc.advance(window, pos, eof, false).map_err(|e| doc_err(e, self.base))
     }
 
+    /// Takes in a buffer's `n` decoded bytes (after `head` bytes of room),
+    /// parsing what is complete once enough is held. `carry` holds the
+    /// unfinished unit the last parse left, or the bytes gathered while too
+    /// few to parse; a short one goes in the buffer's room, so that the
+    /// buffer is parsed where it was decoded.
+    fn take_in(&mut self, carry: &mut Vec<u8>, buf: &mut [u8], head: usize, n: usize) -> Result<()> {
+        let wanted = self.wanted();
+        if carry.len() <= head && carry.len() + n >= wanted {
+            let from = head - carry.len();
+            buf[from..head].copy_from_slice(carry);
+            let window = &buf[from..head + n];
+            let p = step_pos(self.parse(window, false)?);
+            carry.clear();
+            carry.extend_from_slice(&window[p..]);
+            self.advance(p, carry.len())
+        } else {
+            carry.extend_from_slice(&buf[head..head + n]);
+            if carry.len() < wanted {
+                return Ok(());
+            }
+            let p = step_pos(self.parse(carry, false)?);
+            carry.drain(..p);
+            self.advance(p, carry.len())
+        }
+    }
+
     /// Moves past `parsed` bytes, with `left` bytes held unparsed.
     fn advance(&mut self, parsed: usize, left: usize) -> Result<()> {
         self.base += parsed as u64;
@@ -348,9 +353,8 @@ fn step_pos(step: Step) -> usize {
     }
 }
 
-fn load_stream(reader: Box<dyn Read + Send>, buffer: usize, budget: Option<Budget<'_>>) -> Result<Trace> {
+fn load_stream(mut reader: Box<dyn Read + Send>, buffer: usize, budget: Option<Budget<'_>>) -> Result<Trace> {
     let head = buffer.min(STREAM_HEAD);
-    let (rx, recycle) = spawn_reader(reader, head, buffer);
     let mut st = StreamParse {
         doc: DocParser::new(),
         base: 0,
@@ -358,18 +362,14 @@ fn load_stream(reader: Box<dyn Read + Send>, buffer: usize, budget: Option<Budge
         parallel: rayon::current_num_threads() > 1,
         split: Split::default(),
     };
-    // The unfinished unit the last parse left, or the bytes gathered while
-    // too few to parse.
     let mut carry: Vec<u8> = Vec::new();
+    let mut spare: Vec<u8> = Vec::new();
+    let mut next = decode_into(&mut *reader, Vec::new(), head, buffer);
     loop {
-        let (mut buf, n) = match rx.recv() {
-            Ok(Ok(filled)) => filled,
-            Ok(Err(e)) => {
-                return Err(Error::bad_input(format!("corrupt or truncated compressed stream ({e})"))
-                    .at(st.base + carry.len() as u64));
-            }
-            Err(_) => break,
-        };
+        let Decoded { mut buf, n, err } = next;
+        if n == 0 && err.is_none() {
+            break;
+        }
         let decoded = st.base + (carry.len() + n) as u64;
         if budget.as_ref().is_some_and(|b| !b.allows(decoded)) {
             return Err(Error::bad_input(format!(
@@ -378,26 +378,23 @@ fn load_stream(reader: Box<dyn Read + Send>, buffer: usize, budget: Option<Budge
             ))
             .at(decoded));
         }
-        let wanted = st.wanted();
-        if carry.len() <= head && carry.len() + n >= wanted {
-            // The carried unit goes in the head room: the buffer is parsed
-            // where the decoder wrote it.
-            let from = head - carry.len();
-            buf[from..head].copy_from_slice(&carry);
-            let window = &buf[from..head + n];
-            let p = step_pos(st.parse(window, false)?);
-            carry.clear();
-            carry.extend_from_slice(&window[p..]);
-            st.advance(p, carry.len())?;
-        } else {
-            carry.extend_from_slice(&buf[head..head + n]);
-            if carry.len() >= wanted {
-                let p = step_pos(st.parse(&carry, false)?);
-                carry.drain(..p);
-                st.advance(p, carry.len())?;
-            }
+        if let Some(e) = err {
+            // What was decoded before the failure is parsed first, so that
+            // the error's offset is where the data really ends.
+            st.take_in(&mut carry, &mut buf, head, n)?;
+            return Err(Error::bad_input(format!("corrupt or truncated compressed stream ({e})"))
+                .at(st.base + carry.len() as u64));
         }
-        let _ = recycle.send(buf);
+        // The next buffer is decoded while this one is parsed, as one more
+        // task of the pool: the pool's threads share the cores with no
+        // decoder thread competing for them.
+        let (taken, decoded) = rayon::join(
+            || st.take_in(&mut carry, &mut buf, head, n),
+            || decode_into(&mut *reader, std::mem::take(&mut spare), head, buffer),
+        );
+        taken?;
+        spare = buf;
+        next = decoded;
     }
     match st.parse(&carry, true)? {
         Step::Done(_) => finish(st.doc),
