@@ -1,8 +1,8 @@
 //! Ingest: file → [`Trace`]. Picks the reading strategy for an opened input:
 //! a mapped plain file is split at event boundaries and parsed on all cores
 //! (pages released behind the cursor); a compressed or piped stream is
-//! decoded on its own thread into 1 MiB buffers that the tokenizer scans in
-//! place. Errors carry the file name and byte offset.
+//! decoded into 8 MiB buffers, the next one while the current one is parsed
+//! where it was decoded. Errors carry the file name and byte offset.
 
 use std::io::Read;
 use std::path::Path;
@@ -410,10 +410,10 @@ const STREAM_TAIL_BATCH: usize = 1 << 20;
 
 /// Where [`events_in_parallel`] cuts a batch: the share of its bytes the
 /// first half gets, following the two halves' measured speeds. The halves
-/// do not run equally fast: the decoder's thread takes its turns on one of
-/// the two cores, so with an even cut one half waits for the other at every
-/// batch. Where the cut falls changes nothing in the result, only which
-/// thread parses which events.
+/// do not run equally fast: the next buffer is decoded on one of the two
+/// threads as well, so with an even cut one half waits for the other at
+/// every batch. Where the cut falls changes nothing in the result, only
+/// which thread parses which events.
 #[derive(Clone, Copy, Debug)]
 struct Split {
     first_share: f64,
