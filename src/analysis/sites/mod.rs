@@ -372,9 +372,9 @@ fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex, table: &mut S
 /// time (stable: equal times in the order asked), `time` gives each one's
 /// time. The sweep starts at the thread's first frame whatever the first
 /// query, so any run of the sorted queries resolves on its own exactly as
-/// it would within the whole. Returns each query with its
-/// resolution, an id in `stacks` (queries on a thread without frames are
-/// left out: they resolve to nothing).
+/// it would within the whole. Returns each query with its resolution, an
+/// id in `stacks` (queries on a thread without frames are left out: they
+/// resolve to nothing).
 fn resolve_thread_queries(
     trace: &Trace,
     frames: &FrameIndex,

@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 pub use cursor::{FrameCursor, ThreadIter};
-use run::{merge_runs, pack_block, Run};
+use run::{merge_runs_between, pack_block, slice_starts, Run};
 pub use run::{BlockMark, BLOCK};
 
 use super::{Sym, ThreadIdx};
@@ -108,18 +108,7 @@ impl ThreadFrames {
         let ordered = self.runs.windows(2).all(|w| fcmp(w[0].last_ts(), w[1].first_ts()) != Ordering::Greater);
         if !ordered {
             let runs = std::mem::take(&mut self.runs);
-            let mut merged = Vec::new();
-            let mut block: Vec<Frame> = Vec::with_capacity(FLUSH_ROWS);
-            for f in merge_runs(&runs) {
-                block.push(f);
-                if block.len() == FLUSH_ROWS {
-                    merged.push(pack_block(&mut block));
-                }
-            }
-            if !block.is_empty() {
-                merged.push(pack_block(&mut block));
-            }
-            self.runs = merged;
+            self.runs = merge_in_slices(&runs, rayon::current_num_threads() * 2);
         }
         self.runs.shrink_to_fit();
         self.sealed = true;
@@ -128,6 +117,34 @@ impl ThreadFrames {
     fn len(&self) -> usize {
         self.runs.iter().map(|r| r.len).sum::<usize>() + self.pending.len()
     }
+}
+
+/// Merges sorted runs into fresh runs of at most [`FLUSH_ROWS`] frames, in
+/// (start, row) order: cut into up to `pieces` slices of start times that
+/// are merged side by side and then follow one another.
+fn merge_in_slices(runs: &[Run], pieces: usize) -> Vec<Run> {
+    use rayon::prelude::*;
+    let cuts = slice_starts(runs, pieces);
+    let bounds: Vec<(Option<f64>, Option<f64>)> =
+        (0..=cuts.len()).map(|k| (k.checked_sub(1).map(|j| cuts[j]), cuts.get(k).copied())).collect();
+    let parts: Vec<Vec<Run>> = bounds
+        .into_par_iter()
+        .map(|(from, to)| {
+            let mut merged = Vec::new();
+            let mut block: Vec<Frame> = Vec::with_capacity(FLUSH_ROWS);
+            for f in merge_runs_between(runs, from, to) {
+                block.push(f);
+                if block.len() == FLUSH_ROWS {
+                    merged.push(pack_block(&mut block));
+                }
+            }
+            if !block.is_empty() {
+                merged.push(pack_block(&mut block));
+            }
+            merged
+        })
+        .collect();
+    parts.into_iter().flatten().collect()
 }
 
 fn set_bits(words: &[u64]) -> impl Iterator<Item = Sym> + '_ {

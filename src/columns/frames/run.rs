@@ -114,6 +114,8 @@ pub const BLOCK: usize = 512;
 pub struct BlockMark {
     pos: u32,
     verbatim: u32,
+    /// The row before the block's first, as an offset from the run's
+    /// `row_base` (which moves when the run is appended to another store).
     row: u64,
     code: i64,
     /// Start of the first and of the last frame.
@@ -136,7 +138,7 @@ impl Run {
                 run.blocks.push(BlockMark {
                     pos: run.bytes.len() as u32,
                     verbatim: run.verbatim.len() as u32,
-                    row: prev_row,
+                    row: prev_row.wrapping_sub(row_base),
                     code: prev_code,
                     first_ts: f.ts,
                     last_ts: f.ts,
@@ -245,7 +247,7 @@ impl RunIter<'_> {
             Some(m) => {
                 self.pos = m.pos as usize;
                 self.verbatim = m.verbatim as usize;
-                self.row = m.row;
+                self.row = self.run.row_base.wrapping_add(m.row);
                 self.code = m.code;
                 self.left = self.run.len - next * BLOCK;
             }
@@ -281,8 +283,46 @@ pub(super) fn pack_block(block: &mut Vec<Frame>) -> Run {
     Run::pack(block.drain(..), base)
 }
 
-/// The frames of several sorted runs in (start, row) order.
-pub(super) fn merge_runs(runs: &[Run]) -> impl Iterator<Item = Frame> + '_ {
+/// Where a merge of `runs` may be cut into `pieces` independent slices of
+/// start times: starts of blocks at even steps through all the runs'
+/// blocks, ascending in [`fcmp`]'s order (NaN last). Fewer when the runs
+/// have few blocks.
+pub(super) fn slice_starts(runs: &[Run], pieces: usize) -> Vec<f64> {
+    let mut starts: Vec<f64> = runs.iter().flat_map(|r| r.blocks.iter().map(|b| b.first_ts)).collect();
+    starts.sort_unstable_by(|a, b| fcmp(*a, *b));
+    let pieces = pieces.min(starts.len() / 4).max(1);
+    let mut cuts: Vec<f64> = (1..pieces).map(|k| starts[starts.len() * k / pieces]).collect();
+    cuts.dedup_by(|a, b| fcmp(*a, *b) == Ordering::Equal);
+    cuts
+}
+
+/// The frames of several sorted runs whose start is at or after `from` and
+/// before `to` (in [`fcmp`]'s order; `None` for no bound), in (start, row)
+/// order. Blocks that end before `from` are passed over undecoded.
+pub(super) fn merge_runs_between(runs: &[Run], from: Option<f64>, to: Option<f64>) -> impl Iterator<Item = Frame> + '_ {
+    let before_end = move |f: &Frame| to.is_none_or(|t| fcmp(f.ts, t) == Ordering::Less);
+    let mut iters: Vec<RunIter<'_>> = runs.iter().map(Run::iter).collect();
+    let heads: Vec<Option<Frame>> = iters
+        .iter_mut()
+        .map(|it| {
+            if let Some(from) = from {
+                while it.block_ahead().is_some_and(|m| fcmp(m.last_ts, from) == Ordering::Less) {
+                    it.skip_block();
+                }
+            }
+            it.find(|f| from.is_none_or(|from| fcmp(f.ts, from) != Ordering::Less)).filter(before_end)
+        })
+        .collect();
+    merge_heads(iters, heads, before_end)
+}
+
+/// Merges runs' iterators, given the first frame each contributes, while
+/// `keep` accepts the frames that follow.
+fn merge_heads<'a>(
+    mut iters: Vec<RunIter<'a>>,
+    heads: Vec<Option<Frame>>,
+    keep: impl Fn(&Frame) -> bool + 'a,
+) -> impl Iterator<Item = Frame> + 'a {
     struct Head(Frame, usize);
     impl PartialEq for Head {
         fn eq(&self, o: &Self) -> bool {
@@ -301,13 +341,12 @@ pub(super) fn merge_runs(runs: &[Run]) -> impl Iterator<Item = Frame> + '_ {
             fcmp(o.0.ts, self.0.ts).then(o.0.row.cmp(&self.0.row))
         }
     }
-    let mut iters: Vec<RunIter<'_>> = runs.iter().map(Run::iter).collect();
     // A run joins the heap only when its first frame is next: runs that
     // overlap little (frames written late by a step or two) keep the heap
     // a few runs deep however many there are. Sorted so that the run
     // starting first is last.
     let mut waiting: Vec<Head> =
-        iters.iter_mut().enumerate().filter_map(|(i, it)| it.next().map(|f| Head(f, i))).collect();
+        heads.into_iter().enumerate().filter_map(|(i, head)| head.map(|f| Head(f, i))).collect();
     waiting.sort_unstable();
     let mut heap: BinaryHeap<Head> = BinaryHeap::new();
     std::iter::from_fn(move || {
@@ -318,7 +357,7 @@ pub(super) fn merge_runs(runs: &[Run]) -> impl Iterator<Item = Frame> + '_ {
             heap.extend(waiting.pop());
         }
         let Head(f, i) = heap.pop()?;
-        if let Some(next) = iters[i].next() {
+        if let Some(next) = iters[i].next().filter(&keep) {
             heap.push(Head(next, i));
         }
         Some(f)

@@ -174,3 +174,37 @@ fn parallel_filter_finds_the_same_frames_as_reading_in_order() {
     assert!(!want.is_empty());
     assert_eq!(got.iter().map(key).collect::<Vec<_>>(), want.iter().map(key).collect::<Vec<_>>());
 }
+
+#[test]
+fn merges_cut_in_slices_give_the_frames_of_one_merge() {
+    // Runs of two builders, the second's appended (its rows and names
+    // translated), out-of-order starts with NaNs and signed zeros: a merge
+    // cut in slices of start times (which passes over blocks before its
+    // slice) gives the same frames, rows included, as one merge.
+    let rows: Vec<FrameRow> = (0..120_000).map(|i| FrameRow { thread: 0, ..row(i) }).collect();
+    let mut a = FrameStore::default();
+    let mut b = FrameStore::default();
+    for (i, r) in rows.iter().enumerate() {
+        if i < 50_001 {
+            a.push(*r);
+        } else {
+            b.push(*r);
+        }
+    }
+    let sym: Vec<Sym> = (0..7).collect();
+    a.append_mapped(b, &sym, &[0]);
+    a.flush_all();
+    let runs = &a.threads[0].runs;
+    let read = |runs: Vec<Run>| -> Vec<(u64, u64, Sym)> {
+        runs.iter().flat_map(|r| r.iter()).map(|f| (f.row, f.ts.to_bits(), f.name)).collect()
+    };
+    let one = read(merge_in_slices(runs, 1));
+    assert_eq!(one.len(), rows.len());
+    for (row, _, name) in &one {
+        assert_eq!(rows[*row as usize].name, *name, "row {row}");
+    }
+    for pieces in [2, 3, 8, 64] {
+        assert!(!slice_starts(runs, pieces).is_empty());
+        assert_eq!(read(merge_in_slices(runs, pieces)), one, "{pieces} slices");
+    }
+}
