@@ -372,9 +372,9 @@ fn build_stack_display(active: &[ActiveFrame], names: &FrameIndex, table: &mut S
 /// time (stable: equal times in the order asked), `time` gives each one's
 /// time. The sweep starts at the thread's first frame whatever the first
 /// query, so any run of the sorted queries resolves on its own exactly as
-/// it would within the whole. Returns each query with its resolution, an
-/// id in `stacks` (queries on a thread without frames are left out: they
-/// resolve to nothing).
+/// it would within the whole. Returns the resolution of each query, in
+/// the order given, as an id in `stacks` (none at all on a thread without
+/// frames: its queries resolve to nothing).
 fn resolve_thread_queries(
     trace: &Trace,
     frames: &FrameIndex,
@@ -382,7 +382,7 @@ fn resolve_thread_queries(
     queries: &[u32],
     time: impl Fn(u32) -> f64,
     stacks: &mut StackTable,
-) -> Vec<(u32, Resolved)> {
+) -> Vec<Resolved> {
     if queries.is_empty() || trace.frames.thread_len(thread) == 0 {
         return Vec::new();
     }
@@ -395,7 +395,7 @@ fn resolve_thread_queries(
         // Equal times (0.0 == -0.0 included) share one resolution.
         if let Some((t, r)) = last {
             if t == ts {
-                out.push((qid, r));
+                out.push(r);
                 continue;
             }
         }
@@ -426,7 +426,7 @@ fn resolve_thread_queries(
             stack: build_stack_display(&active, frames, stacks),
         });
         let resolution = stacks.resolved(chosen);
-        out.push((qid, resolution));
+        out.push(resolution);
         last = Some((ts, resolution));
     }
     out
@@ -516,34 +516,30 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
     // A thread's queries are sorted by time (stable: equal times keep the
     // order asked) and cut into runs that are swept side by side, each into
     // a stack table of its own; the tables are then joined in order.
-    let swept: Vec<(Vec<(u32, Resolved)>, StackTable)> = {
-        use rayon::prelude::*;
-        let mut threads: Vec<(ThreadIdx, Vec<u32>)> = queries.into_iter().collect();
-        threads.par_iter_mut().for_each(|(_, q)| {
-            // The ids were pushed in ascending order, so ordering by (time,
-            // id) is the stable order by time; the times are read once.
-            let mut keyed: Vec<(u64, u32)> = q.iter().map(|&id| (fcmp_key(time(id)), id)).collect();
-            keyed.sort_unstable();
-            q.clear();
-            q.extend(keyed.into_iter().map(|(_, id)| id));
-        });
-        let runs: Vec<(ThreadIdx, &[u32])> =
-            threads.iter().flat_map(|(thread, q)| q.chunks(QUERY_RUN).map(move |run| (*thread, run))).collect();
-        runs.into_par_iter()
-            .map(|(thread, run)| {
-                let mut local = StackTable::default();
-                (resolve_thread_queries(trace, &index.frames, thread, run, time, &mut local), local)
-            })
-            .collect()
-    };
+    use rayon::prelude::*;
+    let mut threads: Vec<(ThreadIdx, Vec<u32>)> = queries.into_iter().collect();
+    // The ids were pushed in ascending order, so ordering by (time, id) is
+    // the stable order by time; sorted in place (no copy of the ids).
+    threads.par_iter_mut().for_each(|(_, q)| q.par_sort_unstable_by_key(|&id| (fcmp_key(time(id)), id)));
+    let runs: Vec<(ThreadIdx, &[u32])> =
+        threads.iter().flat_map(|(thread, q)| q.chunks(QUERY_RUN).map(move |run| (*thread, run))).collect();
+    let swept: Vec<(&[u32], Vec<Resolved>, StackTable)> = runs
+        .into_par_iter()
+        .map(|(thread, run)| {
+            let mut local = StackTable::default();
+            let answers = resolve_thread_queries(trace, &index.frames, thread, run, time, &mut local);
+            (run, answers, local)
+        })
+        .collect();
     let mut stacks = StackTable::default();
     let mut resolved: Vec<Resolved> = vec![Resolved::NONE; 2 * kernels.len()];
-    for (answers, local) in swept {
+    for (run, answers, local) in swept {
         let ids = stacks.absorb(local);
-        for (q, r) in answers {
+        for (&q, r) in run.iter().zip(answers) {
             resolved[q as usize] = ids.get(r.0 as usize).copied().unwrap_or(Resolved::NONE);
         }
     }
+    drop(threads);
 
     // Kernels are found by where their canonical name lives (a shared text,
     // also the key), so each distinct name is hashed once.
@@ -657,7 +653,14 @@ mod tests {
         let mut r = vec![Resolved::NONE; 6];
         let mut queries: Vec<u32> = (0..6).collect();
         queries.sort_by(|&a, &b| fcmp(times[a as usize], times[b as usize]));
-        for (q, x) in resolve_thread_queries(&trace, &frames, thread, &queries, |q| times[q as usize], &mut stacks) {
+        for (&q, x) in queries.iter().zip(resolve_thread_queries(
+            &trace,
+            &frames,
+            thread,
+            &queries,
+            |q| times[q as usize],
+            &mut stacks,
+        )) {
             r[q as usize] = x;
         }
         let r: Vec<Option<FrameResolution>> = r.into_iter().map(|x| stacks.resolution(x)).collect();
@@ -691,10 +694,10 @@ mod tests {
         let times: Vec<f64> = (0..2000).map(|_| (rng() % 4000) as f64 * 1.5 - 100.0).collect();
         let mut queries: Vec<u32> = (0..times.len() as u32).collect();
         queries.sort_by(|&a, &b| fcmp(times[a as usize], times[b as usize]));
-        let shown = |answers: Vec<(u32, Resolved)>, stacks: &StackTable| -> Vec<(u32, Option<(Sym, String)>)> {
+        let shown = |answers: Vec<Resolved>, stacks: &StackTable| -> Vec<Option<(Sym, String)>> {
             answers
                 .into_iter()
-                .map(|(q, r)| (q, stacks.resolution(r).map(|x| (x.location, stacks.text(x.stack).to_string()))))
+                .map(|r| stacks.resolution(r).map(|x| (x.location, stacks.text(x.stack).to_string())))
                 .collect()
         };
         let mut stacks = StackTable::default();
@@ -702,7 +705,7 @@ mod tests {
             resolve_thread_queries(&trace, &frames, thread, &queries, |q| times[q as usize], &mut stacks),
             &stacks,
         );
-        assert!(whole.iter().filter(|(_, r)| r.is_some()).count() > 1000);
+        assert!(whole.iter().filter(|r| r.is_some()).count() > 1000);
         for run in [1, 2, 3, 64, 700] {
             let mut joined = StackTable::default();
             let mut parts = Vec::new();
@@ -710,9 +713,7 @@ mod tests {
                 let mut local = StackTable::default();
                 let answers = resolve_thread_queries(&trace, &frames, thread, part, |q| times[q as usize], &mut local);
                 let ids = joined.absorb(local);
-                parts.extend(
-                    answers.into_iter().map(|(q, r)| (q, ids.get(r.0 as usize).copied().unwrap_or(Resolved::NONE))),
-                );
+                parts.extend(answers.into_iter().map(|r| ids.get(r.0 as usize).copied().unwrap_or(Resolved::NONE)));
             }
             assert_eq!(shown(parts, &joined), whole, "runs of {run}");
         }
