@@ -410,10 +410,11 @@ const STREAM_TAIL_BATCH: usize = 1 << 20;
 
 /// Where [`events_in_parallel`] cuts a batch: the share of its bytes the
 /// first half gets, following the two halves' measured speeds. The halves
-/// do not run equally fast: the next buffer is decoded on one of the two
-/// threads as well, so with an even cut one half waits for the other at
-/// every batch. Where the cut falls changes nothing in the result, only
-/// which thread parses which events.
+/// do not run equally fast: the second half usually runs on the thread
+/// that has just decoded the next buffer, so with an even cut the first
+/// would wait for it at every batch (the first half settles at about 70 %
+/// of a gzip batch and 74 % of a zstd one). Where the cut falls changes
+/// nothing in the result, only which thread parses which events.
 #[derive(Clone, Copy, Debug)]
 struct Split {
     first_share: f64,
@@ -428,8 +429,8 @@ impl Default for Split {
 impl Split {
     /// Shares are kept within these bounds, so that one slow batch cannot
     /// leave a half with almost nothing to do.
-    const MIN: f64 = 0.3;
-    const MAX: f64 = 0.7;
+    const MIN: f64 = 0.1;
+    const MAX: f64 = 0.9;
 
     /// Learns from one batch: `a` and `b` are the (bytes, seconds) of each half.
     fn observe(&mut self, a: (usize, f64), b: (usize, f64)) {
