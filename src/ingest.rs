@@ -388,13 +388,13 @@ fn load_stream(mut reader: Box<dyn Read + Send>, buffer: usize, budget: Option<B
         // The next buffer is decoded while this one is parsed, as one more
         // task of the pool: the pool's threads share the cores with no
         // decoder thread competing for them.
-        let (taken, decoded) = rayon::join(
+        let (taken, following) = rayon::join(
             || st.take_in(&mut carry, &mut buf, head, n),
             || decode_into(&mut *reader, std::mem::take(&mut spare), head, buffer),
         );
         taken?;
         spare = buf;
-        next = decoded;
+        next = following;
     }
     match st.parse(&carry, true)? {
         Step::Done(_) => finish(st.doc),
