@@ -303,7 +303,7 @@ impl StreamParse {
         let batch = if eof { STREAM_TAIL_BATCH } else { STREAM_BATCH };
         let mut pos = 0;
         if self.doc.events_state().is_some() && self.parallel && window.len() >= batch {
-            pos = events_in_parallel(window, 0, &mut self.doc, &mut self.split).map_err(|e| doc_err(e, self.base))?;
+            pos = events_in_parallel(window, &mut self.doc, &mut self.split).map_err(|e| doc_err(e, self.base))?;
         }
         self.doc.advance(window, pos, eof, false).map_err(|e| doc_err(e, self.base))
     }
@@ -319,7 +319,7 @@ impl StreamParse {
             let from = head - carry.len();
             buf[from..head].copy_from_slice(carry);
             let window = &buf[from..head + n];
-            let p = step_pos(self.parse(window, false)?);
+            let p = self.parse(window, false)?.pos();
             carry.clear();
             carry.extend_from_slice(&window[p..]);
             self.advance(p, carry.len())
@@ -328,7 +328,7 @@ impl StreamParse {
             if carry.len() < wanted {
                 return Ok(());
             }
-            let p = step_pos(self.parse(carry, false)?);
+            let p = self.parse(carry, false)?.pos();
             carry.drain(..p);
             self.advance(p, carry.len())
         }
@@ -344,12 +344,6 @@ impl StreamParse {
         }
         self.retry_at = left.saturating_mul(2).min(MAX_UNIT_BYTES + 1);
         Ok(())
-    }
-}
-
-fn step_pos(step: Step) -> usize {
-    match step {
-        Step::Done(p) | Step::NeedMore(p) | Step::AtEvents(p) => p,
     }
 }
 
@@ -443,22 +437,17 @@ impl Split {
     }
 }
 
-/// Parses the complete events of `window[pos..]` on two threads: the first
+/// Parses the complete events of `window` on two threads: the first
 /// half goes on into the parser's own builder; the second starts at a
 /// guessed event boundary (placed as `split` says), in a builder of its own
 /// that is appended only if the first half stopped exactly there. Returns
 /// the position after the last complete event (or after `]`) and updates
 /// the parser's state.
-fn events_in_parallel(
-    window: &[u8],
-    pos: usize,
-    doc: &mut DocParser,
-    split: &mut Split,
-) -> std::result::Result<usize, DocError> {
-    let Some((first, top_array)) = doc.events_state() else { return Ok(pos) };
+fn events_in_parallel(window: &[u8], doc: &mut DocParser, split: &mut Split) -> std::result::Result<usize, DocError> {
+    let Some((first, top_array)) = doc.events_state() else { return Ok(0) };
     let from = if first { EventsFrom::AfterOpen } else { EventsFrom::AfterEvent };
-    let mid = pos + ((window.len() - pos) as f64 * split.first_share) as usize;
-    let Some(cut) = find_event_boundary(window, mid, 8 << 20) else { return Ok(pos) };
+    let mid = (window.len() as f64 * split.first_share) as usize;
+    let Some(cut) = find_event_boundary(window, mid, 8 << 20) else { return Ok(0) };
     // Each half packs its Python frames where it was parsed, so that the
     // merge below only moves packed runs.
     let timed = |r: std::result::Result<Partial, DocError>, t: std::time::Instant| {
@@ -472,7 +461,7 @@ fn events_in_parallel(
     // the wait before a core takes it up.
     let t = std::time::Instant::now();
     let (a, b) = rayon::join(
-        || timed(parse_events_partial(window, pos, from, cut, own), t),
+        || timed(parse_events_partial(window, 0, from, cut, own), t),
         || timed(parse_events_partial(window, cut, EventsFrom::AtEvent, usize::MAX, ColumnsBuilder::new()), t),
     );
     let (a, a_secs) = a?;
@@ -482,14 +471,14 @@ fn events_in_parallel(
     if a.declined_at == Some(cut) {
         let (b, b_secs) = b?;
         if let Some(e) = b.end {
-            split.observe((cut - pos, a_secs), (e - cut, b_secs));
+            split.observe((cut, a_secs), (e - cut, b_secs));
             end = b.end;
             ended = b.ended;
         }
         doc.builder.merge(b.builder);
     }
     match end {
-        None => Ok(pos),
+        None => Ok(0),
         Some(e) => {
             if ended {
                 doc.resume_after_events(top_array);

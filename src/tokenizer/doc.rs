@@ -37,6 +37,15 @@ pub enum Step {
     Done(usize),
 }
 
+impl Step {
+    /// The position every step carries: where parsing resumes (or ended).
+    pub fn pos(self) -> usize {
+        match self {
+            Step::NeedMore(p) | Step::AtEvents(p) | Step::Done(p) => p,
+        }
+    }
+}
+
 /// A malformed document: window position and message.
 #[derive(Debug, PartialEq)]
 pub struct DocError {

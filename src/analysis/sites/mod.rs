@@ -469,10 +469,10 @@ const QUERY_RUN: usize = 1 << 15;
 
 /// The reference's `aggregate_kernel_sites` over `kernels`.
 pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&KernelEvent]) -> SiteStats {
+    use rayon::prelude::*;
     // Per kernel: rows of its CPU op and launch call (found once, used
     // twice), `NO_ROW` for none.
     let found: Vec<(u32, u32)> = {
-        use rayon::prelude::*;
         let pack = |r: Option<u32>| r.unwrap_or(NO_ROW);
         kernels
             .par_chunks(1 << 12)
@@ -516,7 +516,6 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
     // A thread's queries are sorted by time (stable: equal times keep the
     // order asked) and cut into runs that are swept side by side, each into
     // a stack table of its own; the tables are then joined in order.
-    use rayon::prelude::*;
     let mut threads: Vec<(ThreadIdx, Vec<u32>)> = queries.into_iter().collect();
     // The ids were pushed in ascending order, so ordering by (time, id) is
     // the stable order by time; sorted in place (no copy of the ids).
