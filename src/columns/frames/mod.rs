@@ -8,10 +8,13 @@
 //! in a side table. `run` packs and decodes, `cursor` reads.
 //!
 //! Frames arrive in trace order. Each thread's pending rows are sorted and
-//! packed into a run every `FLUSH_ROWS` rows; runs from another builder
-//! keep their symbol translation table instead of being re-packed. At
-//! [`FrameStore::seal`] a thread whose runs overlap in time is merged into
-//! fresh runs, so a sealed thread reads as one sorted sequence.
+//! packed into a run every `FLUSH_ROWS` rows, all but the `HOLD_ROWS` that
+//! start last, which wait for the next run (a frame written late, as a
+//! step's own frame is, still lands among the frames it encloses); runs
+//! from another builder keep their symbol translation table instead of
+//! being re-packed. At [`FrameStore::seal`] each group of a thread's runs
+//! that overlap in time is merged into fresh runs, so a sealed thread reads
+//! as one sorted sequence.
 
 mod cursor;
 mod run;
@@ -63,6 +66,12 @@ const FLUSH_ROWS: usize = 1 << 14;
 /// All threads' pending rows are packed once there are this many in total
 /// (8 MiB of rows).
 const FLUSH_TOTAL: usize = 1 << 18;
+/// Rows with the latest starts that a busy thread's flush leaves pending,
+/// so that a frame written up to this many rows after frames that start
+/// later than it (an enclosing step's frame, written when the step ends)
+/// still lands in the run that holds them, and the thread's runs follow
+/// one another in time instead of having to be merged.
+const HOLD_ROWS: usize = FLUSH_ROWS / 4;
 /// Threads that may keep their emptied row buffer after a flush, so that
 /// the buffers a store keeps stay within [`FLUSH_TOTAL`] rows however many
 /// threads a trace has.
@@ -85,30 +94,50 @@ struct ThreadFrames {
 }
 
 impl ThreadFrames {
+    /// Packs every pending row.
     fn flush(&mut self) {
-        if self.pending.is_empty() {
+        self.flush_keeping(0);
+    }
+
+    /// Packs the pending rows but the `hold` that start last, which stay
+    /// pending (in start order, ahead of the rows still to come).
+    fn flush_keeping(&mut self, hold: usize) {
+        if self.pending.len() <= hold {
             return;
         }
-        // Pending rows are in trace order: a stable sort by start leaves
-        // equal starts in row order. Packing empties the buffer but keeps
-        // its capacity for the thread's next rows: a fresh buffer would be
-        // mapped and faulted in again at every flush.
+        // Pending rows are in trace order, or held rows (each sorted after
+        // every row packed beside it) and then rows in trace order: a
+        // stable sort by start leaves equal starts in (start, row) order.
+        // Packing empties the buffer but keeps its capacity for the
+        // thread's next rows: a fresh buffer would be mapped and faulted in
+        // again at every flush.
         self.pending.sort_by(|a, b| fcmp(a.ts, b.ts));
+        let held = self.pending.split_off(self.pending.len() - hold);
         self.runs.push(pack_block(&mut self.pending));
+        self.pending.extend(held);
         self.sealed = false;
     }
 
-    /// Packs what is pending and, if runs overlap in time, merges them into
-    /// fresh runs of at most [`FLUSH_ROWS`] frames each.
+    /// Packs what is pending and merges each group of runs that overlap
+    /// in time into fresh runs of at most [`FLUSH_ROWS`] frames each.
+    /// Runs are in the order they were packed and appended: a run's rows
+    /// that start at the same time as rows of a later run come first in
+    /// the trace too.
     fn seal(&mut self) {
         self.flush();
         self.pending = Vec::new();
         self.kept_buffer = false;
-        self.runs.sort_by_key(|r| r.row_base);
-        let ordered = self.runs.windows(2).all(|w| fcmp(w[0].last_ts(), w[1].first_ts()) != Ordering::Greater);
-        if !ordered {
-            let runs = std::mem::take(&mut self.runs);
-            self.runs = merge_in_slices(&runs, rayon::current_num_threads() * 2);
+        let groups = overlapping_groups(&self.runs);
+        if groups.len() < self.runs.len() {
+            let mut runs = std::mem::take(&mut self.runs).into_iter();
+            let pieces = rayon::current_num_threads() * 2;
+            for group in groups {
+                let many: Vec<Run> = runs.by_ref().take(group.len()).collect();
+                match many.len() {
+                    1 => self.runs.extend(many),
+                    _ => self.runs.extend(merge_in_slices(&many, pieces)),
+                }
+            }
         }
         self.runs.shrink_to_fit();
         self.sealed = true;
@@ -117,6 +146,25 @@ impl ThreadFrames {
     fn len(&self) -> usize {
         self.runs.iter().map(|r| r.len).sum::<usize>() + self.pending.len()
     }
+}
+
+/// The runs, in order, cut into groups that follow one another in time:
+/// a run starts a new group when it starts at or after the end of every
+/// run before it (in [`fcmp`]'s order).
+fn overlapping_groups(runs: &[Run]) -> Vec<std::ops::Range<usize>> {
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut latest: Option<f64> = None;
+    for (i, run) in runs.iter().enumerate() {
+        match (groups.last_mut(), latest) {
+            (Some(g), Some(t)) if fcmp(t, run.first_ts()) == Ordering::Greater => g.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+        let last = run.last_ts();
+        if latest.is_none_or(|t| fcmp(last, t) == Ordering::Greater) {
+            latest = Some(last);
+        }
+    }
+    groups
 }
 
 /// Merges sorted runs into fresh runs of at most [`FLUSH_ROWS`] frames, in
@@ -181,19 +229,21 @@ impl FrameStore {
         self.len += 1;
         self.pending += 1;
         if th.pending.len() >= FLUSH_ROWS {
-            self.pending -= th.pending.len();
-            th.flush();
-            // A busy thread keeps its buffer for its next rows (a fresh one
-            // would be faulted in again at every flush), as long as few
-            // threads do.
-            if !th.kept_buffer {
-                if self.kept < KEPT_BUFFERS {
-                    th.kept_buffer = true;
-                    self.kept += 1;
-                } else {
-                    th.pending = Vec::new();
-                }
+            // A busy thread keeps its buffer, and the rows it holds back,
+            // for its next rows (a fresh buffer would be faulted in again
+            // at every flush), as long as few threads do.
+            if !th.kept_buffer && self.kept < KEPT_BUFFERS {
+                th.kept_buffer = true;
+                self.kept += 1;
             }
+            let before = th.pending.len();
+            if th.kept_buffer {
+                th.flush_keeping(HOLD_ROWS);
+            } else {
+                th.flush();
+                th.pending = Vec::new();
+            }
+            self.pending -= before - th.pending.len();
         } else if self.pending >= FLUSH_TOTAL {
             self.flush_all();
         }

@@ -208,3 +208,76 @@ fn merges_cut_in_slices_give_the_frames_of_one_merge() {
         assert_eq!(read(merge_in_slices(runs, pieces)), one, "{pieces} slices");
     }
 }
+
+/// Frames as a profiler writes steps: each step's frames in start order,
+/// then the step's own frame, which starts before all of them.
+fn stepped_rows(steps: u32, per_step: u32) -> Vec<FrameRow> {
+    let mut rows = Vec::new();
+    for s in 0..steps {
+        let start = f64::from(s * (per_step + 2)) * 10.0;
+        for i in 0..per_step {
+            rows.push(FrameRow { name: 1, thread: 0, ts: start + f64::from(i + 1) * 10.0, dur: 5.0, complete: true });
+        }
+        rows.push(FrameRow { name: 2, thread: 0, ts: start, dur: f64::from(per_step + 1) * 10.0, complete: true });
+    }
+    rows
+}
+
+/// Frames as (row, bits of the start).
+type RowStarts = Vec<(u64, u64)>;
+
+/// The store's frames of thread 0, and the same rows sorted by (start, row)
+/// as the reference order.
+fn read_and_expected(s: &FrameStore, rows: &[FrameRow]) -> (RowStarts, RowStarts) {
+    let got: Vec<(u64, u64)> = s.thread(0).map(|f| (f.row, f.ts.to_bits())).collect();
+    let mut want: Vec<(u64, f64)> = rows.iter().enumerate().map(|(i, r)| (i as u64, r.ts)).collect();
+    want.sort_by(|a, b| fcmp(a.1, b.1).then(a.0.cmp(&b.0)));
+    (got, want.into_iter().map(|(row, ts)| (row, ts.to_bits())).collect())
+}
+
+#[test]
+fn frames_written_late_within_the_held_rows_need_no_merge() {
+    // 400 frames a step: a step's frame is never more than 401 rows late,
+    // so the runs packed at each flush already follow one another in time
+    // and are kept as packed (merged runs would hold FLUSH_ROWS frames).
+    let rows = stepped_rows(200, 400);
+    let mut s = FrameStore::default();
+    for r in &rows {
+        s.push(*r);
+    }
+    s.seal();
+    let runs = &s.threads[0].runs;
+    assert!(runs.len() > 4);
+    assert!(runs[..runs.len() - 1].iter().all(|r| r.len == FLUSH_ROWS - HOLD_ROWS), "runs were merged");
+    let (got, want) = read_and_expected(&s, &rows);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn only_the_runs_that_overlap_are_merged() {
+    // Two builders cut inside a step: the second's first run starts with
+    // the step's frame, before the first builder's last frames. Only the
+    // runs around the cut are merged; the order is that of one merge.
+    let rows = stepped_rows(200, 400);
+    let cut = 40_000 + 200;
+    let mut a = FrameStore::default();
+    let mut b = FrameStore::default();
+    for (i, r) in rows.iter().enumerate() {
+        if i < cut {
+            a.push(*r);
+        } else {
+            b.push(*r);
+        }
+    }
+    let sym: Vec<Sym> = (0..3).collect();
+    a.append_mapped(b, &sym, &[0]);
+    let packed: Vec<usize> = a.threads[0].runs.iter().map(|r| r.len).collect();
+    let groups = overlapping_groups(&a.threads[0].runs);
+    assert!(groups.len() > 2 && groups.len() < packed.len(), "{groups:?}");
+    a.seal();
+    let sealed: Vec<usize> = a.threads[0].runs.iter().map(|r| r.len).collect();
+    assert_eq!(sealed[..2], packed[..2], "runs before the cut were re-packed");
+    assert_eq!(sealed[sealed.len() - 2..], packed[packed.len() - 2..], "runs after the cut were re-packed");
+    let (got, want) = read_and_expected(&a, &rows);
+    assert_eq!(got, want);
+}
