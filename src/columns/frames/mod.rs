@@ -23,7 +23,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 pub use cursor::{FrameCursor, ThreadIter};
-use run::{merge_runs_between, pack_block, slice_starts, Run};
+use run::{merge_runs_between, pack_block, pack_front, slice_starts, Run};
 pub use run::{BlockMark, BLOCK};
 
 use super::{Sym, ThreadIdx};
@@ -60,8 +60,8 @@ impl Frame {
     }
 }
 
-/// Pending rows of one thread packed into a run once there are this many
-/// (512 KiB of rows).
+/// Pending rows of one thread packed into a run, all but [`HOLD_ROWS`],
+/// once there are this many (512 KiB of rows).
 const FLUSH_ROWS: usize = 1 << 14;
 /// All threads' pending rows are packed once there are this many in total
 /// (8 MiB of rows).
@@ -112,9 +112,8 @@ impl ThreadFrames {
         // thread's next rows: a fresh buffer would be mapped and faulted in
         // again at every flush.
         self.pending.sort_by(|a, b| fcmp(a.ts, b.ts));
-        let held = self.pending.split_off(self.pending.len() - hold);
-        self.runs.push(pack_block(&mut self.pending));
-        self.pending.extend(held);
+        let packed = self.pending.len() - hold;
+        self.runs.push(pack_front(&mut self.pending, packed));
         self.sealed = false;
     }
 

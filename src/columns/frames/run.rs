@@ -278,9 +278,17 @@ impl Iterator for RunIter<'_> {
     }
 }
 
+/// Packs and removes all of `block` (sorted by (start, row)).
 pub(super) fn pack_block(block: &mut Vec<Frame>) -> Run {
-    let base = block.iter().map(|f| f.row).min().unwrap_or(0);
-    Run::pack(block.drain(..), base)
+    pack_front(block, block.len())
+}
+
+/// Packs and removes the first `n` frames of `block` (sorted by (start,
+/// row)); the rest move to its front.
+pub(super) fn pack_front(block: &mut Vec<Frame>, n: usize) -> Run {
+    let n = n.min(block.len());
+    let base = block[..n].iter().map(|f| f.row).min().unwrap_or(0);
+    Run::pack(block.drain(..n), base)
 }
 
 /// Where a merge of `runs` may be cut into `pieces` independent slices of
