@@ -268,6 +268,16 @@ struct StackTable {
     resolution_ids: FxHashMap<(Sym, u32), u32>,
 }
 
+/// What the [`Resolved`] ids of an absorbed table are in the table that
+/// absorbed it.
+struct Absorbed(Vec<Resolved>);
+
+impl Absorbed {
+    fn get(&self, r: Resolved) -> Resolved {
+        self.0.get(r.0 as usize).copied().unwrap_or(Resolved::NONE)
+    }
+}
+
 /// The frame names a stack shows, and how many of the four are used.
 type StackKey = ([Sym; 4], u8);
 
@@ -287,14 +297,18 @@ impl StackTable {
     /// Takes in the stacks and resolutions of a table filled elsewhere
     /// (one thread's sweep); returns what each of its [`Resolved`] ids is
     /// here.
-    fn absorb(&mut self, other: StackTable) -> Vec<Resolved> {
+    fn absorb(&mut self, other: StackTable) -> Absorbed {
         let stack_ids: Vec<u32> =
             other.keys.into_iter().zip(other.texts).map(|(key, text)| self.intern(key, || text)).collect();
-        other
-            .resolutions
-            .into_iter()
-            .map(|r| self.resolved(Some(FrameResolution { location: r.location, stack: stack_ids[r.stack as usize] })))
-            .collect()
+        Absorbed(
+            other
+                .resolutions
+                .into_iter()
+                .map(|r| {
+                    self.resolved(Some(FrameResolution { location: r.location, stack: stack_ids[r.stack as usize] }))
+                })
+                .collect(),
+        )
     }
 
     fn text(&self, id: u32) -> &str {
@@ -535,7 +549,7 @@ pub fn aggregate_kernel_sites(trace: &Trace, index: &SiteIndex, kernels: &[&Kern
     for (run, answers, local) in swept {
         let ids = stacks.absorb(local);
         for (&q, r) in run.iter().zip(answers) {
-            resolved[q as usize] = ids.get(r.0 as usize).copied().unwrap_or(Resolved::NONE);
+            resolved[q as usize] = ids.get(r);
         }
     }
     drop(threads);
@@ -712,7 +726,7 @@ mod tests {
                 let mut local = StackTable::default();
                 let answers = resolve_thread_queries(&trace, &frames, thread, part, |q| times[q as usize], &mut local);
                 let ids = joined.absorb(local);
-                parts.extend(answers.into_iter().map(|r| ids.get(r.0 as usize).copied().unwrap_or(Resolved::NONE)));
+                parts.extend(answers.into_iter().map(|r| ids.get(r)));
             }
             assert_eq!(shown(parts, &joined), whole, "runs of {run}");
         }

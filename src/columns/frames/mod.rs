@@ -23,7 +23,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 pub use cursor::{FrameCursor, ThreadIter};
-use run::{merge_runs_between, pack_block, pack_front, slice_starts, Run};
+use run::{merge_runs_between, pack_front, pack_in_runs, slice_starts, Run};
 pub use run::{BlockMark, BLOCK};
 
 use super::{Sym, ThreadIdx};
@@ -178,16 +178,7 @@ fn merge_in_slices(runs: &[Run], pieces: usize) -> Vec<Run> {
         .into_par_iter()
         .map(|(from, to)| {
             let mut merged = Vec::new();
-            let mut block: Vec<Frame> = Vec::with_capacity(FLUSH_ROWS);
-            for f in merge_runs_between(runs, from, to) {
-                block.push(f);
-                if block.len() == FLUSH_ROWS {
-                    merged.push(pack_block(&mut block));
-                }
-            }
-            if !block.is_empty() {
-                merged.push(pack_block(&mut block));
-            }
+            pack_in_runs(merge_runs_between(runs, from, to), FLUSH_ROWS, |run| merged.push(run));
             merged
         })
         .collect();
@@ -298,18 +289,8 @@ impl FrameStore {
     /// the same number on every machine. Packs one run at a time.
     pub fn packed_bytes(&self) -> usize {
         let mut total = self.threads.len() * std::mem::size_of::<ThreadFrames>() + self.names.len() * 8;
-        let mut block: Vec<Frame> = Vec::with_capacity(STATS_RUN_ROWS.min(self.len));
-        let pack = |block: &mut Vec<Frame>| pack_block(block).heap_bytes() + std::mem::size_of::<Run>();
         for t in self.threads() {
-            for f in self.thread(t) {
-                block.push(f);
-                if block.len() == STATS_RUN_ROWS {
-                    total += pack(&mut block);
-                }
-            }
-            if !block.is_empty() {
-                total += pack(&mut block);
-            }
+            pack_in_runs(self.thread(t), STATS_RUN_ROWS, |run| total += run.heap_bytes() + std::mem::size_of::<Run>());
         }
         total
     }

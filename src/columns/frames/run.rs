@@ -278,9 +278,21 @@ impl Iterator for RunIter<'_> {
     }
 }
 
-/// Packs and removes all of `block` (sorted by (start, row)).
-pub(super) fn pack_block(block: &mut Vec<Frame>) -> Run {
-    pack_front(block, block.len())
+/// Packs `frames` (sorted by (start, row)) into runs of at most `rows`
+/// frames each, handing each run to `each` as soon as it is packed: only
+/// one run's frames are held unpacked at a time.
+pub(super) fn pack_in_runs(frames: impl Iterator<Item = Frame>, rows: usize, mut each: impl FnMut(Run)) {
+    let mut block: Vec<Frame> = Vec::new();
+    for f in frames {
+        block.push(f);
+        if block.len() == rows {
+            each(pack_front(&mut block, rows));
+        }
+    }
+    if !block.is_empty() {
+        let n = block.len();
+        each(pack_front(&mut block, n));
+    }
 }
 
 /// Packs and removes the first `n` frames of `block` (sorted by (start,
