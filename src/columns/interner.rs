@@ -19,6 +19,25 @@ pub struct Interner {
     map: HashMap<Arc<str>, Sym>,
     strings: Vec<Arc<str>>,
     bytes: usize,
+    /// Direct-mapped memo of recent lookups, by [`memo_slot`]: a trace
+    /// repeats a few hundred names millions of times, and a hit costs one
+    /// compare instead of hashing the whole string and probing the table.
+    memo: Vec<Sym>,
+}
+
+/// Entries of [`Interner::memo`].
+const MEMO_SLOTS: usize = 1024;
+
+/// The memo slot of `s`: from its length and its first and last eight
+/// bytes (names that share both ends and length share a slot, and the
+/// compare tells them apart).
+#[inline(always)]
+fn memo_slot(s: &[u8]) -> usize {
+    let key = match (s.first_chunk::<8>(), s.last_chunk::<8>()) {
+        (Some(a), Some(b)) => u64::from_le_bytes(*a) ^ u64::from_le_bytes(*b).rotate_left(29),
+        _ => s.iter().fold(0u64, |k, &c| (k << 8) | u64::from(c)),
+    } ^ s.len() as u64;
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
 }
 
 impl Interner {
@@ -41,14 +60,27 @@ impl Interner {
             }
             return self.intern(&format!("{}…[{} more bytes]", &s[..cut], s.len() - cut));
         }
-        if let Some(&id) = self.map.get(s) {
-            return id;
+        if self.memo.is_empty() {
+            self.memo = vec![Sym::MAX; MEMO_SLOTS];
         }
-        let id = self.strings.len() as Sym;
-        let shared: Arc<str> = s.into();
-        self.bytes += shared.len();
-        self.strings.push(shared.clone());
-        self.map.insert(shared, id);
+        let slot = memo_slot(s.as_bytes());
+        if let Some(known) = self.strings.get(self.memo[slot] as usize) {
+            if **known == *s {
+                return self.memo[slot];
+            }
+        }
+        let id = match self.map.get(s) {
+            Some(&id) => id,
+            None => {
+                let id = self.strings.len() as Sym;
+                let shared: Arc<str> = s.into();
+                self.bytes += shared.len();
+                self.strings.push(shared.clone());
+                self.map.insert(shared, id);
+                id
+            }
+        };
+        self.memo[slot] = id;
         id
     }
 
@@ -77,7 +109,7 @@ impl Interner {
 
     /// Approximate heap bytes held (string bytes plus table overhead).
     pub fn heap_bytes(&self) -> usize {
-        self.bytes + self.strings.len() * (16 + 16 + 16 + 8)
+        self.bytes + self.strings.len() * (16 + 16 + 16 + 8) + self.memo.len() * std::mem::size_of::<Sym>()
     }
 
     /// Interns every string of `other` here and returns the id translation
@@ -100,6 +132,24 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(i.resolve(b), "kernel");
         assert_eq!(i.get("nope"), None);
+    }
+
+    #[test]
+    fn names_that_share_a_memo_slot_keep_their_own_ids() {
+        // Same length, same first and last eight bytes: the same slot.
+        let a = "torch/nn/modules/AAAA/module.py(1739): _call";
+        let b = "torch/nn/modules/BBBB/module.py(1739): _call";
+        assert_eq!(memo_slot(a.as_bytes()), memo_slot(b.as_bytes()));
+        let mut i = Interner::new();
+        let (ia, ib) = (i.intern(a), i.intern(b));
+        assert_ne!(ia, ib);
+        for _ in 0..3 {
+            assert_eq!((i.intern(a), i.intern(b), i.intern(a)), (ia, ib, ia));
+        }
+        assert_eq!((i.resolve(ia), i.resolve(ib)), (a, b));
+        // Short strings too.
+        let (x, y) = (i.intern("ab"), i.intern("ba"));
+        assert_eq!((i.intern("ab"), i.intern("ba"), i.len()), (x, y, 4));
     }
 
     #[test]
