@@ -442,6 +442,14 @@ impl ColumnsBuilder {
 
     /// Appends a builder that saw the events right after this one's.
     pub fn merge(&mut self, other: ColumnsBuilder) {
+        if self.is_blank() {
+            // Nothing here yet (the document's builder before its first
+            // chunk): take the chunk whole, its ids are already ours.
+            let meta = std::mem::take(&mut self.t.meta);
+            *self = other;
+            self.t.meta = meta;
+            return;
+        }
         let o = other.t;
         let other_sample = other.sample;
         let sym = self.t.strings.absorb(&o.strings);
@@ -456,19 +464,25 @@ impl ColumnsBuilder {
         for (pid_tid, i) in self.t.threads.iter().zip(0..) {
             self.thread_cache.insert((pid_tid.pid, pid_tid.tid), i);
         }
-        // Frames (most rows) on one thread, everything else on the other.
         let t = &mut self.t;
         let (sym, thread) = (&sym, &thread);
+        // The row columns, a few each on either thread (the frames move
+        // their packed runs, the others translate row by row).
+        let (frames, kernels, cpu_ops, launches) = (&mut t.frames, &mut t.kernels, &mut t.cpu_ops, &mut t.launches);
+        let (runtime, step_marks, annotations, corr) =
+            (&mut t.runtime, &mut t.step_marks, &mut t.annotations, &mut t.corr_to_ext);
         rayon::join(
-            || t.frames.append_mapped(o.frames, sym, thread),
             || {
-                t.kernels.append_mapped(o.kernels, sym, thread);
-                t.cpu_ops.append_mapped(o.cpu_ops, sym, thread);
-                t.launches.append_mapped(o.launches, sym, thread);
-                t.runtime.append_mapped(o.runtime, sym, thread);
-                t.step_marks.append_mapped(o.step_marks, sym, thread);
-                t.annotations.append_mapped(o.annotations, sym, thread);
-                t.corr_to_ext.append(o.corr_to_ext);
+                frames.append_mapped(o.frames, sym, thread);
+                kernels.append_mapped(o.kernels, sym, thread);
+                runtime.append_mapped(o.runtime, sym, thread);
+            },
+            || {
+                cpu_ops.append_mapped(o.cpu_ops, sym, thread);
+                launches.append_mapped(o.launches, sym, thread);
+                step_marks.append_mapped(o.step_marks, sym, thread);
+                annotations.append_mapped(o.annotations, sym, thread);
+                corr.append(o.corr_to_ext);
             },
         );
         for (k, v) in &o.thread_names {
@@ -496,6 +510,11 @@ impl ColumnsBuilder {
             e.1 = Sym::MAX;
         }
         self.last_thread = None;
+    }
+
+    /// Nothing pushed or interned yet.
+    fn is_blank(&self) -> bool {
+        self.t.counts.events == 0 && self.t.strings.is_empty() && self.t.threads.is_empty() && self.sample.is_empty()
     }
 
     /// The finished trace.
@@ -550,6 +569,36 @@ mod tests {
         assert_eq!(map[&5], 4);
         assert_eq!(map[&3], 4);
         assert_eq!(stale, (5, 1));
+    }
+
+    #[test]
+    fn a_blank_builder_takes_its_first_chunk_whole_and_keeps_its_metadata() {
+        let ev = |name| RawEvent {
+            ph: Scalar::Str("X"),
+            cat: Scalar::Str("kernel"),
+            name: Scalar::Str(name),
+            pid: Scalar::Num("1"),
+            tid: Scalar::Num("7"),
+            ts: Scalar::Num("5"),
+            dur: Scalar::Num("2"),
+            args: ArgsFields { is_object: true, stream: Scalar::Num("7"), ..Default::default() },
+            args_head: "",
+        };
+        let chunk = |names: &[&'static str]| {
+            let mut b = ColumnsBuilder::new();
+            names.iter().for_each(|n| b.push(&ev(n)));
+            b
+        };
+        let mut doc = ColumnsBuilder::new();
+        doc.meta_mut().top_level_array = true;
+        doc.merge(chunk(&["k1", "k2"]));
+        doc.merge(chunk(&["k3", "k2"]));
+        let t = doc.finish();
+        assert!(t.meta.top_level_array);
+        let names: Vec<&str> = (0..t.kernels.len()).map(|i| t.s(t.kernels.get(i).name)).collect();
+        assert_eq!(names, ["k1", "k2", "k3", "k2"]);
+        assert_eq!((t.counts.events, t.threads.len()), (4, 1));
+        assert_eq!(t.strings.iter().filter(|s| *s == "k2").count(), 1);
     }
 
     #[test]
