@@ -42,13 +42,15 @@ pub struct RawEvent<'a> {
 pub const SAMPLE_EVENTS: usize = 256;
 
 // Category classes, cached per interned category string.
-const CAT_KNOWN: u8 = 1;
-const CAT_NON_KERNEL: u8 = 2; // python_function / cpu_op / trace substring
-const CAT_ANNOTATION: u8 = 4; // "annotation" substring
-const CAT_KERNELISH: u8 = 8; // "kernel" substring or gpu_ prefix
-const CAT_RUNTIME: u8 = 16; // cuda_runtime / cuda_driver
-const CAT_STAGE_ANN: u8 = 32; // user_annotation / gpu_user_annotation
-const CAT_GPU_ANN: u8 = 64; // gpu_user_annotation
+const CAT_KNOWN: u16 = 1;
+const CAT_NON_KERNEL: u16 = 2; // python_function / cpu_op / trace substring
+const CAT_ANNOTATION: u16 = 4; // "annotation" substring
+const CAT_KERNELISH: u16 = 8; // "kernel" substring or gpu_ prefix
+const CAT_RUNTIME: u16 = 16; // cuda_runtime / cuda_driver
+const CAT_STAGE_ANN: u16 = 32; // user_annotation / gpu_user_annotation
+const CAT_GPU_ANN: u16 = 64; // gpu_user_annotation
+const CAT_PYTHON_FUNCTION: u16 = 128; // exactly python_function (a Python frame)
+const CAT_CPU_OP: u16 = 256; // exactly cpu_op
 
 // Name classes, cached per interned name string.
 const NAME_KNOWN: u8 = 1;
@@ -60,7 +62,7 @@ const NAME_LAUNCH: u8 = 8; // "launch" in lowercased name
 #[derive(Default)]
 pub struct ColumnsBuilder {
     t: Trace,
-    cat_class: Vec<u8>,
+    cat_class: Vec<u16>,
     name_class: Vec<u8>,
     sample: Vec<String>,
     thread_cache: FxHashMap<(Sym, Sym), ThreadIdx>,
@@ -91,7 +93,7 @@ fn count_one(map: &mut FxIndexMap<Sym, u64>, last: &mut (Sym, usize), sym: Sym) 
     *entry.or_insert(0) += 1;
 }
 
-fn classify_cat(cat: &str) -> u8 {
+fn classify_cat(cat: &str) -> u16 {
     let l = normalize_text(cat).to_lowercase();
     let mut c = CAT_KNOWN;
     if ["python_function", "cpu_op", "trace"].iter().any(|t| l.contains(t)) {
@@ -111,6 +113,11 @@ fn classify_cat(cat: &str) -> u8 {
     }
     if l == "gpu_user_annotation" {
         c |= CAT_GPU_ANN;
+    }
+    match cat {
+        "python_function" => c |= CAT_PYTHON_FUNCTION,
+        "cpu_op" => c |= CAT_CPU_OP,
+        _ => {}
     }
     c
 }
@@ -151,15 +158,21 @@ pub fn stream_int(v: Scalar<'_>) -> i32 {
     n.map_or(-1, |n| n.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
 }
 
-fn class_of(cache: &mut Vec<u8>, sym: Sym, s: &str, f: fn(&str) -> u8) -> u8 {
+/// The class of `sym`'s string, through `cache` (0 is "not yet": every
+/// class has a bit set).
+#[inline]
+fn class_of<C: Copy + Default + PartialEq>(cache: &mut Vec<C>, sym: Sym, strings: &Interner, f: fn(&str) -> C) -> C {
     let i = sym as usize;
-    if cache.len() <= i {
-        cache.resize(i + 1, 0);
+    match cache.get(i) {
+        Some(&c) if c != C::default() => c,
+        _ => {
+            if cache.len() <= i {
+                cache.resize(i + 1, C::default());
+            }
+            cache[i] = f(strings.resolve(sym));
+            cache[i]
+        }
     }
-    if cache[i] == 0 {
-        cache[i] = f(s);
-    }
-    cache[i]
 }
 
 impl ColumnsBuilder {
@@ -292,7 +305,7 @@ impl ColumnsBuilder {
         }
 
         match ev.ph {
-            Scalar::Str("X") => self.push_complete(ev, thread, correlation, external_id),
+            Scalar::Str("X") => self.push_complete(ev, thread, counts_cat, correlation, external_id),
             Scalar::Str("M") => self.push_metadata(ev, thread),
             _ => {}
         }
@@ -317,10 +330,13 @@ impl ColumnsBuilder {
         }
     }
 
+    /// `counts_cat` is the symbol [`Self::count_key`] gave the category:
+    /// the category's own, unless it is missing.
     fn push_complete(
         &mut self,
         ev: &RawEvent<'_>,
         thread: ThreadIdx,
+        counts_cat: Sym,
         correlation: Option<i64>,
         external_id: Option<i64>,
     ) {
@@ -339,15 +355,16 @@ impl ColumnsBuilder {
             let end = ts + dur;
             c.max_end = Some(c.max_end.map_or(end, |m| m.max(end)));
         }
-        let cat_exact = ev.cat.as_str();
-        if cat_exact == Some("python_function") {
+        let cat = if ev.cat.is_missing() { self.intern_py(ev.cat, "") } else { counts_cat };
+        let cc = class_of(&mut self.cat_class, cat, &self.t.strings, classify_cat);
+        if cc & CAT_PYTHON_FUNCTION != 0 {
             let name = self.intern_py(ev.name, "");
             self.t.frames.push(FrameRow { name, thread, ts, dur, complete });
             return;
         }
         let timed = !ev.ts.is_none() && !ev.dur.is_none();
         let step_mark = timed && ev.name.as_str().is_some_and(|n| n.starts_with(STEP_PREFIX));
-        if cat_exact == Some("cpu_op") {
+        if cc & CAT_CPU_OP != 0 {
             if external_id.is_some() || correlation.is_some() {
                 let name = self.intern_py(ev.name, "");
                 self.t.cpu_ops.push(CpuOpRow { name, thread, ts, dur, complete, external_id, correlation });
@@ -358,9 +375,6 @@ impl ColumnsBuilder {
             }
             return;
         }
-        let cat = self.intern_slot(1, ev.cat, "");
-        let cat_s = self.t.strings.resolve(cat);
-        let cc = class_of(&mut self.cat_class, cat, cat_s, classify_cat);
         let has_stream_marker =
             ev.args.is_object && (!ev.args.stream.is_missing() || !ev.args.cuda_stream.is_missing());
         let host_side = cc & (CAT_NON_KERNEL | CAT_ANNOTATION) == 0 && timed;
@@ -378,8 +392,7 @@ impl ColumnsBuilder {
             return;
         }
         let name = self.intern_py(ev.name, "");
-        let name_s = self.t.strings.resolve(name);
-        let nc = class_of(&mut self.name_class, name, name_s, classify_name);
+        let nc = class_of(&mut self.name_class, name, &self.t.strings, classify_name);
 
         let launch = cc & CAT_RUNTIME != 0 && nc & NAME_LAUNCH != 0 && correlation.is_some();
         if let (Some(correlation), true) = (correlation, launch) {
