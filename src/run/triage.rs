@@ -669,8 +669,14 @@ fn overlap_rows<'a>(
         crate::run::progress::phase("overlap bundles");
         for stage in stages {
             let mut bundle = source.bundle(stage, "formal");
-            let stats = overlap::analyze_overlap(&mut bundle.events);
-            let (totals, rows) = overlap_stage(&bundle, &bundle, stage, &stats, kernel_map, payloads, opts);
+            // The sweep's time order and the source map only read the
+            // kernels: build them side by side, then sweep.
+            let (order, source_map) = rayon::join(
+                || overlap::SweepOrder::new(&bundle.events),
+                || stage_source_map(&bundle, stage, kernel_map, payloads),
+            );
+            let stats = overlap::analyze_overlap_in(order, &mut bundle.events);
+            let (totals, rows) = overlap_stage(&bundle, &source_map, stage, &stats, opts);
             report.push(totals, rows, opts.compat);
         }
         crate::run::progress::phase("overlap sweeps");
@@ -723,7 +729,8 @@ fn overlap_rows<'a>(
         .filter_map(|(stage, stats)| {
             let (_, mapping_bundle) = pick_stage(mapping_bundles, stage)?;
             let formal_bundle = formal_bundles.get(&stage)?;
-            Some(overlap_stage(formal_bundle, mapping_bundle, stage, &stats, kernel_map, payloads, opts))
+            let source_map = stage_source_map(mapping_bundle, stage, kernel_map, payloads);
+            Some(overlap_stage(formal_bundle, &source_map, stage, &stats, opts))
         })
         .collect();
     for (totals, rows) in per_stage {
@@ -732,17 +739,27 @@ fn overlap_rows<'a>(
     report
 }
 
+/// The kernel → Python scope source map of a stage, from its mapping
+/// bundle, the kernel map and the formal stage payload.
+fn stage_source_map(
+    mapping_bundle: &StageBundle<'_>,
+    stage: Stage,
+    kernel_map: &KernelMap,
+    payloads: &IndexMap<Stage, &StagePayload>,
+) -> overlap::SourceMap {
+    let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
+    let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
+    overlap::scope_source_map(mapping_bundle, &lookup, stage, payload)
+}
+
 /// The totals and rows of one swept stage.
 fn overlap_stage(
     formal_bundle: &StageBundle<'_>,
-    mapping_bundle: &StageBundle<'_>,
+    source_map: &overlap::SourceMap,
     stage: Stage,
     stats: &overlap::OverlapStats,
-    kernel_map: &KernelMap,
-    payloads: &IndexMap<Stage, &StagePayload>,
     opts: &TriageOptions,
 ) -> (OverlapStageStats, Vec<OverlapRow>) {
-    let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
     let totals = OverlapStageStats {
         bundle: formal_bundle.label.clone(),
         stage,
@@ -751,16 +768,7 @@ fn overlap_stage(
         max_concurrent_streams: stats.max_concurrent_streams,
         exclusive_comm_by_kernel: exclusive_comm_by_kernel(&formal_bundle.events),
     };
-    let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
-    let rows = overlap::build_action_rows(
-        formal_bundle,
-        mapping_bundle,
-        stage,
-        stats,
-        &lookup,
-        payload,
-        opts.overlap_table_limit,
-    );
+    let rows = overlap::action_rows_from(formal_bundle, source_map, stats, opts.overlap_table_limit);
     let rows = rows
         .into_iter()
         .map(|row| {
