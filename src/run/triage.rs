@@ -749,7 +749,7 @@ fn stage_source_map(
 ) -> overlap::SourceMap {
     let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
     let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
-    overlap::scope_source_map(mapping_bundle, &lookup, stage, payload)
+    overlap::build_kernel_source_map(mapping_bundle, &lookup, stage, payload)
 }
 
 /// The totals and rows of one swept stage.

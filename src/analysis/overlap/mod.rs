@@ -34,7 +34,7 @@ use crate::columns::Trace;
 pub use bundle::{render_stages, stage_bundles, stage_bundles_with, BundleSource};
 pub use dependency::dependency_risk_label;
 pub use detect::{overlap_category, overlap_kernel_name};
-pub use source_map::SourceMap;
+pub use source_map::{build_kernel_source_map, SourceMap};
 pub use sweep::{analyze_overlap, analyze_overlap_in, SweepOrder};
 
 /// One GPU kernel of the chosen process, with the time split the sweep
@@ -239,21 +239,8 @@ pub fn build_action_rows(
 ) -> Vec<ActionRow> {
     // The source map first: its working tables are gone before the
     // aggregates exist.
-    let source_map = scope_source_map(mapping, kernel_map_lookup, stage, formal_stage_payload);
+    let source_map = build_kernel_source_map(mapping, kernel_map_lookup, stage, formal_stage_payload);
     action_rows_from(formal, &source_map, stats, table_limit)
-}
-
-/// The kernel → Python scope source map that [`build_action_rows`] builds
-/// from the `mapping` bundle. It reads kernel names, times and ids only,
-/// none of what the sweep fills in, so it can be built before or while
-/// the formal kernels are swept.
-pub fn scope_source_map(
-    mapping: &StageBundle,
-    kernel_map_lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
-    stage: Stage,
-    formal_stage_payload: Option<&StagePayload>,
-) -> SourceMap {
-    source_map::build_kernel_source_map(mapping, kernel_map_lookup, stage, formal_stage_payload)
 }
 
 /// [`build_action_rows`] with the source map already built.

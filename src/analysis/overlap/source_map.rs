@@ -275,7 +275,9 @@ impl Groups {
 /// from `payload` (the formal stage payload): its sites, weighted by
 /// launches, are added to the names already there and names it alone has
 /// are appended. `lookup` is asked (stage, canonical name) for the kernel
-/// module's map entry.
+/// module's map entry. It reads the kernels' names, times and ids only,
+/// none of what the sweep fills in, so it can be built while they are
+/// being sorted for the sweep.
 pub fn build_kernel_source_map(
     mapping: &StageBundle,
     lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
