@@ -481,21 +481,18 @@ impl ColumnsBuilder {
         let (sym, thread) = (&sym, &thread);
         // The row columns, a few each on either thread (the frames move
         // their packed runs, the others translate row by row).
-        let (frames, kernels, cpu_ops, launches) = (&mut t.frames, &mut t.kernels, &mut t.cpu_ops, &mut t.launches);
-        let (runtime, step_marks, annotations, corr) =
-            (&mut t.runtime, &mut t.step_marks, &mut t.annotations, &mut t.corr_to_ext);
         rayon::join(
             || {
-                frames.append_mapped(o.frames, sym, thread);
-                kernels.append_mapped(o.kernels, sym, thread);
-                runtime.append_mapped(o.runtime, sym, thread);
+                t.frames.append_mapped(o.frames, sym, thread);
+                t.kernels.append_mapped(o.kernels, sym, thread);
+                t.runtime.append_mapped(o.runtime, sym, thread);
             },
             || {
-                cpu_ops.append_mapped(o.cpu_ops, sym, thread);
-                launches.append_mapped(o.launches, sym, thread);
-                step_marks.append_mapped(o.step_marks, sym, thread);
-                annotations.append_mapped(o.annotations, sym, thread);
-                corr.append(o.corr_to_ext);
+                t.cpu_ops.append_mapped(o.cpu_ops, sym, thread);
+                t.launches.append_mapped(o.launches, sym, thread);
+                t.step_marks.append_mapped(o.step_marks, sym, thread);
+                t.annotations.append_mapped(o.annotations, sym, thread);
+                t.corr_to_ext.append(o.corr_to_ext);
             },
         );
         for (k, v) in &o.thread_names {
