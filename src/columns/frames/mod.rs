@@ -96,12 +96,12 @@ struct ThreadFrames {
 impl ThreadFrames {
     /// Packs every pending row.
     fn flush(&mut self) {
-        self.flush_keeping(0);
+        self.flush_keeping(0, &mut Vec::new());
     }
 
     /// Packs the pending rows but the `hold` that start last, which stay
     /// pending (in start order, ahead of the rows still to come).
-    fn flush_keeping(&mut self, hold: usize) {
+    fn flush_keeping(&mut self, hold: usize, scratch: &mut Vec<Frame>) {
         if self.pending.len() <= hold {
             return;
         }
@@ -111,7 +111,7 @@ impl ThreadFrames {
         // Packing empties the buffer but keeps its capacity for the
         // thread's next rows: a fresh buffer would be mapped and faulted in
         // again at every flush.
-        self.pending.sort_by(|a, b| fcmp(a.ts, b.ts));
+        sort_by_start(&mut self.pending, scratch);
         let packed = self.pending.len() - hold;
         self.runs.push(pack_front(&mut self.pending, packed));
         self.sealed = false;
@@ -144,6 +144,57 @@ impl ThreadFrames {
 
     fn len(&self) -> usize {
         self.runs.iter().map(|r| r.len).sum::<usize>() + self.pending.len()
+    }
+}
+
+/// Sorts `rows` by start as a stable sort would. A busy thread's rows are
+/// nearly in order (a profiler writes a thread's frames mostly by start; an
+/// enclosing frame written when it ends is the exception): the rows that
+/// come before the last row kept in order are moved aside through
+/// `scratch`, which the caller keeps, sorted and merged back, instead of
+/// sorting everything through a buffer mapped and faulted in at each flush.
+/// Rows too far out of order for that are sorted.
+fn sort_by_start(rows: &mut [Frame], scratch: &mut Vec<Frame>) {
+    let in_order = |a: &Frame, b: &Frame| fcmp(a.ts, b.ts) != Ordering::Greater;
+    if rows.windows(2).all(|w| in_order(&w[0], &w[1])) {
+        return;
+    }
+    // Rows in order stay, moved up over the rows set aside; each row set
+    // aside starts before a row kept before it, so a kept row that starts
+    // at the same time came first in the trace.
+    let most_aside = rows.len() / 8;
+    scratch.clear();
+    let mut kept = 0;
+    for i in 0..rows.len() {
+        if kept > 0 && !in_order(&rows[kept - 1], &rows[i]) {
+            if scratch.len() == most_aside {
+                // The rows set aside go back after the kept ones: among
+                // rows that start at the same time that is still trace
+                // order, so the sort's result is the same.
+                rows[kept..i].copy_from_slice(scratch);
+                rows.sort_by(|a, b| fcmp(a.ts, b.ts));
+                return;
+            }
+            scratch.push(rows[i]);
+        } else {
+            rows[kept] = rows[i];
+            kept += 1;
+        }
+    }
+    scratch.sort_by(|a, b| fcmp(a.ts, b.ts));
+    // Merge from the back: on equal starts the kept row goes first.
+    let (mut a, mut b) = (kept, scratch.len());
+    for k in (0..rows.len()).rev() {
+        if b == 0 {
+            break;
+        }
+        if a > 0 && !in_order(&rows[a - 1], &scratch[b - 1]) {
+            rows[k] = rows[a - 1];
+            a -= 1;
+        } else {
+            rows[k] = scratch[b - 1];
+            b -= 1;
+        }
     }
 }
 
@@ -202,6 +253,8 @@ pub struct FrameStore {
     kept: usize,
     /// Bit per symbol: some frame has that name.
     names: Vec<u64>,
+    /// The busy threads' flushes merge through this buffer.
+    scratch: Vec<Frame>,
 }
 
 impl FrameStore {
@@ -228,7 +281,7 @@ impl FrameStore {
             }
             let before = th.pending.len();
             if th.kept_buffer {
-                th.flush_keeping(HOLD_ROWS);
+                th.flush_keeping(HOLD_ROWS, &mut self.scratch);
             } else {
                 th.flush();
                 th.pending = Vec::new();

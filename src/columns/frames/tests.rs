@@ -281,3 +281,31 @@ fn only_the_runs_that_overlap_are_merged() {
     let (got, want) = read_and_expected(&a, &rows);
     assert_eq!(got, want);
 }
+
+#[test]
+fn rows_sorted_by_start_match_a_stable_sort_in_order_or_not() {
+    let mut next = crate::pysem::test_rng(0x5047_11aa);
+    let mut scratch = Vec::new();
+    // Nearly in order with a few late rows (the merge), in order (nothing
+    // to do), and far out of order (the sort after rows were set aside).
+    for (late_every, n) in [(200u64, 16_384usize), (0, 1_000), (2, 4_000), (40, 3), (1, 500), (7, 0)] {
+        for _ in 0..4 {
+            let mut clock = 0.0f64;
+            let rows: Vec<Frame> = (0..n)
+                .map(|i| {
+                    clock += (next() % 3) as f64 * 0.5;
+                    let late = late_every > 0 && next() % late_every == 0;
+                    // Starts repeat often, so ties across the set-aside
+                    // rows and the kept ones are common.
+                    let ts = if late { (clock - (next() % 40) as f64 * 0.5).max(0.0) } else { clock };
+                    Frame { name: 0, ts, dur: 1.0, complete: true, row: i as u64 }
+                })
+                .collect();
+            let mut want = rows.clone();
+            want.sort_by(|a, b| fcmp(a.ts, b.ts));
+            let mut got = rows;
+            sort_by_start(&mut got, &mut scratch);
+            assert_eq!(got, want, "late one row in {late_every}, {n} rows");
+        }
+    }
+}
