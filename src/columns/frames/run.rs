@@ -42,17 +42,28 @@ pub(super) fn unzigzag(v: u64) -> i64 {
     (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
+/// Appends each value as a little-endian base-128 varint (seven bits a
+/// byte, the high bit set on all but the last), up to four values at once.
 #[inline]
-pub(super) fn put(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
+pub(super) fn put_all<const N: usize>(out: &mut Vec<u8>, values: [u64; N]) {
+    // A varint takes at most ten bytes.
+    const { assert!(N <= 4) };
+    let mut buf = [0u8; 40];
+    let mut n = 0;
+    for mut v in values {
+        while v >= 0x80 {
+            buf[n] = v as u8 | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        buf[n] = v as u8;
+        n += 1;
     }
-    out.push(v as u8);
+    out.extend_from_slice(&buf[..n]);
 }
 
 /// Reads one varint at `*pos`: one- and two-byte values (most of them)
-/// without a loop. Runs are written by [`put`] only, so a varint never runs
+/// without a loop. Runs are written by [`put_all`] only, so a varint never runs
 /// past the end; a cut one would read as its prefix.
 #[inline(always)]
 pub(super) fn get(bytes: &[u8], pos: &mut usize) -> u64 {
@@ -151,18 +162,16 @@ impl Run {
                 b.max_end = b.max_end.max(f.end());
                 b.min_dur = b.min_dur.min(f.dur);
             }
-            put(&mut run.bytes, zigzag(f.row.wrapping_sub(prev_row) as i64));
+            let row = zigzag(f.row.wrapping_sub(prev_row) as i64);
             prev_row = f.row;
             let head = u64::from(f.name) << 2 | u64::from(f.complete) << 1;
             match (encode_time(f.ts), encode_time(f.dur)) {
                 (Some(ts), Some(dur)) if dur >= 0 => {
-                    put(&mut run.bytes, head);
-                    put(&mut run.bytes, zigzag(ts.wrapping_sub(prev_code)));
-                    put(&mut run.bytes, dur as u64);
+                    put_all(&mut run.bytes, [row, head, zigzag(ts.wrapping_sub(prev_code)), dur as u64]);
                     prev_code = ts;
                 }
                 _ => {
-                    put(&mut run.bytes, head | 1);
+                    put_all(&mut run.bytes, [row, head | 1]);
                     run.verbatim.push((f.ts, f.dur));
                 }
             }

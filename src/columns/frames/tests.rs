@@ -1,6 +1,6 @@
 //! Tests of the frame store: exact values, store order, skipping.
 
-use super::run::{decode_time, encode_time, get, put, unzigzag, zigzag};
+use super::run::{decode_time, encode_time, get, put_all, unzigzag, zigzag};
 use super::*;
 
 #[test]
@@ -16,7 +16,7 @@ fn times_round_trip_exactly_or_go_verbatim() {
     for v in [0i64, 1, -1, i64::MAX, i64::MIN, 300, -300] {
         assert_eq!(unzigzag(zigzag(v)), v);
         let mut b = Vec::new();
-        put(&mut b, zigzag(v));
+        put_all(&mut b, [zigzag(v)]);
         assert_eq!(unzigzag(get(&b, &mut 0)), v);
     }
 }
@@ -30,7 +30,7 @@ fn varints_of_every_length_read_back_anywhere_in_a_buffer() {
     }
     let mut b = Vec::new();
     for &v in &values {
-        put(&mut b, v);
+        put_all(&mut b, [v]);
     }
     // Read from the start: values near the end take the short path.
     let mut pos = 0;
@@ -42,7 +42,7 @@ fn varints_of_every_length_read_back_anywhere_in_a_buffer() {
     for &v in &values {
         for pad in [0usize, 1, 7, 9] {
             let mut one = Vec::new();
-            put(&mut one, v);
+            put_all(&mut one, [v]);
             let len = one.len();
             one.extend(std::iter::repeat_n(0xff, pad));
             let mut at = 0;
