@@ -18,9 +18,13 @@
 # time of `wc -l` on the uncompressed JSON (for a .gz / .zst row, on the
 # plain JSON file it was made from) over as many runs, torchtriage's time as
 # a multiple of it ("x wc"), and for a .gz / .zst row the median time of
-# `gzip -dc` / `zstd -dc` to /dev/null ("dec s"). Each timed command runs
-# after one untimed `cat FILE > /dev/null`, so it starts from the page cache
-# when the file fits there.
+# `gzip -dc` / `zstd -dc` to /dev/null ("dec s"). Before a file's timed
+# commands its pages are dropped from the page cache (`dd iflag=nocache
+# count=0`) and it is read back once (`cat FILE > /dev/null`), so each one
+# starts from the page cache when the file fits there, and from the same
+# cache however the file got there: how a file came into the cache changes
+# how fast it reads back (a 1.12 GB trace just written by tile-trace.py gave
+# `wc -l` 0.23 s, the same file read back after the drop 0.13 s).
 #
 # With --tile TRACE (a real trace, .json or .json.gz) the traces are that
 # trace tiled up to each size instead of synthetic ones (--synthetic keeps
@@ -125,7 +129,10 @@ median_time() {
   printf '%s\n' "${times[@]}" | median
 }
 
-warm() { cat "$1" > /dev/null; }
+warm() {
+  dd if="$1" iflag=nocache count=0 status=none 2>/dev/null || true
+  cat "$1" > /dev/null
+}
 
 # Peak RSS is printed in MB of 10^6 bytes (GNU time reports KiB), like the
 # JSON size, and "RSS bar MB" is the scale bar: 64 MB + 5% of the JSON size.
