@@ -6,6 +6,7 @@
 
 use super::event::{parse_event, EventScratch};
 use super::scan::{show, syntax, ScanError, ScanResult, Scanner};
+use super::simd;
 use crate::columns::{ColumnsBuilder, TraceMeta};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -61,6 +62,9 @@ pub const MAX_TOP_KEYS: usize = 10_000;
 /// Metadata values longer than this are not read (their keys are listed in
 /// [`TraceMeta::oversized_keys`]).
 pub const MAX_META_VALUE_BYTES: usize = 1 << 20;
+
+/// How far ahead of the scanner [`parse_chunk`] asks for the file's bytes.
+const PREFETCH_AHEAD: usize = 2048;
 
 const META_KEYS: [&str; 6] =
     ["schemaVersion", "deviceProperties", "distributedInfo", "with_stack", "baseTimeNanoseconds", "traceName"];
@@ -326,6 +330,8 @@ pub fn parse_chunk(
         ScanError::Syntax { pos, msg } => DocError { pos: pos.min(s.buf.len()), msg },
     };
     let mut next_tick = start + (8 << 20);
+    // The next cache line to ask for ahead of the scanner.
+    let mut ahead = start;
     if first {
         match s.peek() {
             Ok(b']') => {
@@ -339,6 +345,13 @@ pub fn parse_chunk(
     loop {
         if s.pos >= stop {
             return Ok(Chunk { builder: b, next: s.pos, ended: false });
+        }
+        // (An event that skipped a long value leaves nothing to ask for
+        // behind the scanner.)
+        ahead = ahead.max(s.pos);
+        while ahead < s.pos + PREFETCH_AHEAD {
+            simd::prefetch(buf, ahead);
+            ahead += 64;
         }
         if let Err(e) = parse_event(&mut s, &mut b, &mut scratch) {
             return Err(err(e, &s));
