@@ -4,7 +4,9 @@
 # For each file, runs every binary RUNS times (interleaved A B A B ...), and
 # prints per binary the median wall time and the largest peak RSS (GNU
 # time's %e and %M; RSS in MB of 10^6 bytes), plus the `wc -l` floor of the
-# file (median of RUNS, page cache warm). Output is a markdown table.
+# file (median of RUNS). Each file's pages are first dropped from the page
+# cache and read back once, as scripts/bench.sh does, so the floor does not
+# depend on how the file came into the cache. Output is a markdown table.
 set -euo pipefail
 runs=3 cmd="triage -q"
 while [ $# -gt 0 ]; do
@@ -23,6 +25,7 @@ tmp=$(mktemp -d)
 echo "| file | binary | median s | peak RSS MB | runs | wc -l floor s |"
 echo "| --- | --- | ---: | ---: | ---: | ---: |"
 for f in "$@"; do
+    dd if="$f" iflag=nocache count=0 status=none 2>/dev/null || true
     cat "$f" > /dev/null
     for i in $(seq "$runs"); do /usr/bin/time -f '%e' -o "$tmp/wc.$i" wc -l "$f" > /dev/null; done
     floor=$(cat "$tmp"/wc.* | median)
