@@ -357,6 +357,7 @@ impl FrameStore {
         self.threads.shrink_to_fit();
         self.pending = 0;
         self.kept = 0;
+        self.scratch = Vec::new();
     }
 
     /// Appends `other` (all its rows after ours), translating its symbols

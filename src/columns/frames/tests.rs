@@ -309,3 +309,18 @@ fn rows_sorted_by_start_match_a_stable_sort_in_order_or_not() {
         }
     }
 }
+
+#[test]
+fn a_sealed_store_lets_its_flush_buffer_go() {
+    let mut store = FrameStore::default();
+    // One busy thread whose every hundredth frame starts before the one
+    // written before it: its flushes merge through the store's buffer.
+    for i in 0..3 * FLUSH_ROWS as u32 {
+        let ts = if i % 100 == 99 { f64::from(i) - 50.0 } else { f64::from(i) };
+        store.push(FrameRow { name: 0, thread: 0, ts, dur: 1.0, complete: true });
+    }
+    assert!(store.scratch.capacity() > 0, "no flush merged through the buffer");
+    store.seal();
+    assert_eq!(store.scratch.capacity(), 0);
+    assert_eq!(store.len(), 3 * FLUSH_ROWS);
+}
