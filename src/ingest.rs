@@ -180,9 +180,8 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
             }
         }
     }
-    let run = |i: usize, from: usize, first: bool, stop: usize| -> std::result::Result<Chunk, DocError> {
+    let run = |from: usize, first: bool, stop: usize| -> std::result::Result<Chunk, DocError> {
         let mut last = from;
-        let _ = i;
         parse_chunk(buf, from, first, stop, |pos| {
             consumed.fetch_add((pos - last) as u64, Ordering::Relaxed);
             release(map, last, pos);
@@ -192,7 +191,7 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
     let results: Vec<std::result::Result<Chunk, DocError>> = starts
         .par_iter()
         .enumerate()
-        .map(|(i, &from)| run(i, from, i == 0, starts.get(i + 1).copied().unwrap_or(usize::MAX)))
+        .map(|(i, &from)| run(from, i == 0, starts.get(i + 1).copied().unwrap_or(usize::MAX)))
         .collect();
     // Chain the chunks: chunk k is valid only if chunk k-1 stopped exactly
     // where chunk k started (its boundary guess was a real event start).
@@ -209,7 +208,7 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
     }
     if !ended {
         // A boundary guess fell inside a string: finish sequentially.
-        let c = run(usize::MAX, pos, false, usize::MAX).map_err(|e| doc_err(e, 0))?;
+        let c = run(pos, false, usize::MAX).map_err(|e| doc_err(e, 0))?;
         pos = c.next;
         doc.builder.merge(c.builder);
     }

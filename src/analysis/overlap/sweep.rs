@@ -138,7 +138,10 @@ impl SweepOrder {
 }
 
 /// [`analyze_overlap`] along an order already built for these `events`.
+/// An order of another length (built for other kernels) is rebuilt rather
+/// than followed.
 pub fn analyze_overlap_in(order: SweepOrder, events: &mut [OverlapKernel]) -> OverlapStats {
+    let order = if order.starts.len() == events.len() { order } else { SweepOrder::new(events) };
     sweep(order, events, LAZY_ABOVE)
 }
 
@@ -414,6 +417,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_order_built_for_other_kernels_is_rebuilt() {
+        let make = || {
+            vec![
+                kernel(0, "gemm", "compute", "7", 0.0, 10.0),
+                kernel(1, "nccl", "communication", "20", 5.0, 10.0),
+                kernel(2, "copy", "memory", "9", 12.0, 4.0),
+            ]
+        };
+        let mut expected = make();
+        let want = analyze_overlap(&mut expected);
+        let other = vec![kernel(0, "gemm", "compute", "7", 0.0, 1.0)];
+        let mut evs = make();
+        assert_eq!(analyze_overlap_in(SweepOrder::new(&other), &mut evs), want);
+        assert_eq!(evs, expected);
     }
 
     #[test]
