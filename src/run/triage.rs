@@ -669,13 +669,16 @@ fn overlap_rows<'a>(
         crate::run::progress::phase("overlap bundles");
         for stage in stages {
             let mut bundle = source.bundle(stage, "formal");
-            // The sweep's time order and the source map only read the
-            // kernels: build them side by side, then sweep.
-            let (order, source_map) = rayon::join(
-                || overlap::SweepOrder::new(&bundle.events),
-                || stage_source_map(&bundle, stage, kernel_map, payloads),
+            // The source map reads a per-name sample of the kernels, none
+            // of what the sweep fills in: it is built from a copy of the
+            // sample while the sweep runs.
+            let (order, sample) =
+                rayon::join(|| overlap::SweepOrder::new(&bundle.events), || overlap::SourceSample::of(&bundle));
+            let (stats, source_map) = rayon::join(
+                || overlap::analyze_overlap_in(order, &mut bundle.events),
+                || sample_source_map(&sample, stage, kernel_map, payloads),
             );
-            let stats = overlap::analyze_overlap_in(order, &mut bundle.events);
+            drop(sample);
             let (totals, rows) = overlap_stage(&bundle, &source_map, stage, &stats, opts);
             report.push(totals, rows, opts.compat);
         }
@@ -747,9 +750,19 @@ fn stage_source_map(
     kernel_map: &KernelMap,
     payloads: &IndexMap<Stage, &StagePayload>,
 ) -> overlap::SourceMap {
+    sample_source_map(&overlap::SourceSample::of(mapping_bundle), stage, kernel_map, payloads)
+}
+
+/// [`stage_source_map`] from a sample taken of the mapping bundle.
+fn sample_source_map(
+    sample: &overlap::SourceSample<'_>,
+    stage: Stage,
+    kernel_map: &KernelMap,
+    payloads: &IndexMap<Stage, &StagePayload>,
+) -> overlap::SourceMap {
     let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
     let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
-    overlap::build_kernel_source_map(mapping_bundle, &lookup, stage, payload)
+    sample.source_map(&lookup, stage, payload)
 }
 
 /// The totals and rows of one swept stage.

@@ -34,7 +34,7 @@ use crate::columns::Trace;
 pub use bundle::{render_stages, stage_bundles, stage_bundles_with, BundleSource};
 pub use dependency::dependency_risk_label;
 pub use detect::{overlap_category, overlap_kernel_name};
-pub use source_map::{build_kernel_source_map, SourceMap};
+pub use source_map::{build_kernel_source_map, SourceMap, SourceSample};
 pub use sweep::{analyze_overlap, analyze_overlap_in, SweepOrder};
 
 /// One GPU kernel of the chosen process, with the time split the sweep
@@ -256,7 +256,9 @@ pub fn action_rows_from(
 
 #[cfg(test)]
 mod tests {
+    use super::source_map::SourceStats;
     use super::*;
+    use crate::analysis::types::Text;
     use crate::columns::value::trace_from_value;
     use serde_json::json;
 
@@ -290,6 +292,41 @@ mod tests {
         assert_eq!(rows[0].dependency_signal, "serial risk low");
         assert_eq!(rows[0].share_pct, 50.0 / 60.0 * 100.0);
         assert_eq!(rows[1].prev_neighbor, "none");
+    }
+
+    #[test]
+    fn a_sample_taken_before_the_sweep_gives_the_bundles_source_map() {
+        let ev = |name: &str, cat: &str, tid: u32, ts: f64, dur: f64, args: serde_json::Value| json!({"ph": "X", "name": name, "cat": cat, "pid": 0, "tid": tid, "ts": ts, "dur": dur, "args": args});
+        let mut events = vec![
+            ev("/site-packages/vllm/model.py(10): forward", "python_function", 1, 0.0, 400.0, json!({})),
+            ev("aten::mm", "cpu_op", 1, 10.0, 5.0, json!({"External id": 1})),
+            ev("aten::add", "cpu_op", 1, 30.0, 5.0, json!({"External id": 2})),
+        ];
+        // More launches of one name than the sample keeps, on two streams.
+        for i in 0..40u32 {
+            let (name, ext) = if i % 3 == 0 { ("void gemm(int)", 1) } else { ("nccl_allreduce", 2) };
+            let stream = 7 + i % 2;
+            events.push(ev(
+                name,
+                "kernel",
+                stream,
+                20.0 + 7.0 * f64::from(i),
+                9.0,
+                json!({"stream": stream, "External id": ext}),
+            ));
+        }
+        let trace = trace_from_value(&json!({ "traceEvents": events }));
+        let lookup = |_: Stage, name: &str| {
+            (name == "void gemm").then(|| KernelEntry { best_location: "m.py:3 f".into(), ..Default::default() })
+        };
+        let (stage, mut bundle) = stage_bundles(&trace, Stage::All, "f", None, Masking::WordStart).remove(0);
+        let want: Vec<(Text, SourceStats)> =
+            build_kernel_source_map(&bundle, &lookup, stage, None).into_iter().collect();
+        assert_eq!(want.len(), 2);
+        let sample = SourceSample::of(&bundle);
+        analyze_overlap(&mut bundle.events);
+        let got: Vec<(Text, SourceStats)> = sample.source_map(&lookup, stage, None).into_iter().collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -27,7 +27,9 @@ use super::detect::short_name;
 use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::stage::Stage;
+use crate::analysis::text::Masking;
 use crate::analysis::types::{KernelEntry, StagePayload, Text, TextAddr, TextCache};
+use crate::columns::Trace;
 use crate::pysem::{fcmp, most_common_key};
 use crate::pysem::{is_py_space, normalize_text};
 
@@ -276,18 +278,54 @@ impl Groups {
 /// launches, are added to the names already there and names it alone has
 /// are appended. `lookup` is asked (stage, canonical name) for the kernel
 /// module's map entry. It reads the kernels' names, times and ids only,
-/// none of what the sweep fills in, so it can be built while they are
-/// being sorted for the sweep.
+/// none of what the sweep fills in.
 pub fn build_kernel_source_map(
     mapping: &StageBundle,
     lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
     stage: Stage,
     payload: Option<&StagePayload>,
 ) -> SourceMap {
-    let trace = mapping.trace;
     let sampled = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME);
+    source_map_of(mapping.trace, mapping.masking, sampled, lookup, stage, payload)
+}
+
+/// The kernels a source map reads (at most [`SAMPLE_LIMIT_PER_NAME`] of
+/// each name, in time order), copied out of a bundle so that the map can
+/// be built while the sweep fills in the bundle's own kernels.
+pub struct SourceSample<'t> {
+    trace: &'t Trace,
+    masking: Masking,
+    kernels: Vec<OverlapKernel>,
+}
+
+impl<'t> SourceSample<'t> {
+    pub fn of(mapping: &StageBundle<'t>) -> Self {
+        let kernels = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME).into_iter().cloned().collect();
+        SourceSample { trace: mapping.trace, masking: mapping.masking, kernels }
+    }
+
+    /// [`build_kernel_source_map`] of the bundle the sample was taken from.
+    pub fn source_map(
+        &self,
+        lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
+        stage: Stage,
+        payload: Option<&StagePayload>,
+    ) -> SourceMap {
+        source_map_of(self.trace, self.masking, self.kernels.iter().collect(), lookup, stage, payload)
+    }
+}
+
+/// The source map of `sampled`, the mapping kernels in time order.
+fn source_map_of(
+    trace: &Trace,
+    masking: Masking,
+    sampled: Vec<&OverlapKernel>,
+    lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
+    stage: Stage,
+    payload: Option<&StagePayload>,
+) -> SourceMap {
     let targets: HashSet<i64> = sampled.iter().filter_map(|e| e.external_id(trace)).collect();
-    let mut names = FrameNames::new(mapping.masking);
+    let mut names = FrameNames::new(masking);
     let mut ranker = ScopeRanker::default();
     // An empty target set means "no filter", as in the reference.
     let contexts = cpu_launch_contexts(trace, (!targets.is_empty()).then_some(&targets), &mut names);
