@@ -333,6 +333,7 @@ impl FrameStore {
             .sum::<usize>()
             + self.threads.capacity() * std::mem::size_of::<ThreadFrames>()
             + self.names.capacity() * 8
+            + self.scratch.capacity() * std::mem::size_of::<Frame>()
     }
 
     /// Bytes the frames take packed in runs of `STATS_RUN_ROWS` frames per

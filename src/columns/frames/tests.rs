@@ -320,6 +320,12 @@ fn a_sealed_store_lets_its_flush_buffer_go() {
         store.push(FrameRow { name: 0, thread: 0, ts, dur: 1.0, complete: true });
     }
     assert!(store.scratch.capacity() > 0, "no flush merged through the buffer");
+    // The buffer is counted while it is held.
+    let held = store.heap_bytes();
+    let buffer = store.scratch.capacity() * std::mem::size_of::<Frame>();
+    let taken = std::mem::take(&mut store.scratch);
+    assert_eq!(held - store.heap_bytes(), buffer);
+    store.scratch = taken;
     store.seal();
     assert_eq!(store.scratch.capacity(), 0);
     assert_eq!(store.len(), 3 * FLUSH_ROWS);
