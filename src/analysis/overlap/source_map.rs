@@ -289,7 +289,7 @@ pub fn build_kernel_source_map(
     source_map_of(mapping.trace, mapping.masking, sampled, lookup, stage, payload)
 }
 
-/// The kernels a source map reads (at most [`SAMPLE_LIMIT_PER_NAME`] of
+/// The kernels a source map reads (at most `SAMPLE_LIMIT_PER_NAME` of
 /// each name, in time order), copied out of a bundle so that the map can
 /// be built while the sweep fills in the bundle's own kernels.
 pub struct SourceSample<'t> {
