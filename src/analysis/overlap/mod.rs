@@ -323,7 +323,8 @@ mod tests {
         let want: Vec<(Text, SourceStats)> =
             build_kernel_source_map(&bundle, &lookup, stage, None).into_iter().collect();
         assert_eq!(want.len(), 2);
-        let sample = SourceSample::of(&bundle);
+        assert!(SourceSample::of_at_most(&bundle, 29).is_none(), "14 + 16 launches are sampled");
+        let Some(sample) = SourceSample::of_at_most(&bundle, 30) else { panic!("no sample of 30 kernels") };
         analyze_overlap(&mut bundle.events);
         let got: Vec<(Text, SourceStats)> = sample.source_map(&lookup, stage, None).into_iter().collect();
         assert_eq!(got, want);

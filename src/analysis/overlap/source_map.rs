@@ -299,9 +299,16 @@ pub struct SourceSample<'t> {
 }
 
 impl<'t> SourceSample<'t> {
-    pub fn of(mapping: &StageBundle<'t>) -> Self {
-        let kernels = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME).into_iter().cloned().collect();
-        SourceSample { trace: mapping.trace, masking: mapping.masking, kernels }
+    /// The sample of `mapping`, or `None` when it holds more than `most`
+    /// kernels (a bundle of many distinct names, whose copy would cost
+    /// about as much memory as the bundle).
+    pub fn of_at_most(mapping: &StageBundle<'t>, most: usize) -> Option<Self> {
+        let sampled = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME);
+        if sampled.len() > most {
+            return None;
+        }
+        let kernels = sampled.into_iter().cloned().collect();
+        Some(SourceSample { trace: mapping.trace, masking: mapping.masking, kernels })
     }
 
     /// [`build_kernel_source_map`] of the bundle the sample was taken from.
