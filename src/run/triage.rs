@@ -671,23 +671,23 @@ fn overlap_rows<'a>(
             let mut bundle = source.bundle(stage, "formal");
             // The source map reads a per-name sample of the kernels, none
             // of what the sweep fills in: it is built from a copy of the
-            // sample while the sweep runs. A sample as large as an eighth
+            // sample while the sweep runs. A sample larger than an eighth
             // of the kernels is not copied: the map is then built from the
             // kernels themselves while they are sorted for the sweep.
             let most = bundle.events.len() / 8;
-            let (order, sample) = rayon::join(
+            let (order, early) = rayon::join(
                 || overlap::SweepOrder::new(&bundle.events),
-                || overlap::SourceSample::of_at_most(&bundle, most),
+                || match overlap::SourceSample::of_at_most(&bundle, most) {
+                    Some(sample) => SourceStep::Sampled(sample),
+                    None => SourceStep::Built(stage_source_map(&bundle, stage, kernel_map, payloads)),
+                },
             );
-            let (stats, source_map) = match sample {
-                Some(sample) => rayon::join(
+            let (stats, source_map) = match early {
+                SourceStep::Sampled(sample) => rayon::join(
                     || overlap::analyze_overlap_in(order, &mut bundle.events),
                     || sample_source_map(&sample, stage, kernel_map, payloads),
                 ),
-                None => {
-                    let source_map = stage_source_map(&bundle, stage, kernel_map, payloads);
-                    (overlap::analyze_overlap_in(order, &mut bundle.events), source_map)
-                }
+                SourceStep::Built(source_map) => (overlap::analyze_overlap_in(order, &mut bundle.events), source_map),
             };
             let (totals, rows) = overlap_stage(&bundle, &source_map, stage, &stats, opts);
             report.push(totals, rows, opts.compat);
@@ -763,6 +763,13 @@ fn stage_source_map(
     let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
     let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
     overlap::build_kernel_source_map(mapping_bundle, &lookup, stage, payload)
+}
+
+/// What the task beside a stage's sort leaves for the source map: the
+/// sample to build it from while the sweep runs, or the map itself.
+enum SourceStep<'t> {
+    Sampled(overlap::SourceSample<'t>),
+    Built(overlap::SourceMap),
 }
 
 /// [`stage_source_map`] from a sample taken of the mapping bundle.
