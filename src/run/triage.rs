@@ -679,13 +679,13 @@ fn overlap_rows<'a>(
                 || overlap::SweepOrder::new(&bundle.events),
                 || match overlap::SourceSample::of_at_most(&bundle, most) {
                     Some(sample) => SourceStep::Sampled(sample),
-                    None => SourceStep::Built(stage_source_map(&bundle, stage, kernel_map, payloads)),
+                    None => SourceStep::Built(stage_source_map(MapFrom::Bundle(&bundle), stage, kernel_map, payloads)),
                 },
             );
             let (stats, source_map) = match early {
                 SourceStep::Sampled(sample) => rayon::join(
                     || overlap::analyze_overlap_in(order, &mut bundle.events),
-                    || sample_source_map(&sample, stage, kernel_map, payloads),
+                    || stage_source_map(MapFrom::Sample(&sample), stage, kernel_map, payloads),
                 ),
                 SourceStep::Built(source_map) => (overlap::analyze_overlap_in(order, &mut bundle.events), source_map),
             };
@@ -742,7 +742,7 @@ fn overlap_rows<'a>(
         .filter_map(|(stage, stats)| {
             let (_, mapping_bundle) = pick_stage(mapping_bundles, stage)?;
             let formal_bundle = formal_bundles.get(&stage)?;
-            let source_map = stage_source_map(mapping_bundle, stage, kernel_map, payloads);
+            let source_map = stage_source_map(MapFrom::Bundle(mapping_bundle), stage, kernel_map, payloads);
             Some(overlap_stage(formal_bundle, &source_map, stage, &stats, opts))
         })
         .collect();
@@ -752,17 +752,28 @@ fn overlap_rows<'a>(
     report
 }
 
+/// What a stage's source map is read from: the mapping bundle's kernels,
+/// or a sample copied out of them.
+#[derive(Clone, Copy)]
+enum MapFrom<'a, 't> {
+    Bundle(&'a StageBundle<'t>),
+    Sample(&'a overlap::SourceSample<'t>),
+}
+
 /// The kernel → Python scope source map of a stage, from its mapping
-/// bundle, the kernel map and the formal stage payload.
+/// bundle (or a sample of it), the kernel map and the formal stage payload.
 fn stage_source_map(
-    mapping_bundle: &StageBundle<'_>,
+    from: MapFrom<'_, '_>,
     stage: Stage,
     kernel_map: &KernelMap,
     payloads: &IndexMap<Stage, &StagePayload>,
 ) -> overlap::SourceMap {
     let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
     let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
-    overlap::build_kernel_source_map(mapping_bundle, &lookup, stage, payload)
+    match from {
+        MapFrom::Bundle(bundle) => overlap::build_kernel_source_map(bundle, &lookup, stage, payload),
+        MapFrom::Sample(sample) => sample.source_map(&lookup, stage, payload),
+    }
 }
 
 /// What the task beside a stage's sort leaves for the source map: the
@@ -770,18 +781,6 @@ fn stage_source_map(
 enum SourceStep<'t> {
     Sampled(overlap::SourceSample<'t>),
     Built(overlap::SourceMap),
-}
-
-/// [`stage_source_map`] from a sample taken of the mapping bundle.
-fn sample_source_map(
-    sample: &overlap::SourceSample<'_>,
-    stage: Stage,
-    kernel_map: &KernelMap,
-    payloads: &IndexMap<Stage, &StagePayload>,
-) -> overlap::SourceMap {
-    let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
-    let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
-    sample.source_map(&lookup, stage, payload)
 }
 
 /// The totals and rows of one swept stage.
