@@ -677,17 +677,24 @@ fn overlap_rows<'a>(
             let most = bundle.events.len() / 8;
             let (order, early) = rayon::join(
                 || overlap::SweepOrder::new(&bundle.events),
-                || match overlap::SourceSample::of_at_most(&bundle, most) {
-                    Some(sample) => SourceStep::Sampled(sample),
-                    None => SourceStep::Built(stage_source_map(MapFrom::Bundle(&bundle), stage, kernel_map, payloads)),
+                || {
+                    with_source_inputs(stage, kernel_map, payloads, |lookup, payload| {
+                        overlap::SourceSample::of_at_most(&bundle, most, lookup, stage, payload)
+                    })
                 },
             );
             let (stats, source_map) = match early {
-                SourceStep::Sampled(sample) => rayon::join(
+                overlap::SampledSource::Copied(sample) => rayon::join(
                     || overlap::analyze_overlap_in(order, &mut bundle.events),
-                    || stage_source_map(MapFrom::Sample(&sample), stage, kernel_map, payloads),
+                    || {
+                        with_source_inputs(stage, kernel_map, payloads, |lookup, payload| {
+                            sample.source_map(lookup, stage, payload)
+                        })
+                    },
                 ),
-                SourceStep::Built(source_map) => (overlap::analyze_overlap_in(order, &mut bundle.events), source_map),
+                overlap::SampledSource::Built(source_map) => {
+                    (overlap::analyze_overlap_in(order, &mut bundle.events), source_map)
+                }
             };
             let (totals, rows) = overlap_stage(&bundle, &source_map, stage, &stats, opts);
             report.push(totals, rows, opts.compat);
@@ -742,7 +749,9 @@ fn overlap_rows<'a>(
         .filter_map(|(stage, stats)| {
             let (_, mapping_bundle) = pick_stage(mapping_bundles, stage)?;
             let formal_bundle = formal_bundles.get(&stage)?;
-            let source_map = stage_source_map(MapFrom::Bundle(mapping_bundle), stage, kernel_map, payloads);
+            let source_map = with_source_inputs(stage, kernel_map, payloads, |lookup, payload| {
+                overlap::build_kernel_source_map(mapping_bundle, lookup, stage, payload)
+            });
             Some(overlap_stage(formal_bundle, &source_map, stage, &stats, opts))
         })
         .collect();
@@ -752,35 +761,16 @@ fn overlap_rows<'a>(
     report
 }
 
-/// What a stage's source map is read from: the mapping bundle's kernels,
-/// or a sample copied out of them.
-#[derive(Clone, Copy)]
-enum MapFrom<'a, 't> {
-    Bundle(&'a StageBundle<'t>),
-    Sample(&'a overlap::SourceSample<'t>),
-}
-
-/// The kernel → Python scope source map of a stage, from its mapping
-/// bundle (or a sample of it), the kernel map and the formal stage payload.
-fn stage_source_map(
-    from: MapFrom<'_, '_>,
+/// Calls `build` with what a stage's source map reads besides its
+/// kernels: the kernel map's lookup and the formal stage payload.
+fn with_source_inputs<R>(
     stage: Stage,
     kernel_map: &KernelMap,
     payloads: &IndexMap<Stage, &StagePayload>,
-) -> overlap::SourceMap {
+    build: impl FnOnce(&dyn Fn(Stage, &str) -> Option<KernelEntry>, Option<&StagePayload>) -> R,
+) -> R {
     let lookup = |stage: Stage, name: &str| kernel_map.lookup(stage, name).cloned();
-    let payload = pick_stage(payloads, stage).map(|(_, p)| *p);
-    match from {
-        MapFrom::Bundle(bundle) => overlap::build_kernel_source_map(bundle, &lookup, stage, payload),
-        MapFrom::Sample(sample) => sample.source_map(&lookup, stage, payload),
-    }
-}
-
-/// What the task beside a stage's sort leaves for the source map: the
-/// sample to build it from while the sweep runs, or the map itself.
-enum SourceStep<'t> {
-    Sampled(overlap::SourceSample<'t>),
-    Built(overlap::SourceMap),
+    build(&lookup, pick_stage(payloads, stage).map(|(_, p)| *p))
 }
 
 /// The totals and rows of one swept stage.

@@ -34,7 +34,7 @@ use crate::columns::Trace;
 pub use bundle::{render_stages, stage_bundles, stage_bundles_with, BundleSource};
 pub use dependency::dependency_risk_label;
 pub use detect::{overlap_category, overlap_kernel_name};
-pub use source_map::{build_kernel_source_map, SourceMap, SourceSample};
+pub use source_map::{build_kernel_source_map, SampledSource, SourceMap, SourceSample};
 pub use sweep::{analyze_overlap, analyze_overlap_in, SweepOrder};
 
 /// One GPU kernel of the chosen process, with the time split the sweep
@@ -323,8 +323,13 @@ mod tests {
         let want: Vec<(Text, SourceStats)> =
             build_kernel_source_map(&bundle, &lookup, stage, None).into_iter().collect();
         assert_eq!(want.len(), 2);
-        assert!(SourceSample::of_at_most(&bundle, 29).is_none(), "14 + 16 launches are sampled");
-        let Some(sample) = SourceSample::of_at_most(&bundle, 30) else { panic!("no sample of 30 kernels") };
+        let SampledSource::Built(built) = SourceSample::of_at_most(&bundle, 29, &lookup, stage, None) else {
+            panic!("14 + 16 launches are sampled: more than 29 copied")
+        };
+        assert_eq!(built.into_iter().collect::<Vec<_>>(), want);
+        let SampledSource::Copied(sample) = SourceSample::of_at_most(&bundle, 30, &lookup, stage, None) else {
+            panic!("no sample of 30 kernels")
+        };
         analyze_overlap(&mut bundle.events);
         let got: Vec<(Text, SourceStats)> = sample.source_map(&lookup, stage, None).into_iter().collect();
         assert_eq!(got, want);

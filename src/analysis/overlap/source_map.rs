@@ -298,17 +298,39 @@ pub struct SourceSample<'t> {
     kernels: Vec<OverlapKernel>,
 }
 
+/// What [`SourceSample::of_at_most`] gives: the sample to build the map
+/// from later, or the map itself when the sample was too large to copy.
+pub enum SampledSource<'t> {
+    Copied(SourceSample<'t>),
+    Built(SourceMap),
+}
+
 impl<'t> SourceSample<'t> {
-    /// The sample of `mapping`, or `None` when it holds more than `most`
-    /// kernels (a bundle of many distinct names, whose copy would cost
-    /// about as much memory as the bundle).
-    pub fn of_at_most(mapping: &StageBundle<'t>, most: usize) -> Option<Self> {
+    /// The sample of `mapping`, copied out, when it holds at most `most`
+    /// kernels. A larger one (a bundle of many distinct names, whose copy
+    /// would cost about as much memory as the bundle) is not copied: the
+    /// source map is built from it at once, as [`build_kernel_source_map`]
+    /// would, with the same `lookup`, `stage` and `payload`.
+    pub fn of_at_most(
+        mapping: &StageBundle<'t>,
+        most: usize,
+        lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
+        stage: Stage,
+        payload: Option<&StagePayload>,
+    ) -> SampledSource<'t> {
         let sampled = sample_events(&mapping.events, SAMPLE_LIMIT_PER_NAME);
         if sampled.len() > most {
-            return None;
+            return SampledSource::Built(source_map_of(
+                mapping.trace,
+                mapping.masking,
+                sampled,
+                lookup,
+                stage,
+                payload,
+            ));
         }
         let kernels = sampled.into_iter().cloned().collect();
-        Some(SourceSample { trace: mapping.trace, masking: mapping.masking, kernels })
+        SampledSource::Copied(SourceSample { trace: mapping.trace, masking: mapping.masking, kernels })
     }
 
     /// [`build_kernel_source_map`] of the bundle the sample was taken from.
