@@ -228,7 +228,7 @@ impl ColumnsBuilder {
             _ => return self.intern_py(v, default),
         };
         let (ls, lsym, lnum) = &self.last[slot];
-        if *lsym != Sym::MAX && *lnum == num && ls == text {
+        if *lsym != Sym::MAX && *lnum == num && super::interner::same_bytes(ls.as_bytes(), text.as_bytes()) {
             return *lsym;
         }
         let id = if num { self.intern_py(v, default) } else { self.t.strings.intern(text) };

@@ -40,6 +40,31 @@ fn memo_slot(s: &[u8]) -> usize {
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
 }
 
+/// Whether two byte strings are equal, compared a word at a time in line:
+/// the names and field texts ingest compares are short, and a call into the
+/// C library's `memcmp` costs more than comparing them.
+#[inline(always)]
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a.iter().zip(b).all(|(x, y)| x == y);
+    }
+    let w = |s: &[u8], i: usize| s.get(i..i + 8).and_then(|c| c.first_chunk::<8>()).map(|c| u64::from_le_bytes(*c));
+    let mut i = 0;
+    while i + 8 < n {
+        if w(a, i) != w(b, i) {
+            return false;
+        }
+        i += 8;
+    }
+    // The last word, overlapping the one before when `n` is not a multiple
+    // of eight.
+    w(a, n - 8) == w(b, n - 8)
+}
+
 impl Interner {
     pub fn new() -> Self {
         Self::default()
@@ -65,7 +90,7 @@ impl Interner {
         }
         let slot = memo_slot(s.as_bytes());
         if let Some(known) = self.strings.get(self.memo[slot] as usize) {
-            if **known == *s {
+            if same_bytes(known.as_bytes(), s.as_bytes()) {
                 return self.memo[slot];
             }
         }
@@ -122,6 +147,22 @@ impl Interner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_bytes_is_byte_equality() {
+        let texts = ["", "X", "ab", "abcdefg", "abcdefgh", "abcdefghi", "abcdefghijklmnop", "abcdefghijklmnopq"];
+        for a in texts {
+            for b in texts {
+                assert_eq!(same_bytes(a.as_bytes(), b.as_bytes()), a == b, "{a:?} {b:?}");
+            }
+            // One byte changed anywhere, at every length.
+            for i in 0..a.len() {
+                let mut c = a.as_bytes().to_vec();
+                c[i] ^= 1;
+                assert!(!same_bytes(a.as_bytes(), &c), "{a:?} at {i}");
+            }
+        }
+    }
 
     #[test]
     fn interns_once_and_resolves() {
