@@ -246,14 +246,78 @@ pub(crate) fn non_digit_bytes(w: u64) -> u64 {
 /// digit in the lowest byte); `None` unless every byte is a digit.
 #[inline(always)]
 fn eight_digits(w: u64) -> Option<u64> {
-    if non_digit_bytes(w) != 0 {
+    (non_digit_bytes(w) == 0).then(|| digits_value(w))
+}
+
+/// A plain decimal literal (`-?digits(.digits)?`) at `start` of `buf`, its
+/// end and its value read in one pass, a word of digits at a time: the end
+/// the scanner finds for it and the value [`py_float_of_num`] gives its
+/// text. `None` for anything else (exponents, a leading zero, `NaN`, digits
+/// at or above 2^53 as one integer, more than fifteen after the point), and
+/// whenever fewer than eight bytes are left to read at a step: the literal
+/// may go on past them, so the scanner reads it apart.
+#[inline(always)]
+pub(crate) fn decimal_prefix(buf: &[u8], start: usize) -> Option<(usize, f64)> {
+    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let neg = *buf.get(start)? == b'-';
+    let d0 = start + usize::from(neg);
+    let (m, i) = digit_run(buf, d0, 0)?;
+    if i == d0 || (i - d0 > 1 && buf[d0] == b'0') {
         return None;
     }
+    let (m, end, scale) = if buf.get(i) == Some(&b'.') {
+        let (m, j) = digit_run(buf, i + 1, m)?;
+        if j == i + 1 {
+            return None;
+        }
+        (m, j, *POW10.get(j - i - 1)?)
+    } else {
+        (m, i, 1.0)
+    };
+    if m >= 1 << 53 || matches!(buf.get(end), None | Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+        return None;
+    }
+    // Both the digits and the power of ten are exact doubles: one division
+    // rounds correctly, as `exact_decimal` does.
+    let v = m as f64 / scale;
+    Some((end, if neg { -v } else { v }))
+}
+
+/// The digits from `i`, appended to `m`: the new value and the end of the
+/// run. `None` when a read of eight bytes would pass the end of `buf`, or
+/// on overflow.
+#[inline(always)]
+fn digit_run(buf: &[u8], mut i: usize, mut m: u64) -> Option<(u64, usize)> {
+    const SCALE: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+    loop {
+        let w = u64::from_le_bytes(*buf.get(i..)?.first_chunk::<8>()?);
+        let other = non_digit_bytes(w);
+        if other == 0 {
+            m = m.checked_mul(100_000_000)?.checked_add(digits_value(w))?;
+            i += 8;
+            continue;
+        }
+        let n = (other.trailing_zeros() / 8) as usize;
+        if n > 0 {
+            // The run's digits moved to the word's top bytes, '0's below
+            // them: the same value read as eight digits.
+            let shift = 8 * (8 - n) as u32;
+            let aligned = (w << shift) | (0x3030_3030_3030_3030 >> (64 - shift));
+            m = m.checked_mul(SCALE[n])?.checked_add(digits_value(aligned))?;
+        }
+        return Some((m, i + n));
+    }
+}
+
+/// The value of eight ASCII digits read as a little-endian word (the first
+/// digit in the lowest byte). Every byte must be a digit.
+#[inline(always)]
+fn digits_value(w: u64) -> u64 {
     // Pairs, then fours, then all eight digits, each step one multiply.
     let d = w - 0x3030_3030_3030_3030;
     let pairs = (d.wrapping_mul(10) + (d >> 8)) & 0x00ff_00ff_00ff_00ff;
     let fours = (pairs.wrapping_mul(100) + (pairs >> 16)) & 0x0000_ffff_0000_ffff;
-    Some((fours.wrapping_mul(10_000) + (fours >> 32)) & 0xffff_ffff)
+    (fours.wrapping_mul(10_000) + (fours >> 32)) & 0xffff_ffff
 }
 
 /// `float(s)` for a Python string: surrounding whitespace allowed,

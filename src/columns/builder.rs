@@ -31,6 +31,10 @@ pub struct RawEvent<'a> {
     pub tid: Scalar<'a>,
     pub ts: Scalar<'a>,
     pub dur: Scalar<'a>,
+    /// `float()` of `ts` and of `dur` when the tokenizer has already read
+    /// it from the number's text; `None` leaves it to the builder.
+    pub ts_float: Option<f64>,
+    pub dur_float: Option<f64>,
     pub args: ArgsFields<'a>,
     /// Only while [`ColumnsBuilder::wants_sample`]: the first eight `args`
     /// keys, each followed by its value when that is a string, joined by
@@ -341,7 +345,9 @@ impl ColumnsBuilder {
         external_id: Option<i64>,
     ) {
         // float(event.get("ts", 0.0)) / float(event.get("dur", 0.0)).
-        let (ts, dur) = match (ev.ts.py_float_or(0.0), ev.dur.py_float_or(0.0)) {
+        let ts = ev.ts_float.or_else(|| ev.ts.py_float_or(0.0));
+        let dur = ev.dur_float.or_else(|| ev.dur.py_float_or(0.0));
+        let (ts, dur) = match (ts, dur) {
             (Some(ts), Some(dur)) => (ts, dur),
             _ => {
                 self.t.counts.skipped += 1;
@@ -591,6 +597,8 @@ mod tests {
             tid: Scalar::Num("7"),
             ts: Scalar::Num("5"),
             dur: Scalar::Num("2"),
+            ts_float: None,
+            dur_float: None,
             args: ArgsFields { is_object: true, stream: Scalar::Num("7"), ..Default::default() },
             args_head: "",
         };

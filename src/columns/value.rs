@@ -95,6 +95,8 @@ pub fn trace_from_value(root: &Value) -> Trace {
             tid: scalar(e.get("tid"), &texts[4]),
             ts: scalar(e.get("ts"), &texts[5]),
             dur: scalar(e.get("dur"), &texts[6]),
+            ts_float: None,
+            dur_float: None,
             args: ArgsFields {
                 is_object: args_obj.is_some(),
                 external_id: scalar(arg("External id"), &texts[7]),

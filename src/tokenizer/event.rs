@@ -16,6 +16,10 @@ struct Slots {
     tid: Loc,
     ts: Loc,
     dur: Loc,
+    /// `float()` of `ts` and `dur` when the scanner read them as plain
+    /// decimals.
+    ts_float: Option<f64>,
+    dur_float: Option<f64>,
     args_object: bool,
     ext: Loc,
     corr: Loc,
@@ -59,6 +63,7 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
             };
             match slot {
                 TopSlot::Field(p) => s.value_into(&mut scratch.bytes, p)?,
+                TopSlot::Float(p, v) => *v = s.float_into(&mut scratch.bytes, p)?,
                 TopSlot::Args => {
                     if s.peek()? == b'{' {
                         f.args_object = true;
@@ -93,6 +98,8 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
         tid: scalar(buf, sc, f.tid),
         ts: scalar(buf, sc, f.ts),
         dur: scalar(buf, sc, f.dur),
+        ts_float: f.ts_float,
+        dur_float: f.dur_float,
         args: ArgsFields {
             is_object: f.args_object,
             external_id: scalar(buf, sc, f.ext),
@@ -109,6 +116,8 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
 
 enum TopSlot<'f> {
     Field(&'f mut Loc),
+    /// A field read as a float, and where its value goes.
+    Float(&'f mut Loc, &'f mut Option<f64>),
     Args,
     Skip,
 }
@@ -209,8 +218,8 @@ fn top_slot(f: &mut Slots, key: Key) -> TopSlot<'_> {
         Key::Name => &mut f.name,
         Key::Pid => &mut f.pid,
         Key::Tid => &mut f.tid,
-        Key::Ts => &mut f.ts,
-        Key::Dur => &mut f.dur,
+        Key::Ts => return TopSlot::Float(&mut f.ts, &mut f.ts_float),
+        Key::Dur => return TopSlot::Float(&mut f.dur, &mut f.dur_float),
         Key::Args => return TopSlot::Args,
         Key::Other => return TopSlot::Skip,
     })

@@ -247,6 +247,23 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// [`Self::value_into`] for a field the columns read as a float: a
+    /// plain decimal is read with its value in one pass, and the value
+    /// returned (what [`crate::pysem::py_float_of_num`] gives its text);
+    /// anything else is scanned as `value_into` does, and gives `None`.
+    #[inline(always)]
+    pub fn float_into(&mut self, scratch: &mut Vec<u8>, out: &mut Loc) -> ScanResult<Option<f64>> {
+        if matches!(self.peek()?, b'-' | b'0'..=b'9') {
+            if let Some((end, v)) = crate::pysem::decimal_prefix(self.buf, self.pos) {
+                *out = Loc::Num(self.pos, end);
+                self.pos = end;
+                return Ok(Some(v));
+            }
+        }
+        self.value_into(scratch, out)?;
+        Ok(None)
+    }
+
     /// Scans any value at `pos` into a [`Loc`] (containers are skipped).
     #[inline]
     pub fn value(&mut self, scratch: &mut Vec<u8>) -> ScanResult<Loc> {
@@ -647,6 +664,70 @@ mod tests {
                 assert_eq!(a, general.number_end_general(0), "{:?}", String::from_utf8_lossy(&text));
                 assert_eq!(fast.pos, general.pos);
             }
+        }
+    }
+
+    #[test]
+    fn floats_read_in_one_pass_agree_with_the_scan_and_the_parse() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut texts: Vec<String> = [
+            "0", "-0", "0.0", "7", "-7.5", "12.5", "3676599907536.035", "287797.444", "9007199254740991",
+            "9007199254740992", "0.000000000000001", "0.0000000000000001", "1.000", "99999999999999999",
+            "123456789012345678901234", "01", "-01.5", "1.", ".5", "-", "1e5", "1.5E-3", "-Infinity", "NaN",
+            "1.2.3", "12345678", "123456781234567812345678",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        for _ in 0..50_000 {
+            let digits = 1 + rng() % 20;
+            let mut t: String = (0..digits).map(|_| char::from(b'0' + (rng() % 10) as u8)).collect();
+            if t.len() > 1 && rng() % 3 > 0 {
+                t.insert(1 + (rng() as usize) % (t.len() - 1), '.');
+            }
+            if rng() % 5 == 0 {
+                t.insert(0, '-');
+            }
+            texts.push(t);
+        }
+        let mut fast = 0;
+        for t in &texts {
+            for after in [",", "}", " ", "\n ", "e5", "x", "", ",       \"x\": 1"] {
+                let buf = format!("{t}{after}");
+                let mut s = Scanner::new(buf.as_bytes(), 0);
+                let mut scratch = Vec::new();
+                let mut loc = Loc::Missing;
+                let got = s.float_into(&mut scratch, &mut loc).map(|v| (v.map(f64::to_bits), loc, s.pos));
+                let mut s = Scanner::new(buf.as_bytes(), 0);
+                let mut want_loc = Loc::Missing;
+                let want = s.value_into(&mut scratch, &mut want_loc).map(|()| (want_loc, s.pos));
+                match (got, want) {
+                    (Ok((v, loc, pos)), Ok((want_loc, want_pos))) => {
+                        assert_eq!((loc, pos), (want_loc, want_pos), "{buf:?}");
+                        if let Some(bits) = v {
+                            fast += 1;
+                            let Loc::Num(a, b) = loc else { panic!("{buf:?}: not a number") };
+                            let text = std::str::from_utf8(&buf.as_bytes()[a..b]).unwrap();
+                            let parsed = crate::pysem::py_float_of_num(text).map(f64::to_bits);
+                            assert_eq!(Some(bits), parsed, "{buf:?}");
+                        }
+                    }
+                    (Err(g), Err(w)) => assert_eq!(format!("{g:?}"), format!("{w:?}"), "{buf:?}"),
+                    (g, w) => panic!("{buf:?}: {g:?} against {w:?}"),
+                }
+            }
+        }
+        // The common forms take the one-pass read.
+        assert!(fast > 25_000, "{fast}");
+        for t in ["3676599907536.035, \"dur\": 1", "287797.444\n    },", "-7.5,       "] {
+            let mut s = Scanner::new(t.as_bytes(), 0);
+            assert!(s.float_into(&mut Vec::new(), &mut Loc::Missing).unwrap().is_some(), "{t:?}");
         }
     }
 
