@@ -1,6 +1,6 @@
 //! Tests of the frame store: exact values, store order, skipping.
 
-use super::run::{decode_time, encode_time, get, put_all, unzigzag, zigzag};
+use super::run::{decode_time, encode_time, get, put_all, round_to_int, unzigzag, zigzag};
 use super::*;
 
 #[test]
@@ -18,6 +18,37 @@ fn times_round_trip_exactly_or_go_verbatim() {
         let mut b = Vec::new();
         put_all(&mut b, [zigzag(v)]);
         assert_eq!(unzigzag(get(&b, &mut 0)), v);
+    }
+}
+
+#[test]
+fn rounding_to_an_integer_is_round_half_away_from_zero() {
+    let mut next = crate::pysem::test_rng(0x51ed_270b);
+    let mut xs = vec![
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        2.5,
+        -2.5,
+        0.49999999999999994,
+        -0.49999999999999994,
+        4_503_599_627_370_495.5,
+        -4_503_599_627_370_495.5,
+        9_007_199_254_740_991.0,
+        3_676_599_907_536_035.0,
+    ];
+    for _ in 0..100_000 {
+        // Uniform bits, kept below 2^53 in magnitude.
+        let x = f64::from_bits(next());
+        if x.is_finite() && x.abs() < 9_007_199_254_740_992.0 {
+            xs.push(x);
+        }
+        xs.push((next() % 10_000_000) as f64 / 1000.0 * 1000.0 - 5e9);
+    }
+    for x in xs {
+        assert_eq!(round_to_int(x), x.round() as i64, "{x:e}");
     }
 }
 
