@@ -495,13 +495,33 @@ where
         seen: usize,
         next: usize,
     }
-    let mut names: rustc_hash::FxHashMap<&str, Name> = rustc_hash::FxHashMap::default();
+    // Names are found by their text's address first: callers hand out
+    // shared texts, so a name's items mostly point at the same bytes, and
+    // the same address and length is the same text. A new address is
+    // looked up by the text itself, once.
+    let mut names: Vec<Name> = Vec::new();
+    let mut by_text: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    let mut by_address: rustc_hash::FxHashMap<(usize, usize), usize> = rustc_hash::FxHashMap::default();
+    let mut index_of = |text: &'a str, names: &mut Vec<Name>| -> usize {
+        let address = (text.as_ptr() as usize, text.len());
+        if let Some(&i) = by_address.get(&address) {
+            return i;
+        }
+        let i = *by_text.entry(text).or_insert_with(|| {
+            names.push(Name { count: 0, seen: 0, next: 0 });
+            names.len() - 1
+        });
+        by_address.insert(address, i);
+        i
+    };
     for item in items.clone() {
-        names.entry(name(item)).or_insert(Name { count: 0, seen: 0, next: 0 }).count += 1;
+        let i = index_of(name(item), &mut names);
+        names[i].count += 1;
     }
     let mut picked: Vec<&'a T> = Vec::new();
     for item in items {
-        let Some(n) = names.get_mut(name(item)) else { continue };
+        let i = index_of(name(item), &mut names);
+        let n = &mut names[i];
         if n.count <= limit {
             picked.push(item);
         } else {
@@ -733,6 +753,18 @@ mod tests {
             let got: Vec<usize> = sample_per_name(&items, |x| x.0.as_str(), limit).iter().map(|x| x.1).collect();
             let want: Vec<usize> = naive(&items, limit).iter().map(|x| x.1).collect();
             assert_eq!(got, want, "round {round}");
+            // The same names, some items sharing one copy of their text and
+            // others holding their own.
+            let pool: Vec<String> = (0..names).map(|k| format!("k{k}")).collect();
+            let shared: Vec<(&str, usize)> = items
+                .iter()
+                .map(|(name, i)| {
+                    let own = next() % 2 == 0;
+                    (if own { name.as_str() } else { pool.iter().find(|p| *p == name).unwrap().as_str() }, *i)
+                })
+                .collect();
+            let got: Vec<usize> = sample_per_name(&shared, |x| x.0, limit).iter().map(|x| x.1).collect();
+            assert_eq!(got, want, "round {round}, shared texts");
         }
     }
 
