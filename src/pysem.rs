@@ -181,7 +181,6 @@ pub fn py_float_of_num(raw: &str) -> Option<f64> {
 /// more digits), which the full parse takes.
 #[inline]
 fn exact_decimal(b: &[u8]) -> Option<f64> {
-    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
     let (neg, digits) = match b.first() {
         Some(b'-') => (true, &b[1..]),
         _ => (false, b),
@@ -214,17 +213,24 @@ fn exact_decimal(b: &[u8]) -> Option<f64> {
             }
             m = m * 10 + u64::from(d);
         }
-        Some(digits.len() - f0)
+        digits.len() - f0
     } else {
-        None
+        0
     };
+    exact_scaled(m, frac, neg)
+}
+
+/// `±m / 10^k` for the digits `m` of a plain decimal, `k` of them after
+/// the point: `None` unless `m` is below 2^53 and `k` at most 15. Both the
+/// digits and the power of ten are then exact doubles, so the one IEEE
+/// division rounds correctly, as a full parse does.
+#[inline(always)]
+fn exact_scaled(m: u64, k: usize, neg: bool) -> Option<f64> {
+    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
     if m >= 1 << 53 {
         return None;
     }
-    let v = match frac {
-        None => m as f64,
-        Some(k) => m as f64 / *POW10.get(k)?,
-    };
+    let v = m as f64 / *POW10.get(k)?;
     Some(if neg { -v } else { v })
 }
 
@@ -258,29 +264,25 @@ fn eight_digits(w: u64) -> Option<u64> {
 /// may go on past them, so the scanner reads it apart.
 #[inline(always)]
 pub(crate) fn decimal_prefix(buf: &[u8], start: usize) -> Option<(usize, f64)> {
-    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
     let neg = *buf.get(start)? == b'-';
     let d0 = start + usize::from(neg);
     let (m, i) = digit_run(buf, d0, 0)?;
     if i == d0 || (i - d0 > 1 && buf[d0] == b'0') {
         return None;
     }
-    let (m, end, scale) = if buf.get(i) == Some(&b'.') {
+    let (m, end, frac) = if buf.get(i) == Some(&b'.') {
         let (m, j) = digit_run(buf, i + 1, m)?;
         if j == i + 1 {
             return None;
         }
-        (m, j, *POW10.get(j - i - 1)?)
+        (m, j, j - i - 1)
     } else {
-        (m, i, 1.0)
+        (m, i, 0)
     };
-    if m >= 1 << 53 || matches!(buf.get(end), None | Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+    if matches!(buf.get(end), None | Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
         return None;
     }
-    // Both the digits and the power of ten are exact doubles: one division
-    // rounds correctly, as `exact_decimal` does.
-    let v = m as f64 / scale;
-    Some((end, if neg { -v } else { v }))
+    Some((end, exact_scaled(m, frac, neg)?))
 }
 
 /// The digits from `i`, appended to `m`: the new value and the end of the
