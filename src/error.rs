@@ -60,16 +60,27 @@ impl Error {
     }
 }
 
+/// A path as a message shows it: as `Path::display` does, with control
+/// characters (a line break in a file name) escaped, so that the message
+/// stays one line and still names the file.
+pub fn shown(path: &Path) -> String {
+    let text = path.display().to_string();
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(p) = &self.path {
-            write!(f, "{}: ", p.display())?;
+            write!(f, "{}: ", shown(p))?;
         }
         if let Some(o) = self.offset {
             write!(f, "byte {}: ", o)?;
         }
         // Keep it one line whatever the message holds.
-        let msg: String = self.message.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+        let msg: String = self.message.chars().map(|c| if matches!(c, '\n' | '\r') { ' ' } else { c }).collect();
         f.write_str(&msg)
     }
 }
@@ -79,5 +90,23 @@ impl std::error::Error for Error {}
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         Error::io(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_break_in_a_file_name_is_shown_escaped_on_one_line() {
+        let e = Error::bad_input("unexpected end of input").in_file(Path::new("/tmp/nl\nname\r.json")).at(16);
+        assert_eq!(e.to_string(), "/tmp/nl\\nname\\r.json: byte 16: unexpected end of input");
+        assert_eq!(shown(Path::new("plain/trace.json")), "plain/trace.json");
+        assert_eq!(shown(Path::new("tab\there")), "tab\\there");
+    }
+
+    #[test]
+    fn line_breaks_in_a_message_become_spaces() {
+        assert_eq!(Error::usage("a\nb\r\nc").to_string(), "a b  c");
     }
 }

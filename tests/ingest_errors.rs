@@ -136,3 +136,24 @@ fn bad_input_on_stdin_names_stdin() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("torchtriage: -: byte 17:"), "{stderr}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_line_break_in_the_file_name_keeps_the_error_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_temp(&dir, "nl\nname.json", &GOOD[..40]);
+    for command in ["stats", "triage"] {
+        let out = common::run(&[command, "-q", p.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{command}: one line on stderr: {stderr:?}");
+        assert!(stderr.contains("nl\\nname.json: byte 40:"), "{command}: names the file, escaped: {stderr:?}");
+    }
+    // A missing path is shown the same way.
+    let missing = dir.path().join("no\nsuch.json");
+    let out = common::run(&["triage", "-q", missing.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line on stderr: {stderr:?}");
+    assert!(stderr.contains("no\\nsuch.json"), "{stderr:?}");
+}

@@ -240,7 +240,7 @@ pub(super) fn print_batch(output: &Output, summary: &[StageSummary], info: &rend
         if e.path.is_some() {
             let _ = writeln!(std::io::stderr(), "  {e}");
         } else {
-            let _ = writeln!(std::io::stderr(), "  {}: {e}", path.display());
+            let _ = writeln!(std::io::stderr(), "  {}: {e}", crate::error::shown(path));
         }
     }
     printed.map(|()| 1)

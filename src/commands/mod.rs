@@ -81,7 +81,7 @@ pub fn warn_skipped(path: &std::path::Path, skipped: u64) {
         let _ = writeln!(
             std::io::stderr(),
             "torchtriage: warning: {}: {skipped} complete events skipped (non-numeric ts or dur)",
-            path.display()
+            crate::error::shown(path)
         );
     }
 }

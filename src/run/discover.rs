@@ -209,7 +209,9 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
         }
     }
     dirs.sort_by_key(|(_, m)| *m);
-    dirs.pop().map(|(d, _)| d).ok_or_else(|| Error::usage(format!("No trace files found under {}", path.display())))
+    dirs.pop()
+        .map(|(d, _)| d)
+        .ok_or_else(|| Error::usage(format!("No trace files found under {}", crate::error::shown(path))))
 }
 
 /// `server_args.json` beside the trace (or in its parent directory).
@@ -267,7 +269,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
         });
     }
     if !path.exists() {
-        return Err(Error::usage(format!("{}: no such file or directory", path.display())));
+        return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(path))));
     }
     let direct = discover_trace_files(path, false, None);
     let recursive = discover_trace_files(path, true, None);
@@ -279,7 +281,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
             (discover_trace_files(&dir, false, None), dir)
         };
     if traces.is_empty() {
-        return Err(Error::usage(format!("No trace files found under {}", trace_dir.display())));
+        return Err(Error::usage(format!("No trace files found under {}", crate::error::shown(&trace_dir))));
     }
     let non_merged: Vec<PathBuf> = traces
         .iter()

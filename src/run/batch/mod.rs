@@ -68,7 +68,7 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static 
 /// skipped unless nothing else is there. Sorted by path.
 pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
     if !dir.exists() {
-        return Err(Error::usage(format!("{}: no such file or directory", dir.display())));
+        return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(dir))));
     }
     let found = discover_trace_files(dir, true, None);
     let is_merged = |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
@@ -77,7 +77,7 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
         paths = found;
     }
     if paths.is_empty() {
-        return Err(Error::usage(format!("No trace files found under {}", dir.display())));
+        return Err(Error::usage(format!("No trace files found under {}", crate::error::shown(dir))));
     }
     // Canonical paths, as `triage` resolves its input (stage names in parent
     // directories depend on it).
