@@ -196,8 +196,11 @@ pub fn open_with(path: &Path, mode: ReadMode) -> Result<Opened> {
             });
         }
     }
-    let file = File::open(path).map_err(|e| Error::io(e).in_file(path))?;
-    let counted = Counting { inner: file, counter: consumed.clone() };
+    // The sniffed bytes go back in front of the rest of the same handle: a
+    // pipe (`/dev/stdin`, `<(zcat …)`) cannot be opened a second time from
+    // its start.
+    let rest = io::Cursor::new(head[..n].to_vec()).chain(file);
+    let counted = Counting { inner: rest, counter: consumed.clone() };
     let reader = decoder(Box::new(counted), enc).map_err(|e| e.in_file(path))?;
     Ok(Opened {
         source: Source::Stream { reader, path: path.to_path_buf(), encoding: enc },

@@ -1,7 +1,7 @@
 //! Discovery and input forms: every trace file is parsed at most once per
 //! run (`TT_TIMING` announces each parse as `timing: parse <path>`), zstd
 //! files are found in directories like gzip ones, and `-` reads a trace
-//! from standard input for `triage`.
+//! from standard input for `triage`, as does a path that names a pipe.
 
 mod common;
 
@@ -114,4 +114,76 @@ fn triage_reads_standard_input() {
     let bad = common::run_stdin(&["-q", "triage", "-"], b"{\"traceEvents\": [");
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).starts_with("torchtriage: -: "));
+}
+
+/// A named pipe with `bytes` written into it by a thread once a reader
+/// opens it. A reader that never comes leaves the thread waiting ten
+/// seconds at most, so a run that does not read the pipe fails rather
+/// than hangs.
+#[cfg(unix)]
+fn fifo_with(dir: &tempfile::TempDir, name: &str, bytes: Vec<u8>) -> (PathBuf, std::thread::JoinHandle<()>) {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let path = dir.path().join(name);
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo has no other precondition.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let p = path.clone();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // Opening for writing without blocking fails until a reader is there.
+        let mut f = loop {
+            match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&p) {
+                Ok(f) => break f,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5))
+                }
+                Err(_) => return,
+            }
+        };
+        // SAFETY: `f` is an open descriptor; this clears O_NONBLOCK on it.
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, 0) };
+        // The reader may stop early (an error): a broken pipe is fine.
+        let _ = f.write_all(&bytes);
+    });
+    (path, writer)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_path_that_names_a_pipe_is_read_once_as_a_stream() {
+    let text = std::fs::read(FIXTURE).unwrap();
+    let tables = |o: &Output| {
+        let s = String::from_utf8_lossy(&o.stdout).into_owned();
+        s.find("Kernel Table").map(|i| s[i..].to_string()).unwrap_or_default()
+    };
+    let from_file = common::run(&["-q", "triage", FIXTURE]);
+    assert!(from_file.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let gz = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&text).unwrap();
+        e.finish().unwrap()
+    };
+    for (i, input) in [text.clone(), gz, zstd::encode_all(&text[..], 3).unwrap()].into_iter().enumerate() {
+        let (fifo, writer) = fifo_with(&dir, &format!("triage{i}"), input.clone());
+        let out = common::run(&["-q", "triage", fifo.to_str().unwrap()]);
+        writer.join().unwrap();
+        assert!(out.status.success(), "triage on a pipe: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(tables(&out), tables(&from_file));
+        // `stats` reads the pipe from its first byte too (the bytes that
+        // tell gzip and zstd from JSON are not lost).
+        let (fifo, writer) = fifo_with(&dir, &format!("stats{i}"), input);
+        let out = common::run(&["-q", "stats", "--json", fifo.to_str().unwrap()]);
+        writer.join().unwrap();
+        assert!(out.status.success(), "stats on a pipe: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(v["events"].as_u64().unwrap() > 0, "{v}");
+    }
+    // `/dev/stdin` when standard input is a pipe.
+    let out = common::run_stdin(&["-q", "triage", "/dev/stdin"], &text);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(tables(&out), tables(&from_file));
 }

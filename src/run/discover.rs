@@ -165,6 +165,14 @@ fn walk(dir: &Path, recursive: bool, seen: &mut std::collections::HashSet<PathBu
     }
 }
 
+/// Whether `path` is one trace read once as a stream: `-` (standard
+/// input), or a path that names neither a regular file nor a directory — a
+/// pipe such as `/dev/stdin` or `<(zcat trace.json.gz)`, a character
+/// device. Nothing is looked for beside it.
+pub fn is_stream_path(path: &Path) -> bool {
+    path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
 /// Trace files in a directory (or the file itself), oldest first.
 pub fn discover_trace_files(path: &Path, recursive: bool, limit: Option<usize>) -> Vec<PathBuf> {
     if path.is_file() {
@@ -333,7 +341,7 @@ fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) ->
     if let Some(h) = detect_from_server_args(load_server_args(path).as_ref()) {
         return Some(h);
     }
-    if path.is_file() || path.as_os_str() == "-" {
+    if path.is_file() || is_stream_path(path) {
         return sample_of(path).and_then(|s| detect_from_text(&s));
     }
     discover_trace_files(path, true, Some(3)).iter().find_map(|t| sample_of(t).and_then(|s| detect_from_text(&s)))

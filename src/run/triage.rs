@@ -187,8 +187,9 @@ struct ResolvedInput {
 }
 
 fn resolve_input(path: &Path) -> Result<ResolvedInput> {
-    if path.as_os_str() == "-" {
-        // Standard input: one trace, read once, with nothing beside it.
+    if crate::run::discover::is_stream_path(path) {
+        // Standard input or a pipe: one trace, read once, with nothing
+        // beside it.
         return Ok(ResolvedInput {
             path: path.to_path_buf(),
             traces: vec![path.to_path_buf()],
