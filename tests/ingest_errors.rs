@@ -157,3 +157,23 @@ fn a_line_break_in_the_file_name_keeps_the_error_on_one_line() {
     assert_eq!(stderr.lines().count(), 1, "one line on stderr: {stderr:?}");
     assert!(stderr.contains("no\\nsuch.json"), "{stderr:?}");
 }
+
+#[test]
+fn stats_counts_stream_zero_as_a_kernel_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = |args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {{{args}}}}}"#
+        )
+    };
+    let doc = format!(
+        "{{\"traceEvents\": [{}]}}",
+        [k(r#""stream": 0"#), k(r#""stream": 0"#), k(r#""stream": 7"#), k(r#""cuda_stream": 3"#)].join(",")
+    );
+    let p = write_temp(&dir, "streams.json", doc.as_bytes());
+    let out = common::run(&["stats", "--json", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["kernel_streams"], 3, "streams 0, 7 and cuda_stream 3: {v}");
+}

@@ -36,10 +36,31 @@ fn count_map(trace: &Trace, m: &crate::columns::FxIndexMap<u32, u64>) -> Map<Str
     m.iter().map(|(k, v)| (trace.s(*k).to_string(), json!(v))).collect()
 }
 
+/// Version of the `stats --json` document (its own, apart from the
+/// triage report's).
+pub const STATS_SCHEMA_VERSION: u32 = 1;
+
+/// A kernel's stream as `kernel_streams` counts it: `args.stream` read as
+/// an integer (stream 0 is a stream), else the text of `args.stream` or
+/// `args.cuda_stream`.
+#[derive(PartialEq, Eq, Hash)]
+enum StreamKey {
+    Int(i32),
+    Text(u32),
+}
+
+/// The distinct streams of the kernel-like rows.
+fn kernel_streams(trace: &Trace) -> usize {
+    let key = |k: &crate::columns::KernelRow| match k.stream_int {
+        n if n >= 0 => Some(StreamKey::Int(n)),
+        _ => k.stream.or(k.cuda_stream).map(StreamKey::Text),
+    };
+    trace.kernels.iter().filter_map(|k| key(&k)).collect::<HashSet<_>>().len()
+}
+
 /// The `stats --json` document (schema in docs/json-schema.md).
 pub fn stats_json(trace: &Trace, file: &str) -> Value {
     let pids: HashSet<u32> = trace.threads.iter().map(|t| t.pid).collect();
-    let streams: HashSet<u32> = trace.kernels.iter().filter_map(|k| k.stream.or(k.cuda_stream)).collect();
     let c = &trace.counts;
     let span = match (c.min_ts, c.max_end) {
         (Some(a), Some(b)) => json!({"min_ts_us": number(a), "max_end_us": number(b), "span_us": number(b - a)}),
@@ -52,13 +73,14 @@ pub fn stats_json(trace: &Trace, file: &str) -> Value {
         .map(|(name, rows, bytes)| json!({"name": name, "rows": rows, "bytes": bytes}))
         .collect();
     json!({
+        "schema_version": STATS_SCHEMA_VERSION,
         "file": file,
         "events": c.events,
         "cat": count_map(trace, &c.by_cat),
         "ph": count_map(trace, &c.by_ph),
         "pids": pids.len(),
         "threads": trace.threads.len(),
-        "kernel_streams": streams.len(),
+        "kernel_streams": kernel_streams(trace),
         "time_span": span,
         "skipped_events": c.skipped,
         "metadata": {
