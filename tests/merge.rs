@@ -88,5 +88,28 @@ fn a_file_that_is_not_a_summary_is_bad_input() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("x.summary.json"), "{err}");
     let empty = tempfile::tempdir().unwrap();
-    assert_eq!(common::run(&["-q", "merge", s(empty.path())]).status.code(), Some(2));
+    let out = common::run(&["-q", "merge", s(empty.path())]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(s(empty.path())), "names the directory: {err}");
+    // Not JSON at all: the position is given once.
+    let text = dir.path().join("notes.json");
+    std::fs::write(&text, "hello").unwrap();
+    let err = String::from_utf8_lossy(&common::run(&["-q", "merge", s(&text)]).stderr).into_owned();
+    assert_eq!(err.matches("column 1").count(), 1, "{err}");
+}
+
+#[test]
+fn the_merged_report_does_not_claim_a_memory_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let sums = dir.path().join("sums");
+    assert_eq!(json(&["batch", RANKS, "--summaries", s(&sums)]).0, Some(0));
+    for format in ["markdown", "table"] {
+        let out = common::run(&["-q", "merge", s(&sums), "--format", format]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Files: 8 triaged, 0 failed (merged from summaries)"), "{format}: {text}");
+        assert!(!text.contains("memory budget"), "{format}: {text}");
+    }
+    let out = common::run(&["-q", "batch", RANKS, "--format", "markdown"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("memory budget"));
 }

@@ -50,6 +50,14 @@ impl OutputArgs {
     pub fn resolve(&self) -> Result<Output> {
         let format = match (self.format, &self.output) {
             (Some(f), _) => f,
+            (None, Some(p)) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
+                // CSV is one file per table: a `.csv` file name cannot hold
+                // the report, and markdown under that name would mislead.
+                return Err(Error::usage(
+                    "CSV output is one file per table: give --format csv and a directory (-o DIR)",
+                )
+                .in_file(p));
+            }
             (None, Some(p)) => Format::from_extension(p).unwrap_or(Format::Markdown),
             (None, None) if std::io::stdout().is_terminal() => Format::Table,
             (None, None) => Format::Markdown,
@@ -150,5 +158,10 @@ mod tests {
         assert_eq!(html.resolve().unwrap().format, Format::Html);
         let other = OutputArgs { format: None, output: Some(PathBuf::from("r.out")) };
         assert_eq!(other.resolve().unwrap().format, Format::Markdown);
+        // A `.csv` file name alone is refused rather than given markdown.
+        let one_csv = OutputArgs { format: None, output: Some(PathBuf::from("r.CSV")) };
+        assert!(one_csv.resolve().err().is_some_and(|e| e.message.contains("--format csv")));
+        let csv_dir = OutputArgs { format: Some(Format::Csv), output: Some(PathBuf::from("tables.csv")) };
+        assert_eq!(csv_dir.resolve().unwrap().format, Format::Csv);
     }
 }

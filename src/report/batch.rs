@@ -23,6 +23,23 @@ pub struct RunInfo<'a> {
     pub skipped: &'a [(std::path::PathBuf, &'static str)],
 }
 
+impl RunInfo<'_> {
+    /// The `Files:` line: how many triaged and failed, and how the batch
+    /// ran (a merge of summaries has no jobs or memory budget of its own).
+    pub fn files_line(&self) -> String {
+        let triaged = self.files - self.failures.len();
+        let failed = self.failures.len();
+        if self.budget == 0 {
+            return format!("Files: {triaged} triaged, {failed} failed (merged from summaries)");
+        }
+        format!(
+            "Files: {triaged} triaged, {failed} failed (jobs {}, memory budget {:.1} GiB)",
+            self.jobs,
+            self.budget as f64 / (1u64 << 30) as f64
+        )
+    }
+}
+
 pub(crate) fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string())
 }
@@ -139,13 +156,7 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
     let mut out = vec![
         "Batch View".to_string(),
         format!("Directory: {}", info.dir.display()),
-        format!(
-            "Files: {} triaged, {} failed (jobs {}, memory budget {:.1} GiB)",
-            info.files - info.failures.len(),
-            info.failures.len(),
-            info.jobs,
-            info.budget as f64 / (1u64 << 30) as f64
-        ),
+        info.files_line(),
         format!(
             "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \
              waiting = exposed communication more than {pct}% above the median, compute not",

@@ -107,13 +107,7 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     let mut o = Out::new(width);
     o.text("torchtriage batch");
     o.text(&format!("Directory: {}", info.dir.display()));
-    o.text(&format!(
-        "Files: {} triaged, {} failed (jobs {}, memory budget {:.1} GiB)",
-        info.files - info.failures.len(),
-        info.failures.len(),
-        info.jobs,
-        info.budget as f64 / (1u64 << 30) as f64
-    ));
+    o.text(&info.files_line());
     o.text(&format!(
         "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \
          waiting = exposed communication more than {pct}% above the median, compute not.",

@@ -87,8 +87,8 @@ pub fn write_summaries(dir: &Path, outcomes: &[FileOutcome]) -> Result<()> {
 pub fn read_summary(path: &Path) -> Result<RankSummary> {
     let text = std::fs::read(path).map_err(|e| Error::io(e).in_file(path))?;
     let s: RankSummary = serde_json::from_slice(&text).map_err(|e| {
-        Error::bad_input(format!("not a torchtriage summary: {e} (line {}, column {})", e.line(), e.column()))
-            .in_file(path)
+        // serde_json's message already ends with the line and column.
+        Error::bad_input(format!("not a torchtriage summary: {e}")).in_file(path)
     })?;
     if s.kind != SUMMARY_KIND {
         return Err(Error::bad_input(format!("not a torchtriage summary (kind `{}`)", s.kind)).in_file(path));
@@ -125,7 +125,8 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
     }
     let mut out = files.iter().map(|p| read_summary(p)).collect::<Result<Vec<_>>>()?;
     if out.is_empty() {
-        return Err(Error::usage(format!("no *{SUMMARY_SUFFIX} files found")));
+        let under: Vec<String> = inputs.iter().map(|p| crate::error::shown(p)).collect();
+        return Err(Error::usage(format!("no *{SUMMARY_SUFFIX} files found under {}", under.join(", "))));
     }
     out.sort_by(|a, b| a.file.cmp(&b.file));
     out.dedup_by(|a, b| a.file == b.file);
