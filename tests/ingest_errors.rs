@@ -177,3 +177,48 @@ fn stats_counts_stream_zero_as_a_kernel_stream() {
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["kernel_streams"], 3, "streams 0, 7 and cuda_stream 3: {v}");
 }
+
+/// A run the system refuses memory to ends with one line and exit 2, not
+/// an abort (exit 134, a core dump, a backtrace).
+#[cfg(target_os = "linux")]
+#[test]
+fn running_out_of_memory_is_one_line_and_exit_2() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = b"{\"traceEvents\": [".to_vec();
+    for i in 0..300_000u64 {
+        if i > 0 {
+            text.extend_from_slice(b",\n");
+        }
+        let ev = format!(
+            r#"{{"ph":"X","cat":"kernel","name":"k{}","pid":0,"tid":0,"ts":{},"dur":1,"args":{{"stream":7,"correlation":{i}}}}}"#,
+            i % 1000,
+            2 * i
+        );
+        text.extend_from_slice(ev.as_bytes());
+    }
+    text.extend_from_slice(b"]}");
+    let p = write_temp(&dir, "kernels.json", &text);
+    for command in ["stats", "triage"] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_torchtriage"));
+        cmd.args([command, "-q", p.to_str().unwrap()]).env("RUST_BACKTRACE", "1");
+        // 40 MB of address space: enough to start, not to hold this trace.
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+        // fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit { rlim_cur: 40_000_000, rlim_max: 40_000_000 };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{command}: one line: {stderr}");
+        assert!(stderr.starts_with("torchtriage: out of memory: "), "{command}: {stderr}");
+        assert!(out.stdout.is_empty(), "{command}: no partial report");
+    }
+}
