@@ -16,6 +16,8 @@ pub struct RunInfo<'a> {
     pub dir: &'a Path,
     pub files: usize,
     pub jobs: usize,
+    /// The memory budget in bytes; 0 for a merge of summaries, which runs
+    /// no jobs of its own.
     pub budget: u64,
     pub straggler_pct: f64,
     pub failures: &'a [(&'a Path, &'a Error)],

@@ -224,7 +224,7 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
 
 /// `server_args.json` beside the trace (or in its parent directory).
 pub(crate) fn load_server_args(path: &Path) -> Option<serde_json::Value> {
-    if path.as_os_str() == "-" {
+    if is_stream_path(path) {
         return None;
     }
     let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
