@@ -53,3 +53,59 @@ fn output_to_a_directory_needs_csv() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn a_dash_is_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let printed = stdout_of(&["-q", "triage", FIXTURE, "--format", "json"]);
+    let out = common::run_in(dir.path(), &["-q", "triage", FIXTURE, "--format", "json", "-o", "-"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, printed);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no file named '-'");
+    let out = common::run(&["-q", "triage", FIXTURE, "--format", "csv", "-o", "-"]);
+    assert_eq!(out.status.code(), Some(2), "CSV needs a directory");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_is_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("report.md");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.path().join("latest.md");
+    std::os::unix::fs::symlink("report.md", &link).unwrap();
+    let printed = stdout_of(&["-q", "triage", FIXTURE, "--format", "markdown"]);
+    stdout_of(&["-q", "triage", FIXTURE, "--format", "markdown", "-o", link.to_str().unwrap()]);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+    assert_eq!(std::fs::read(&target).unwrap(), printed);
+    // A link to a file not yet there creates that file.
+    let fresh = dir.path().join("fresh.md");
+    std::os::unix::fs::symlink("sub-report.md", &fresh).unwrap();
+    stdout_of(&["-q", "triage", FIXTURE, "--format", "markdown", "-o", fresh.to_str().unwrap()]);
+    assert_eq!(std::fs::read(dir.path().join("sub-report.md")).unwrap(), printed);
+    assert!(std::fs::symlink_metadata(&fresh).unwrap().file_type().is_symlink());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_pipe_is_written_in_place() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("report.pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo has no other precondition.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let p = fifo.clone();
+    // The reader blocks in open until a writer opens the same pipe.
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::fs::File::open(&p).and_then(|mut f| f.read_to_end(&mut text)).map(|_| text)
+    });
+    let out = common::run(&["-q", "triage", FIXTURE, "--format", "markdown", "-o", fifo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(kind.is_fifo(), "the pipe was replaced by a file");
+    let printed = stdout_of(&["-q", "triage", FIXTURE, "--format", "markdown"]);
+    assert_eq!(reader.join().unwrap().unwrap(), printed);
+}

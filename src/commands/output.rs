@@ -19,7 +19,9 @@ pub struct OutputArgs {
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// Write the report to this file (for `--format csv`: this directory)
-    /// instead of stdout. Written atomically.
+    /// instead of stdout; `-` is stdout. A regular file is written
+    /// atomically (through a symbolic link, to the file it names); a pipe or
+    /// device is written directly.
     #[arg(long, short = 'o', value_name = "PATH")]
     pub output: Option<PathBuf>,
 }
@@ -48,7 +50,9 @@ fn terminal_width() -> usize {
 impl OutputArgs {
     /// Resolves the defaults and checks the combination.
     pub fn resolve(&self) -> Result<Output> {
-        let format = match (self.format, &self.output) {
+        // `-o -` is stdout, as `-` is stdin for an input.
+        let output = self.output.as_ref().filter(|p| p.as_os_str() != "-");
+        let format = match (self.format, output) {
             (Some(f), _) => f,
             (None, Some(p)) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
                 // CSV is one file per table: a `.csv` file name cannot hold
@@ -62,7 +66,10 @@ impl OutputArgs {
             (None, None) if std::io::stdout().is_terminal() => Format::Table,
             (None, None) => Format::Markdown,
         };
-        let destination = match (&self.output, format.is_directory()) {
+        let destination = match (output, format.is_directory()) {
+            (None, true) if self.output.is_some() => {
+                return Err(Error::usage("--format csv writes one file per table: give a directory, not -"));
+            }
             (None, true) => {
                 return Err(Error::usage("--format csv writes one file per table: give --output DIR"));
             }

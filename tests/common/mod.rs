@@ -166,6 +166,11 @@ pub fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_torchtriage")).args(args).output().expect("run torchtriage")
 }
 
+/// Runs the binary in the working directory `dir`.
+pub fn run_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_torchtriage")).current_dir(dir).args(args).output().expect("run torchtriage")
+}
+
 /// Runs the binary with raw input on stdin.
 pub fn run_stdin(args: &[&str], input: &[u8]) -> Output {
     use std::io::Write;
