@@ -156,6 +156,38 @@ fn the_gate_sets_the_exit_code() {
 }
 
 #[test]
+fn a_gate_that_compared_nothing_has_not_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = slowed_pair(dir.path());
+    let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let cpu_only = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    );
+    // Neither side has steps, so a step gate has no figure to compare; a
+    // CPU-only trace has no stage in common with a GPU one.
+    for (args, why) in [
+        (vec!["--gate", "5", "--gate-on", "step", base, new], "no stage has the gate's figure on both sides"),
+        (vec!["--gate", "5", cpu_only, new], "no stage is present on both sides"),
+    ] {
+        let (code, v, stderr) = json(&args);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert_eq!(v["gate"]["tripped"], Value::Null, "{args:?}");
+        assert_eq!(v["gate"]["threshold_pct"], 5.0);
+        assert_eq!(stderr, format!("torchtriage: gate: not evaluated: {why}\n"), "{args:?}");
+        let mut md = vec!["-q", "diff", "--format", "markdown"];
+        md.extend_from_slice(&args);
+        let (code, stdout, _) = run(&md);
+        assert_eq!(code, Some(1));
+        assert!(stdout.contains(&format!("- gate: not evaluated ({why})")), "{stdout}");
+    }
+    // Without a gate nothing changes.
+    let (code, v, stderr) = json(&[cpu_only, new]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(v["gate"]["tripped"], Value::Null);
+}
+
+#[test]
 fn bad_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let (base, _) = slowed_pair(dir.path());

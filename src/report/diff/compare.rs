@@ -325,7 +325,12 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
             Some(GateBasis::Step) => "step",
             Some(GateBasis::Kernel) => "kernel",
         }),
-        tripped: Some(stages.iter().any(|s| s.gate.as_ref().is_some_and(|g| g.tripped))),
+        // Not evaluated when no stage has the figure on both sides: a gate
+        // that compared nothing has not passed.
+        tripped: stages
+            .iter()
+            .any(|s| s.gate.as_ref().is_some_and(|g| g.change_pct.is_some()))
+            .then(|| stages.iter().any(|s| s.gate.as_ref().is_some_and(|g| g.tripped))),
     });
     DiffReport {
         base_traces: base.formal_traces.clone(),

@@ -248,8 +248,12 @@ pub fn markdown(d: &DiffReport) -> String {
     if !d.only_in_new.is_empty() {
         out.push(format!("- stages only in new: {}", stage_list(&d.only_in_new)));
     }
-    if let (Some(t), Some(b), Some(tripped)) = (d.gate.threshold_pct, d.gate.basis, d.gate.tripped) {
-        let outcome = if tripped { "tripped" } else { "passed" };
+    if let (Some(t), Some(b)) = (d.gate.threshold_pct, d.gate.basis) {
+        let outcome = match d.gate.tripped {
+            Some(true) => "tripped".to_string(),
+            Some(false) => "passed".to_string(),
+            None => format!("not evaluated ({})", d.gate_not_evaluated_reason()),
+        };
         out.push(format!("- gate: {outcome} (basis {b}, threshold {t}%)"));
     }
     if d.stages.is_empty() {

@@ -277,14 +277,35 @@ pub struct GateSummary {
     /// The figure asked for; `auto` picks the step median where both sides
     /// have steps, else busy time.
     pub basis: Option<&'static str>,
-    /// Some stage's NEW is worse than its BASE by more than the threshold.
+    /// Some stage's NEW is worse than its BASE by more than the threshold;
+    /// `None` with a gate when no stage could be compared.
     pub tripped: Option<bool>,
 }
 
+impl GateSummary {
+    /// A gate was asked for, but no stage had its figure on both sides.
+    pub fn not_evaluated(&self) -> bool {
+        self.threshold_pct.is_some() && self.tripped.is_none()
+    }
+}
+
 impl DiffReport {
-    /// One line per stage whose gate tripped, for stderr.
+    /// Why a gate that compared nothing was not evaluated.
+    pub fn gate_not_evaluated_reason(&self) -> &'static str {
+        if self.stages.is_empty() {
+            "no stage is present on both sides"
+        } else {
+            "no stage has the gate's figure on both sides"
+        }
+    }
+
+    /// One line per stage whose gate tripped, for stderr, or one line when
+    /// the gate could not be evaluated.
     pub fn gate_failures(&self) -> Vec<String> {
         let Some(threshold) = self.gate.threshold_pct else { return Vec::new() };
+        if self.gate.not_evaluated() {
+            return vec![format!("torchtriage: gate: not evaluated: {}", self.gate_not_evaluated_reason())];
+        }
         self.stages
             .iter()
             .filter_map(|s| {

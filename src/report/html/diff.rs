@@ -203,6 +203,9 @@ pub fn render(d: &DiffReport) -> String {
             let _ = writeln!(b, "<p class=\"note\">Stages only in {what}: {}</p>", esc(&names.join(", ")));
         }
     }
+    if d.gate.not_evaluated() {
+        let _ = writeln!(b, "<p class=\"verdict\">Gate: not evaluated ({})</p>", esc(d.gate_not_evaluated_reason()));
+    }
     for s in &d.stages {
         stage_section(&mut b, s);
     }

@@ -275,8 +275,13 @@ pub fn render(d: &DiffReport, width: usize) -> Vec<String> {
     if !d.only_in_new.is_empty() {
         o.text(&format!("Stages only in new: {}", list(&d.only_in_new)));
     }
-    if let (Some(t), Some(b), Some(tripped)) = (d.gate.threshold_pct, d.gate.basis, d.gate.tripped) {
-        o.text(&format!("Gate: {} (basis {b}, threshold {t}%)", if tripped { "tripped" } else { "passed" }));
+    if let (Some(t), Some(b)) = (d.gate.threshold_pct, d.gate.basis) {
+        let outcome = match d.gate.tripped {
+            Some(true) => "tripped".to_string(),
+            Some(false) => "passed".to_string(),
+            None => format!("not evaluated ({})", d.gate_not_evaluated_reason()),
+        };
+        o.text(&format!("Gate: {outcome} (basis {b}, threshold {t}%)"));
     }
     if d.stages.is_empty() {
         o.text("No stage is present on both sides.");
