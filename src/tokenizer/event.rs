@@ -3,36 +3,40 @@
 //! to the column builder as a [`RawEvent`].
 
 use super::scan::{show, syntax, Loc, ScanResult, Scanner};
+use super::shape::{Recording, Shapes, Target};
 use crate::columns::{ArgsFields, ColumnsBuilder, RawEvent};
 use crate::pysem::Scalar;
 
 /// Field slots of one event, as scanned.
-#[derive(Default)]
-struct Slots {
-    ph: Loc,
-    cat: Loc,
-    name: Loc,
-    pid: Loc,
-    tid: Loc,
-    ts: Loc,
-    dur: Loc,
+#[derive(Default, Debug, PartialEq)]
+pub(super) struct Slots {
+    pub ph: Loc,
+    pub cat: Loc,
+    pub name: Loc,
+    pub pid: Loc,
+    pub tid: Loc,
+    pub ts: Loc,
+    pub dur: Loc,
     /// `float()` of `ts` and `dur` when the scanner read them as plain
     /// decimals.
-    ts_float: Option<f64>,
-    dur_float: Option<f64>,
-    args_object: bool,
-    ext: Loc,
-    corr: Loc,
-    stream: Loc,
-    cuda_stream: Loc,
-    arg_name: Loc,
+    pub ts_float: Option<f64>,
+    pub dur_float: Option<f64>,
+    pub args_object: bool,
+    pub ext: Loc,
+    pub corr: Loc,
+    pub stream: Loc,
+    pub cuda_stream: Loc,
+    pub arg_name: Loc,
 }
 
-/// Reusable per-thread buffers for event parsing.
+/// Reusable per-thread buffers for event parsing, and the event shapes
+/// learned so far.
 #[derive(Default)]
 pub struct EventScratch {
-    bytes: Vec<u8>,
+    pub(super) bytes: Vec<u8>,
     head: String,
+    pub(super) shapes: Shapes,
+    pub(super) rec: Recording,
 }
 
 /// Parses the event object at `s.pos` and pushes it into `b`. On success
@@ -42,11 +46,37 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
     if first != b'{' {
         return syntax(s.pos, format!("event is not an object (found {})", show(first)));
     }
-    s.pos += 1;
     scratch.bytes.clear();
     scratch.head.clear();
     let want_head = b.wants_sample();
+    // The framework sample reads the head of `args`, which only the
+    // general parser records.
     let mut f = Slots::default();
+    if !want_head && scratch.shapes.read(s, &mut scratch.bytes, &mut f) {
+        push(s.buf, &scratch.bytes, &f, &scratch.head, b);
+        return Ok(());
+    }
+    let start = s.pos;
+    scratch.rec.start(!want_head && scratch.shapes.wants());
+    parse_fields(s, scratch, want_head, &mut f)?;
+    if scratch.rec.ok {
+        scratch.shapes.learn(s.buf, start, s.pos, &scratch.rec, &f);
+    }
+    push(s.buf, &scratch.bytes, &f, &scratch.head, b);
+    Ok(())
+}
+
+/// The general parser: any key order, whitespace and escapes. Records where
+/// the values were when `scratch.rec` is on.
+pub(super) fn parse_fields(
+    s: &mut Scanner<'_>,
+    scratch: &mut EventScratch,
+    want_head: bool,
+    f: &mut Slots,
+) -> ScanResult<()> {
+    let EventScratch { bytes, head, rec, .. } = scratch;
+    s.pos += 1;
+    let mut seen_args = false;
     let mut c = s.peek()?;
     if c == b'}' {
         s.pos += 1;
@@ -55,29 +85,49 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
             if c != b'"' {
                 return syntax(s.pos, format!("expected a key, found {}", show(c)));
             }
-            let slot = if let Some((key, len)) = known_key(s.buf, s.pos) {
+            let key = if let Some((key, len)) = known_key(s.buf, s.pos) {
                 s.pos += len;
-                top_slot(&mut f, key)
+                key
             } else {
-                top_slot(&mut f, slow_key(s)?)
+                let (key, escaped) = slow_key(s)?;
+                rec.ok &= !escaped;
+                key
             };
-            match slot {
-                TopSlot::Field(p) => s.value_into(&mut scratch.bytes, p)?,
-                TopSlot::Float(p, v) => *v = s.float_into(&mut scratch.bytes, p)?,
+            if rec.on {
+                s.skip_ws();
+            }
+            let at = s.pos;
+            match top_slot(f, key) {
+                TopSlot::Field(p) => {
+                    rec.ok &= *p == Loc::Missing;
+                    s.value_into(bytes, p)?;
+                }
+                TopSlot::Float(p, v) => {
+                    rec.ok &= *p == Loc::Missing;
+                    *v = s.float_into(bytes, p)?;
+                }
                 TopSlot::Args => {
+                    rec.ok &= !seen_args;
+                    seen_args = true;
                     if s.peek()? == b'{' {
                         f.args_object = true;
-                        parse_args(s, &mut f, &mut scratch.bytes, want_head.then_some(&mut scratch.head))?;
+                        parse_args(s, f, bytes, want_head.then_some(&mut *head), rec)?;
                     } else {
                         // A non-object `args` is treated as `{}`; a later
                         // duplicate key may still supply one.
+                        rec.ok = false;
                         f.args_object = false;
-                        reset_args(&mut f);
-                        scratch.head.clear();
+                        reset_args(f);
+                        head.clear();
                         s.skip_value()?;
                     }
                 }
                 TopSlot::Skip => s.skip_value()?,
+            }
+            if rec.on {
+                if let Some(t) = top_target(key) {
+                    rec.value(at, s.pos, t);
+                }
             }
             c = s.peek()?;
             s.pos += 1;
@@ -88,8 +138,12 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
             }
         }
     }
-    let buf = s.buf;
-    let sc = &scratch.bytes;
+    Ok(())
+}
+
+/// Lends the scanned fields to the column builder.
+#[inline(always)]
+fn push(buf: &[u8], sc: &[u8], f: &Slots, head: &str, b: &mut ColumnsBuilder) {
     let ev = RawEvent {
         ph: scalar(buf, sc, f.ph),
         cat: scalar(buf, sc, f.cat),
@@ -108,10 +162,23 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
             cuda_stream: scalar(buf, sc, f.cuda_stream),
             name: scalar(buf, sc, f.arg_name),
         },
-        args_head: &scratch.head,
+        args_head: head,
     };
     b.push(&ev);
-    Ok(())
+}
+
+/// The shape target of a top-level key's value: `ph` and `cat` stay in the
+/// shape's literal text, and `args` is read key by key.
+fn top_target(key: Key) -> Option<Target> {
+    Some(match key {
+        Key::Ph | Key::Cat | Key::Args => return None,
+        Key::Name => Target::Name,
+        Key::Pid => Target::Pid,
+        Key::Tid => Target::Tid,
+        Key::Ts => Target::Ts,
+        Key::Dur => Target::Dur,
+        Key::Other => Target::Skip,
+    })
 }
 
 enum TopSlot<'f> {
@@ -196,17 +263,18 @@ fn known_key(buf: &[u8], pos: usize) -> Option<(Key, usize)> {
     })
 }
 
-/// Scans the key string at `s.pos` and the colon after it.
-fn slow_key(s: &mut Scanner<'_>) -> ScanResult<Key> {
+/// Scans the key string at `s.pos` and the colon after it; also whether
+/// the key had escapes.
+fn slow_key(s: &mut Scanner<'_>) -> ScanResult<(Key, bool)> {
     let (ks, ke, kesc) = s.string_raw()?;
     s.expect(b':', "':'")?;
     Ok(if kesc {
         // Escaped keys are rare; decode and match the decoded form.
         let mut k = Vec::new();
         super::scan::decode_escapes(s.buf, ks, ke, &mut k)?;
-        key_of(&k)
+        (key_of(&k), true)
     } else {
-        key_of(&s.buf[ks..ke])
+        (key_of(&s.buf[ks..ke]), false)
     })
 }
 
@@ -265,6 +333,18 @@ fn arg_slot(f: &mut Slots, key: ArgKey) -> Option<&mut Loc> {
     })
 }
 
+/// The shape target of an `args` value.
+fn arg_target(key: ArgKey) -> Target {
+    match key {
+        ArgKey::Ext => Target::Ext,
+        ArgKey::Corr => Target::Corr,
+        ArgKey::Stream => Target::Stream,
+        ArgKey::CudaStream => Target::CudaStream,
+        ArgKey::Name => Target::ArgName,
+        ArgKey::Other => Target::Skip,
+    }
+}
+
 /// A common `args` key written as `"key":` at `pos`, read as two words:
 /// the key and the bytes up to just past the colon (see [`known_key`]).
 /// Keys no analysis reads but profilers write on most events are known
@@ -314,6 +394,7 @@ fn parse_args(
     f: &mut Slots,
     scratch: &mut Vec<u8>,
     mut head: Option<&mut String>,
+    rec: &mut Recording,
 ) -> ScanResult<()> {
     reset_args(f);
     if let Some(h) = head.as_deref_mut() {
@@ -336,14 +417,29 @@ fn parse_args(
         let fast = if head.is_none() { known_arg(s.buf, s.pos) } else { None };
         if let Some((key, len)) = fast {
             s.pos += len;
+            if rec.on {
+                s.skip_ws();
+            }
+            let at = s.pos;
             match arg_slot(f, key) {
-                Some(slot) => s.value_into(scratch, slot)?,
+                Some(slot) => {
+                    rec.ok &= *slot == Loc::Missing;
+                    s.value_into(scratch, slot)?;
+                }
                 None => s.skip_value()?,
+            }
+            if rec.on {
+                rec.value(at, s.pos, arg_target(key));
             }
         } else {
             let buf = s.buf;
             let (ks, ke, kesc) = s.string_raw()?;
             s.expect(b':', "':'")?;
+            rec.ok &= !kesc;
+            if rec.on {
+                s.skip_ws();
+            }
+            let at = s.pos;
             let decoded;
             let key: &[u8] = if kesc {
                 let mut k = Vec::new();
@@ -364,8 +460,10 @@ fn parse_args(
                 }),
                 None => None,
             };
-            let v = match arg_slot(f, arg_key_of(key)) {
+            let arg_key = arg_key_of(key);
+            let v = match arg_slot(f, arg_key) {
                 Some(slot) => {
+                    rec.ok &= *slot == Loc::Missing;
                     s.value_into(scratch, slot)?;
                     *slot
                 }
@@ -375,6 +473,9 @@ fn parse_args(
                     Loc::Compound
                 }
             };
+            if rec.on {
+                rec.value(at, s.pos, arg_target(arg_key));
+            }
             if let Some(i) = sampled {
                 head_keys[i].1 = match v {
                     Loc::Str(..) | Loc::Ascii(..) | Loc::Scratch(..) => {

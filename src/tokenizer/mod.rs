@@ -2,11 +2,15 @@
 //! `traceEvents` array one event at a time into a
 //! [`crate::columns::ColumnsBuilder`], never building a DOM. `scan` has the
 //! byte-level primitives (with `simd`: sixteen bytes at a time), `event` one
-//! event object, `doc` the document structure and parallel chunking.
+//! event object (through `shape` when it is written as an earlier one was),
+//! `doc` the document structure and parallel chunking.
 
 pub mod doc;
 pub mod event;
 pub mod scan;
+mod shape;
+#[cfg(test)]
+mod shape_tests;
 mod simd;
 
 pub use doc::{

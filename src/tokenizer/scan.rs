@@ -422,6 +422,28 @@ impl<'a> Scanner<'a> {
         Err(ScanError::Incomplete)
     }
 
+    /// Skips the integer of one to seven digits or the `null` right at
+    /// `pos` (no whitespace before it), as [`Self::skip_value`] would, and
+    /// says whether it did; anything else is left to `skip_value`.
+    #[inline(always)]
+    pub fn skip_short_scalar(&mut self) -> bool {
+        let rest = &self.buf[self.pos.min(self.buf.len())..];
+        match rest.first() {
+            Some(b'0'..=b'9') => match short_int_end(rest) {
+                Some(end) => {
+                    self.pos += end;
+                    true
+                }
+                None => false,
+            },
+            Some(b'n') if rest.starts_with(b"null") => {
+                self.pos += 4;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Skips any value.
     pub fn skip_value(&mut self) -> ScanResult<()> {
         let b = self.peek()?;
