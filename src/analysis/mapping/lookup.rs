@@ -222,7 +222,7 @@ impl SiteCells {
             return (Vec::new(), Vec::new());
         };
         if entry.sites.is_empty() {
-            return (vec![entry.best_location.clone()], Vec::new());
+            return (resolved(vec![entry.best_location.clone()]), Vec::new());
         }
         let shown: Vec<(&SiteEntry, Text, bool)> = entry
             .sites
@@ -248,7 +248,18 @@ impl SiteCells {
                 cpu_ops.push(op.clone());
             }
         }
-        (locations, cpu_ops)
+        (resolved(locations), cpu_ops)
+    }
+}
+
+/// A kernel's locations, empty when its one location is the reference's
+/// `unresolved` placeholder: the report model keeps "no location" as an
+/// empty list and each renderer words it (tables print `unresolved`). A
+/// placeholder among several sites stays, with its share.
+fn resolved(locations: Vec<Text>) -> Vec<Text> {
+    match locations.as_slice() {
+        [only] if &**only == "unresolved" => Vec::new(),
+        _ => locations,
     }
 }
 
@@ -320,7 +331,8 @@ mod tests {
     /// The cells as the reference makes them.
     fn direct_summary(entry: &KernelEntry) -> (Vec<String>, Vec<String>) {
         if entry.sites.is_empty() {
-            return (vec![entry.best_location.to_string()], Vec::new());
+            let best = entry.best_location.to_string();
+            return (if best == "unresolved" { Vec::new() } else { vec![best] }, Vec::new());
         }
         let preferred: Vec<_> =
             entry.sites.iter().filter(|s| is_preferred_source_location(&site_display_location(s))).collect();
@@ -338,13 +350,22 @@ mod tests {
                 cpu_ops.push(op.to_string());
             }
         }
+        if locations == ["unresolved"] {
+            locations.clear();
+        }
         (locations, cpu_ops)
     }
 
     #[test]
     fn shared_cells_match_the_direct_summary() {
-        let locations =
-            ["vllm/a.py:1 f", "torch/x.py:2 g", "", "python/sglang/s.py:3 h", "vllm/parameter.py:1 __call__"];
+        let locations = [
+            "vllm/a.py:1 f",
+            "torch/x.py:2 g",
+            "",
+            "python/sglang/s.py:3 h",
+            "vllm/parameter.py:1 __call__",
+            "unresolved",
+        ];
         let stacks = [None, Some("a -> vllm/b.py:2 h"), Some("q -> r")];
         let mut rng = crate::pysem::test_rng(0x77_u64);
         let mut next = move || rng() as usize;
@@ -360,7 +381,8 @@ mod tests {
                     ..Default::default()
                 })
                 .collect();
-            let entry = KernelEntry { category: "other".into(), sites, best_location: texts.get("x.py:9 z") };
+            let best = ["x.py:9 z", "unresolved"][next() % 2];
+            let entry = KernelEntry { category: "other".into(), sites, best_location: texts.get(best) };
             let (l, c) = cells.summary(Some(&entry));
             let owned = |t: &[Text]| t.iter().map(|x| x.to_string()).collect::<Vec<_>>();
             assert_eq!((owned(&l), owned(&c)), direct_summary(&entry));
