@@ -246,6 +246,25 @@ fn a_truncated_file_is_listed_and_the_rest_reported(dir: &Path) {
     assert!(String::from_utf8_lossy(&md.stdout).contains("Failed files"));
 }
 
+fn its_own_outputs_beside_the_traces_are_not_traces(dir: &Path) {
+    let tmp = tempfile::tempdir().unwrap();
+    let traces = copy_some(dir, tmp.path(), 2);
+    let root = tmp.path().to_str().unwrap();
+    let summaries = tmp.path().join("summaries");
+    let first = common::run(&["batch", "-q", "--format", "json", "--summaries", summaries.to_str().unwrap(), root]);
+    assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
+    let stats = common::run(&["stats", "--json", traces[0].to_str().unwrap()]);
+    std::fs::write(tmp.path().join("stats.json"), &stats.stdout).unwrap();
+    // Run again over the same directory: the summaries (named after their
+    // traces) and the stats report are passed over, not failed.
+    let again = common::run(&["batch", "-q", "--format", "json", root]);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    let v = json_of(&again);
+    assert_eq!(v["files"], 2);
+    assert_eq!(v["failed"], 0);
+    assert_eq!(v["stages"], json_of(&first)["stages"]);
+}
+
 fn usage_errors_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = common::run(&["batch", tmp.path().to_str().unwrap()]);
@@ -272,6 +291,13 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
         Trial::test(corpus.name("batch", "param_dlrm_8rank/eight_ranks_match_triage_per_file"), move || {
             eight_ranks_match_triage_per_file(&a);
             Ok(())
+        }),
+        Trial::test(corpus.name("batch", "param_dlrm_8rank/its_own_outputs_beside_the_traces_are_not_traces"), {
+            let d = dlrm_dir(corpus);
+            move || {
+                its_own_outputs_beside_the_traces_are_not_traces(&d);
+                Ok(())
+            }
         }),
         Trial::test(
             corpus.name("batch", "param_dlrm_8rank/a_truncated_file_is_listed_and_the_rest_reported"),

@@ -9,6 +9,7 @@ use crate::analysis::framework::{detect_from_server_args, detect_from_text, Fram
 use crate::analysis::stage::{parse_stage, Stage};
 use std::time::SystemTime;
 
+use super::batch::summary::{SUMMARY_KIND, SUMMARY_SUFFIX};
 use crate::error::{Error, Result};
 
 const IGNORED_NAMES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
@@ -99,6 +100,13 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     if IGNORED_NAMES.contains(&name.as_str()) || path.is_dir() {
         return false;
     }
+    // A batch's own summaries are named after their trace
+    // (`<trace>.<hash>.summary.json`) but are not traces.
+    if name.ends_with(SUMMARY_SUFFIX)
+        && crate::input::head(path, 256).is_ok_and(|h| memchr::memmem::find(&h, SUMMARY_KIND.as_bytes()).is_some())
+    {
+        return false;
+    }
     if [".trace.json", ".trace.json.gz", ".trace.json.zst"].iter().any(|s| name.ends_with(s))
         || name.contains(".pt.trace.json")
     {
@@ -126,11 +134,21 @@ pub fn head_looks_like_trace(head: &[u8]) -> bool {
             let first_key = rest
                 .strip_prefix(b"\"")
                 .and_then(|r| r.iter().position(|&c| c == b'"' || c == b'\\').map(|end| &r[..end]));
-            first_key.is_some_and(|k| TRACE_KEYS.iter().any(|t| t.as_bytes() == k))
-                || memchr::memmem::find(head, b"\"traceEvents\"").is_some()
+            first_key.is_some_and(|k| TRACE_KEYS.iter().any(|t| t.as_bytes() == k)) || names_trace_events_key(head)
         }
         _ => false,
     }
+}
+
+/// Whether `"traceEvents"` appears in `head` as a key (followed by a
+/// colon), not merely as a string: a report that lists a trace's top-level
+/// keys is not a trace.
+fn names_trace_events_key(head: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"traceEvents\"";
+    memchr::memmem::find_iter(head, KEY).any(|at| {
+        let rest = &head[at + KEY.len()..];
+        rest.iter().find(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r')) == Some(&b':')
+    })
 }
 
 /// Calls `visit` on every regular file in `dir` (and, when `recursive`, in
@@ -387,6 +405,10 @@ mod tests {
         assert!(!head_looks_like_trace(br#"{"not": "a trace"}"#));
         assert!(!head_looks_like_trace(br#"{"model_path": "m", "tp_size": 2}"#));
         assert!(!head_looks_like_trace(b"\x00\x01garbage"));
+        // Reports about traces name the key as a string, not as a key.
+        assert!(!head_looks_like_trace(br#"{"a": ["traceEvents"]}"#));
+        assert!(!head_looks_like_trace(br#"{"file": "t.json", "top_level_keys": ["schemaVersion", "traceEvents"]}"#));
+        assert!(head_looks_like_trace(br#"{"zzz": ["traceEvents"], "traceEvents" : []}"#));
         assert!(!head_looks_like_trace(b""));
     }
 
