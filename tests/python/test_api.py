@@ -106,6 +106,38 @@ def test_missing_input_raises_value_error(tmp_path):
         torchtriage.triage(tmp_path / "missing.json")
 
 
+def test_batch_of_paths_with_a_missing_trace_raises(tmp_path):
+    with pytest.raises(ValueError, match="no such file"):
+        torchtriage.batch([str(FIXTURE), str(tmp_path / "typo.json")])
+    with pytest.raises(ValueError, match="at least one"):
+        torchtriage.batch([])
+
+
+def test_a_path_starting_with_a_dash_is_a_path(tmp_path, monkeypatch):
+    shutil.copy(FIXTURE, tmp_path / "-x.json")
+    shutil.copy(FIXTURE, tmp_path / "-")
+    monkeypatch.chdir(tmp_path)
+    want = torchtriage.triage(FIXTURE)
+    for name in ["-x.json", "-", b"-x.json"]:
+        got = torchtriage.triage(name)
+        assert [t["rows"] for t in got["kernel_tables"]] == [t["rows"] for t in want["kernel_tables"]]
+        assert torchtriage.stats(name)["events"] == torchtriage.stats(FIXTURE)["events"]
+    assert torchtriage.diff("-x.json", "-")["stages"]
+
+
+def test_a_negative_option_is_refused_by_its_check():
+    for call in [
+        lambda: torchtriage.triage(FIXTURE, min_share=-5),
+        lambda: torchtriage.diff(FIXTURE, FIXTURE, gate=-1),
+        lambda: torchtriage.batch(str(FIXTURE), jobs=-1),
+    ]:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert "unexpected argument" not in str(e.value), e.value
+    with pytest.raises(ValueError, match="whole number"):
+        torchtriage.batch(str(FIXTURE), jobs=2.7)
+
+
 def test_cli_help_and_version():
     out = subprocess.run([_binary(), "--version"], stdout=subprocess.PIPE, check=True).stdout.decode()
     assert out.startswith("torchtriage ")

@@ -127,6 +127,18 @@ def test_dask_batch_equals_batch_on_bundled_ranks(dask_client, tmp_path):
     assert report["failed"] == 1
 
 
+def test_dask_batch_lists_the_traces_on_a_worker(dask_client, monkeypatch):
+    import torchtriage.dask
+
+    # The client need not see the traces: listing them here would fail.
+    def not_here(_):
+        raise AssertionError("listed on the client")
+
+    monkeypatch.setattr(torchtriage, "batch_files", not_here)
+    report = torchtriage.dask.batch(str(BUNDLED_RANKS), dask_client)
+    assert report["files"] == len(list(BUNDLED_RANKS.iterdir()))
+
+
 def _long_trace(path, members):
     """A gzip trace of `members` identical members of 100,000 kernels each:
     a few hundred kilobytes per member on disk, seconds of work to read."""

@@ -95,7 +95,21 @@ def _run_json(args):
 
 
 def _analysis_args(framework, min_share):
-    return ["--framework", str(framework), "--min-share", repr(float(min_share))]
+    return [_option("framework", str(framework)), _option("min-share", repr(float(min_share)))]
+
+
+def _option(name, value):
+    # One word, so a value such as -5 is the option's value (and refused
+    # by its check) rather than an argument of its own.
+    return "--%s=%s" % (name, value)
+
+
+def _path(p):
+    """A path as the command takes it: every argument is a file, so one
+    that starts with ``-`` (``-`` itself, which would mean stdin, or a name
+    like ``-x.json``) is given as ``./-x.json``."""
+    p = os.fsdecode(os.fspath(p))
+    return os.path.join(os.curdir, p) if p.startswith("-") else p
 
 
 def triage(path=None, *, framework="auto", min_share=1.0, mapping=None, formal=None):
@@ -104,9 +118,9 @@ def triage(path=None, *, framework="auto", min_share=1.0, mapping=None, formal=N
     if path is not None and (mapping is not None or formal is not None):
         raise ValueError("give either path or both mapping and formal")
     if path is not None:
-        inputs = [os.fspath(path)]
+        inputs = [_path(path)]
     elif mapping is not None and formal is not None:
-        inputs = ["--mapping", os.fspath(mapping), "--formal", os.fspath(formal)]
+        inputs = [_option("mapping", _path(mapping)), _option("formal", _path(formal))]
     else:
         raise ValueError("give either path or both mapping and formal")
     _, report = _run_json(["triage"] + inputs + _analysis_args(framework, min_share))
@@ -115,7 +129,7 @@ def triage(path=None, *, framework="auto", min_share=1.0, mapping=None, formal=N
 
 def stats(path):
     """``torchtriage stats --json``: event counts, metadata and column sizes of one trace."""
-    return Report(json.loads(_native.stats_json(os.fspath(path))))
+    return Report(json.loads(_native.stats_json(_path(path))))
 
 
 def batch(dir_or_paths, jobs=None):
@@ -123,10 +137,17 @@ def batch(dir_or_paths, jobs=None):
     (or of a list of trace files) and compare the ranks. Files that fail are
     listed in the report's ``failures``."""
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
-        return _batch(os.fspath(dir_or_paths), jobs)
+        return _batch(_path(dir_or_paths), jobs)
+    paths = [os.path.abspath(os.fsdecode(os.fspath(p))) for p in dir_or_paths]
+    if not paths:
+        raise ValueError("batch needs at least one trace")
+    for p in paths:
+        # A link to nothing would be passed over unseen: a missing trace is
+        # an error here, as it is for one path.
+        if not os.path.exists(p):
+            raise ValueError("%s: no such file or directory" % p)
     with tempfile.TemporaryDirectory(prefix="torchtriage-batch-") as tmp:
-        for i, p in enumerate(dir_or_paths):
-            p = os.path.abspath(os.fspath(p))
+        for i, p in enumerate(paths):
             os.symlink(p, os.path.join(tmp, "%04d-%s" % (i, os.path.basename(p))))
         return _batch(tmp, jobs)
 
@@ -134,7 +155,9 @@ def batch(dir_or_paths, jobs=None):
 def _batch(directory, jobs):
     args = ["batch", directory]
     if jobs is not None:
-        args += ["--jobs", str(int(jobs))]
+        if isinstance(jobs, bool) or not isinstance(jobs, int):
+            raise ValueError("jobs must be a whole number")
+        args.append(_option("jobs", jobs))
     _, report = _run_json(args)
     return report
 
@@ -146,7 +169,7 @@ def batch_files(dir_or_paths):
         dir_or_paths = [dir_or_paths]
     found = {}
     for p in dir_or_paths:
-        for f in _native.batch_files(os.fspath(p)):
+        for f in _native.batch_files(_path(p)):
             found[os.fspath(f)] = None
     return sorted(found, key=lambda f: _path_key(f))
 
@@ -162,7 +185,7 @@ def summarize(path, index=0, *, framework="auto", min_share=1.0):
     ``error`` when the trace failed; it never raises for a bad trace).
     ``index`` is the trace's position in the job (see :func:`batch_files`),
     its rank when neither its file name nor its ``distributedInfo`` gives one."""
-    text = _native.summarize(os.fspath(path), int(index), _analysis_args(framework, min_share))
+    text = _native.summarize(_path(path), int(index), _analysis_args(framework, min_share))
     return json.loads(text)
 
 
@@ -177,7 +200,7 @@ def merge(summaries, *, straggler_pct=10.0):
         for i, s in enumerate(summaries):
             with open(os.path.join(tmp, "%06d.summary.json" % i), "w", encoding="utf-8") as f:
                 json.dump(s, f)
-        _, report = _run_json(["merge", tmp, "--straggler-pct", repr(float(straggler_pct))])
+        _, report = _run_json(["merge", tmp, _option("straggler-pct", repr(float(straggler_pct)))])
     return report
 
 
@@ -185,8 +208,8 @@ def diff(base, new, *, gate=None):
     """``torchtriage diff``: compare two traces or profile directories stage
     by stage. With ``gate`` (percent), the report's gate verdicts say which
     stages regressed past it."""
-    args = ["diff", os.fspath(base), os.fspath(new)]
+    args = ["diff", _path(base), _path(new)]
     if gate is not None:
-        args += ["--gate", repr(float(gate))]
+        args.append(_option("gate", repr(float(gate))))
     _, report = _run_json(args)
     return report

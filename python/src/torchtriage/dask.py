@@ -25,12 +25,19 @@ def _summarize(path, index, framework, min_share):
     return torchtriage.summarize(path, index, framework=framework, min_share=min_share)
 
 
+def _list(dir_or_paths):
+    # Runs on a worker.
+    return torchtriage.batch_files(dir_or_paths)
+
+
 def batch(dir_or_paths, client, *, framework="auto", min_share=1.0, straggler_pct=10.0):
     """``torchtriage batch`` over the cluster ``client`` is connected to
     (a :class:`distributed.Client`). ``dir_or_paths`` is a directory of
     per-rank traces or a list of traces, as the workers see them. Returns
     the batch report (a :class:`torchtriage.Report`)."""
-    paths = torchtriage.batch_files(dir_or_paths)
+    # The traces are listed where they are read: on a worker, whose file
+    # system the client need not share.
+    paths = client.submit(_list, dir_or_paths, pure=False).result()
     futures = client.map(
         _summarize,
         paths,
