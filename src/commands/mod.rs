@@ -40,7 +40,8 @@ fn parse_basis(value: &str) -> std::result::Result<Basis, String> {
     match value {
         "trace" => Ok(Basis::Trace),
         "hta" => Ok(Basis::Hta),
-        "hta-exact" => Ok(Basis::HtaExact),
+        // `hta_exact` is how the JSON report writes it.
+        "hta-exact" | "hta_exact" => Ok(Basis::HtaExact),
         other => Err(format!("unknown timeline basis `{other}` (trace, hta, hta-exact)")),
     }
 }
@@ -52,8 +53,9 @@ fn parse_framework(value: &str) -> std::result::Result<FrameworkChoice, String> 
 impl AnalysisArgs {
     /// Triage options with these settings and defaults elsewhere.
     pub fn triage_options(&self, quiet: bool) -> crate::Result<TriageOptions> {
-        if !self.min_share.is_finite() || self.min_share < 0.0 {
-            return Err(crate::Error::usage("--min-share must be a non-negative number"));
+        if !self.min_share.is_finite() || !(0.0..=100.0).contains(&self.min_share) {
+            // Above 100 no row could clear the bar: a share is a percentage.
+            return Err(crate::Error::usage("--min-share must be a percentage from 0 to 100"));
         }
         Ok(TriageOptions {
             framework: self.framework,
@@ -132,5 +134,25 @@ mod tests {
         let auto = Probe::try_parse_from(["probe"]).unwrap();
         assert_eq!(auto.analysis.framework, FrameworkChoice::Auto);
         assert!(Probe::try_parse_from(["probe", "--framework", "nonesuch"]).is_err());
+    }
+
+    #[test]
+    fn the_basis_the_json_writes_is_accepted_back() {
+        for spelling in ["hta-exact", "hta_exact"] {
+            let parsed = Probe::try_parse_from(["probe", "--timeline-basis", spelling]).unwrap();
+            assert_eq!(parsed.analysis.timeline_basis, Basis::HtaExact);
+        }
+        assert!(Probe::try_parse_from(["probe", "--timeline-basis", "exact"]).is_err());
+    }
+
+    #[test]
+    fn a_share_is_a_percentage() {
+        let share = |v: &str| Probe::try_parse_from(["probe", &format!("--min-share={v}")]).unwrap().analysis;
+        for ok in ["0", "1.5", "100"] {
+            assert!(share(ok).triage_options(true).is_ok(), "{ok}");
+        }
+        for bad in ["-1", "100.5", "1000", "NaN", "inf"] {
+            assert!(share(bad).triage_options(true).is_err(), "{bad}");
+        }
     }
 }
