@@ -151,7 +151,8 @@ pub fn render(v: BatchView<'_>) -> String {
     if !info.failures.is_empty() || !info.skipped.is_empty() {
         let _ = writeln!(b, "<h2>Files left out</h2><ul>");
         for (path, e) in info.failures {
-            let _ = writeln!(b, "<li>{}: {}</li>", esc(&path.display().to_string()), esc(&e.to_string()));
+            let why = crate::report::batch::error_text(path, e);
+            let _ = writeln!(b, "<li>{}: {}</li>", esc(&path.display().to_string()), esc(&why));
         }
         for (path, why) in info.skipped {
             let _ = writeln!(b, "<li>{}: {}</li>", esc(&path.display().to_string()), esc(why));

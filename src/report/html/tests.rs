@@ -175,6 +175,26 @@ fn empty_reports_render() {
 }
 
 #[test]
+fn a_failed_file_is_named_once() {
+    let dir = PathBuf::from("/ranks");
+    let bad = PathBuf::from("/ranks/worker2.pt.trace.json");
+    let e = crate::Error::usage("byte 300000: unexpected end of input").in_file(&bad);
+    let failures = [(bad.as_path(), &e)];
+    let info = crate::report::batch::RunInfo {
+        dir: &dir,
+        files: 1,
+        jobs: 1,
+        budget: 0,
+        straggler_pct: 10.0,
+        failures: &failures,
+        skipped: &[],
+    };
+    let html = text(Html.batch(BatchView { stages: &[], info: &info }));
+    assert_eq!(html.matches("worker2.pt.trace.json").count(), 1, "{html}");
+    assert!(html.contains("<li>/ranks/worker2.pt.trace.json: byte 300000: unexpected end of input</li>"), "{html}");
+}
+
+#[test]
 fn no_request_can_leave_the_page() {
     let mut r = report(vec![row("k", 10.0)]);
     r.formal_traces = vec![PathBuf::from("t.json")];
