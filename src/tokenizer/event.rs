@@ -49,9 +49,9 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
     scratch.bytes.clear();
     scratch.head.clear();
     let want_head = b.wants_sample();
+    let mut f = Slots::default();
     // The framework sample reads the head of `args`, which only the
     // general parser records.
-    let mut f = Slots::default();
     if !want_head && scratch.shapes.read(s, &mut scratch.bytes, &mut f) {
         push(s.buf, &scratch.bytes, &f, &scratch.head, b);
         return Ok(());
