@@ -155,6 +155,58 @@ fn diff_tables_read_back_equal_the_json_rows() {
     }
 }
 
+/// Each file's header row.
+fn headers(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p.file_name().unwrap().to_string_lossy().into_owned(), text.lines().next().unwrap_or("").to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_file_has_the_same_columns_whatever_its_rows() {
+    let cpu_only = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    );
+    let ranks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let tmp = tempfile::tempdir().unwrap();
+    let broken = tmp.path().join("broken");
+    std::fs::create_dir(&broken).unwrap();
+    let one = std::fs::read_dir(ranks).unwrap().map(|e| e.unwrap().path()).min().unwrap();
+    std::fs::copy(&one, broken.join("worker0_step_1.pt.trace.json")).unwrap();
+    let bytes = std::fs::read(&one).unwrap();
+    std::fs::write(broken.join("worker1_step_1.pt.trace.json"), &bytes[..bytes.len() / 2]).unwrap();
+    // Pairs of runs whose tables differ: rows or none (the fuse table, the
+    // failures, a diff with no stage in common), nested objects present or
+    // null (per-unit figures, the gate).
+    let runs: [(&[&str], &[&str]); 4] = [
+        (&["triage", FIXTURE], &["triage", cpu_only]),
+        (&["batch", ranks], &["batch", broken.to_str().unwrap()]),
+        (&["diff", BUNDLED, FIXTURE, "--gate", "5"], &["diff", cpu_only, FIXTURE]),
+        (&["diff", FIXTURE, FIXTURE], &["diff", BUNDLED, FIXTURE, "--gate", "1000"]),
+    ];
+    for (k, (a, b)) in runs.iter().enumerate() {
+        let (da, db) = (tmp.path().join(format!("a{k}")), tmp.path().join(format!("b{k}")));
+        for (args, dir) in [(a, &da), (b, &db)] {
+            let mut all = vec!["-q"];
+            all.extend_from_slice(args);
+            all.extend_from_slice(&["--format", "csv", "-o", dir.to_str().unwrap()]);
+            let out = common::run(&all);
+            assert!(out.status.code().is_some_and(|c| c <= 1), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let (ha, hb) = (headers(&da), headers(&db));
+        assert_eq!(ha, hb, "{a:?} against {b:?}");
+        for (file, header) in &ha {
+            assert!(!header.is_empty(), "{file} of {a:?} has no header");
+        }
+    }
+}
+
 #[test]
 fn csv_without_a_directory_is_a_usage_error() {
     let out = common::run(&["-q", "triage", FIXTURE, "--format", "csv"]);

@@ -1,6 +1,7 @@
 //! The CSV format: one file per table (`kernels.csv`, `overlap.csv`,
 //! `fuse.csv`, `timeline.csv`, `ranks.csv`, ...), RFC 4180 quoting, numbers
-//! unformatted (µs, as in the JSON), a header row. Each file's rows are the
+//! unformatted (µs, as in the JSON), a header row (the same columns whatever
+//! the rows hold, and on a file with no rows). Each file's rows are the
 //! JSON report's rows of that table (`tables` says which), flattened:
 //! nested objects become dotted columns (`normalized.delta_us`), lists of
 //! text one entry per line in one cell, `null` an empty cell.
@@ -28,7 +29,8 @@ impl Renderer for Csv {
     }
 }
 
-/// A table being built: columns in first-seen order, rows of cells.
+/// A table being built: the file's declared columns first, then any other
+/// column in first-seen order; rows of cells.
 #[derive(Default)]
 struct Table {
     columns: Vec<String>,
@@ -36,6 +38,19 @@ struct Table {
 }
 
 impl Table {
+    /// A table whose header starts with `columns`, whatever its rows hold,
+    /// so a file has the same columns from run to run and a header when it
+    /// has no rows.
+    fn with_columns(columns: &[&str]) -> Self {
+        Table { columns: columns.iter().map(|c| c.to_string()).collect(), rows: Vec::new() }
+    }
+
+    /// An object written as dotted columns (`normalized.base_us`) that is
+    /// `null` in this row: its columns stay empty, with no column of its own.
+    fn has_children(&self, name: &str) -> bool {
+        self.columns.iter().any(|c| c.len() > name.len() && c.starts_with(name) && c.as_bytes()[name.len()] == b'.')
+    }
+
     fn column(&mut self, name: &str) -> usize {
         match self.columns.iter().position(|c| c == name) {
             Some(i) => i,
@@ -68,6 +83,7 @@ impl Table {
             let name = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
             match v {
                 Value::Object(inner) => self.flatten(&name, inner, &[], row),
+                Value::Null if self.has_children(&name) => {}
                 _ => {
                     let i = self.column(&name);
                     row.push((i, cell(v)));
@@ -152,6 +168,15 @@ mod tests {
         let mut t = Table::default();
         t.push(&[], &json!({"a": 1, "n": {"x": 2, "y": null}}), &[]);
         t.push(&[], &json!({"a": 3, "n": null, "z": true}), &["skip"]);
-        assert_eq!(t.render(), "a,n.x,n.y,n,z\r\n1,2,,,\r\n3,,,,true\r\n");
+        // A null object leaves its dotted cells empty, with no column of its own.
+        assert_eq!(t.render(), "a,n.x,n.y,z\r\n1,2,,\r\n3,,,true\r\n");
+    }
+
+    #[test]
+    fn declared_columns_come_first_and_head_an_empty_table() {
+        assert_eq!(Table::with_columns(&["a", "n.x"]).render(), "a,n.x\r\n");
+        let mut t = Table::with_columns(&["a", "n.x", "n.y"]);
+        t.push(&[], &json!({"n": null, "extra": 1, "a": 2}), &[]);
+        assert_eq!(t.render(), "a,n.x,n.y,extra\r\n2,,,1\r\n");
     }
 }

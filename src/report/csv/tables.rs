@@ -4,6 +4,182 @@ use serde_json::Value;
 
 use super::Table;
 
+const KERNELS: &[&str] = &[
+    "trace",
+    "stage",
+    "stage_total_us",
+    "kernel",
+    "category",
+    "total_us",
+    "share_pct",
+    "launches",
+    "max_us",
+    "avg_us",
+    "location",
+    "cpu_op",
+    "rendered",
+];
+const OVERLAP: &[&str] = &[
+    "stage",
+    "priority",
+    "verdict",
+    "kernel",
+    "category",
+    "total_us",
+    "share_pct",
+    "exclusive_ratio",
+    "hidden_ratio",
+    "python_scope",
+    "launch_op",
+    "mapping_ratio",
+    "dependency_signal",
+    "prev_neighbor",
+    "next_neighbor",
+    "recommendation",
+    "suggestion",
+    "representative_idx",
+    "rendered",
+];
+const OVERLAP_STATS: &[&str] = &["bundle", "stage", "total_busy_us", "total_overlap_us", "max_concurrent_streams"];
+const FUSE: &[&str] = &[
+    "stage",
+    "pattern",
+    "status",
+    "confidence",
+    "related_us",
+    "share_pct",
+    "evidence",
+    "current_locations",
+    "candidate_path",
+    "rationale",
+];
+const TIMELINE: &[&str] = &[
+    "stage",
+    "pid",
+    "rank",
+    "kernels",
+    "window_us",
+    "busy_us",
+    "idle_us",
+    "compute_us",
+    "non_compute_us",
+    "idle_pct",
+    "compute_pct",
+    "non_compute_pct",
+    "comm_us",
+    "memory_us",
+    "comm_comp_overlap_pct",
+    "exposed_comm_us",
+    "idle_host_wait_us",
+];
+const IDLE: &[&str] = &["stage", "pid", "rank", "stream", "host_wait_us", "kernel_wait_us", "other_us"];
+const STAGES: &[&str] = &[
+    "stage",
+    "launch.launches",
+    "launch.kernels",
+    "launch.cpu_us",
+    "launch.delay_p50_us",
+    "launch.delay_p90_us",
+    "launch.delay_p99_us",
+    "launch.kernel_p50_us",
+    "launch.launch_p50_us",
+    "launch.short_kernel_pct",
+    "launch.kernels_per_step",
+    "steps.source",
+    "steps.count",
+    "steps.mean_us",
+    "steps.p50_us",
+    "steps.p90_us",
+    "steps.max_us",
+    "steps.slowest",
+    "verdict.kind",
+    "verdict.window_us",
+    "verdict.idle_pct",
+    "verdict.host_wait_pct",
+    "verdict.exposed_comm_pct",
+    "verdict.kernel_p50_us",
+    "verdict.launch_p50_us",
+];
+const RANKS: &[&str] = &[
+    "stage",
+    "slow_rank",
+    "rank",
+    "rank_source",
+    "file",
+    "bundle",
+    "busy_us",
+    "overlap_us",
+    "overlap_pct",
+    "gpu_time_us",
+    "compute_us",
+    "exposed_comm_us",
+    "exposed_comm_pct",
+    "idle_us",
+    "top_exposed_comm.kernel",
+    "top_exposed_comm.exclusive_us",
+    "top_headroom.priority",
+    "top_headroom.kernel",
+    "leading_kernel.kernel",
+    "leading_kernel.category",
+    "leading_kernel.total_us",
+    "role",
+    "waits_on",
+    "straggler",
+];
+const RANK_KERNELS: &[&str] =
+    &["stage", "kernel", "category", "leads_ranks", "ranks_with_kernel", "min_us", "median_us", "max_us", "max_rank"];
+const FAILURES: &[&str] = &["file", "error"];
+/// The per-unit figures of a kernel or category diff row.
+const NORMALIZED: &[&str] = &[
+    "normalized.base_us",
+    "normalized.new_us",
+    "normalized.delta_us",
+    "normalized.delta_pct",
+    "normalized.base_count",
+    "normalized.new_count",
+];
+const DIFF_KERNELS: &[&str] =
+    &["stage", "name", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status"];
+const DIFF_CATEGORIES: &[&str] =
+    &["stage", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count"];
+/// The figures a diff compares per stage, on each side and as the change.
+const FIGURES: &[&str] = &[
+    "window_us",
+    "busy_us",
+    "idle_us",
+    "idle_pct",
+    "compute_us",
+    "comm_us",
+    "comm_comp_overlap_pct",
+    "steps",
+    "step_p50_us",
+    "step_p90_us",
+    "launch_delay_p50_us",
+    "kernels_per_step",
+    "kernel_us",
+];
+const DIFF_STAGE: &[&str] = &[
+    "normalization.basis",
+    "normalization.base_units",
+    "normalization.new_units",
+    "kernels_hidden",
+    "matched_base_pct",
+    "gate.basis",
+    "gate.per",
+    "gate.base_us",
+    "gate.new_us",
+    "gate.change_pct",
+    "gate.tripped",
+];
+
+fn joined(parts: &[&[&str]]) -> Vec<String> {
+    parts.iter().flat_map(|p| p.iter().map(|c| c.to_string())).collect()
+}
+
+fn table(columns: &[String]) -> Table {
+    Table::with_columns(&columns.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 fn items(v: &Value) -> &[Value] {
     v.as_array().map_or(&[], Vec::as_slice)
 }
@@ -16,26 +192,26 @@ fn done(name: &'static str, t: Table) -> (&'static str, String) {
 /// `overlap_stats.csv`, `fuse.csv`, `timeline.csv` (one row per stage and
 /// GPU) and `idle.csv` (one row per stage, GPU and stream).
 pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
-    let mut kernels = Table::default();
+    let mut kernels = Table::with_columns(KERNELS);
     for t in items(&r["kernel_tables"]) {
         let context = [("trace", &t["trace"]), ("stage", &t["stage"]), ("stage_total_us", &t["total_us"])];
         for row in items(&t["rows"]) {
             kernels.push(&context, row, &[]);
         }
     }
-    let mut overlap = Table::default();
+    let mut overlap = Table::with_columns(OVERLAP);
     for row in items(&r["overlap"]) {
         overlap.push(&[], row, &[]);
     }
-    let mut overlap_stats = Table::default();
+    let mut overlap_stats = Table::with_columns(OVERLAP_STATS);
     for row in items(&r["overlap_stats"]) {
         overlap_stats.push(&[], row, &[]);
     }
-    let mut fuse = Table::default();
+    let mut fuse = Table::with_columns(FUSE);
     for row in items(&r["fuse"]) {
         fuse.push(&[], row, &[]);
     }
-    let (mut timeline, mut idle) = (Table::default(), Table::default());
+    let (mut timeline, mut idle) = (Table::with_columns(TIMELINE), Table::with_columns(IDLE));
     for s in items(&r["timeline"]["stages"]) {
         for g in items(&s["gpus"]) {
             timeline.push(&[("stage", &s["stage"])], g, &["idle_by_stream"]);
@@ -44,7 +220,7 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
             }
         }
     }
-    let mut steps = Table::default();
+    let mut steps = Table::with_columns(STAGES);
     for s in items(&r["timeline"]["stages"]) {
         steps.push(&[], s, &["gpus"]);
     }
@@ -62,7 +238,8 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
 /// `ranks.csv` (one row per stage and rank), `kernels.csv` (the cross-rank
 /// kernel rows), `failures.csv`.
 pub(super) fn batch(b: &Value) -> Vec<(&'static str, String)> {
-    let (mut ranks, mut kernels, mut failures) = (Table::default(), Table::default(), Table::default());
+    let (mut ranks, mut kernels, mut failures) =
+        (Table::with_columns(RANKS), Table::with_columns(RANK_KERNELS), Table::with_columns(FAILURES));
     for s in items(&b["stages"]) {
         for row in items(&s["ranks"]) {
             ranks.push(&[("stage", &s["stage"]), ("slow_rank", &s["slow_rank"])], row, &[]);
@@ -80,7 +257,13 @@ pub(super) fn batch(b: &Value) -> Vec<(&'static str, String)> {
 /// `timeline.csv` (one row per stage: base, new and delta figures, the
 /// normalisation and the gate), `kernels.csv`, `categories.csv`.
 pub(super) fn diff(d: &Value) -> Vec<(&'static str, String)> {
-    let (mut timeline, mut kernels, mut categories) = (Table::default(), Table::default(), Table::default());
+    let sides: Vec<String> = ["base", "new", "delta"]
+        .iter()
+        .flat_map(|side| FIGURES.iter().map(move |f| format!("timeline.{side}.{f}")))
+        .collect();
+    let mut timeline = table(&[vec!["stage".to_string()], sides, joined(&[DIFF_STAGE])].concat());
+    let mut kernels = table(&joined(&[DIFF_KERNELS, NORMALIZED, &["location", "cpu_op"]]));
+    let mut categories = table(&joined(&[DIFF_CATEGORIES, NORMALIZED]));
     for s in items(&d["stages"]) {
         timeline.push(&[], s, &["kernels", "categories"]);
         for row in items(&s["kernels"]) {
