@@ -188,6 +188,15 @@ fn a_gate_that_compared_nothing_has_not_passed() {
 }
 
 #[test]
+fn stdin_on_both_sides_is_a_usage_error() {
+    let out = common::run_stdin(&["-q", "diff", "-", "-"], b"{\"traceEvents\": []}");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("same stream"), "{err}");
+}
+
+#[test]
 fn bad_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let (base, _) = slowed_pair(dir.path());

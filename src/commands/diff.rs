@@ -47,6 +47,10 @@ fn side(path: &std::path::Path, opts: &TriageOptions) -> Result<TriageReport> {
 }
 
 pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
+    if args.base == args.new && crate::run::discover::is_stream_path(&args.base) {
+        // Both sides would read the same pipe, each getting part of it.
+        return Err(Error::usage("BASE and NEW name the same stream, which can be read only once").in_file(&args.base));
+    }
     let gate = match args.gate {
         Some(pct) if !pct.is_finite() || pct < 0.0 => {
             return Err(Error::usage("--gate must be a non-negative number"));
