@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use super::batch::summary::{SUMMARY_KIND, SUMMARY_SUFFIX};
 use crate::error::{Error, Result};
+use crate::tokenizer::scan::is_ws;
 
 const IGNORED_NAMES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
 
@@ -121,7 +122,7 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
 /// The content rule of [`file_looks_like_trace`] on a file's first bytes.
 pub fn head_looks_like_trace(head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(head);
-    let skip_ws = |b: &[u8]| -> usize { b.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')).count() };
+    let skip_ws = |b: &[u8]| -> usize { b.iter().take_while(|&&c| is_ws(c)).count() };
     let i = skip_ws(head);
     match head.get(i) {
         Some(b'[') => {
@@ -147,7 +148,7 @@ fn names_trace_events_key(head: &[u8]) -> bool {
     const KEY: &[u8] = b"\"traceEvents\"";
     memchr::memmem::find_iter(head, KEY).any(|at| {
         let rest = &head[at + KEY.len()..];
-        rest.iter().find(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r')) == Some(&b':')
+        rest.iter().find(|&&c| !is_ws(c)) == Some(&b':')
     })
 }
 

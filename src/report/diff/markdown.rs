@@ -248,12 +248,7 @@ pub fn markdown(d: &DiffReport) -> String {
     if !d.only_in_new.is_empty() {
         out.push(format!("- stages only in new: {}", stage_list(&d.only_in_new)));
     }
-    if let (Some(t), Some(b)) = (d.gate.threshold_pct, d.gate.basis) {
-        let outcome = match d.gate.tripped {
-            Some(true) => "tripped".to_string(),
-            Some(false) => "passed".to_string(),
-            None => format!("not evaluated ({})", d.gate_not_evaluated_reason()),
-        };
+    if let (Some(t), Some(b), Some(outcome)) = (d.gate.threshold_pct, d.gate.basis, d.gate_outcome()) {
         out.push(format!("- gate: {outcome} (basis {b}, threshold {t}%)"));
     }
     if d.stages.is_empty() {

@@ -299,6 +299,17 @@ impl DiffReport {
         }
     }
 
+    /// The gate's outcome as the text reports word it (`tripped`, `passed`,
+    /// `not evaluated (why)`); `None` without a gate.
+    pub fn gate_outcome(&self) -> Option<String> {
+        self.gate.threshold_pct?;
+        Some(match self.gate.tripped {
+            Some(true) => "tripped".to_string(),
+            Some(false) => "passed".to_string(),
+            None => format!("not evaluated ({})", self.gate_not_evaluated_reason()),
+        })
+    }
+
     /// One line per stage whose gate tripped, for stderr, or one line when
     /// the gate could not be evaluated.
     pub fn gate_failures(&self) -> Vec<String> {

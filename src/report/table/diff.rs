@@ -275,12 +275,7 @@ pub fn render(d: &DiffReport, width: usize) -> Vec<String> {
     if !d.only_in_new.is_empty() {
         o.text(&format!("Stages only in new: {}", list(&d.only_in_new)));
     }
-    if let (Some(t), Some(b)) = (d.gate.threshold_pct, d.gate.basis) {
-        let outcome = match d.gate.tripped {
-            Some(true) => "tripped".to_string(),
-            Some(false) => "passed".to_string(),
-            None => format!("not evaluated ({})", d.gate_not_evaluated_reason()),
-        };
+    if let (Some(t), Some(b), Some(outcome)) = (d.gate.threshold_pct, d.gate.basis, d.gate_outcome()) {
         o.text(&format!("Gate: {outcome} (basis {b}, threshold {t}%)"));
     }
     if d.stages.is_empty() {
