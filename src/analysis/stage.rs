@@ -331,6 +331,18 @@ impl RowStages {
     }
 }
 
+/// Whether the pid of any kernel row contains `sub` (the `--pid-substring`
+/// filter keeps some process). Each thread is looked at once.
+pub fn kernel_pid_contains(trace: &Trace, sub: &str) -> bool {
+    let k = &trace.kernels;
+    let mut seen = vec![false; trace.threads.len()];
+    (0..k.len()).any(|i| {
+        let t = k.thread(i);
+        let first = !std::mem::replace(&mut seen[t as usize], true);
+        first && trace.pid_str(t).contains(sub)
+    })
+}
+
 /// The reference's `select_heaviest_pid`: sums `dur` per pid string over the
 /// given (pid, dur) pairs (in trace order), optionally filtered by a pid
 /// substring, and returns the heaviest; when a preferred substring matches

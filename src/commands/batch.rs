@@ -199,6 +199,9 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         for o in &outcomes {
             if let Ok(a) = &o.result {
                 super::warn_skipped(&o.file.path, a.skipped_events);
+                if a.pid_unmatched {
+                    super::warn_pid_unmatched(&o.file.path, opts.pid_substring.as_deref());
+                }
             }
         }
     }

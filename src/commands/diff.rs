@@ -36,12 +36,7 @@ pub struct DiffArgs {
 fn side(path: &std::path::Path, opts: &TriageOptions) -> Result<TriageReport> {
     let rep = run_triage(&TriageInput::Single(path.to_path_buf()), opts)?;
     if !opts.quiet {
-        for left_out in &rep.left_out {
-            let _ = writeln!(std::io::stderr(), "{}", left_out.note());
-        }
-        for (path, skipped) in &rep.skipped_by_trace {
-            super::warn_skipped(path, *skipped);
-        }
+        super::warn_report(&rep, opts.pid_substring.as_deref());
     }
     Ok(rep)
 }

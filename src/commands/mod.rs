@@ -88,6 +88,32 @@ pub fn warn_skipped(path: &std::path::Path, skipped: u64) {
     }
 }
 
+/// The one-line warning for a trace none of whose kernels' processes
+/// `--pid-substring` matches: its overlap tables are empty for that reason,
+/// not for want of opportunities.
+pub fn warn_pid_unmatched(path: &std::path::Path, sub: Option<&str>) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "torchtriage: warning: {}: --pid-substring {:?} matches no process with kernels; the overlap table is empty",
+        crate::error::shown(path),
+        sub.unwrap_or_default()
+    );
+}
+
+/// The notes on stderr a triage report carries: directories not wholly
+/// analysed, events skipped, a pid filter that kept nothing.
+pub fn warn_report(rep: &crate::report::model::TriageReport, pid_substring: Option<&str>) {
+    for left_out in &rep.left_out {
+        let _ = writeln!(std::io::stderr(), "{}", left_out.note());
+    }
+    for (path, skipped) in &rep.skipped_by_trace {
+        warn_skipped(path, *skipped);
+    }
+    for path in &rep.pid_unmatched {
+        warn_pid_unmatched(path, pid_substring);
+    }
+}
+
 /// Writes a report to stdout. A reader that stops early (`| head`) is not
 /// an error: the rest of the report is dropped and the command ends as it
 /// would have (a batch with failures still says so on stderr and exits 1).

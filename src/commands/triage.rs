@@ -2,7 +2,6 @@
 //! profile directory (which serves as its own mapping trace), or for a
 //! graph-off mapping + graph-on formal pair.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use super::output::OutputArgs;
@@ -64,12 +63,7 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
     let output = args.output.resolve()?;
     let rep = run_triage(&input, &opts)?;
     if !global.quiet {
-        for left_out in &rep.left_out {
-            let _ = writeln!(std::io::stderr(), "{}", left_out.note());
-        }
-        for (path, skipped) in &rep.skipped_by_trace {
-            super::warn_skipped(path, *skipped);
-        }
+        super::warn_report(&rep, opts.pid_substring.as_deref());
     }
     // JSON is written as it is made: with hundreds of thousands of kernel
     // rows the text is over a hundred megabytes.

@@ -182,6 +182,10 @@ pub struct TriageReport {
     /// The same count per trace file, for the warnings on stderr.
     #[serde(skip)]
     pub skipped_by_trace: Vec<(PathBuf, u64)>,
+    /// Traces none of whose kernels' processes the `--pid-substring` filter
+    /// matches (their overlap tables are empty), for the warnings on stderr.
+    #[serde(skip)]
+    pub pid_unmatched: Vec<PathBuf>,
     /// Inputs (directories) whose traces were not all analysed, for the
     /// note on stderr.
     #[serde(skip)]
@@ -226,6 +230,8 @@ pub struct FileAnalysis {
     pub triage_ms: f64,
     /// Complete events skipped for a non-numeric `ts` or `dur`.
     pub skipped_events: u64,
+    /// The `--pid-substring` filter matched no process with kernels.
+    pub pid_unmatched: bool,
     /// The file's triage report as compact JSON text, kept only when the
     /// JSON lines file will show it: a report with hundreds of thousands of
     /// kernel rows is large, and more so as a JSON value.

@@ -408,6 +408,14 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             .filter(|l| l.trace.counts.skipped > 0)
             .map(|l| (l.path.clone(), l.trace.counts.skipped))
             .collect(),
+        pid_unmatched: match opts.pid_substring.as_deref() {
+            Some(sub) => loaded
+                .iter()
+                .filter(|l| !crate::analysis::stage::kernel_pid_contains(&l.trace, sub))
+                .map(|l| l.path.clone())
+                .collect(),
+            None => Vec::new(),
+        },
         distributed_info: formal
             .traces
             .first()

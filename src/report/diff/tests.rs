@@ -74,6 +74,7 @@ fn report(stage: Stage, rows: Vec<KernelTableRow>, busy_us: f64, step_p50: Optio
         fuse_rows: vec![],
         skipped_events: 0,
         skipped_by_trace: vec![],
+        pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
     }

@@ -82,6 +82,7 @@ fn report(rows: Vec<KernelTableRow>) -> TriageReport {
         fuse_rows: vec![],
         skipped_events: 0,
         skipped_by_trace: vec![],
+        pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
     }

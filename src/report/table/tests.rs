@@ -150,6 +150,7 @@ fn report() -> TriageReport {
         fuse_rows: vec![fuse],
         skipped_events: 0,
         skipped_by_trace: vec![],
+        pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
     }

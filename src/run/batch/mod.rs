@@ -216,6 +216,7 @@ pub fn analyze_file(
         path_stage: parse_stage(&file.path),
         triage_ms,
         skipped_events: report.skipped_events,
+        pid_unmatched: !report.pid_unmatched.is_empty(),
         report_json: keep_json.then(|| crate::report::json::compact(&report)),
     })
 }
