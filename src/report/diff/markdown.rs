@@ -206,7 +206,7 @@ fn kernel_table(out: &mut Vec<String>, s: &StageDiff, min_share: f64) {
             escape_md_cell(&k.kernel),
             escape_md_cell(k.category),
             row_cells(raw, &k.normalized, with_per),
-            k.status.as_str(),
+            k.label(),
             escape_md_cell(&first_of(&k.cpu_op)),
             escape_md_cell(&first_of(&k.location))
         ));

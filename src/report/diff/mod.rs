@@ -218,6 +218,19 @@ pub struct KernelDiff {
     pub cpu_op: TextList,
 }
 
+impl KernelDiff {
+    /// The status as the text reports show it: a kernel on both sides whose
+    /// time and launches did not move is `unchanged`, not `changed`.
+    pub fn label(&self) -> &'static str {
+        let same = self.delta_us == 0.0 && self.base_count == self.new_count;
+        if self.status == KernelStatus::Changed && same {
+            "unchanged"
+        } else {
+            self.status.as_str()
+        }
+    }
+}
+
 /// One kernel category of a stage on both sides: every kernel of the
 /// category summed, whatever its share.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -178,7 +178,21 @@ fn no_gate_means_null_gate_fields() {
     assert_eq!(d.gate, GateSummary::default());
     let v = serde_json::to_value(&d).unwrap();
     assert!(v["gate"]["threshold_pct"].is_null() && v["gate"]["tripped"].is_null());
-    assert!(markdown(&d).contains("| a | GEMM | 1.0 µs | 1.0 µs | 0.0 µs | 0.0% | 1 → 1 | changed |"));
+    assert!(markdown(&d).contains("| a | GEMM | 1.0 µs | 1.0 µs | 0.0 µs | 0.0% | 1 → 1 | unchanged |"));
+}
+
+#[test]
+fn a_kernel_that_did_not_move_is_unchanged_in_text_and_on_both_sides_in_json() {
+    let r = report(Stage::All, vec![row("a", 1.0, 1)], 1.0, None);
+    let d = diff(&r, &r, &DiffOptions::default());
+    let k = &d.stages[0].kernels[0];
+    assert_eq!((k.status, k.label()), (KernelStatus::Changed, "unchanged"));
+    assert_eq!(serde_json::to_value(k).unwrap()["status"], "changed");
+    // Same time, other launch count: changed.
+    let n = report(Stage::All, vec![row("a", 1.0, 2)], 1.0, None);
+    let d = diff(&r, &n, &DiffOptions::default());
+    assert_eq!(d.stages[0].kernels[0].label(), "changed");
+    assert!(markdown(&d).contains("| 1 → 2 | changed |"), "{}", markdown(&d));
 }
 
 /// `report` with `count` steps of `p50` each in its stage.

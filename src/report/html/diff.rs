@@ -150,7 +150,7 @@ fn stage_section(b: &mut String, s: &StageDiff) {
         t.push(vec![
             Cell::name(k.kernel.to_string()),
             Cell::text(k.category),
-            Cell::text(k.status.as_str()),
+            Cell::text(k.label()),
             Cell::num(ms(base), base),
             Cell::num(ms(new), new),
             Cell::num(signed_ms(delta), delta),

@@ -174,7 +174,7 @@ fn kernel_table(o: &mut Out, s: &StageDiff, min_share: f64) {
         if per.is_some() {
             cells.extend(per_cells(&k.normalized).map(|c| vec![c]));
         }
-        cells.push(vec![k.status.as_str().to_string()]);
+        cells.push(vec![k.label().to_string()]);
         cells.push(list(&k.cpu_op, "-"));
         cells.push(list(&k.location, "-"));
         t.row_lines(cells);
