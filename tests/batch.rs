@@ -278,6 +278,26 @@ fn usage_errors_exit_2() {
     assert_eq!(jobs.status.code(), Some(2));
 }
 
+/// A rank's link whose target is gone is named among the skipped files;
+/// links to other names and live links are not.
+fn a_dangling_link_is_listed_as_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    std::fs::copy(fixture, tmp.path().join("rank0.pt.trace.json")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/rank1.pt.trace.json", tmp.path().join("rank1.pt.trace.json")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/notes", tmp.path().join("notes.txt")).unwrap();
+    let out = common::run(&["batch", "--format", "json", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = json_of(&out);
+    assert_eq!(summary["files"], 1);
+    let skipped = summary["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("rank1.pt.trace.json"));
+    assert_eq!(skipped[0]["reason"], "dangling symbolic link");
+    let text = common::run(&["batch", tmp.path().to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("rank1.pt.trace.json: dangling symbolic link"));
+}
+
 fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
     let (a, b, c) = (dlrm_dir(corpus), dlrm_dir(corpus), dlrm_dir(corpus));
     vec![
@@ -310,10 +330,16 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 }
 
 fn main() {
-    let mut trials = vec![Trial::test("usage_errors_exit_2", || {
-        usage_errors_exit_2();
-        Ok(())
-    })];
+    let mut trials = vec![
+        Trial::test("usage_errors_exit_2", || {
+            usage_errors_exit_2();
+            Ok(())
+        }),
+        Trial::test("a_dangling_link_is_listed_as_skipped", || {
+            a_dangling_link_is_listed_as_skipped();
+            Ok(())
+        }),
+    ];
     trials.extend(common::over_corpora("batch", corpus_trials));
     common::run_trials(trials);
 }

@@ -158,6 +158,33 @@ fn names_trace_events_key(head: &[u8]) -> bool {
 /// path), so link cycles end; FIFOs, sockets and devices are passed over
 /// without being opened, so the walk never blocks.
 pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf)) {
+    walk_from(dir, recursive, &mut |p, kind| {
+        if kind == Found::File {
+            visit(p)
+        }
+    });
+}
+
+/// Symbolic links in `dir` (and below, when `recursive`) whose target does
+/// not exist, in the order [`walk_regular_files`] would meet them.
+pub(crate) fn dangling_links(dir: &Path, recursive: bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    walk_from(dir, recursive, &mut |p, kind| {
+        if kind == Found::DanglingLink {
+            out.push(p)
+        }
+    });
+    out
+}
+
+/// What a walk reports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Found {
+    File,
+    DanglingLink,
+}
+
+fn walk_from(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf, Found)) {
     let mut seen = std::collections::HashSet::new();
     if let Ok(c) = dir.canonicalize() {
         seen.insert(c);
@@ -165,21 +192,31 @@ pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn Fn
     walk(dir, recursive, &mut seen, visit);
 }
 
-fn walk(dir: &Path, recursive: bool, seen: &mut std::collections::HashSet<PathBuf>, visit: &mut dyn FnMut(PathBuf)) {
+fn walk(
+    dir: &Path,
+    recursive: bool,
+    seen: &mut std::collections::HashSet<PathBuf>,
+    visit: &mut dyn FnMut(PathBuf, Found),
+) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for p in entries {
-        // Follows a symlink; a dangling one has no metadata and is skipped.
-        let Ok(meta) = std::fs::metadata(&p) else { continue };
+        // Follows a symlink; a dangling one has no metadata of its target.
+        let Ok(meta) = std::fs::metadata(&p) else {
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+                visit(p, Found::DanglingLink);
+            }
+            continue;
+        };
         if meta.is_dir() {
             if recursive && p.canonicalize().is_ok_and(|c| seen.insert(c)) {
                 walk(&p, true, seen, visit);
             }
         } else if meta.is_file() {
-            visit(p);
+            visit(p, Found::File);
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::analysis::stage::{parse_stage, Stage};
 use crate::error::{Error, Result};
 use crate::report::model::TriageReport;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
-use crate::run::discover::{discover_trace_files, has_trace_suffix, parse_tp_rank, walk_regular_files};
+use crate::run::discover::{dangling_links, discover_trace_files, has_trace_suffix, parse_tp_rank, walk_regular_files};
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
 /// Names `triage` never reads as traces.
@@ -33,8 +33,7 @@ const SIDE_FILES: &[&str] = &["server_args.json", "metadata.json", "config.json"
 /// recursively (regular files only, link cycles walked once).
 fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
     walk_regular_files(dir, true, &mut |p| {
-        let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-        if has_trace_suffix(&name) && !SIDE_FILES.contains(&name.as_str()) {
+        if is_json_name(&p) {
             out.push(p.canonicalize().unwrap_or(p));
         }
     });
@@ -54,12 +53,29 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static 
     all.dedup();
     all.retain(|p| !files.iter().any(|f| &f.path == p));
     let merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
-    all.into_iter()
+    let mut skipped: Vec<(PathBuf, &'static str)> = all
+        .into_iter()
         .map(|p| {
             let why = if merged(&p) { "merged trace" } else { "not recognised as a trace" };
             (p, why)
         })
-        .collect()
+        .collect();
+    // A rank's link whose target is gone (a moved or deleted run) is worth
+    // naming: the batch would otherwise just have one rank fewer.
+    skipped.extend(
+        dangling_links(dir, true)
+            .into_iter()
+            .filter(|p| is_json_name(p))
+            .map(|p| (std::path::absolute(&p).unwrap_or(p), "dangling symbolic link")),
+    );
+    skipped.sort();
+    skipped
+}
+
+/// A trace-suffixed name that is not one of the side files.
+fn is_json_name(p: &Path) -> bool {
+    let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    has_trace_suffix(&name) && !SIDE_FILES.contains(&name.as_str())
 }
 
 /// Every trace below `dir` (or `dir` itself when it is a file), by the
