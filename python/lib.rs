@@ -100,9 +100,21 @@ fn summarize(py: Python<'_>, path: PathBuf, index: usize, args: Vec<String>) -> 
         return Err(PyValueError::new_err("internal error: not a batch command line"));
     };
     let opts = torchtriage::commands::batch::file_options(batch).map_err(|e| to_py(py, e))?;
-    let summary =
-        interruptible(py, move || torchtriage::run::batch::summary::summarize_trace(&path, index, &opts))?;
+    let summary = interruptible(py, move || torchtriage::run::batch::summary::summarize_trace(&path, index, &opts))?;
     serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(format!("internal error: {e}")))
+}
+
+/// Checks `batch`'s options in `args` (its analysis options as `summarize`
+/// reads them, and `--straggler-pct`), so that a bad one raises `ValueError` before any work is handed out.
+#[pyfunction]
+fn check_batch_options(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
+    let argv = ["torchtriage", "batch", "."].into_iter().map(String::from).chain(args);
+    let parsed = torchtriage::cli::parse(argv).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let torchtriage::cli::Command::Batch(batch) = &parsed.command else {
+        return Err(PyValueError::new_err("internal error: not a batch command line"));
+    };
+    torchtriage::commands::batch::check_args(batch).map_err(|e| to_py(py, e))?;
+    torchtriage::commands::batch::file_options(batch).map(drop).map_err(|e| to_py(py, e))
 }
 
 /// The `stats --json` document of one trace, as JSON text.
@@ -125,5 +137,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stats_json, m)?)?;
     m.add_function(wrap_pyfunction!(batch_files, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
+    m.add_function(wrap_pyfunction!(check_batch_options, m)?)?;
     Ok(())
 }

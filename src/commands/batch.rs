@@ -132,7 +132,9 @@ impl Observer<BatchFile> for NoProgress {}
 /// `--jobs` is capped at this many workers per core.
 const MAX_JOBS_PER_CORE: usize = 4;
 
-fn check_args(args: &BatchArgs) -> Result<()> {
+/// The checks of `batch`'s own options (the analysis options are checked
+/// by [`file_options`]).
+pub fn check_args(args: &BatchArgs) -> Result<()> {
     if !args.straggler_pct.is_finite() || args.straggler_pct < 0.0 {
         return Err(Error::usage("--straggler-pct must be a non-negative number"));
     }

@@ -70,6 +70,45 @@ def test_triage_options_reach_the_run():
     assert torchtriage.triage(str(FIXTURE), framework="vllm", min_share=5) == expected
 
 
+def test_every_analysis_option_reaches_the_run(tmp_path):
+    cli = ["--pid-substring", "0", "--timeline-basis", "hta", "--min-share", "3"]
+    opts = dict(pid_substring="0", timeline_basis="hta", min_share=3)
+    code, expected = _cli_json("triage", str(FIXTURE), *cli)
+    assert code == 0
+    assert torchtriage.triage(FIXTURE, **opts) == expected
+    code, expected = _cli_json("diff", str(FIXTURE), str(FIXTURE), *cli, "--gate", "5", "--gate-on", "kernel")
+    assert code == 0
+    assert torchtriage.diff(FIXTURE, FIXTURE, gate=5, gate_on="kernel", **opts) == expected
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    shutil.copy(FIXTURE, ranks / "rank0.json")
+    code, expected = _cli_json("batch", str(ranks), *cli, "--straggler-pct", "50")
+    assert code == 0
+    got = torchtriage.batch(str(ranks), straggler_pct=50, **opts)
+    assert got == expected
+    # A filter that keeps nothing empties the overlap rows, as on the command line.
+    assert torchtriage.triage(FIXTURE, pid_substring="zzzz")["overlap"] == []
+    with pytest.raises(ValueError, match="gate"):
+        torchtriage.diff(FIXTURE, FIXTURE, gate_on="busy")
+
+
+def test_a_pattern_file_reaches_the_run(tmp_path):
+    patterns = tmp_path / "p.toml"
+    patterns.write_text("this is not toml [")
+    with pytest.raises(ValueError):
+        torchtriage.triage(FIXTURE, patterns=patterns)
+
+
+def test_batch_of_paths_names_their_folder(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(FIXTURE, tmp_path / "a" / "rank0.json")
+    shutil.copy(FIXTURE, tmp_path / "b" / "rank1.json")
+    report = torchtriage.batch([tmp_path / "a" / "rank0.json", tmp_path / "b" / "rank1.json"])
+    assert report["dir"] == str(tmp_path)
+    assert report["files"] == 2
+
+
 def test_stats_equals_cli():
     proc = subprocess.run([_binary(), "--quiet", "stats", "--json", str(FIXTURE)], stdout=subprocess.PIPE, check=True)
     assert torchtriage.stats(FIXTURE) == json.loads(proc.stdout)

@@ -139,6 +139,34 @@ def test_dask_batch_lists_the_traces_on_a_worker(dask_client, monkeypatch):
     assert report["files"] == len(list(BUNDLED_RANKS.iterdir()))
 
 
+def test_dask_batch_checks_its_options_before_submitting(dask_client):
+    import torchtriage.dask
+
+    submitted = []
+
+    class Watched:
+        def __getattr__(self, name):
+            submitted.append(name)
+            return getattr(dask_client, name)
+
+    for bad in [dict(min_share=-1), dict(framework="nope"), dict(timeline_basis="x"), dict(straggler_pct=-3)]:
+        with pytest.raises(ValueError):
+            torchtriage.dask.batch(str(BUNDLED_RANKS), Watched(), **bad)
+    assert submitted == []
+
+
+def test_dask_batch_options_reach_the_workers(dask_client):
+    import torchtriage.dask
+
+    proc = subprocess.run(
+        [_binary(), "-q", "batch", str(BUNDLED_RANKS), "--format", "json", "--min-share", "20", "--timeline-basis", "hta"],
+        stdout=subprocess.PIPE,
+    )
+    want = json.loads(proc.stdout)
+    report = torchtriage.dask.batch(str(BUNDLED_RANKS), dask_client, min_share=20, timeline_basis="hta")
+    _same_report(report, want)
+
+
 def _long_trace(path, members):
     """A gzip trace of `members` identical members of 100,000 kernels each:
     a few hundred kilobytes per member on disk, seconds of work to read."""

@@ -94,8 +94,16 @@ def _run_json(args):
             return code, Report(json.load(f))
 
 
-def _analysis_args(framework, min_share):
-    return [_option("framework", str(framework)), _option("min-share", repr(float(min_share)))]
+def _analysis_args(framework, min_share, pid_substring=None, timeline_basis="trace"):
+    """The analysis options ``triage``, ``batch``, ``diff`` and ``summarize`` share."""
+    args = [
+        _option("framework", str(framework)),
+        _option("min-share", repr(float(min_share))),
+        _option("timeline-basis", str(timeline_basis)),
+    ]
+    if pid_substring is not None:
+        args.append(_option("pid-substring", str(pid_substring)))
+    return args
 
 
 def _option(name, value):
@@ -112,9 +120,23 @@ def _path(p):
     return os.path.join(os.curdir, p) if p.startswith("-") else p
 
 
-def triage(path=None, *, framework="auto", min_share=1.0, mapping=None, formal=None):
+def triage(
+    path=None,
+    *,
+    framework="auto",
+    min_share=1.0,
+    pid_substring=None,
+    timeline_basis="trace",
+    patterns=None,
+    mapping=None,
+    formal=None,
+):
     """``torchtriage triage``: kernel, overlap and fuse tables of a trace or
-    profile directory, or of a graph-off ``mapping`` + graph-on ``formal`` pair."""
+    profile directory, or of a graph-off ``mapping`` + graph-on ``formal`` pair.
+
+    ``pid_substring`` restricts the overlap analysis to processes whose id
+    contains it; ``timeline_basis`` is ``"trace"``, ``"hta"`` or
+    ``"hta-exact"``; ``patterns`` is a fuse-pattern file (TOML) to add."""
     if path is not None and (mapping is not None or formal is not None):
         raise ValueError("give either path or both mapping and formal")
     if path is not None:
@@ -123,7 +145,10 @@ def triage(path=None, *, framework="auto", min_share=1.0, mapping=None, formal=N
         inputs = [_option("mapping", _path(mapping)), _option("formal", _path(formal))]
     else:
         raise ValueError("give either path or both mapping and formal")
-    _, report = _run_json(["triage"] + inputs + _analysis_args(framework, min_share))
+    args = ["triage"] + inputs + _analysis_args(framework, min_share, pid_substring, timeline_basis)
+    if patterns is not None:
+        args.append(_option("patterns", _path(patterns)))
+    _, report = _run_json(args)
     return report
 
 
@@ -132,12 +157,24 @@ def stats(path):
     return Report(json.loads(_native.stats_json(_path(path))))
 
 
-def batch(dir_or_paths, jobs=None):
+def batch(
+    dir_or_paths,
+    jobs=None,
+    *,
+    framework="auto",
+    min_share=1.0,
+    pid_substring=None,
+    timeline_basis="trace",
+    straggler_pct=10.0,
+):
     """``torchtriage batch``: triage every per-rank trace below a directory
     (or of a list of trace files) and compare the ranks. Files that fail are
-    listed in the report's ``failures``."""
+    listed in the report's ``failures``. For a list, the report's ``dir`` is
+    the deepest directory holding all the traces."""
+    options = _analysis_args(framework, min_share, pid_substring, timeline_basis)
+    options.append(_option("straggler-pct", repr(float(straggler_pct))))
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
-        return _batch(_path(dir_or_paths), jobs)
+        return _batch(_path(dir_or_paths), jobs, options)
     paths = [os.path.abspath(os.fsdecode(os.fspath(p))) for p in dir_or_paths]
     if not paths:
         raise ValueError("batch needs at least one trace")
@@ -149,11 +186,14 @@ def batch(dir_or_paths, jobs=None):
     with tempfile.TemporaryDirectory(prefix="torchtriage-batch-") as tmp:
         for i, p in enumerate(paths):
             os.symlink(p, os.path.join(tmp, "%04d-%s" % (i, os.path.basename(p))))
-        return _batch(tmp, jobs)
+        report = _batch(tmp, jobs, options)
+    # The links' folder is gone: name where the traces are instead.
+    report["dir"] = os.path.commonpath([os.path.dirname(p) for p in paths])
+    return report
 
 
-def _batch(directory, jobs):
-    args = ["batch", directory]
+def _batch(directory, jobs, options):
+    args = ["batch", directory] + options
     if jobs is not None:
         if isinstance(jobs, bool) or not isinstance(jobs, int):
             raise ValueError("jobs must be a whole number")
@@ -179,13 +219,15 @@ def _path_key(path):
     return [part for part in path.split(os.sep) if part]
 
 
-def summarize(path, index=0, *, framework="auto", min_share=1.0):
+def summarize(path, index=0, *, framework="auto", min_share=1.0, pid_substring=None, timeline_basis="trace"):
     """The map step of a batch: one trace triaged as ``batch`` triages it, as
     its summary (the document ``batch --summaries`` writes: ``facts``, or
     ``error`` when the trace failed; it never raises for a bad trace).
     ``index`` is the trace's position in the job (see :func:`batch_files`),
     its rank when neither its file name nor its ``distributedInfo`` gives one."""
-    text = _native.summarize(_path(path), int(index), _analysis_args(framework, min_share))
+    text = _native.summarize(
+        _path(path), int(index), _analysis_args(framework, min_share, pid_substring, timeline_basis)
+    )
     return json.loads(text)
 
 
@@ -204,12 +246,27 @@ def merge(summaries, *, straggler_pct=10.0):
     return report
 
 
-def diff(base, new, *, gate=None):
+def diff(
+    base,
+    new,
+    *,
+    gate=None,
+    gate_on=None,
+    framework="auto",
+    min_share=1.0,
+    pid_substring=None,
+    timeline_basis="trace",
+):
     """``torchtriage diff``: compare two traces or profile directories stage
     by stage. With ``gate`` (percent), the report's gate verdicts say which
-    stages regressed past it."""
-    args = ["diff", _path(base), _path(new)]
+    stages regressed past it; ``gate_on`` (``"busy"``, ``"step"`` or
+    ``"kernel"``) picks the figure compared."""
+    args = ["diff", _path(base), _path(new)] + _analysis_args(framework, min_share, pid_substring, timeline_basis)
     if gate is not None:
         args.append(_option("gate", repr(float(gate))))
+    if gate_on is not None:
+        if gate is None:
+            raise ValueError("gate_on needs gate")
+        args.append(_option("gate-on", str(gate_on)))
     _, report = _run_json(args)
     return report

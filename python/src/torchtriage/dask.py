@@ -20,9 +20,9 @@ import os
 import torchtriage
 
 
-def _summarize(path, index, framework, min_share):
+def _summarize(path, index, options):
     # Runs on a worker.
-    return torchtriage.summarize(path, index, framework=framework, min_share=min_share)
+    return torchtriage.summarize(path, index, **options)
 
 
 def _list(dir_or_paths):
@@ -30,22 +30,28 @@ def _list(dir_or_paths):
     return torchtriage.batch_files(dir_or_paths)
 
 
-def batch(dir_or_paths, client, *, framework="auto", min_share=1.0, straggler_pct=10.0):
+def batch(
+    dir_or_paths,
+    client,
+    *,
+    framework="auto",
+    min_share=1.0,
+    pid_substring=None,
+    timeline_basis="trace",
+    straggler_pct=10.0,
+):
     """``torchtriage batch`` over the cluster ``client`` is connected to
     (a :class:`distributed.Client`). ``dir_or_paths`` is a directory of
     per-rank traces or a list of traces, as the workers see them. Returns
-    the batch report (a :class:`torchtriage.Report`)."""
+    the batch report (a :class:`torchtriage.Report`). Bad options raise
+    ``ValueError`` here, before any task is submitted."""
+    options = dict(framework=framework, min_share=min_share, pid_substring=pid_substring, timeline_basis=timeline_basis)
+    straggler = torchtriage._option("straggler-pct", repr(float(straggler_pct)))
+    torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
     # The traces are listed where they are read: on a worker, whose file
     # system the client need not share.
     paths = client.submit(_list, dir_or_paths, pure=False).result()
-    futures = client.map(
-        _summarize,
-        paths,
-        range(len(paths)),
-        framework=framework,
-        min_share=min_share,
-        pure=False,
-    )
+    futures = client.map(_summarize, paths, range(len(paths)), options=options, pure=False)
     summaries = client.gather(futures)
     report = torchtriage.merge(summaries, straggler_pct=straggler_pct)
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
