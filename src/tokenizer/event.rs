@@ -56,13 +56,27 @@ pub fn parse_event(s: &mut Scanner<'_>, b: &mut ColumnsBuilder, scratch: &mut Ev
         push(s.buf, &scratch.bytes, &f, &scratch.head, b);
         return Ok(());
     }
-    let start = s.pos;
-    scratch.rec.start(!want_head && scratch.shapes.wants());
-    parse_fields(s, scratch, want_head, &mut f)?;
-    if scratch.rec.ok {
-        scratch.shapes.learn(s.buf, start, s.pos, &scratch.rec, &f);
-    }
+    let learn = !want_head && scratch.shapes.wants();
+    parse_and_learn(s, scratch, want_head, learn, &mut f)?;
     push(s.buf, &scratch.bytes, &f, &scratch.head, b);
+    Ok(())
+}
+
+/// [`parse_fields`], and with `learn` the event's shape learned from it
+/// (unless the event is one a shape cannot describe).
+pub(super) fn parse_and_learn(
+    s: &mut Scanner<'_>,
+    scratch: &mut EventScratch,
+    want_head: bool,
+    learn: bool,
+    f: &mut Slots,
+) -> ScanResult<()> {
+    let start = s.pos;
+    scratch.rec.start(learn);
+    parse_fields(s, scratch, want_head, f)?;
+    if scratch.rec.ok {
+        scratch.shapes.learn(s.buf, start, s.pos, &scratch.rec, f);
+    }
     Ok(())
 }
 

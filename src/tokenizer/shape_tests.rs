@@ -2,7 +2,7 @@
 //! shape either reads exactly what the general parser reads, or declines
 //! and leaves the scanner where it was.
 
-use super::event::{parse_fields, EventScratch, Slots};
+use super::event::{parse_and_learn, parse_fields, EventScratch, Slots};
 use super::scan::{ScanResult, Scanner};
 
 /// The profiler's own layout of a Python frame.
@@ -44,12 +44,7 @@ fn learned(texts: &[&str]) -> EventScratch {
     for text in texts {
         let mut s = Scanner::new(text.as_bytes(), 0);
         let mut f = Slots::default();
-        scratch.rec.start(true);
-        parse_fields(&mut s, &mut scratch, false, &mut f).expect("a valid event");
-        let EventScratch { shapes, rec, .. } = &mut scratch;
-        if rec.ok {
-            shapes.learn(text.as_bytes(), 0, s.pos, rec, &f);
-        }
+        parse_and_learn(&mut s, &mut scratch, false, true, &mut f).expect("a valid event");
     }
     scratch
 }
@@ -205,13 +200,9 @@ fn a_trace_of_many_shapes_keeps_learning_the_ones_it_meets() {
             continue;
         }
         let mut s = Scanner::new(text.as_bytes(), 0);
-        scratch.rec.start(scratch.shapes.wants());
+        let learn = scratch.shapes.wants();
         let mut f = Slots::default();
-        parse_fields(&mut s, &mut scratch, false, &mut f).unwrap();
-        let EventScratch { shapes, rec, .. } = &mut scratch;
-        if rec.ok {
-            shapes.learn(text.as_bytes(), 0, s.pos, rec, &f);
-        }
+        parse_and_learn(&mut s, &mut scratch, false, learn, &mut f).unwrap();
     }
     assert!(read >= 150, "{read} of 200 events read by a shape");
 }
