@@ -222,7 +222,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         dir: &args.dir,
         files: outcomes.len(),
         jobs: jobs.min(outcomes.len()),
-        budget,
+        budget: Some(budget),
         straggler_pct: args.straggler_pct,
         failures: &failures,
         skipped: &skipped,

@@ -40,7 +40,7 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
         dir: &args.inputs[0],
         files: summaries.len(),
         jobs: 1,
-        budget: 0,
+        budget: None,
         straggler_pct: args.straggler_pct,
         failures: &failures,
         skipped: &[],

@@ -16,9 +16,9 @@ pub struct RunInfo<'a> {
     pub dir: &'a Path,
     pub files: usize,
     pub jobs: usize,
-    /// The memory budget in bytes; 0 for a merge of summaries, which runs
-    /// no jobs of its own.
-    pub budget: u64,
+    /// The memory budget in bytes; `None` for a merge of summaries, which
+    /// runs no jobs of its own.
+    pub budget: Option<u64>,
     pub straggler_pct: f64,
     pub failures: &'a [(&'a Path, &'a Error)],
     /// JSON files left out, with the reason.
@@ -31,13 +31,13 @@ impl RunInfo<'_> {
     pub fn files_line(&self) -> String {
         let triaged = self.files - self.failures.len();
         let failed = self.failures.len();
-        if self.budget == 0 {
+        let Some(budget) = self.budget else {
             return format!("Files: {triaged} triaged, {failed} failed (merged from summaries)");
-        }
+        };
         format!(
             "Files: {triaged} triaged, {failed} failed (jobs {}, memory budget {:.1} GiB)",
             self.jobs,
-            self.budget as f64 / (1u64 << 30) as f64
+            budget as f64 / (1u64 << 30) as f64
         )
     }
 }
@@ -279,7 +279,7 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
         "files": info.files,
         "failed": info.failures.len(),
         "jobs": info.jobs,
-        "memory_budget_bytes": info.budget,
+        "memory_budget_bytes": info.budget.unwrap_or(0),
         "straggler_pct": info.straggler_pct,
         "stages": stages,
         "failures": failures_value(info.failures),

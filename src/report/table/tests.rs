@@ -241,7 +241,7 @@ fn batch_fits_every_width() {
         dir: Path::new("/runs/job"),
         files: 3,
         jobs: 2,
-        budget: 1 << 30,
+        budget: Some(1 << 30),
         straggler_pct: 10.0,
         failures: &failures,
         skipped: &[],
