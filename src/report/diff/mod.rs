@@ -104,7 +104,9 @@ pub struct StageFigures {
     pub compute_us: Option<f64>,
     pub comm_us: Option<f64>,
     pub comm_comp_overlap_pct: Option<f64>,
-    /// Steps found in the stage (`None`: none found).
+    /// Steps found in the stage (`None`: none found). Held as a float like
+    /// the other figures, written as the whole number it is.
+    #[serde(serialize_with = "whole_number")]
     pub steps: Option<f64>,
     pub step_p50_us: Option<f64>,
     pub step_p90_us: Option<f64>,
@@ -112,6 +114,15 @@ pub struct StageFigures {
     pub kernels_per_step: Option<f64>,
     /// Total time of the stage's kernel table.
     pub kernel_us: Option<f64>,
+}
+
+/// A count held as a float, written as an integer (a figure that is not
+/// one, which a count never is, is written as it is).
+fn whole_number<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match *v {
+        Some(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => s.serialize_i64(x as i64),
+        other => other.serialize(s),
+    }
 }
 
 /// The timeline figures of a stage: BASE, NEW and NEW minus BASE.

@@ -204,6 +204,17 @@ fn with_steps(mut r: TriageReport, count: u64, p50: f64) -> TriageReport {
 }
 
 #[test]
+fn step_counts_are_written_as_whole_numbers() {
+    let base = with_steps(report(Stage::Decode, vec![row("a", 1.0, 1)], 1.0, None), 6, 150.0);
+    let new = with_steps(report(Stage::Decode, vec![row("a", 1.0, 1)], 1.0, None), 4, 150.0);
+    let v = serde_json::to_value(diff(&base, &new, &DiffOptions::default())).unwrap();
+    let t = &v["stages"][0]["timeline"];
+    assert_eq!((t["base"]["steps"].as_i64(), t["new"]["steps"].as_i64()), (Some(6), Some(4)), "{t}");
+    assert_eq!(t["delta"]["steps"].as_i64(), Some(-2), "{t}");
+    assert!(t["base"]["step_p50_us"].is_f64());
+}
+
+#[test]
 fn different_step_counts_are_compared_per_step() {
     // NEW ran twice the steps: `steady` doubles in total but not per step;
     // `slower` is 1.5x per step.
