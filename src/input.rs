@@ -170,7 +170,7 @@ pub fn open_with(path: &Path, mode: ReadMode) -> Result<Opened> {
             consumed,
         });
     }
-    let file = File::open(path).map_err(|e| Error::io(e).in_file(path))?;
+    let file = File::open(path).map_err(|e| open_error(e).in_file(path))?;
     let meta = file.metadata().map_err(|e| Error::io(e).in_file(path))?;
     if meta.is_dir() {
         return Err(Error::usage("is a directory (use `batch` for a directory of traces)").in_file(path));
@@ -307,4 +307,14 @@ mod sigbus {
 /// reading files with [`ReadMode::Read`].
 pub fn guard_mapped_reads() {
     sigbus::install();
+}
+
+/// A file that is not there is a bad input path, as `triage` words it
+/// (`cannot open input: ...`); any other failure to open it is an I/O error.
+fn open_error(e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        Error::usage(format!("cannot open input: {e}"))
+    } else {
+        Error::io(e)
+    }
 }

@@ -70,6 +70,16 @@ fn truncated_gzip_file() {
 }
 
 #[test]
+fn missing_file_is_worded_as_triage_words_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("missing.json");
+    assert_bad(&p, None, "cannot open input: No such file");
+    let out = common::run(&["triage", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open input: No such file"));
+}
+
+#[test]
 fn not_json() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_temp(&dir, "notes.json", b"hello world\n");

@@ -141,8 +141,9 @@ def test_truncated_trace_raises_trace_error(tmp_path):
 
 def test_missing_input_raises_value_error(tmp_path):
     # The command treats a missing input as a usage error (exit code 2).
-    with pytest.raises(ValueError, match="cannot open input"):
-        torchtriage.triage(tmp_path / "missing.json")
+    for call in [torchtriage.triage, torchtriage.stats]:
+        with pytest.raises(ValueError, match="cannot open input"):
+            call(tmp_path / "missing.json")
 
 
 def test_batch_of_paths_with_a_missing_trace_raises(tmp_path):
