@@ -93,6 +93,10 @@ struct Shape {
     /// `ph` and `cat` are in the first literal, or absent.
     fixed_in_first: bool,
     hits: u32,
+    /// The shape the event after the last one of this shape had: tried
+    /// first, since a profiler writes its kinds of events in recurring
+    /// sequences (a CPU op, its launch, the kernel).
+    next: usize,
 }
 
 impl Shape {
@@ -188,6 +192,8 @@ pub struct Shapes {
     list: Vec<Shape>,
     /// Events missed since the last one learned.
     misses: u32,
+    /// The shape of the last event a shape read.
+    last: usize,
 }
 
 impl Shapes {
@@ -195,14 +201,27 @@ impl Shapes {
     /// `false`, `s.pos` and `bytes` are as they were and `f` is to be reset.
     #[inline]
     pub fn read(&mut self, s: &mut Scanner<'_>, bytes: &mut Vec<u8>, f: &mut Slots) -> bool {
+        let n = self.list.len();
+        if n == 0 {
+            self.misses = self.misses.saturating_add(1);
+            return false;
+        }
+        // The shape that followed the last one's shape first, then the
+        // others in order.
+        let guess = self.list.get(self.last).map_or(0, |l| l.next).min(n - 1);
         let start = s.pos;
         let kept = bytes.len();
-        for shape in self.list.iter_mut() {
+        for i in std::iter::once(guess).chain((0..n).filter(|&i| i != guess)) {
+            let shape = &mut self.list[i];
             if !literal_at(s.buf, start, &shape.text[shape.first.clone()]) {
                 continue;
             }
             if shape.read(s, bytes, f).is_some() {
                 shape.hits = shape.hits.saturating_add(1);
+                if let Some(last) = self.list.get_mut(self.last) {
+                    last.next = i;
+                }
+                self.last = i;
                 return true;
             }
             s.pos = start;
@@ -267,7 +286,7 @@ impl Shapes {
         let Some(first) = ranges.next() else { return };
         let steps = rec.values.iter().zip(ranges).map(|(v, lit)| Step { target: v.2, lit }).collect();
         let fixed_in_first = ph.is_none_or(|x| x.lit == 0) && cat.is_none_or(|x| x.lit == 0);
-        let shape = Shape { text, first, steps, ph, cat, args_object: f.args_object, fixed_in_first, hits: 0 };
+        let shape = Shape { text, first, steps, ph, cat, args_object: f.args_object, fixed_in_first, hits: 0, next: 0 };
         self.misses = 0;
         if self.list.len() < MAX_SHAPES {
             self.list.push(shape);
