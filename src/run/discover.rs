@@ -19,6 +19,12 @@ const IGNORED_NAMES: &[&str] = &["server_args.json", "metadata.json", "config.js
 /// requiring a `_`/`-` (or the start) before and `_`/`.`/`-` (or the end)
 /// after, and returns the number.
 fn find_numbered(name: &str, word: &str, bounded: bool) -> Option<u64> {
+    find_numbered_with(name, word, bounded, false)
+}
+
+/// [`find_numbered`], with `separated` also taking one `_` or `-` between
+/// the word and its digits.
+fn find_numbered_with(name: &str, word: &str, bounded: bool, separated: bool) -> Option<u64> {
     let lower = name.to_ascii_lowercase();
     let b = lower.as_bytes();
     let mut from = 0;
@@ -28,7 +34,10 @@ fn find_numbered(name: &str, word: &str, bounded: bool) -> Option<u64> {
         if bounded && i > 0 && !matches!(b[i - 1], b'_' | b'-') {
             continue;
         }
-        let start = i + word.len();
+        let mut start = i + word.len();
+        if separated && matches!(b.get(start), Some(b'_' | b'-')) {
+            start += 1;
+        }
         let digits = b[start..].iter().take_while(|c| c.is_ascii_digit()).count();
         if digits == 0 {
             continue;
@@ -52,6 +61,18 @@ pub fn parse_tp_rank(path: &Path) -> Option<u64> {
         .or_else(|| find_numbered(&name, "tp-", false))
         .or_else(|| find_numbered(&name, "rank", true))
         .or_else(|| find_numbered(&name, "worker", true))
+}
+
+/// The rank a trace file name carries, for `batch`: what
+/// [`parse_tp_rank`] reads (the reference's rule, which picks `triage`'s
+/// rank in a directory), and also `rank-3` / `rank_3` (Holistic Trace
+/// Analysis names its samples `rank-N.<date>.pt.trace.json`) and
+/// `worker-3` / `worker_3`.
+pub fn parse_rank(path: &Path) -> Option<u64> {
+    parse_tp_rank(path).or_else(|| {
+        let name = path.file_name()?.to_string_lossy();
+        find_numbered_with(&name, "rank", true, true).or_else(|| find_numbered_with(&name, "worker", true, true))
+    })
 }
 
 fn mtime(path: &Path) -> SystemTime {
@@ -489,6 +510,20 @@ mod tests {
         assert_eq!(parse_tp_rank(Path::new("a_tp1.json")), Some(1));
         assert_eq!(parse_tp_rank(Path::new("bs_32_rank0.json.gz")), Some(0));
         assert_eq!(parse_tp_rank(Path::new("laptop1.json")), None);
+    }
+
+    #[test]
+    fn batch_ranks_also_take_a_separator_after_the_word() {
+        assert_eq!(parse_rank(Path::new("rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")), Some(34));
+        assert_eq!(parse_rank(Path::new("sampled_rank-1.json.gz")), Some(1));
+        assert_eq!(parse_rank(Path::new("rank_5.pt.trace.json")), Some(5));
+        assert_eq!(parse_rank(Path::new("worker-6.pt.trace.json")), Some(6));
+        assert_eq!(parse_rank(Path::new("x-TP-2.json")), Some(2));
+        assert_eq!(parse_rank(Path::new("worker3_step_12.json")), Some(3));
+        // The word must start a part of the name, and the digits end one.
+        assert_eq!(parse_rank(Path::new("prerank-3.json")), None);
+        assert_eq!(parse_rank(Path::new("rank-3x.json")), None);
+        assert_eq!(parse_rank(Path::new("rank--3.json")), None);
     }
 
     /// A training trace's first events: ProfilerStep, aten ops, torch.nn

@@ -23,7 +23,7 @@ use crate::analysis::stage::{parse_stage, Stage};
 use crate::error::{Error, Result};
 use crate::report::model::TriageReport;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
-use crate::run::discover::{dangling_links, discover_trace_files, has_trace_suffix, parse_tp_rank, walk_regular_files};
+use crate::run::discover::{dangling_links, discover_trace_files, has_trace_suffix, parse_rank, walk_regular_files};
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
 /// Names `triage` never reads as traces.
@@ -125,7 +125,7 @@ fn distributed_rank(info: Option<&serde_json::Value>) -> Option<u64> {
 /// The file's rank: from its name, else from the trace's `distributedInfo`,
 /// else its index.
 pub fn resolve_rank(file: &BatchFile, distributed_info: Option<&serde_json::Value>) -> (u64, RankSource) {
-    if let Some(r) = parse_tp_rank(&file.path) {
+    if let Some(r) = parse_rank(&file.path) {
         return (r, RankSource::FileName);
     }
     if let Some(r) = distributed_rank(distributed_info) {
