@@ -156,7 +156,8 @@ pub struct RankRow {
     pub compute_us: f64,
     /// Slow, waiting, or neither.
     pub role: Option<Role>,
-    /// For a waiting row, the stage's slow rank when there is one.
+    /// For a waiting row, the stage's slow rank when there is one and it is
+    /// not this row's own rank number (a rank shared by several files).
     pub waits_on: Option<u64>,
     /// `["compute"]` on the likely slow rank (its compute time is the
     /// reason); empty on every other row.
@@ -201,6 +202,9 @@ pub struct StageSummary {
     pub median_exposed_comm_us: f64,
     /// Rank of the likely slow row, if any.
     pub slow_rank: Option<u64>,
+    /// Rank numbers that more than one row (file) of the stage has,
+    /// ascending: the comparison still treats each file as a rank.
+    pub shared_ranks: Vec<u64>,
     pub kernels: Vec<KernelSpread>,
 }
 
@@ -282,11 +286,23 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
             && !above(r.compute_us, median_compute_us, straggler_pct)
         {
             r.role = Some(Role::Waiting);
-            r.waits_on = slow_rank;
+            r.waits_on = slow_rank.filter(|&s| s != r.rank);
         }
     }
+    // Rows are sorted by rank: equal ranks are neighbours.
+    let mut shared_ranks: Vec<u64> = rows.windows(2).filter(|w| w[0].rank == w[1].rank).map(|w| w[0].rank).collect();
+    shared_ranks.dedup();
     let kernels = kernel_spreads(&rows);
-    StageSummary { stage, rows, median_busy_us, median_compute_us, median_exposed_comm_us, slow_rank, kernels }
+    StageSummary {
+        stage,
+        rows,
+        median_busy_us,
+        median_compute_us,
+        median_exposed_comm_us,
+        slow_rank,
+        shared_ranks,
+        kernels,
+    }
 }
 
 /// Index of the likely slow row: the most compute time among the rows above
@@ -442,6 +458,36 @@ mod tests {
             ranks.iter().enumerate().map(|(i, (c, e))| analysis(i as u64, vec![collective(*c, *e)])).collect();
         let files: Vec<&RankFacts> = a.iter().collect();
         summarize(&files, 10.0).remove(0)
+    }
+
+    #[test]
+    fn a_rank_held_by_several_files_never_waits_on_itself() {
+        // Two files claim rank 0: the slow one, and one that waits.
+        let a: Vec<RankFacts> = [(0, 150.0, 0.0), (0, 100.0, 60.0), (1, 100.0, 5.0), (2, 100.0, 5.0), (3, 100.0, 60.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(rank, c, e))| RankFacts {
+                file: PathBuf::from(format!("f{i}")),
+                ..analysis(rank, vec![collective(c, e)])
+            })
+            .collect();
+        let files: Vec<&RankFacts> = a.iter().collect();
+        let s = summarize(&files, 10.0).remove(0);
+        assert_eq!(s.slow_rank, Some(0));
+        assert_eq!(s.shared_ranks, vec![0]);
+        assert_eq!(
+            roles(&s),
+            vec![(Some("slow"), None), (Some("waiting"), None), (None, None), (None, None), (Some("waiting"), Some(0))]
+        );
+        let lines = crate::report::batch::roles_lines(&s, 10.0);
+        assert!(lines.iter().any(|l| l == "Waiting on rank 0: 3"), "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l.starts_with("Also waiting, with the slow rank's own number: 0 (f1)")),
+            "{lines:?}"
+        );
+        assert!(lines.iter().any(|l| l.starts_with("Rank numbers held by more than one file in this stage: 0 ")));
+        // Distinct ranks: nothing shared.
+        assert!(stage_of(&[(100.0, 5.0), (150.0, 0.0)]).shared_ranks.is_empty());
     }
 
     fn roles(s: &StageSummary) -> Vec<(Option<&'static str>, Option<u64>)> {

@@ -97,6 +97,13 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
     };
     let waiting = ranks(Role::Waiting);
     let mut out = Vec::new();
+    if !s.shared_ranks.is_empty() {
+        let shared: Vec<String> = s.shared_ranks.iter().map(u64::to_string).collect();
+        out.push(format!(
+            "Rank numbers held by more than one file in this stage: {} (each file is compared as a rank of its own; a rank comes from the file name, else distributedInfo, else the file's position)",
+            shared.join(", ")
+        ));
+    }
     match s.rows.iter().find(|r| r.role == Some(Role::Slow)) {
         Some(r) => {
             out.push(format!(
@@ -118,8 +125,19 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
             if !close.is_empty() {
                 out.push(format!("Compute also more than {pct}% above the median: {}", close.join(", ")));
             }
-            if !waiting.is_empty() {
-                out.push(format!("Waiting on rank {}: {}", r.rank, waiting.join(", ")));
+            let on_it: Vec<String> =
+                s.rows.iter().filter(|o| o.waits_on == Some(r.rank)).map(|o| o.rank.to_string()).collect();
+            if !on_it.is_empty() {
+                out.push(format!("Waiting on rank {}: {}", r.rank, on_it.join(", ")));
+            }
+            let others: Vec<String> = s
+                .rows
+                .iter()
+                .filter(|o| o.role == Some(Role::Waiting) && o.waits_on.is_none())
+                .map(|o| format!("{} ({})", o.rank, file_name(&o.file)))
+                .collect();
+            if !others.is_empty() {
+                out.push(format!("Also waiting, with the slow rank's own number: {}", others.join(", ")));
             }
         }
         None => {
@@ -268,6 +286,7 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
                 "median_compute_us": s.median_compute_us,
                 "median_exposed_comm_us": s.median_exposed_comm_us,
                 "slow_rank": s.slow_rank,
+                "shared_ranks": s.shared_ranks,
                 "ranks": s.rows.iter().map(row_value).collect::<Vec<_>>(),
                 "kernels": kernels,
             })
