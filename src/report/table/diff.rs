@@ -3,8 +3,8 @@
 //! kernel rows and the category rows, each with a legend.
 //!
 //! Columns dropped when a table does not fit, first to last: kernel table
-//! Python location, CPU op, Launches base / new, Category, Δ per unit,
-//! Base; category table Launches base / new, Δ per unit.
+//! Python location, CPU op, Launches (base → new, one column), Category,
+//! Δ per unit, Base; category table Launches, Δ per unit.
 
 use std::path::PathBuf;
 
@@ -149,8 +149,9 @@ fn kernel_table(o: &mut Out, s: &StageDiff, min_share: f64) {
         Column::num("New (ms)", 0),
         Column::num("Δ (ms)", 0),
         Column::num("Δ (%)", 0),
-        Column::num("Launches base", 3),
-        Column::num("Launches new", 3),
+        // One column, so a narrow terminal drops both sides' counts or
+        // neither.
+        Column::num("Launches", 3),
     ];
     if let Some((a, b)) = &per {
         cols.push(Column::num(a, 5));
@@ -168,8 +169,7 @@ fn kernel_table(o: &mut Out, s: &StageDiff, min_share: f64) {
             vec![side(k.new_us, k.new_count)],
             vec![signed_ms(k.delta_us)],
             vec![signed_pct(k.delta_pct)],
-            vec![k.base_count.to_string()],
-            vec![k.new_count.to_string()],
+            vec![format!("{} → {}", k.base_count, k.new_count)],
         ];
         if per.is_some() {
             cells.extend(per_cells(&k.normalized).map(|c| vec![c]));
@@ -206,8 +206,7 @@ fn category_table(o: &mut Out, s: &StageDiff) {
         Column::num("New (ms)", 0),
         Column::num("Δ (ms)", 0),
         Column::num("Δ (%)", 0),
-        Column::num("Launches base", 1),
-        Column::num("Launches new", 1),
+        Column::num("Launches", 1),
     ];
     if let Some((a, b)) = &per {
         cols.push(Column::num(a, 2));
@@ -221,8 +220,7 @@ fn category_table(o: &mut Out, s: &StageDiff) {
             side(c.new_us, c.new_count),
             signed_ms(c.delta_us),
             signed_pct(c.delta_pct),
-            c.base_count.to_string(),
-            c.new_count.to_string(),
+            format!("{} → {}", c.base_count, c.new_count),
         ];
         if per.is_some() {
             cells.extend(per_cells(&c.normalized));

@@ -202,6 +202,13 @@ fn diff_fits_every_width() {
         check_width(&out, width);
         assert!(out.contains("Δ (%)") && out.contains("Gate on"), "{out}");
         assert!(out.contains("matched by canonical name"), "{out}");
+        // Both sides' launch counts are shown together or not at all.
+        let kernels = out.split("Kernels").nth(1).unwrap_or_default();
+        let header = kernels.lines().find(|l| l.contains("Kernel")).unwrap_or_default();
+        assert!(!header.contains("Launches base") && !header.contains("Launches new"), "{header}");
+        if header.contains("Launches") {
+            assert!(kernels.contains(" → "), "{kernels}");
+        }
     }
 }
 
