@@ -798,11 +798,18 @@ fn overlap_stage(
         max_concurrent_streams: stats.max_concurrent_streams,
         exclusive_comm_by_kernel: exclusive_comm_by_kernel(&formal_bundle.events),
     };
-    let rows = overlap::action_rows_from(formal_bundle, source_map, stats, opts.overlap_table_limit);
+    // Every row is kept; the table limit, like the kernel table's, only
+    // decides which are rendered (the first `limit`, at or above the bar).
+    let rows = overlap::action_rows_from(formal_bundle, source_map, stats, 0);
+    let shown = match opts.overlap_table_limit {
+        0 => usize::MAX,
+        n => n,
+    };
     let rows = rows
         .into_iter()
-        .map(|row| {
-            let rendered = row.share_pct >= opts.min_share;
+        .enumerate()
+        .map(|(i, row)| {
+            let rendered = i < shown && row.share_pct >= opts.min_share;
             OverlapRow { stage, row, rendered }
         })
         .collect();

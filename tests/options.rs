@@ -1,5 +1,6 @@
-//! Notes on stderr that qualify a report: a `--pid-substring` filter that
-//! keeps no process says so, once per trace, in every command that takes it.
+//! Options that narrow a report: a `--pid-substring` filter that keeps no
+//! process says so on stderr, once per trace, in every command that takes
+//! it; table limits choose what the tables show, not what the JSON holds.
 
 mod common;
 
@@ -52,4 +53,34 @@ fn diff_and_batch_warn_about_the_pid_filter_too() {
     let out = common::run(&["batch", "--pid-substring", "zzzz", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
     assert_eq!(unmatched_warnings(&out), 1, "{:?}", stderr_lines(&out));
+}
+
+/// Table limits choose what the tables show, never what the JSON holds.
+#[test]
+fn the_overlap_table_limit_keeps_every_row_in_json() {
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["triage", "--format", "json", FIXTURE];
+        args.extend_from_slice(extra);
+        let out = common::run(&args);
+        assert_eq!(out.status.code(), Some(0));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let all = json(&[]);
+    let limited = json(&["--overlap-table-limit", "2"]);
+    let rows = |v: &serde_json::Value| v["overlap"].as_array().unwrap().clone();
+    assert_eq!(rows(&all).len(), rows(&limited).len());
+    let stages: std::collections::BTreeSet<String> =
+        rows(&all).iter().map(|r| r["stage"].as_str().unwrap().to_string()).collect();
+    for stage in stages {
+        let shown = |v: &serde_json::Value| -> Vec<String> {
+            rows(v)
+                .iter()
+                .filter(|r| r["stage"] == stage.as_str() && r["rendered"] == true)
+                .map(|r| r["kernel"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let (a, l) = (shown(&all), shown(&limited));
+        assert!(a.len() > 2, "the fixture's {stage} stage shows more than two rows");
+        assert_eq!(l, a[..2].to_vec());
+    }
 }
