@@ -298,6 +298,26 @@ fn a_dangling_link_is_listed_as_skipped() {
     assert!(String::from_utf8_lossy(&text.stdout).contains("rank1.pt.trace.json: dangling symbolic link"));
 }
 
+/// A failed file whose name holds a line break: the markdown list keeps it
+/// on one line (escaped, as on stderr) and the JSON error does not repeat
+/// the path.
+fn a_control_character_in_a_failed_name_stays_on_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    std::fs::copy(fixture, tmp.path().join("rank0.json")).unwrap();
+    std::fs::write(tmp.path().join("bad\nname.pt.trace.json"), b"{\"traceEvents\": [ {\"ph\": \"X\"").unwrap();
+    let out = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let md = String::from_utf8_lossy(&out.stdout);
+    let failed = md.split("Failed files").nth(1).expect("a failed-files list");
+    let lines: Vec<&str> = failed.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{failed}");
+    assert!(lines[0].contains("bad\\nname.pt.trace.json: byte 28: unexpected end"), "{failed}");
+    let out = common::run(&["batch", "-q", "--format", "json", tmp.path().to_str().unwrap()]);
+    let failure = &json_of(&out)["failures"][0];
+    assert!(failure["error"].as_str().unwrap().starts_with("byte 28: "), "{failure}");
+}
+
 fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
     let (a, b, c) = (dlrm_dir(corpus), dlrm_dir(corpus), dlrm_dir(corpus));
     vec![
@@ -337,6 +357,10 @@ fn main() {
         }),
         Trial::test("a_dangling_link_is_listed_as_skipped", || {
             a_dangling_link_is_listed_as_skipped();
+            Ok(())
+        }),
+        Trial::test("a_control_character_in_a_failed_name_stays_on_one_line", || {
+            a_control_character_in_a_failed_name_stays_on_one_line();
             Ok(())
         }),
     ];

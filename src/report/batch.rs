@@ -2,6 +2,7 @@
 //! cross-rank kernel table, then the failures), the same as JSON, and the
 //! per-file JSON lines. Layout of the JSON: docs/json-schema.md, "Batch".
 
+use crate::error::shown;
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -43,7 +44,7 @@ impl RunInfo<'_> {
 }
 
 pub(crate) fn file_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string())
+    shown(p.file_name().map_or(p, Path::new))
 }
 
 fn cell(text: &str) -> String {
@@ -175,7 +176,7 @@ fn kernel_line(k: &KernelSpread) -> String {
 pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
     let mut out = vec![
         "Batch View".to_string(),
-        format!("Directory: {}", info.dir.display()),
+        format!("Directory: {}", shown(info.dir)),
         info.files_line(),
         format!(
             "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \
@@ -208,14 +209,14 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
         out.push(String::new());
         out.push("Skipped files".into());
         for (path, why) in info.skipped {
-            out.push(format!("- {}: {why}", path.display()));
+            out.push(format!("- {}: {why}", shown(path)));
         }
     }
     if !info.failures.is_empty() {
         out.push(String::new());
         out.push("Failed files".into());
         for (path, e) in info.failures {
-            out.push(format!("- {}: {}", path.display(), error_text(path, e)));
+            out.push(format!("- {}: {}", shown(path), error_text(path, e)));
         }
     }
     out.join("\n")
@@ -225,7 +226,9 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
 /// An error's text without the leading `path: `.
 pub(crate) fn error_text(path: &Path, e: &Error) -> String {
     let text = e.to_string();
-    let prefix = format!("{}: ", path.display());
+    // The message names the file as `Display` shows it: control
+    // characters escaped.
+    let prefix = format!("{}: ", shown(path));
     text.strip_prefix(&prefix).map(str::to_string).unwrap_or(text)
 }
 

@@ -5,6 +5,7 @@
 //! `all`. Cell formats of those three tables match the reference byte for
 //! byte.
 
+use crate::error::shown;
 use std::path::PathBuf;
 
 use crate::analysis::stage::Stage;
@@ -220,7 +221,7 @@ fn fuse_tables(r: &TriageReport) -> Vec<String> {
 }
 
 fn join_paths(paths: &[PathBuf]) -> String {
-    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    paths.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
 }
 
 /// The whole triage view, without a trailing newline.

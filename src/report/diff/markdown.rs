@@ -1,6 +1,7 @@
 //! The diff as markdown: a summary, then per stage a timeline table, a
 //! kernel table and a category table.
 
+use crate::error::shown;
 use std::path::PathBuf;
 
 use super::*;
@@ -239,7 +240,7 @@ const FEW_MATCHED_PCT: f64 = 50.0;
 /// category table.
 pub fn markdown(d: &DiffReport) -> String {
     let mut out = vec!["# torchtriage diff".to_string(), String::new()];
-    let paths = |p: &[PathBuf]| p.iter().map(|p| format!("`{}`", p.display())).collect::<Vec<_>>().join(", ");
+    let paths = |p: &[PathBuf]| p.iter().map(|p| format!("`{}`", shown(p))).collect::<Vec<_>>().join(", ");
     out.push(format!("- base: {}", paths(&d.base_traces)));
     out.push(format!("- new: {}", paths(&d.new_traces)));
     if !d.only_in_base.is_empty() {

@@ -8,6 +8,7 @@
 //! kernel table Category, Leads ranks, Min, Max rank, Ranks with it.
 
 use crate::analysis::ranks::StageSummary;
+use crate::error::shown;
 use crate::report::batch::{error_text, file_name, roles_lines};
 use crate::report::markdown::fixed;
 use crate::report::render::BatchView;
@@ -106,7 +107,7 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     let info = b.info;
     let mut o = Out::new(width);
     o.text("torchtriage batch");
-    o.text(&format!("Directory: {}", info.dir.display()));
+    o.text(&format!("Directory: {}", shown(info.dir)));
     o.text(&info.files_line());
     o.text(&format!(
         "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \
@@ -121,13 +122,13 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     if !info.skipped.is_empty() {
         o.title("Skipped files");
         for (path, why) in info.skipped {
-            o.item(&format!("{}: {why}", path.display()));
+            o.item(&format!("{}: {why}", shown(path)));
         }
     }
     if !info.failures.is_empty() {
         o.title("Failed files");
         for (path, e) in info.failures {
-            o.item(&format!("{}: {}", path.display(), error_text(path, e)));
+            o.item(&format!("{}: {}", shown(path), error_text(path, e)));
         }
     }
     o.lines
