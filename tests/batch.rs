@@ -265,6 +265,27 @@ fn its_own_outputs_beside_the_traces_are_not_traces(dir: &Path) {
     assert_eq!(v["stages"], json_of(&first)["stages"]);
 }
 
+/// `--jsonl -` is stdout, with the report written elsewhere; with the report
+/// on stdout too it is a usage error, and no file named `-` appears.
+fn jsonl_to_stdout_needs_the_report_elsewhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    std::fs::copy(fixture, tmp.path().join("rank0.json")).unwrap();
+    std::fs::copy(fixture, tmp.path().join("rank1.json")).unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let out = common::run_in(tmp.path(), &["batch", "-q", "--jsonl", "-", dir]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty() && !tmp.path().join("-").exists());
+    let report = tmp.path().join("report.md");
+    let out = common::run_in(tmp.path(), &["batch", "-q", "--jsonl", "-", "-o", report.to_str().unwrap(), dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(lines.len(), 2);
+    assert!(std::fs::read_to_string(&report).unwrap().contains("rank0.json"));
+    assert!(!tmp.path().join("-").exists());
+}
+
 fn usage_errors_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = common::run(&["batch", tmp.path().to_str().unwrap()]);
@@ -357,6 +378,10 @@ fn main() {
         }),
         Trial::test("a_dangling_link_is_listed_as_skipped", || {
             a_dangling_link_is_listed_as_skipped();
+            Ok(())
+        }),
+        Trial::test("jsonl_to_stdout_needs_the_report_elsewhere", || {
+            jsonl_to_stdout_needs_the_report_elsewhere();
             Ok(())
         }),
         Trial::test("a_control_character_in_a_failed_name_stays_on_one_line", || {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::output::{Output, OutputArgs};
+use super::output::{Destination, Output, OutputArgs};
 use super::{AnalysisArgs, Global};
 use crate::analysis::ranks::{summarize, RankFacts, StageSummary};
 use crate::error::{Error, Result};
@@ -34,7 +34,8 @@ pub struct BatchArgs {
     #[arg(long, default_value_t = 10.0)]
     pub straggler_pct: f64,
     /// Write one JSON object per input file (triage JSON plus rank, stages,
-    /// size, timings; or the error) to this file.
+    /// size, timings; or the error) to this file (`-`: stdout, with the
+    /// report sent elsewhere by -o).
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
     /// Also write one summary file per trace into this directory
@@ -159,10 +160,19 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     let files = discover_batch_files(&args.dir)?;
     let skipped = skipped_files(&args.dir, &files);
     // Open the JSON lines file before any work, so a bad path fails fast.
-    let mut jsonl = match &args.jsonl {
-        Some(p) => Some(std::io::BufWriter::new(
+    let mut jsonl: Option<std::io::BufWriter<Box<dyn Write>>> = match &args.jsonl {
+        // `--jsonl -` is stdout, which must then not carry the report too.
+        Some(p) if p.as_os_str() == "-" => {
+            if output.destination == Destination::Stdout {
+                return Err(Error::usage(
+                    "--jsonl - writes the lines to stdout, which carries the report: give -o FILE for the report",
+                ));
+            }
+            Some(std::io::BufWriter::new(Box::new(std::io::stdout())))
+        }
+        Some(p) => Some(std::io::BufWriter::new(Box::new(
             std::fs::File::create(p).map_err(|e| Error::usage(format!("cannot create: {e}")).in_file(p))?,
-        )),
+        ))),
         None => None,
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
