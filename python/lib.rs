@@ -37,6 +37,20 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     }
 }
 
+/// A command-line parse error as `ValueError`: the message and any list of
+/// possible values, without the usage line and the pointer to `--help`,
+/// which name command-line flags a Python caller never typed.
+fn option_error(e: impl std::fmt::Display) -> PyErr {
+    let text = e.to_string();
+    let kept: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .collect();
+    let joined = kept.join(" ");
+    PyValueError::new_err(joined.strip_prefix("error: ").unwrap_or(&joined).to_string())
+}
+
 /// Runs `work` on a new thread with the GIL released, checking for signals
 /// while it runs: `KeyboardInterrupt` (or whatever a signal handler raises)
 /// is returned as soon as the signal arrives.
@@ -76,7 +90,7 @@ fn cli(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
 #[pyfunction]
 fn run(py: Python<'_>, args: Vec<String>) -> PyResult<i32> {
     let argv = std::iter::once("torchtriage".to_string()).chain(args);
-    let parsed = torchtriage::cli::parse(argv).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let parsed = torchtriage::cli::parse(argv).map_err(option_error)?;
     interruptible(py, move || torchtriage::cli::dispatch(&parsed))?.map_err(|e| to_py(py, e))
 }
 
@@ -95,7 +109,7 @@ fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Vec<PathBuf>> {
 #[pyfunction]
 fn summarize(py: Python<'_>, path: PathBuf, index: usize, args: Vec<String>) -> PyResult<String> {
     let argv = ["torchtriage".to_string(), "batch".to_string(), path.display().to_string()].into_iter().chain(args);
-    let parsed = torchtriage::cli::parse(argv).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let parsed = torchtriage::cli::parse(argv).map_err(option_error)?;
     let torchtriage::cli::Command::Batch(batch) = &parsed.command else {
         return Err(PyValueError::new_err("internal error: not a batch command line"));
     };
@@ -109,7 +123,7 @@ fn summarize(py: Python<'_>, path: PathBuf, index: usize, args: Vec<String>) -> 
 #[pyfunction]
 fn check_batch_options(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
     let argv = ["torchtriage", "batch", "."].into_iter().map(String::from).chain(args);
-    let parsed = torchtriage::cli::parse(argv).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let parsed = torchtriage::cli::parse(argv).map_err(option_error)?;
     let torchtriage::cli::Command::Batch(batch) = &parsed.command else {
         return Err(PyValueError::new_err("internal error: not a batch command line"));
     };

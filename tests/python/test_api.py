@@ -85,11 +85,27 @@ def test_every_analysis_option_reaches_the_run(tmp_path):
     code, expected = _cli_json("batch", str(ranks), *cli, "--straggler-pct", "50")
     assert code == 0
     got = torchtriage.batch(str(ranks), straggler_pct=50, **opts)
+    # The default budget is half of the memory available at the time.
+    for report in (got, expected):
+        report.pop("memory_budget_bytes")
     assert got == expected
     # A filter that keeps nothing empties the overlap rows, as on the command line.
     assert torchtriage.triage(FIXTURE, pid_substring="zzzz")["overlap"] == []
     with pytest.raises(ValueError, match="gate"):
         torchtriage.diff(FIXTURE, FIXTURE, gate_on="busy")
+
+
+def test_a_bad_option_value_raises_one_line_without_the_usage():
+    for call, word in [
+        (lambda: torchtriage.triage(FIXTURE, timeline_basis="foo"), "timeline basis"),
+        (lambda: torchtriage.triage(FIXTURE, framework="foo"), "foo"),
+        (lambda: torchtriage.diff(FIXTURE, FIXTURE, gate=5, gate_on="foo"), "possible values: busy, step, kernel"),
+    ]:
+        with pytest.raises(ValueError) as e:
+            call()
+        text = str(e.value)
+        assert word in text and "\n" not in text, text
+        assert "Usage" not in text and "--help" not in text and not text.startswith("error:"), text
 
 
 def test_a_pattern_file_reaches_the_run(tmp_path):

@@ -47,7 +47,10 @@ def test_summarize_and_merge_equal_batch():
     sums = [torchtriage.summarize(p, i) for i, p in reversed(list(enumerate(paths)))]
     assert all(s["kind"] == "torchtriage-rank-summary" and s["facts"] for s in sums)
     json.dumps(sums)  # plain data, ready for any serializer
-    _same_report(torchtriage.merge(sums), want)
+    merged = torchtriage.merge(sums)
+    _same_report(merged, want)
+    # Not the temporary folder the summaries passed through.
+    assert merged["dir"] == os.path.realpath(BUNDLED_RANKS)
 
 
 def test_summary_of_a_bad_trace_is_a_failure(tmp_path):

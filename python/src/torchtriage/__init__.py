@@ -234,7 +234,8 @@ def summarize(path, index=0, *, framework="auto", min_share=1.0, pid_substring=N
 def merge(summaries, *, straggler_pct=10.0):
     """The reduce step: the cross-rank report ``batch`` prints, from any
     list of :func:`summarize` results (in any order; a trace given twice
-    counts once). Traces that failed are in ``failures``."""
+    counts once). Traces that failed are in ``failures``. The report's
+    ``dir`` is the deepest directory holding the summaries' traces."""
     summaries = list(summaries)
     if not summaries:
         raise ValueError("merge needs at least one summary")
@@ -243,6 +244,9 @@ def merge(summaries, *, straggler_pct=10.0):
             with open(os.path.join(tmp, "%06d.summary.json" % i), "w", encoding="utf-8") as f:
                 json.dump(s, f)
         _, report = _run_json(["merge", tmp, _option("straggler-pct", repr(float(straggler_pct)))])
+    # The summaries' folder is gone: name where the traces are instead.
+    files = [s["file"] for s in summaries if isinstance(s, dict) and isinstance(s.get("file"), str)]
+    report["dir"] = os.path.commonpath([os.path.abspath(os.path.dirname(f)) for f in files]) if files else None
     return report
 
 
