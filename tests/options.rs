@@ -25,9 +25,16 @@ fn a_pid_filter_matching_nothing_is_warned_about() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(unmatched_warnings(&out), 1, "{:?}", stderr_lines(&out));
     assert!(stderr_lines(&out)[0].contains("synthetic_vllm_small.json"));
-    // The overlap table is indeed empty.
+    // The empty overlap table says why, in the report itself.
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("No rows cleared"), "{text}");
+    assert!(text.contains("| No process with kernels matches --pid-substring"), "{text}");
+    for format in ["table", "html"] {
+        let out = common::run(&["-q", "triage", "--format", format, "--pid-substring", "zzzz", FIXTURE]);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("No process with kernels matches --pid-substring"));
+    }
+    // The reference's own layout keeps its text.
+    let out = common::run(&["-q", "triage", "--compat", "reference", "--pid-substring", "zzzz", FIXTURE]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No rows cleared the 1.0% reporting bar."));
 }
 
 #[test]

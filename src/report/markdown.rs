@@ -157,6 +157,10 @@ fn overlap_tables(r: &TriageReport) -> Vec<String> {
             "| --- | --- | --- | --- | --- | --- | --- |".to_string(),
         ];
         if idx.is_empty() {
+            if let (Some(why), Compat::Default) = (r.overlap_filtered_out(), r.compat) {
+                lines.push(format!("| - | - | {why} | - | - | - | - |"));
+                return lines;
+            }
             lines.push(format!(
                 "| - | - | No rows cleared the {}% reporting bar. Use mapping/formal mode for overlap attribution. | - | - | - | - |",
                 fixed(r.min_share, 1)

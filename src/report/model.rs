@@ -196,6 +196,13 @@ pub struct TriageReport {
 }
 
 impl TriageReport {
+    /// Why a stage's overlap table may be empty other than for want of rows
+    /// above the bar: the `--pid-substring` filter kept no process.
+    pub fn overlap_filtered_out(&self) -> Option<&'static str> {
+        (!self.pid_unmatched.is_empty())
+            .then_some("No process with kernels matches --pid-substring, so no kernel was analysed for overlap.")
+    }
+
     /// Kernel rows shown in tables, table by table.
     pub fn rendered_kernel_rows(&self) -> impl Iterator<Item = (Stage, &KernelTableRow)> {
         self.kernel_tables.iter().flat_map(|t| t.rows.iter().filter(|r| r.rendered).map(move |r| (t.stage, r)))

@@ -231,7 +231,9 @@ pub fn render(r: &TriageReport) -> String {
     let _ = writeln!(b, "<h2>Kernels</h2>");
     b.push_str(&kernel_table(r).html(&format!("No kernel rows at or above {:.1}% share.", r.min_share)));
     let _ = writeln!(b, "<h2>Overlap opportunities</h2>");
-    b.push_str(&overlap_table(r).html("No overlap rows at or above the share bar."));
+    b.push_str(
+        &overlap_table(r).html(r.overlap_filtered_out().unwrap_or("No overlap rows at or above the share bar.")),
+    );
     let _ = writeln!(b, "<h2>Fuse opportunities</h2>");
     b.push_str(&fuse_table(r).html("No fusion opportunities at or above the share bar."));
     let _ = writeln!(

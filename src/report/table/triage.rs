@@ -254,7 +254,10 @@ fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
     }
     o.heading("Overlap opportunities");
     if !any {
-        o.text(&format!("No rows cleared the {}% reporting bar.", fixed(r.min_share, 1)));
+        match r.overlap_filtered_out() {
+            Some(why) => o.text(why),
+            None => o.text(&format!("No rows cleared the {}% reporting bar.", fixed(r.min_share, 1))),
+        }
         return;
     }
     o.table(&t);
