@@ -181,6 +181,27 @@ fn a_directory_of_ranks_names_the_rank_analysed() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 
+/// Deviation 15, for a folder of runs: the traces of the folders not
+/// chosen (the one with the newest trace is) count as left out, and the
+/// note names the analysed trace by its path below the input.
+#[test]
+fn a_folder_of_runs_counts_the_other_folders_as_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    for (run, name) in [("run_a", "a.json"), ("run_b", "b.json"), ("run_c", "c.json")] {
+        std::fs::create_dir(tmp.path().join(run)).unwrap();
+        std::fs::copy(fixture, tmp.path().join(run).join(name)).unwrap();
+        // Distinct modification times: run_c is the newest.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = common::run(&["triage", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("torchtriage: note: ")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].contains("(run_c/c.json); 2 other traces left out"), "{}", notes[0]);
+}
+
 /// Deviation 18: a fuse row without evidence kernels, or resting on
 /// keywords found inside longer words, is not printed. On HTA's sampled
 /// trace the reference confirms an NSA pattern with no evidence at all.

@@ -261,10 +261,16 @@ pub struct LeftOut {
 impl LeftOut {
     /// The one-line note for stderr.
     pub fn note(&self) -> String {
+        // Below the input, as the path from it (a trace of a subfolder
+        // chosen as the newest); else the file name.
+        let base = self.input.canonicalize().unwrap_or_else(|_| self.input.clone());
         let names: Vec<String> = self
             .analysed
             .iter()
-            .map(|p| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()))
+            .map(|p| match p.strip_prefix(&base) {
+                Ok(rel) => crate::error::shown(rel),
+                Err(_) => crate::error::shown(p.file_name().map_or(p.as_path(), std::path::Path::new)),
+            })
             .collect();
         let what = match self.rank {
             Some(rank) => format!("analysed rank {rank} only ({})", names.join(", ")),
@@ -273,9 +279,9 @@ impl LeftOut {
         let traces = if self.count == 1 { "trace" } else { "traces" };
         format!(
             "torchtriage: note: {}: {what}; {} other {traces} left out (`torchtriage batch {}` reads every trace)",
-            self.input.display(),
+            crate::error::shown(&self.input),
             self.count,
-            self.input.display()
+            crate::error::shown(&self.input)
         )
     }
 }

@@ -360,11 +360,13 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
     let recursive = discover_trace_files(path, true, None);
     let (traces, trace_dir) =
         if direct.is_empty() && !recursive.is_empty() && recursive.iter().any(|t| parse_stage(t) != Stage::All) {
-            (recursive, path.to_path_buf())
+            (recursive.clone(), path.to_path_buf())
         } else {
             let dir = newest_trace_dir(path)?;
             (discover_trace_files(&dir, false, None), dir)
         };
+    // Traces in the other folders below `path`, when one folder was chosen.
+    let elsewhere = recursive.iter().filter(|t| !traces.contains(t)).count();
     if traces.is_empty() {
         return Err(Error::usage(format!("No trace files found under {}", crate::error::shown(&trace_dir))));
     }
@@ -401,7 +403,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
         .collect();
     selected.sort_by(|a, b| parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name())));
     Ok(Targets {
-        left_out: found - selected.len(),
+        left_out: found - selected.len() + elsewhere,
         traces: selected,
         server_args: load_server_args(&trace_dir),
         rank: chosen_rank,
