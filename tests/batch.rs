@@ -319,6 +319,26 @@ fn a_dangling_link_is_listed_as_skipped() {
     assert!(String::from_utf8_lossy(&text.stdout).contains("rank1.pt.trace.json: dangling symbolic link"));
 }
 
+/// A rank link (`rank2.json` to a trace named otherwise) takes its rank
+/// from the link's name.
+fn a_linked_rank_takes_the_link_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    std::fs::copy(fixture, tmp.path().join("rank0.json")).unwrap();
+    std::fs::copy(fixture, store.path().join("run-x.json")).unwrap();
+    std::os::unix::fs::symlink(store.path().join("run-x.json"), tmp.path().join("rank2.json")).unwrap();
+    let out = common::run(&["batch", "-q", "--format", "json", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let ranks: Vec<(u64, String)> = json_of(&out)["stages"][0]["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["rank"].as_u64().unwrap(), r["rank_source"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(ranks, vec![(0, "file-name".to_string()), (2, "file-name".to_string())]);
+}
+
 /// A failed file whose name holds a line break: the markdown list keeps it
 /// on one line (escaped, as on stderr) and the JSON error does not repeat
 /// the path.
@@ -378,6 +398,10 @@ fn main() {
         }),
         Trial::test("a_dangling_link_is_listed_as_skipped", || {
             a_dangling_link_is_listed_as_skipped();
+            Ok(())
+        }),
+        Trial::test("a_linked_rank_takes_the_link_name", || {
+            a_linked_rank_takes_the_link_name();
             Ok(())
         }),
         Trial::test("jsonl_to_stdout_needs_the_report_elsewhere", || {

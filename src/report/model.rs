@@ -224,6 +224,9 @@ pub struct BatchFile {
     pub index: usize,
     pub path: PathBuf,
     pub size: u64,
+    /// The rank the file's name carries (the name it was found by: a
+    /// symbolic link's own), if any.
+    pub name_rank: Option<u64>,
 }
 
 /// A triaged file.

@@ -252,8 +252,24 @@ pub fn is_stream_path(path: &Path) -> bool {
 
 /// Trace files in a directory (or the file itself), oldest first.
 pub fn discover_trace_files(path: &Path, recursive: bool, limit: Option<usize>) -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> =
+        discover_named_trace_files(path, recursive).into_iter().map(|(p, _)| p).collect();
+    candidates.sort_by_key(|p| mtime(p));
+    match limit {
+        Some(0) => vec![],
+        Some(n) => candidates.split_off(candidates.len().saturating_sub(n)),
+        None => candidates,
+    }
+}
+
+/// Trace files in a directory (or the file itself), in walk order: each as
+/// its canonical path and the path it was found by (a symbolic link's own
+/// name, which may carry a rank its target's does not). A file reached by
+/// several paths is listed once, by the first.
+pub fn discover_named_trace_files(path: &Path, recursive: bool) -> Vec<(PathBuf, PathBuf)> {
     if path.is_file() {
-        return if file_looks_like_trace(path) { vec![path.to_path_buf()] } else { vec![] };
+        let p = path.to_path_buf();
+        return if file_looks_like_trace(path) { vec![(p.clone(), p)] } else { vec![] };
     }
     let mut found = Vec::new();
     walk_regular_files(path, recursive, &mut |p| {
@@ -262,18 +278,12 @@ pub fn discover_trace_files(path: &Path, recursive: bool, limit: Option<usize>) 
         }
     });
     let mut seen = std::collections::HashSet::new();
-    let mut candidates: Vec<PathBuf> = found
+    found
         .into_iter()
-        .map(|p| p.canonicalize().unwrap_or(p))
-        .filter(|p| seen.insert(p.clone()))
-        .filter(|p| p.exists() && file_looks_like_trace(p))
-        .collect();
-    candidates.sort_by_key(|p| mtime(p));
-    match limit {
-        Some(0) => vec![],
-        Some(n) => candidates.split_off(candidates.len().saturating_sub(n)),
-        None => candidates,
-    }
+        .map(|p| (p.canonicalize().unwrap_or_else(|_| p.clone()), p))
+        .filter(|(c, _)| seen.insert(c.clone()))
+        .filter(|(c, _)| c.exists() && file_looks_like_trace(c))
+        .collect()
 }
 
 fn newest_trace_dir(path: &Path) -> Result<PathBuf> {

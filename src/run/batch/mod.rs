@@ -23,7 +23,9 @@ use crate::analysis::stage::{parse_stage, Stage};
 use crate::error::{Error, Result};
 use crate::report::model::TriageReport;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
-use crate::run::discover::{dangling_links, discover_trace_files, has_trace_suffix, parse_rank, walk_regular_files};
+use crate::run::discover::{
+    dangling_links, discover_named_trace_files, has_trace_suffix, parse_rank, walk_regular_files,
+};
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
 /// Names `triage` never reads as traces.
@@ -86,9 +88,9 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
     if !dir.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(dir))));
     }
-    let found = discover_trace_files(dir, true, None);
-    let is_merged = |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
-    let mut paths: Vec<PathBuf> = found.iter().filter(|p| !is_merged(p)).cloned().collect();
+    let found = discover_named_trace_files(dir, true);
+    let is_merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
+    let mut paths: Vec<(PathBuf, PathBuf)> = found.iter().filter(|(p, _)| !is_merged(p)).cloned().collect();
     if paths.is_empty() {
         paths = found;
     }
@@ -96,16 +98,19 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
         return Err(Error::usage(format!("No trace files found under {}", crate::error::shown(dir))));
     }
     // Canonical paths, as `triage` resolves its input (stage names in parent
-    // directories depend on it).
-    let mut paths: Vec<PathBuf> = paths.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect();
+    // directories depend on it); the rank is read from the name the file was
+    // found by (a link named `rank2.json` to a trace named otherwise).
+    let mut paths: Vec<(PathBuf, PathBuf)> =
+        paths.into_iter().map(|(p, named)| (p.canonicalize().unwrap_or(p), named)).collect();
     paths.sort();
-    paths.dedup();
+    paths.dedup_by(|a, b| a.0 == b.0);
     Ok(paths
         .into_iter()
         .enumerate()
-        .map(|(index, path)| {
+        .map(|(index, (path, named))| {
             let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            BatchFile { index, path, size }
+            let name_rank = parse_rank(&named).or_else(|| parse_rank(&path));
+            BatchFile { index, path, size, name_rank }
         })
         .collect())
 }
@@ -125,7 +130,7 @@ fn distributed_rank(info: Option<&serde_json::Value>) -> Option<u64> {
 /// The file's rank: from its name, else from the trace's `distributedInfo`,
 /// else its index.
 pub fn resolve_rank(file: &BatchFile, distributed_info: Option<&serde_json::Value>) -> (u64, RankSource) {
-    if let Some(r) = parse_rank(&file.path) {
+    if let Some(r) = file.name_rank {
         return (r, RankSource::FileName);
     }
     if let Some(r) = distributed_rank(distributed_info) {
@@ -244,7 +249,7 @@ mod tests {
     use serde_json::json;
 
     fn file(index: usize, name: &str) -> BatchFile {
-        BatchFile { index, path: PathBuf::from(name), size: 0 }
+        BatchFile { index, path: PathBuf::from(name), size: 0, name_rank: parse_rank(Path::new(name)) }
     }
 
     #[test]

@@ -139,7 +139,8 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
 /// the file name nor `distributedInfo` gives one.
 pub fn summarize_trace(path: &Path, index: usize, opts: &crate::run::triage::TriageOptions) -> RankSummary {
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
-    let file = super::BatchFile { index, path: path.to_path_buf(), size };
+    let name_rank = crate::run::discover::parse_rank(path);
+    let file = super::BatchFile { index, path: path.to_path_buf(), size, name_rank };
     let result = super::analyze_file(&file, opts, false, &|_| {});
     RankSummary::of(&FileOutcome { file, result })
 }
