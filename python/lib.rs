@@ -90,7 +90,9 @@ fn cli(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
 #[pyfunction]
 fn run(py: Python<'_>, args: Vec<String>) -> PyResult<i32> {
     let argv = std::iter::once("torchtriage".to_string()).chain(args);
-    let parsed = torchtriage::cli::parse(argv).map_err(option_error)?;
+    let mut parsed = torchtriage::cli::parse(argv).map_err(option_error)?;
+    // The caller gets the report, failures and gate verdicts included.
+    parsed.global.embedded = true;
     interruptible(py, move || torchtriage::cli::dispatch(&parsed))?.map_err(|e| to_py(py, e))
 }
 

@@ -237,17 +237,25 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         failures: &failures,
         skipped: &skipped,
     };
-    print_batch(&output, &summary, &info)
+    print_batch(&output, &summary, &info, global)
 }
 
-/// Prints the cross-rank report and, on stderr, the files that failed;
-/// exit code 1 when some did.
-pub(super) fn print_batch(output: &Output, summary: &[StageSummary], info: &render::RunInfo) -> Result<i32> {
+/// Prints the cross-rank report and, on stderr (unless run from a
+/// library), the files that failed; exit code 1 when some did.
+pub(super) fn print_batch(
+    output: &Output,
+    summary: &[StageSummary],
+    info: &render::RunInfo,
+    global: &Global,
+) -> Result<i32> {
     // The failures go to stderr even when stdout could not take the report.
     let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));
     let failures = info.failures;
     if failures.is_empty() {
         return printed.map(|()| 0);
+    }
+    if global.embedded {
+        return printed.map(|()| 1);
     }
     let _ = writeln!(std::io::stderr(), "torchtriage: {} of {} files failed:", failures.len(), info.files);
     for (path, e) in failures {

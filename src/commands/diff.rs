@@ -60,8 +60,10 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
     let d = diff(&base, &new, &DiffOptions { min_share: opts.min_share, gate });
     output.emit(output.renderer().diff(&d))?;
     let failures = d.gate_failures();
-    for line in &failures {
-        let _ = writeln!(std::io::stderr(), "{line}");
+    if !global.embedded {
+        for line in &failures {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
     }
     Ok(if failures.is_empty() { 0 } else { 1 })
 }

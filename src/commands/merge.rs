@@ -45,5 +45,5 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
         failures: &failures,
         skipped: &[],
     };
-    super::batch::print_batch(&output, &summary, &info)
+    super::batch::print_batch(&output, &summary, &info, global)
 }

@@ -74,6 +74,12 @@ pub struct Global {
     /// No progress bars and no warnings on stderr.
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// Run from a library (the Python package), which hands the report to
+    /// its caller: what the report already carries (a tripped gate, the
+    /// files of a batch that failed) is not repeated on stderr. Not a
+    /// command-line option.
+    #[arg(skip)]
+    pub embedded: bool,
 }
 
 /// The one-line warning for complete events skipped because their `ts` or

@@ -108,6 +108,29 @@ def test_a_bad_option_value_raises_one_line_without_the_usage():
         assert "Usage" not in text and "--help" not in text and not text.startswith("error:"), text
 
 
+def test_the_library_leaves_stderr_to_its_caller(tmp_path, capfd):
+    # What the report carries (failed files, a tripped gate) is not echoed
+    # on the process's stderr, which a notebook does not show.
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    shutil.copy(FIXTURE, ranks / "rank0.json")
+    (ranks / "worker9.pt.trace.json").write_text('{"traceEvents": [ {"ph": "X"')
+    report = torchtriage.batch(str(ranks))
+    assert report["failed"] == 1 and report["failures"][0]["file"].endswith("worker9.pt.trace.json")
+    slow = tmp_path / "slow.json"
+    trace = json.loads(FIXTURE.read_text())
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["dur"] = e["dur"] * 2
+    slow.write_text(json.dumps(trace))
+    d = torchtriage.diff(FIXTURE, slow, gate=5, gate_on="kernel")
+    assert any(s["gate"] and s["gate"]["tripped"] for s in d["stages"])
+    assert capfd.readouterr().err == ""
+    # The command line still says so.
+    proc = subprocess.run([_binary(), "-q", "batch", str(ranks)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 1 and b"1 of 2 files failed" in proc.stderr
+
+
 def test_a_pattern_file_reaches_the_run(tmp_path):
     patterns = tmp_path / "p.toml"
     patterns.write_text("this is not toml [")
