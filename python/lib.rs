@@ -97,26 +97,36 @@ fn run(py: Python<'_>, args: Vec<String>) -> PyResult<i32> {
 }
 
 /// The traces `batch DIR` would triage, in its order (the position is the
-/// `index` that `summarize` takes).
+/// `index` that `summarize` takes), each with the rank the name it was
+/// found by carries (a symbolic link's own name), if any.
 #[pyfunction]
-fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Vec<PathBuf>> {
+fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Vec<(PathBuf, Option<u64>)>> {
     let files = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
-    Ok(files.into_iter().map(|f| f.path).collect())
+    Ok(files.into_iter().map(|f| (f.path, f.name_rank)).collect())
 }
 
 /// The map step of a batch: one trace triaged as `batch` triages it, with
 /// `batch`'s analysis options in `args`, as the JSON text of its summary
 /// (the file `batch --summaries` writes). A trace that fails gives a
-/// summary holding its error; bad options raise `ValueError`.
+/// summary holding its error; bad options raise `ValueError`. `name_rank`
+/// is the rank `batch_files` gave the trace, read before its path's.
 #[pyfunction]
-fn summarize(py: Python<'_>, path: PathBuf, index: usize, args: Vec<String>) -> PyResult<String> {
+#[pyo3(signature = (path, index, args, name_rank=None))]
+fn summarize(
+    py: Python<'_>,
+    path: PathBuf,
+    index: usize,
+    args: Vec<String>,
+    name_rank: Option<u64>,
+) -> PyResult<String> {
     let argv = ["torchtriage".to_string(), "batch".to_string(), path.display().to_string()].into_iter().chain(args);
     let parsed = torchtriage::cli::parse(argv).map_err(option_error)?;
     let torchtriage::cli::Command::Batch(batch) = &parsed.command else {
         return Err(PyValueError::new_err("internal error: not a batch command line"));
     };
     let opts = torchtriage::commands::batch::file_options(batch).map_err(|e| to_py(py, e))?;
-    let summary = interruptible(py, move || torchtriage::run::batch::summary::summarize_trace(&path, index, &opts))?;
+    let summary =
+        interruptible(py, move || torchtriage::run::batch::summary::summarize_trace(&path, index, name_rank, &opts))?;
     serde_json::to_string(&summary).map_err(|e| PyValueError::new_err(format!("internal error: {e}")))
 }
 

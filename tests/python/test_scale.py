@@ -138,8 +138,26 @@ def test_dask_batch_lists_the_traces_on_a_worker(dask_client, monkeypatch):
         raise AssertionError("listed on the client")
 
     monkeypatch.setattr(torchtriage, "batch_files", not_here)
+    monkeypatch.setattr(torchtriage, "_batch_entries", not_here)
     report = torchtriage.dask.batch(str(BUNDLED_RANKS), dask_client)
     assert report["files"] == len(list(BUNDLED_RANKS.iterdir()))
+
+
+def test_dask_batch_reads_ranks_from_the_links_names(dask_client, tmp_path):
+    import torchtriage.dask
+
+    # rank7.pt.trace.json.gz links to worker0_...: the link's name gives the
+    # rank, for the cluster as for the command.
+    links = tmp_path / "links"
+    links.mkdir()
+    traces = sorted(BUNDLED_RANKS.iterdir())
+    for i, trace in enumerate(traces):
+        (links / ("rank%d.pt.trace.json.gz" % (len(traces) - 1 - i))).symlink_to(trace)
+    want = _batch_cli(links)
+    report = torchtriage.dask.batch(str(links), dask_client)
+    _same_report(report, want)
+    by_file = {os.path.basename(r["file"]): r["rank"] for r in report["stages"][0]["ranks"]}
+    assert by_file[traces[0].name] == len(traces) - 1, by_file
 
 
 def test_dask_batch_checks_its_options_before_submitting(dask_client):

@@ -205,13 +205,19 @@ def _batch(directory, jobs, options):
 def batch_files(dir_or_paths):
     """The traces ``batch`` would triage, as absolute paths in its order: the
     traces below a directory, or of a list of files and directories."""
+    return [path for path, _ in _batch_entries(dir_or_paths)]
+
+
+def _batch_entries(dir_or_paths):
+    # batch_files with the rank each trace's name carries as batch reads it:
+    # a symbolic link's own name (rank2.json) before its target's.
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         dir_or_paths = [dir_or_paths]
     found = {}
     for p in dir_or_paths:
-        for f in _native.batch_files(_path(p)):
-            found[os.fspath(f)] = None
-    return sorted(found, key=lambda f: _path_key(f))
+        for f, rank in _native.batch_files(_path(p)):
+            found.setdefault(os.fspath(f), rank)
+    return sorted(found.items(), key=lambda entry: _path_key(entry[0]))
 
 
 def _path_key(path):
@@ -219,14 +225,21 @@ def _path_key(path):
     return [part for part in path.split(os.sep) if part]
 
 
-def summarize(path, index=0, *, framework="auto", min_share=1.0, pid_substring=None, timeline_basis="trace"):
+def summarize(
+    path, index=0, *, framework="auto", min_share=1.0, pid_substring=None, timeline_basis="trace", name_rank=None
+):
     """The map step of a batch: one trace triaged as ``batch`` triages it, as
     its summary (the document ``batch --summaries`` writes: ``facts``, or
     ``error`` when the trace failed; it never raises for a bad trace).
     ``index`` is the trace's position in the job (see :func:`batch_files`),
-    its rank when neither its file name nor its ``distributedInfo`` gives one."""
+    its rank when neither its file name nor its ``distributedInfo`` gives one.
+    ``name_rank`` is the rank the name the trace was found by carries, when
+    that is not its path's own (a link named ``rank2.json`` to a trace named
+    otherwise); it is read before the path's name."""
+    if name_rank is not None and (isinstance(name_rank, bool) or not isinstance(name_rank, int) or name_rank < 0):
+        raise ValueError("name_rank must be a non-negative whole number or None")
     text = _native.summarize(
-        _path(path), int(index), _analysis_args(framework, min_share, pid_substring, timeline_basis)
+        _path(path), int(index), _analysis_args(framework, min_share, pid_substring, timeline_basis), name_rank
     )
     return json.loads(text)
 

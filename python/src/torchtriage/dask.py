@@ -20,14 +20,15 @@ import os
 import torchtriage
 
 
-def _summarize(path, index, options):
+def _summarize(entry, index, options):
     # Runs on a worker.
-    return torchtriage.summarize(path, index, **options)
+    path, name_rank = entry
+    return torchtriage.summarize(path, index, name_rank=name_rank, **options)
 
 
 def _list(dir_or_paths):
-    # Runs on a worker.
-    return torchtriage.batch_files(dir_or_paths)
+    # Runs on a worker: the traces, each with the rank its name carries.
+    return torchtriage._batch_entries(dir_or_paths)
 
 
 def batch(
@@ -50,12 +51,12 @@ def batch(
     torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
     # The traces are listed where they are read: on a worker, whose file
     # system the client need not share.
-    paths = client.submit(_list, dir_or_paths, pure=False).result()
-    futures = client.map(_summarize, paths, range(len(paths)), options=options, pure=False)
+    entries = client.submit(_list, dir_or_paths, pure=False).result()
+    futures = client.map(_summarize, entries, range(len(entries)), options=options, pure=False)
     summaries = client.gather(futures)
     report = torchtriage.merge(summaries, straggler_pct=straggler_pct)
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         report["dir"] = os.fspath(dir_or_paths)
     threads = client.nthreads()
-    report["jobs"] = max(1, min(len(paths), sum(threads.values())))
+    report["jobs"] = max(1, min(len(entries), sum(threads.values())))
     return report

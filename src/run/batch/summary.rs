@@ -136,10 +136,17 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
 /// The map step on its own: triages one trace as `batch` does and returns
 /// its summary (the error, when the trace fails, is in the summary). `index`
 /// is the trace's position in the job, the rank of last resort when neither
-/// the file name nor `distributedInfo` gives one.
-pub fn summarize_trace(path: &Path, index: usize, opts: &crate::run::triage::TriageOptions) -> RankSummary {
+/// the file name nor `distributedInfo` gives one. `name_rank` is the rank
+/// the name the trace was found by carries ([`super::BatchFile::name_rank`]:
+/// a symbolic link's own name), read before the path's.
+pub fn summarize_trace(
+    path: &Path,
+    index: usize,
+    name_rank: Option<u64>,
+    opts: &crate::run::triage::TriageOptions,
+) -> RankSummary {
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
-    let name_rank = crate::run::discover::parse_rank(path);
+    let name_rank = name_rank.or_else(|| crate::run::discover::parse_rank(path));
     let file = super::BatchFile { index, path: path.to_path_buf(), size, name_rank };
     let result = super::analyze_file(&file, opts, false, &|_| {});
     RankSummary::of(&FileOutcome { file, result })
@@ -172,7 +179,7 @@ mod tests {
         paths.sort();
         let opts = TriageOptions { quiet: true, ..TriageOptions::default() };
         let sums: Vec<RankSummary> =
-            paths.iter().enumerate().rev().map(|(i, p)| summarize_trace(p, i, &opts)).collect();
+            paths.iter().enumerate().rev().map(|(i, p)| summarize_trace(p, i, None, &opts)).collect();
         let back: Vec<RankSummary> =
             sums.iter().map(|s| serde_json::from_str(&serde_json::to_string(s).unwrap()).unwrap()).collect();
         assert_eq!(back, sums);
@@ -182,7 +189,7 @@ mod tests {
         assert!(failures.is_empty());
         let ranks: Vec<u64> = stages[0].rows.iter().map(|r| r.rank).collect();
         assert_eq!(ranks, (0..8).collect::<Vec<u64>>());
-        let missing = summarize_trace(&dir.join("nonesuch.json"), 8, &opts);
+        let missing = summarize_trace(&dir.join("nonesuch.json"), 8, None, &opts);
         assert!(missing.facts.is_none() && missing.error.is_some());
         assert_eq!(merge_summaries(&[missing], 10.0).1.len(), 1);
     }
