@@ -26,6 +26,9 @@ impl StageFigures {
             f.step_p90_us = t.steps.p90_us;
             f.launch_delay_p50_us = t.launch.delay_p50_us;
             f.kernels_per_step = t.launch.kernels_per_step;
+            let busiest = t.gpus.iter().map(|g| g.figures.busy_us).fold(0.0, f64::max);
+            let steps_total = t.steps.mean_us.map_or(0.0, |m| m * t.steps.count as f64);
+            f.steps_span_gpu = t.steps.count > 0 && steps_total >= busiest;
         }
         f
     }
@@ -46,6 +49,7 @@ impl StageFigures {
             launch_delay_p50_us: f(a.launch_delay_p50_us, b.launch_delay_p50_us),
             kernels_per_step: f(a.kernels_per_step, b.kernels_per_step),
             kernel_us: f(a.kernel_us, b.kernel_us),
+            steps_span_gpu: a.steps_span_gpu && b.steps_span_gpu,
         }
     }
 
@@ -268,11 +272,8 @@ fn category_rows(base: &SideKernels, new: &SideKernels, norm: &Normalization) ->
 
 /// The gate's verdict on a stage with these figures.
 fn gate_stage(gate: &GateOptions, base: &StageFigures, new: &StageFigures, norm: &Normalization) -> Option<StageGate> {
-    let basis = gate.basis.unwrap_or(if base.step_p50_us.is_some() && new.step_p50_us.is_some() {
-        GateBasis::Step
-    } else {
-        GateBasis::Busy
-    });
+    let steps = |f: &StageFigures| f.step_p50_us.is_some() && f.steps_span_gpu;
+    let basis = gate.basis.unwrap_or(if steps(base) && steps(new) { GateBasis::Step } else { GateBasis::Busy });
     let pick = |f: &StageFigures| match basis {
         GateBasis::Busy => f.busy_us,
         GateBasis::Step => f.step_p50_us,

@@ -50,7 +50,8 @@ impl GateBasis {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GateOptions {
     pub threshold_pct: f64,
-    /// `None`: the step median where both sides have steps, else busy time.
+    /// `None`: the step median where both sides have steps that span their
+    /// GPU work ([`StageFigures::steps_span_gpu`]), else busy time.
     pub basis: Option<GateBasis>,
 }
 
@@ -114,6 +115,12 @@ pub struct StageFigures {
     pub kernels_per_step: Option<f64>,
     /// Total time of the stage's kernel table.
     pub kernel_us: Option<f64>,
+    /// The steps last together at least as long as the busiest GPU's busy
+    /// time, as steps that enclose the GPU work they launch do. Steps that
+    /// end before their kernels (a server's host-side ranges, which return
+    /// once the work is queued) time the host, not the GPU.
+    #[serde(skip)]
+    pub steps_span_gpu: bool,
 }
 
 /// A count held as a float, written as an integer (a figure that is not
@@ -299,7 +306,7 @@ pub struct StageDiff {
 pub struct GateSummary {
     pub threshold_pct: Option<f64>,
     /// The figure asked for; `auto` picks the step median where both sides
-    /// have steps, else busy time.
+    /// have steps that span their GPU work, else busy time.
     pub basis: Option<&'static str>,
     /// Some stage's NEW is worse than its BASE by more than the threshold;
     /// `None` with a gate when no stage could be compared.

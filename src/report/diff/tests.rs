@@ -86,7 +86,7 @@ fn gate(threshold_pct: f64, basis: Option<GateBasis>) -> DiffOptions {
 
 #[test]
 fn same_report_has_zero_deltas_and_passes_a_zero_gate() {
-    let r = report(Stage::Decode, vec![row("a", 100.0, 2), row("b", 50.0, 1)], 150.0, Some(10.0));
+    let r = with_steps(report(Stage::Decode, vec![row("a", 100.0, 2), row("b", 50.0, 1)], 150.0, None), 15, 10.0);
     let d = diff(&r, &r, &gate(0.0, None));
     assert_eq!(d.stages.len(), 1);
     let s = &d.stages[0];
@@ -200,7 +200,27 @@ fn with_steps(mut r: TriageReport, count: u64, p50: f64) -> TriageReport {
     let stage: &mut StageTimeline = &mut r.timeline.as_mut().unwrap().stages[0];
     stage.steps.count = count;
     stage.steps.p50_us = Some(p50);
+    stage.steps.mean_us = Some(p50);
     r
+}
+
+#[test]
+fn the_default_gate_leaves_steps_that_end_before_their_gpu_work() {
+    // Ten host-side steps of 20 µs launch 1 ms of kernels: the kernels
+    // doubling does not move the steps, so the gate reads busy time.
+    let base = with_steps(report(Stage::Decode, vec![row("a", 1000.0, 10)], 1000.0, None), 10, 20.0);
+    let new = with_steps(report(Stage::Decode, vec![row("a", 2000.0, 10)], 2000.0, None), 10, 20.0);
+    let d = diff(&base, &new, &gate(5.0, None));
+    let g = d.stages[0].gate.as_ref().unwrap();
+    assert_eq!((g.basis, g.tripped), (GateBasis::Busy, true));
+    // Asked for, the step gate is still evaluated.
+    let g = diff(&base, &new, &gate(5.0, Some(GateBasis::Step))).stages[0].gate.clone().unwrap();
+    assert_eq!((g.basis, g.tripped), (GateBasis::Step, false));
+    // Steps that last as long as the GPU's work are the default.
+    let base = with_steps(report(Stage::Decode, vec![row("a", 1000.0, 10)], 1000.0, None), 10, 100.0);
+    let new = with_steps(report(Stage::Decode, vec![row("a", 1000.0, 10)], 1000.0, None), 10, 130.0);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.basis, g.tripped), (GateBasis::Step, true));
 }
 
 #[test]
