@@ -339,6 +339,26 @@ fn a_linked_rank_takes_the_link_name() {
     assert_eq!(ranks, vec![(0, "file-name".to_string()), (2, "file-name".to_string())]);
 }
 
+/// Two profiling cycles of one rank: the report compares them as two rows
+/// and stderr warns that the rank is counted twice (not with `--quiet`).
+fn a_rank_held_by_two_files_is_warned_of() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    for name in ["worker0_step_12.pt.trace.json", "worker0_step_13.pt.trace.json", "worker1_step_12.pt.trace.json"] {
+        std::fs::copy(fixture, tmp.path().join(name)).unwrap();
+    }
+    let dir = tmp.path().to_str().unwrap();
+    let out = common::run(&["batch", "--format", "json", dir]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("more than one file")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].starts_with("torchtriage: warning: rank 0 in stage "), "{stderr}");
+    assert_eq!(json_of(&out)["stages"][0]["shared_ranks"], serde_json::json!([0]));
+    let out = common::run(&["batch", "-q", dir]);
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// A failed file whose name holds a line break: the markdown list keeps it
 /// on one line (escaped, as on stderr) and the JSON error does not repeat
 /// the path.
@@ -392,10 +412,11 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 5] = [
+    let plain: [(&str, fn()); 6] = [
         ("usage_errors_exit_2", usage_errors_exit_2),
         ("a_dangling_link_is_listed_as_skipped", a_dangling_link_is_listed_as_skipped),
         ("a_linked_rank_takes_the_link_name", a_linked_rank_takes_the_link_name),
+        ("a_rank_held_by_two_files_is_warned_of", a_rank_held_by_two_files_is_warned_of),
         ("jsonl_to_stdout_needs_the_report_elsewhere", jsonl_to_stdout_needs_the_report_elsewhere),
         (
             "a_control_character_in_a_failed_name_stays_on_one_line",

@@ -240,6 +240,27 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     print_batch(&output, &summary, &info, global)
 }
 
+/// One warning line for rank numbers that more than one file holds (two
+/// profiling cycles of one rank, say): the report compares each file as a
+/// rank of its own, so the medians count that rank twice.
+fn warn_shared_ranks(summary: &[StageSummary]) {
+    let shared: Vec<String> = summary
+        .iter()
+        .filter(|s| !s.shared_ranks.is_empty())
+        .map(|s| {
+            let ranks: Vec<String> = s.shared_ranks.iter().map(u64::to_string).collect();
+            format!("{} in stage {}", ranks.join(", "), s.stage)
+        })
+        .collect();
+    if !shared.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "torchtriage: warning: rank {} held by more than one file; each file is compared as a rank of its own (batch one profiling cycle at a time)",
+            shared.join("; ")
+        );
+    }
+}
+
 /// Prints the cross-rank report and, on stderr (unless run from a
 /// library), the files that failed; exit code 1 when some did.
 pub(super) fn print_batch(
@@ -248,6 +269,9 @@ pub(super) fn print_batch(
     info: &render::RunInfo,
     global: &Global,
 ) -> Result<i32> {
+    if !global.quiet && !global.embedded {
+        warn_shared_ranks(summary);
+    }
     // The failures go to stderr even when stdout could not take the report.
     let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));
     let failures = info.failures;
