@@ -179,6 +179,14 @@ fn a_directory_of_ranks_names_the_rank_analysed() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
     let out = common::run(&["-q", "triage", d]);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // The JSON report carries the note, `--quiet` or not.
+    let out = common::run(&["-q", "triage", d, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let note = notes[0].strip_prefix("torchtriage: ").unwrap();
+    assert_eq!(v["notes"], serde_json::json!([note]), "{}", v["notes"]);
+    let out = common::run(&["-q", "triage", one.to_str().unwrap(), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["notes"], serde_json::json!([]));
 }
 
 /// Deviation 15, for a folder of runs: the traces of the folders not

@@ -36,7 +36,7 @@ pub struct DiffArgs {
 fn side(path: &std::path::Path, opts: &TriageOptions) -> Result<TriageReport> {
     let rep = run_triage(&TriageInput::Single(path.to_path_buf()), opts)?;
     if !opts.quiet {
-        super::warn_report(&rep, opts.pid_substring.as_deref());
+        super::warn_report(&rep);
     }
     Ok(rep)
 }

@@ -86,11 +86,7 @@ pub struct Global {
 /// `dur` is not a number (nothing when none were).
 pub fn warn_skipped(path: &std::path::Path, skipped: u64) {
     if skipped > 0 {
-        let _ = writeln!(
-            std::io::stderr(),
-            "torchtriage: warning: {}: {skipped} complete events skipped (non-numeric ts or dur)",
-            crate::error::shown(path)
-        );
+        let _ = writeln!(std::io::stderr(), "torchtriage: {}", crate::report::model::skipped_note(path, skipped));
     }
 }
 
@@ -98,25 +94,14 @@ pub fn warn_skipped(path: &std::path::Path, skipped: u64) {
 /// `--pid-substring` matches: its overlap tables are empty for that reason,
 /// not for want of opportunities.
 pub fn warn_pid_unmatched(path: &std::path::Path, sub: Option<&str>) {
-    let _ = writeln!(
-        std::io::stderr(),
-        "torchtriage: warning: {}: --pid-substring {:?} matches no process with kernels; the overlap table is empty",
-        crate::error::shown(path),
-        sub.unwrap_or_default()
-    );
+    let _ = writeln!(std::io::stderr(), "torchtriage: {}", crate::report::model::pid_unmatched_note(path, sub));
 }
 
 /// The notes on stderr a triage report carries: directories not wholly
 /// analysed, events skipped, a pid filter that kept nothing.
-pub fn warn_report(rep: &crate::report::model::TriageReport, pid_substring: Option<&str>) {
-    for left_out in &rep.left_out {
-        let _ = writeln!(std::io::stderr(), "{}", left_out.note());
-    }
-    for (path, skipped) in &rep.skipped_by_trace {
-        warn_skipped(path, *skipped);
-    }
-    for path in &rep.pid_unmatched {
-        warn_pid_unmatched(path, pid_substring);
+pub fn warn_report(rep: &crate::report::model::TriageReport) {
+    for note in &rep.notes {
+        let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
 }
 

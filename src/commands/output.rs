@@ -74,6 +74,11 @@ impl OutputArgs {
                 return Err(Error::usage("--format csv writes one file per table: give --output DIR"));
             }
             (None, false) => Destination::Stdout,
+            (Some(p), true) if p.exists() && !p.is_dir() => {
+                return Err(
+                    Error::usage("--format csv writes one file per table into a directory; this is not one").in_file(p)
+                );
+            }
             (Some(p), true) => Destination::Dir(p.clone()),
             (Some(p), false) if p.is_dir() => {
                 return Err(Error::usage("--output names a directory; give a file").in_file(p));
@@ -170,5 +175,9 @@ mod tests {
         assert!(one_csv.resolve().err().is_some_and(|e| e.message.contains("--format csv")));
         let csv_dir = OutputArgs { format: Some(Format::Csv), output: Some(PathBuf::from("tables.csv")) };
         assert_eq!(csv_dir.resolve().unwrap().format, Format::Csv);
+        // An existing file is not a directory to write the tables into.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let csv_file = OutputArgs { format: Some(Format::Csv), output: Some(file.path().to_path_buf()) };
+        assert!(csv_file.resolve().err().is_some_and(|e| e.message.contains("not one")));
     }
 }

@@ -63,7 +63,7 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
     let output = args.output.resolve()?;
     let rep = run_triage(&input, &opts)?;
     if !global.quiet {
-        super::warn_report(&rep, opts.pid_substring.as_deref());
+        super::warn_report(&rep);
     }
     // JSON is written as it is made: with hundreds of thousands of kernel
     // rows the text is over a hundred megabytes.

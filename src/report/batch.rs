@@ -35,11 +35,7 @@ impl RunInfo<'_> {
         let Some(budget) = self.budget else {
             return format!("Files: {triaged} triaged, {failed} failed (merged from summaries)");
         };
-        format!(
-            "Files: {triaged} triaged, {failed} failed (jobs {}, memory budget {:.1} GiB)",
-            self.jobs,
-            budget as f64 / (1u64 << 30) as f64
-        )
+        format!("Files: {triaged} triaged, {failed} failed (jobs {}, memory budget {})", self.jobs, size_text(budget))
     }
 }
 
@@ -353,4 +349,28 @@ pub fn file_line(o: &FileOutcome) -> Value {
         out.entry(k).or_insert(val);
     }
     Value::Object(out)
+}
+
+/// A byte count for people: GiB with one decimal from 1 GiB up, else MiB.
+fn size_text(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    let b = bytes as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else {
+        format!("{:.0} MiB", b / MIB)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_text;
+
+    #[test]
+    fn a_budget_under_a_gib_is_given_in_mib() {
+        assert_eq!(size_text(1 << 20), "1 MiB");
+        assert_eq!(size_text(512 << 20), "512 MiB");
+        assert_eq!(size_text(3 << 30), "3.0 GiB");
+    }
 }

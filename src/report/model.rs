@@ -193,9 +193,37 @@ pub struct TriageReport {
     /// `distributedInfo` of the first formal trace, if it has one.
     #[serde(skip)]
     pub distributed_info: Option<serde_json::Value>,
+    /// What the reader should know about how the report was made, one line
+    /// each (`note: ...` or `warning: ...`), as the command also prints
+    /// them on stderr: inputs not wholly analysed, events skipped, a pid
+    /// filter that kept nothing.
+    pub notes: Vec<String>,
+}
+
+/// The warning for events skipped in `path` for a non-numeric `ts` or `dur`.
+pub fn skipped_note(path: &std::path::Path, skipped: u64) -> String {
+    format!("warning: {}: {skipped} complete events skipped (non-numeric ts or dur)", crate::error::shown(path))
+}
+
+/// The warning for a trace none of whose kernels' processes the
+/// `--pid-substring` filter `sub` matches.
+pub fn pid_unmatched_note(path: &std::path::Path, sub: Option<&str>) -> String {
+    format!(
+        "warning: {}: --pid-substring {:?} matches no process with kernels; the overlap table is empty",
+        crate::error::shown(path),
+        sub.unwrap_or_default()
+    )
 }
 
 impl TriageReport {
+    /// [`TriageReport::notes`] from the report's other fields.
+    pub fn make_notes(&self, pid_substring: Option<&str>) -> Vec<String> {
+        let left_out = self.left_out.iter().map(LeftOut::note);
+        let skipped = self.skipped_by_trace.iter().map(|(p, n)| skipped_note(p, *n));
+        let pid = self.pid_unmatched.iter().map(|p| pid_unmatched_note(p, pid_substring));
+        left_out.chain(skipped).chain(pid).collect()
+    }
+
     /// Why a stage's overlap table may be empty other than for want of rows
     /// above the bar: the `--pid-substring` filter kept no process.
     pub fn overlap_filtered_out(&self) -> Option<&'static str> {
@@ -262,7 +290,7 @@ pub struct LeftOut {
 }
 
 impl LeftOut {
-    /// The one-line note for stderr.
+    /// The one-line note (`note: ...`).
     pub fn note(&self) -> String {
         // Below the input, as the path from it (a trace of a subfolder
         // chosen as the newest); else the file name.
@@ -281,7 +309,7 @@ impl LeftOut {
         };
         let traces = if self.count == 1 { "trace" } else { "traces" };
         format!(
-            "torchtriage: note: {}: {what}; {} other {traces} left out (`torchtriage batch {}` reads every trace)",
+            "note: {}: {what}; {} other {traces} left out (`torchtriage batch {}` reads every trace)",
             crate::error::shown(&self.input),
             self.count,
             crate::error::shown(&self.input)

@@ -421,7 +421,9 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             .first()
             .and_then(|p| find(p))
             .and_then(|l| l.trace.meta.distributed_info.clone()),
+        notes: Vec::new(),
     };
+    report.notes = report.make_notes(opts.pid_substring.as_deref());
 
     let mut payloads: IndexMap<Stage, &StagePayload> = IndexMap::new();
     for (stage, payload) in per_trace.iter().flatten() {

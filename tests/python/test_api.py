@@ -90,7 +90,8 @@ def test_every_analysis_option_reaches_the_run(tmp_path):
         report.pop("memory_budget_bytes")
     assert got == expected
     # A filter that keeps nothing empties the overlap rows, as on the command line.
-    assert torchtriage.triage(FIXTURE, pid_substring="zzzz")["overlap"] == []
+    with pytest.warns(UserWarning, match="zzzz"):
+        assert torchtriage.triage(FIXTURE, pid_substring="zzzz")["overlap"] == []
     with pytest.raises(ValueError, match="gate"):
         torchtriage.diff(FIXTURE, FIXTURE, gate_on="busy")
 
@@ -241,6 +242,56 @@ def test_dataframes_have_the_schema_columns():
     assert {"stage", "pid", "rank", "busy_us", "kernels"} <= set(timeline.columns)
     ranks = torchtriage.batch([FIXTURE]).ranks_df()
     assert {"stage", "rank", "rank_source", "file", "busy_us"} <= set(ranks.columns)
+
+
+def test_each_accessor_reads_its_kinds_of_report(tmp_path):
+    pytest.importorskip("pandas")
+    slow = tmp_path / "slow.json"
+    trace = json.loads(FIXTURE.read_text())
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["dur"] = e["dur"] * 2
+    slow.write_text(json.dumps(trace))
+    d = torchtriage.diff(FIXTURE, slow)
+    assert d.kind() == "diff"
+    kernels = d.kernels_df()
+    assert len(kernels) == sum(len(s["kernels"]) for s in d["stages"]) > 0
+    assert {"stage", "name", "base_us", "new_us", "delta_pct", "status"} <= set(kernels.columns)
+    timeline = d.timeline_df()
+    assert len(timeline) == 3 * len(d["stages"]) and {"stage", "side", "busy_us"} <= set(timeline.columns)
+    b = torchtriage.batch([FIXTURE])
+    assert b.kind() == "batch" and {"stage", "kernel", "median_us"} <= set(b.kernels_df().columns)
+    for report, accessor in [(torchtriage.triage(FIXTURE), "ranks_df"), (d, "overlap_df"), (d, "ranks_df"),
+                             (b, "timeline_df"), (b, "overlap_df")]:
+        with pytest.raises(ValueError, match=accessor):
+            getattr(report, accessor)()
+
+
+def test_notes_are_python_warnings(tmp_path):
+    ranks = ROOT / "tests" / "data" / "traces" / "param_dlrm_8rank"
+    with pytest.warns(UserWarning, match="analysed rank 0 only"):
+        report = torchtriage.triage(ranks)
+    assert any("7 other traces left out" in n for n in report["notes"])
+    with pytest.warns(UserWarning, match="matches no process with kernels"):
+        torchtriage.triage(FIXTURE, pid_substring="no-such-process")
+    two = tmp_path / "two"
+    two.mkdir()
+    for name in ["worker0_step_12.pt.trace.json", "worker0_step_13.pt.trace.json"]:
+        shutil.copy(FIXTURE, two / name)
+    with pytest.warns(UserWarning, match="rank 0 in stage .* held by more than one file"):
+        torchtriage.batch(str(two))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torchtriage.triage(FIXTURE)["notes"] == []
+
+
+def test_a_bad_summary_is_named_by_its_place_in_the_list():
+    good = torchtriage.summarize(FIXTURE)
+    with pytest.raises(ValueError, match=r"^summaries\[1\] is not a summary") as e:
+        torchtriage.merge([good, {"a": 1}])
+    assert "torchtriage-merge-" not in str(e.value)
 
 
 _TRACES = _shared_traces()

@@ -11,12 +11,16 @@ Each function returns the document that the command line prints with
 Bad input raises :class:`TraceError` (a ``ValueError``) with ``path`` and
 ``offset`` (byte offset in the decompressed JSON, or ``None``); a file
 that cannot be read raises ``OSError``; bad options and a missing input
-raise ``ValueError``.
+raise ``ValueError``. What the command line notes on stderr (a directory
+of which one rank was analysed, events skipped, a pid filter that kept
+nothing, a rank held by two files of a batch) is issued as a Python
+warning (``UserWarning``) and is in the report too.
 """
 
 import json
 import os
 import tempfile
+import warnings
 
 from . import _native
 from ._native import TraceError
@@ -40,25 +44,63 @@ class Report(dict):
     """A report document (the ``--format json`` output) with DataFrame views.
 
     Every accessor returns one row per JSON row, with the row's keys as
-    columns; nested values stay Python lists and dicts.
+    columns; nested values stay Python lists and dicts. An accessor that
+    does not apply to the kind of report (``ranks_df`` of a triage report,
+    say) raises ``ValueError``.
     """
 
+    def kind(self):
+        """``"triage"``, ``"diff"`` or ``"batch"`` (also a merged report);
+        ``None`` for any other document (``stats``)."""
+        if "kernel_tables" in self:
+            return "triage"
+        if "base_traces" in self:
+            return "diff"
+        if "stages" in self and "files" in self:
+            return "batch"
+        return None
+
+    def _need(self, accessor, kinds):
+        kind = self.kind()
+        if kind not in kinds:
+            raise ValueError(
+                "%s() reads a %s report; this is %s"
+                % (accessor, " or ".join(kinds), "a %s report" % kind if kind else "not a report it reads")
+            )
+        return kind
+
     def kernels_df(self):
-        """Kernel-table rows of every (trace, stage), with ``trace`` and ``stage`` columns first."""
-        rows = [
-            {"trace": t.get("trace"), "stage": t.get("stage"), **row}
-            for t in self.get("kernel_tables", [])
-            for row in t.get("rows", [])
-        ]
-        return _pandas().DataFrame(rows, columns=_columns(rows, ["trace", "stage"]))
+        """Kernel rows: of a triage report, the kernel-table rows of every
+        (trace, stage), with ``trace`` and ``stage`` columns first; of a diff,
+        the matched kernels of every stage; of a batch, the cross-rank kernel
+        rows of every stage (both with a ``stage`` column first)."""
+        if self._need("kernels_df", ["triage", "diff", "batch"]) == "triage":
+            rows = [
+                {"trace": t.get("trace"), "stage": t.get("stage"), **row}
+                for t in self.get("kernel_tables", [])
+                for row in t.get("rows", [])
+            ]
+            return _pandas().DataFrame(rows, columns=_columns(rows, ["trace", "stage"]))
+        rows = [{"stage": s.get("stage"), **k} for s in self.get("stages", []) for k in s.get("kernels", [])]
+        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage"]))
 
     def overlap_df(self):
-        """The overlap action rows."""
+        """The overlap action rows of a triage report."""
+        self._need("overlap_df", ["triage"])
         rows = list(self.get("overlap", []))
         return _pandas().DataFrame(rows, columns=_columns(rows, []))
 
     def timeline_df(self):
-        """One row per (stage, GPU) of the timeline, with a ``stage`` column first."""
+        """Of a triage report, one row per (stage, GPU) of the timeline, with
+        a ``stage`` column first; of a diff, three rows per stage (``side``
+        ``base``, ``new`` and ``delta``) of the stage's figures."""
+        if self._need("timeline_df", ["triage", "diff"]) == "diff":
+            rows = [
+                {"stage": s.get("stage"), "side": side, **(s.get("timeline") or {}).get(side, {})}
+                for s in self.get("stages", [])
+                for side in ("base", "new", "delta")
+            ]
+            return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", "side"]))
         timeline = self.get("timeline") or {}
         rows = [
             {"stage": s.get("stage"), **gpu}
@@ -69,6 +111,7 @@ class Report(dict):
 
     def ranks_df(self):
         """Batch reports: one row per (stage, rank file), with a ``stage`` column first."""
+        self._need("ranks_df", ["batch"])
         rows = [
             {"stage": s.get("stage"), **r} for s in self.get("stages", []) for r in s.get("ranks", [])
         ]
@@ -149,7 +192,21 @@ def triage(
     if patterns is not None:
         args.append(_option("patterns", _path(patterns)))
     _, report = _run_json(args)
+    for note in report.get("notes", []):
+        # The category says what the command line's "warning: " or
+        # "note: " does.
+        warnings.warn(note.split(": ", 1)[1] if note.startswith(("warning: ", "note: ")) else note, stacklevel=2)
     return report
+
+
+def _warn_shared_ranks(report, stacklevel):
+    shared = ["%s in stage %s" % (", ".join(map(str, s["shared_ranks"])), s["stage"])
+              for s in report.get("stages", []) if s.get("shared_ranks")]
+    if shared:
+        warnings.warn(
+            "rank %s held by more than one file; each file is compared as a rank of its own" % "; ".join(shared),
+            stacklevel=stacklevel + 1,
+        )
 
 
 def stats(path):
@@ -174,7 +231,9 @@ def batch(
     options = _analysis_args(framework, min_share, pid_substring, timeline_basis)
     options.append(_option("straggler-pct", repr(float(straggler_pct))))
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
-        return _batch(_path(dir_or_paths), jobs, options)
+        report = _batch(_path(dir_or_paths), jobs, options)
+        _warn_shared_ranks(report, 2)
+        return report
     paths = [os.path.abspath(os.fsdecode(os.fspath(p))) for p in dir_or_paths]
     if not paths:
         raise ValueError("batch needs at least one trace")
@@ -189,6 +248,7 @@ def batch(
         report = _batch(tmp, jobs, options)
     # The links' folder is gone: name where the traces are instead.
     report["dir"] = os.path.commonpath([os.path.dirname(p) for p in paths])
+    _warn_shared_ranks(report, 2)
     return report
 
 
@@ -256,11 +316,27 @@ def merge(summaries, *, straggler_pct=10.0):
         for i, s in enumerate(summaries):
             with open(os.path.join(tmp, "%06d.summary.json" % i), "w", encoding="utf-8") as f:
                 json.dump(s, f)
-        _, report = _run_json(["merge", tmp, _option("straggler-pct", repr(float(straggler_pct)))])
+        try:
+            _, report = _run_json(["merge", tmp, _option("straggler-pct", repr(float(straggler_pct)))])
+        except TraceError as e:
+            raise _summary_error(e, tmp) from None
     # The summaries' folder is gone: name where the traces are instead.
     files = [s["file"] for s in summaries if isinstance(s, dict) and isinstance(s.get("file"), str)]
     report["dir"] = os.path.commonpath([os.path.abspath(os.path.dirname(f)) for f in files]) if files else None
+    _warn_shared_ranks(report, 2)
     return report
+
+
+def _summary_error(error, tmp):
+    # The error names the file merge wrote the summary to: name the item of
+    # the caller's list instead.
+    path = os.fspath(error.path or "")
+    if os.path.dirname(path) != tmp:
+        return error
+    index = int(os.path.basename(path)[:6])
+    text = str(error)
+    text = text[len(path) + 2 :] if text.startswith(path + ": ") else text
+    return ValueError("summaries[%d] is not a summary: %s" % (index, text))
 
 
 def diff(

@@ -215,9 +215,10 @@ fn kernel_table(out: &mut Vec<String>, s: &StageDiff, min_share: f64) {
     if s.kernels_hidden > 0 {
         out.push(String::new());
         out.push(format!(
-            "{} kernels below {}% of the stage's kernel time on both sides are not shown.",
-            s.kernels_hidden,
-            fixed(min_share, 1)
+            "{} below {}% of the stage's kernel time on both sides {} not shown.",
+            crate::report::diff::kernels_count(s.kernels_hidden),
+            fixed(min_share, 1),
+            if s.kernels_hidden == 1 { "is" } else { "are" }
         ));
     }
 }

@@ -92,6 +92,15 @@ fn display_paths<S: serde::Serializer>(paths: &[PathBuf], s: S) -> std::result::
     s.collect_seq(paths.iter().map(|p| p.display().to_string()))
 }
 
+/// "1 kernel", "3 kernels".
+pub(crate) fn kernels_count(n: usize) -> String {
+    if n == 1 {
+        "1 kernel".to_string()
+    } else {
+        format!("{n} kernels")
+    }
+}
+
 /// The timeline figures of one stage on one side (GPUs summed), or their
 /// change. A figure is `None` when the side does not define it (no steps,
 /// no communication, no timeline) or, for a change, when either side does

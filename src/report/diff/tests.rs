@@ -77,6 +77,7 @@ fn report(stage: Stage, rows: Vec<KernelTableRow>, busy_us: f64, step_p50: Optio
         pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
+        notes: vec![],
     }
 }
 
@@ -335,4 +336,11 @@ fn location_and_cpu_op_come_from_new_else_base() {
     assert_eq!(&*k.cpu_op, &*list(&["aten::addmm", "aten::mm"]));
     let md = markdown(&d);
     assert!(md.contains("| changed | aten::addmm (+1 more) | model.py(10): forward |"), "{md}");
+}
+
+#[test]
+fn one_hidden_kernel_is_one_kernel() {
+    assert_eq!(crate::report::diff::kernels_count(1), "1 kernel");
+    assert_eq!(crate::report::diff::kernels_count(0), "0 kernels");
+    assert_eq!(crate::report::diff::kernels_count(7), "7 kernels");
 }

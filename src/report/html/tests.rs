@@ -85,6 +85,7 @@ fn report(rows: Vec<KernelTableRow>) -> TriageReport {
         pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
+        notes: vec![],
     }
 }
 

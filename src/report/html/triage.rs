@@ -208,8 +208,9 @@ pub fn render(r: &TriageReport) -> String {
     }
     let _ = writeln!(
         b,
-        "<p class=\"meta\">Framework: {:?} · rows under {:.1}% share hidden</p>",
-        r.framework.formal, r.min_share
+        "<p class=\"meta\">Framework: {} · rows under {:.1}% share hidden</p>",
+        r.framework.formal.display_name(),
+        r.min_share
     );
     if let Some(t) = r.timeline.as_ref().filter(|_| r.compat == Compat::Default) {
         let lines = headline(r, t);

@@ -153,6 +153,7 @@ fn report() -> TriageReport {
         pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
+        notes: vec![],
     }
 }
 
