@@ -102,6 +102,14 @@ fn scripts(html: &str) -> usize {
 }
 
 #[test]
+fn the_framework_is_named_as_in_the_other_formats() {
+    let mut r = report(vec![row("k", 10.0)]);
+    r.framework.formal = Framework::Vllm;
+    let html = text(Html.triage(&r));
+    assert!(html.contains("Framework: vLLM ·"), "{html}");
+}
+
+#[test]
 fn escapes_every_special_character() {
     assert_eq!(esc("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
     assert_eq!(esc("plain µs"), "plain µs");
