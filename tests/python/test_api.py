@@ -109,6 +109,17 @@ def test_a_bad_option_value_raises_one_line_without_the_usage():
         assert "Usage" not in text and "--help" not in text and not text.startswith("error:"), text
 
 
+def _slower_copy(tmp_path):
+    """The fixture with every kernel twice as long."""
+    slow = tmp_path / "slow.json"
+    trace = json.loads(FIXTURE.read_text())
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["dur"] = e["dur"] * 2
+    slow.write_text(json.dumps(trace))
+    return slow
+
+
 def test_the_library_leaves_stderr_to_its_caller(tmp_path, capfd):
     # What the report carries (failed files, a tripped gate) is not echoed
     # on the process's stderr, which a notebook does not show.
@@ -118,12 +129,7 @@ def test_the_library_leaves_stderr_to_its_caller(tmp_path, capfd):
     (ranks / "worker9.pt.trace.json").write_text('{"traceEvents": [ {"ph": "X"')
     report = torchtriage.batch(str(ranks))
     assert report["failed"] == 1 and report["failures"][0]["file"].endswith("worker9.pt.trace.json")
-    slow = tmp_path / "slow.json"
-    trace = json.loads(FIXTURE.read_text())
-    for e in trace["traceEvents"]:
-        if e.get("cat") == "kernel":
-            e["dur"] = e["dur"] * 2
-    slow.write_text(json.dumps(trace))
+    slow = _slower_copy(tmp_path)
     d = torchtriage.diff(FIXTURE, slow, gate=5, gate_on="kernel")
     assert any(s["gate"] and s["gate"]["tripped"] for s in d["stages"])
     assert capfd.readouterr().err == ""
@@ -246,12 +252,7 @@ def test_dataframes_have_the_schema_columns():
 
 def test_each_accessor_reads_its_kinds_of_report(tmp_path):
     pytest.importorskip("pandas")
-    slow = tmp_path / "slow.json"
-    trace = json.loads(FIXTURE.read_text())
-    for e in trace["traceEvents"]:
-        if e.get("cat") == "kernel":
-            e["dur"] = e["dur"] * 2
-    slow.write_text(json.dumps(trace))
+    slow = _slower_copy(tmp_path)
     d = torchtriage.diff(FIXTURE, slow)
     assert d.kind() == "diff"
     kernels = d.kernels_df()
