@@ -143,6 +143,9 @@ def test_a_pattern_file_reaches_the_run(tmp_path):
     patterns.write_text("this is not toml [")
     with pytest.raises(ValueError):
         torchtriage.triage(FIXTURE, patterns=patterns)
+    # A list is --patterns given once per file: the bad one is read too.
+    with pytest.raises(ValueError, match="p.toml"):
+        torchtriage.triage(FIXTURE, patterns=[os.devnull, patterns])
 
 
 def test_batch_of_paths_names_their_folder(tmp_path):

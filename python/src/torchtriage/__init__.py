@@ -179,7 +179,8 @@ def triage(
 
     ``pid_substring`` restricts the overlap analysis to processes whose id
     contains it; ``timeline_basis`` is ``"trace"``, ``"hta"`` or
-    ``"hta-exact"``; ``patterns`` is a fuse-pattern file (TOML) to add."""
+    ``"hta-exact"``; ``patterns`` is a fuse-pattern file (TOML) to add, or a
+    list of them, as ``--patterns`` repeated."""
     if path is not None and (mapping is not None or formal is not None):
         raise ValueError("give either path or both mapping and formal")
     if path is not None:
@@ -190,7 +191,8 @@ def triage(
         raise ValueError("give either path or both mapping and formal")
     args = ["triage"] + inputs + _analysis_args(framework, min_share, pid_substring, timeline_basis)
     if patterns is not None:
-        args.append(_option("patterns", _path(patterns)))
+        files = [patterns] if isinstance(patterns, (str, bytes, os.PathLike)) else list(patterns)
+        args.extend(_option("patterns", _path(f)) for f in files)
     _, report = _run_json(args)
     for note in report.get("notes", []):
         # The category says what the command line's "warning: " or
