@@ -423,15 +423,7 @@ fn main() {
             a_control_character_in_a_failed_name_stays_on_one_line,
         ),
     ];
-    let mut trials: Vec<Trial> = plain
-        .into_iter()
-        .map(|(name, test)| {
-            Trial::test(name, move || {
-                test();
-                Ok(())
-            })
-        })
-        .collect();
+    let mut trials = common::plain_trials(plain);
     trials.extend(common::over_corpora("batch", corpus_trials));
     common::run_trials(trials);
 }

@@ -709,15 +709,7 @@ fn main() {
         ("infinite_times_are_shown_as_such", infinite_times_are_shown_as_such),
         ("column_sizes_do_not_depend_on_the_thread_count", column_sizes_do_not_depend_on_the_thread_count),
     ];
-    let mut trials: Vec<Trial> = hand_made
-        .into_iter()
-        .map(|(name, f)| {
-            Trial::test(name, move || {
-                f();
-                Ok(())
-            })
-        })
-        .collect();
+    let mut trials = common::plain_trials(hand_made);
     trials.extend(common::over_corpora("hostile", corpus_trials));
     common::run_trials(trials);
 }

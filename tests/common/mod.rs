@@ -140,6 +140,20 @@ fn missing_shared(kind: &str, missing: &Path) -> Trial {
     failing(format!("{kind}::shared/*"), message).with_ignored_flag(!ci())
 }
 
+/// Trials of tests that need no corpus, each a plain function that panics
+/// on failure.
+pub fn plain_trials(tests: impl IntoIterator<Item = (&'static str, fn())>) -> Vec<Trial> {
+    tests
+        .into_iter()
+        .map(|(name, test)| {
+            Trial::test(name, move || {
+                test();
+                Ok(())
+            })
+        })
+        .collect()
+}
+
 /// Runs `trials` as this test binary's whole set (libtest's command line:
 /// filters, `--ignored`, `--list`, `--test-threads`, ...) and exits.
 pub fn run_trials(trials: Vec<Trial>) -> ! {
