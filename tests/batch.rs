@@ -354,7 +354,11 @@ fn a_rank_held_by_two_files_is_warned_of() {
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("more than one file")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
     assert!(warnings[0].starts_with("torchtriage: warning: rank 0 in stage "), "{stderr}");
-    assert_eq!(json_of(&out)["stages"][0]["shared_ranks"], serde_json::json!([0]));
+    let report = json_of(&out);
+    assert_eq!(report["stages"][0]["shared_ranks"], serde_json::json!([0]));
+    // The JSON carries the same line, as a triage report's notes do.
+    let note = warnings[0].strip_prefix("torchtriage: ").unwrap();
+    assert_eq!(report["notes"], serde_json::json!([note]));
     let out = common::run(&["batch", "-q", dir]);
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -244,20 +244,8 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
 /// profiling cycles of one rank, say): the report compares each file as a
 /// rank of its own, so the medians count that rank twice.
 fn warn_shared_ranks(summary: &[StageSummary]) {
-    let shared: Vec<String> = summary
-        .iter()
-        .filter(|s| !s.shared_ranks.is_empty())
-        .map(|s| {
-            let ranks: Vec<String> = s.shared_ranks.iter().map(u64::to_string).collect();
-            format!("{} in stage {}", ranks.join(", "), s.stage)
-        })
-        .collect();
-    if !shared.is_empty() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "torchtriage: warning: rank {} held by more than one file; each file is compared as a rank of its own (batch one profiling cycle at a time)",
-            shared.join("; ")
-        );
+    if let Some(note) = render::shared_ranks_note(summary) {
+        let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
 }
 

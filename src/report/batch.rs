@@ -258,8 +258,29 @@ fn failures_value(failures: &[(&Path, &Error)]) -> Value {
     )
 }
 
+/// The warning for rank numbers that more than one file holds (each file
+/// is still compared as a rank of its own), or `None` when every file has
+/// its own. Printed on stderr and carried in the JSON's `notes`.
+pub fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
+    let shared: Vec<String> = stages
+        .iter()
+        .filter(|s| !s.shared_ranks.is_empty())
+        .map(|s| {
+            let ranks: Vec<String> = s.shared_ranks.iter().map(u64::to_string).collect();
+            format!("{} in stage {}", ranks.join(", "), s.stage)
+        })
+        .collect();
+    (!shared.is_empty()).then(|| {
+        format!(
+            "warning: rank {} held by more than one file; each file is compared as a rank of its own (batch one profiling cycle at a time)",
+            shared.join("; ")
+        )
+    })
+}
+
 /// The summary as pretty JSON.
 pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
+    let notes: Vec<String> = shared_ranks_note(stages).into_iter().collect();
     let stages: Vec<Value> = stages
         .iter()
         .map(|s| {
@@ -302,6 +323,7 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
         "stages": stages,
         "failures": failures_value(info.failures),
         "skipped": info.skipped.iter().map(|(p, why)| json!({"file": p.display().to_string(), "reason": why})).collect::<Vec<_>>(),
+        "notes": notes,
     });
     crate::report::json::pretty(&v)
 }

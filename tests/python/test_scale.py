@@ -25,7 +25,7 @@ SHARED_RANKS = SHARED / "traces" / "param_dlrm_8rank"
 
 # The keys that say what the batch found; `dir`, `jobs` and
 # `memory_budget_bytes` describe how it ran.
-SAME = ["mode", "files", "failed", "straggler_pct", "stages", "failures"]
+SAME = ["mode", "files", "failed", "straggler_pct", "stages", "failures", "notes"]
 
 
 def _same_report(got, want):

@@ -194,21 +194,17 @@ def triage(
         files = [patterns] if isinstance(patterns, (str, bytes, os.PathLike)) else list(patterns)
         args.extend(_option("patterns", _path(f)) for f in files)
     _, report = _run_json(args)
-    for note in report.get("notes", []):
-        # The category says what the command line's "warning: " or
-        # "note: " does.
-        warnings.warn(note.split(": ", 1)[1] if note.startswith(("warning: ", "note: ")) else note, stacklevel=2)
+    _warn_notes(report, 2)
     return report
 
 
-def _warn_shared_ranks(report, stacklevel):
-    shared = ["%s in stage %s" % (", ".join(map(str, s["shared_ranks"])), s["stage"])
-              for s in report.get("stages", []) if s.get("shared_ranks")]
-    if shared:
-        warnings.warn(
-            "rank %s held by more than one file; each file is compared as a rank of its own" % "; ".join(shared),
-            stacklevel=stacklevel + 1,
-        )
+def _warn_notes(report, stacklevel):
+    # The report's notes are the lines the command line prints on stderr.
+    for note in report.get("notes", []):
+        # The category says what the command line's "warning: " or
+        # "note: " does.
+        text = note.split(": ", 1)[1] if note.startswith(("warning: ", "note: ")) else note
+        warnings.warn(text, stacklevel=stacklevel + 1)
 
 
 def stats(path):
@@ -234,7 +230,7 @@ def batch(
     options.append(_option("straggler-pct", repr(float(straggler_pct))))
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         report = _batch(_path(dir_or_paths), jobs, options)
-        _warn_shared_ranks(report, 2)
+        _warn_notes(report, 2)
         return report
     paths = [os.path.abspath(os.fsdecode(os.fspath(p))) for p in dir_or_paths]
     if not paths:
@@ -250,7 +246,7 @@ def batch(
         report = _batch(tmp, jobs, options)
     # The links' folder is gone: name where the traces are instead.
     report["dir"] = os.path.commonpath([os.path.dirname(p) for p in paths])
-    _warn_shared_ranks(report, 2)
+    _warn_notes(report, 2)
     return report
 
 
@@ -325,7 +321,7 @@ def merge(summaries, *, straggler_pct=10.0):
     # The summaries' folder is gone: name where the traces are instead.
     files = [s["file"] for s in summaries if isinstance(s, dict) and isinstance(s.get("file"), str)]
     report["dir"] = os.path.commonpath([os.path.abspath(os.path.dirname(f)) for f in files]) if files else None
-    _warn_shared_ranks(report, 2)
+    _warn_notes(report, 2)
     return report
 
 
