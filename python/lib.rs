@@ -37,18 +37,11 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
     }
 }
 
-/// A command-line parse error as `ValueError`: the message and any list of
-/// possible values, without the usage line and the pointer to `--help`,
-/// which name command-line flags a Python caller never typed.
-fn option_error(e: impl std::fmt::Display) -> PyErr {
-    let text = e.to_string();
-    let kept: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .collect();
-    let joined = kept.join(" ");
-    PyValueError::new_err(joined.strip_prefix("error: ").unwrap_or(&joined).to_string())
+/// A command-line parse error as `ValueError`, in one line without the
+/// pointer to `--help`, which names command-line flags a Python caller
+/// never typed.
+fn option_error(e: torchtriage::cli::ParseError) -> PyErr {
+    PyValueError::new_err(torchtriage::cli::usage_message(&e))
 }
 
 /// Runs `work` on a new thread with the GIL released, checking for signals

@@ -1,6 +1,7 @@
-//! Options that narrow a report: a `--pid-substring` filter that keeps no
-//! process says so on stderr, once per trace, in every command that takes
-//! it; table limits choose what the tables show, not what the JSON holds.
+//! Options: a `--pid-substring` filter that keeps no process says so on
+//! stderr, once per trace, in every command that takes it; table limits
+//! choose what the tables show, not what the JSON holds; a mistyped command
+//! line gets one line on stderr, and a negative number the option's own check.
 
 mod common;
 
@@ -89,5 +90,35 @@ fn the_overlap_table_limit_keeps_every_row_in_json() {
         let (a, l) = (shown(&all), shown(&limited));
         assert!(a.len() > 2, "the fixture's {stage} stage shows more than two rows");
         assert_eq!(l, a[..2].to_vec());
+    }
+}
+
+#[test]
+fn usage_errors_are_one_line_and_exit_2() {
+    let cases: [&[&str]; 4] = [
+        &["triage", "--quite", FIXTURE],
+        &["diff", FIXTURE],
+        &["triage", "--timeline-basis", "x", FIXTURE],
+        &["no-such-command"],
+    ];
+    for args in cases {
+        let out = common::run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
+        assert!(lines[0].starts_with("torchtriage: ") && lines[0].ends_with(" --help'"), "{lines:?}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn a_negative_number_reaches_the_options_own_check() {
+    for (args, want) in [
+        (&["triage", "--min-share", "-1", FIXTURE][..], "torchtriage: --min-share must be a percentage from 0 to 100"),
+        (&["diff", "--gate", "-3", FIXTURE, FIXTURE][..], "torchtriage: --gate must be a non-negative number"),
+    ] {
+        let out = common::run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr_lines(&out), vec![want.to_string()], "{args:?}");
     }
 }
