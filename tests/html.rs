@@ -188,7 +188,13 @@ fn triage_counts(v: &Value) -> (usize, usize) {
     }
     let rendered = |rows: &[Value]| rows.iter().filter(|r| r["rendered"] == Value::Bool(true)).count();
     let kernel_rows: usize = arr(&v["kernel_tables"]).iter().map(|t| rendered(arr(&t["rows"]))).sum();
-    let rows = kernel_rows + rendered(arr(&v["overlap"])) + arr(&v["fuse"]).len();
+    // Each stage's idle time by stream, a row per GPU and stream.
+    let idle_rows: usize = arr(&v["timeline"]["stages"])
+        .iter()
+        .flat_map(|s| arr(&s["gpus"]))
+        .map(|g| arr(&g["idle_by_stream"]).len())
+        .sum();
+    let rows = kernel_rows + rendered(arr(&v["overlap"])) + arr(&v["fuse"]).len() + idle_rows;
     (timeline_charts + kernel_charts, rows)
 }
 

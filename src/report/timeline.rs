@@ -54,6 +54,8 @@ pub(crate) fn idle_cause(stage: &StageTimeline) -> &'static str {
     }
     if host + kernel + other <= 0.0 {
         "none"
+    } else if stage.launch.clock_offset_us.is_some() {
+        "cause not judged: the CPU's and GPU's clocks look offset"
     } else if host >= kernel && host >= other {
         "waiting for the host"
     } else if kernel >= other {
@@ -82,9 +84,15 @@ pub fn verdict_line(stage: &StageTimeline) -> String {
             "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle})",
             pct(v.exposed_comm_pct)
         ),
-        VerdictKind::GpuIdle => format!(
-            "{name}: GPU idle {idle} of the window, {host} points of it waiting for the host → GPU idle on other waits (synchronization, data, the previous kernel)"
-        ),
+        VerdictKind::GpuIdle => match v.clock_offset_us {
+            Some(offset) => format!(
+                "{name}: GPU idle {idle} of the window → GPU idle; waits for the host not judged: {}",
+                clock_offset_text(offset)
+            ),
+            None => format!(
+                "{name}: GPU idle {idle} of the window, {host} points of it waiting for the host → GPU idle on other waits (synchronization, data, the previous kernel)"
+            ),
+        },
         VerdictKind::GpuBound => {
             format!("{name}: GPU busy, idle {idle} of the window → GPU-bound: the kernels themselves are the time to cut")
         }
@@ -197,13 +205,26 @@ pub(crate) fn step_source_name(s: StepSource) -> &'static str {
     }
 }
 
-fn launch_line(stage: &StageTimeline) -> String {
+/// Why launch delays and host waits cannot be trusted when the CPU's and
+/// the GPU's clocks look `offset_us` apart.
+pub(crate) fn clock_offset_text(offset_us: f64) -> String {
+    let shown = format_ms(offset_us.abs());
+    if offset_us > 0.0 {
+        format!("the CPU's and GPU's clocks look offset (no kernel starts sooner than {shown} after its launch call ends), so launch delays and host waits compare two clocks")
+    } else {
+        format!("the CPU's and GPU's clocks look offset (a kernel starts {shown} before its launch call), so launch delays and host waits compare two clocks")
+    }
+}
+
+/// The launch-overhead line of a stage.
+pub(crate) fn launch_line(stage: &StageTimeline) -> String {
     let l = &stage.launch;
     if l.kernels == 0 {
         return "Launch: no kernel matched a launch call (no runtime events, or CUDA graphs)".into();
     }
+    let caveat = l.clock_offset_us.map_or_else(String::new, |o| format!("; {}", clock_offset_text(o)));
     format!(
-        "Launch: {} launch calls for {} kernels, {} of CPU time in them; launch delay p50 {} / p90 {} / p99 {}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",
+        "Launch: {} launch calls for {} kernels, {} of CPU time in them; launch delay p50 {} / p90 {} / p99 {}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step{caveat}",
         l.launches,
         l.kernels,
         format_ms(l.cpu_us),
@@ -217,7 +238,8 @@ fn launch_line(stage: &StageTimeline) -> String {
     )
 }
 
-fn steps_line(stage: &StageTimeline) -> String {
+/// The steps line of a stage.
+pub(crate) fn steps_line(stage: &StageTimeline) -> String {
     let s = &stage.steps;
     let Some(source) = s.source else {
         return "Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)".into();

@@ -3,14 +3,26 @@
 //! categories whose name contains `launch`, such as older profilers'
 //! `Runtime` category; a CUDA-graph launch counts once however many kernels
 //! it starts), the launch delay (kernel start − launch end,
-//! at least 0), median kernel and launch durations, and the share of
-//! kernels shorter than their own launch call.
+//! at least 0), median kernel and launch durations, the share of
+//! kernels shorter than their own launch call, and whether the CPU's and
+//! the GPU's clocks look offset from each other (no kernel starts within
+//! [`CLOCK_OFFSET_US`] of its launch call's end, or one starts more than that
+//! before its launch call).
 
 use super::corr::CorrTable;
 use super::events::EventSet;
 use super::intervals::{percentiles, Sum};
 use super::types::LaunchStats;
 use crate::columns::Trace;
+
+/// Gap (µs) between launch calls and their kernels that one clock cannot
+/// explain. On a shared clock some kernel of a trace starts within tens of
+/// µs of its launch call's end (the one launched onto an idle GPU), and
+/// none starts before its launch call.
+pub const CLOCK_OFFSET_US: f64 = 1000.0;
+
+/// Matched kernels a trace needs before its clocks are judged.
+pub const CLOCK_OFFSET_MIN_KERNELS: u64 = 10;
 
 /// Launch call per correlation (the last launch row of a correlation wins,
 /// launch rows over runtime rows), as a dense row index: launch rows
@@ -60,8 +72,9 @@ impl LaunchIndex {
 /// 16 bytes a match, in two arrays that every stage's statistics and the
 /// whole trace's share (a stage's values are a slice of them).
 pub(crate) struct Matches {
-    /// Kernel start − launch end, at least 0; stage 0's matches first, in
-    /// event order, then stage 1's and stage 2's.
+    /// Kernel start − launch end (negative when the kernel starts before
+    /// the call ends); stage 0's matches first, in event order, then stage
+    /// 1's and stage 2's.
     delays: Vec<f64>,
     /// Kernel durations, in the same order.
     kernel_durs: Vec<f64>,
@@ -73,6 +86,9 @@ pub(crate) struct Matches {
     seen: [Vec<u64>; 3],
     /// Events per stage code, matched or not.
     kernels: [u64; 3],
+    /// The smallest kernel start − launch start over every match: below 0
+    /// a kernel started before the call that launched it.
+    earliest_start: f64,
     clock: super::events::Clock,
 }
 
@@ -93,6 +109,7 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     let words = (trace.launches.len() + trace.runtime.len()).div_ceil(64);
     let mut seen: [Vec<u64>; 3] = std::array::from_fn(|_| vec![0u64; words]);
     let mut short = [0u64; 3];
+    let mut earliest_start = f64::INFINITY;
     for e in &set.events {
         let Some(corr) = k.correlation.get(e.row as usize) else { continue };
         let Some(launch) = index.get(corr) else { continue };
@@ -103,7 +120,8 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
         }
         let s = e.stage().code() as usize;
         let kernel_dur = e.end - e.start;
-        delays[fill[s]] = (e.start - le).max(0.0);
+        delays[fill[s]] = e.start - le;
+        earliest_start = earliest_start.min(e.start - ls);
         kernel_durs[fill[s]] = kernel_dur;
         fill[s] += 1;
         short[s] += u64::from(kernel_dur < le - ls);
@@ -119,7 +137,25 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     }
     delays.truncate(end);
     kernel_durs.truncate(end);
-    Matches { delays, kernel_durs, counts, short, seen, kernels, clock: set.clock }
+    Matches { delays, kernel_durs, counts, short, seen, kernels, earliest_start, clock: set.clock }
+}
+
+/// The clocks' apparent offset from the matches: the smallest launch delay
+/// when it is over [`CLOCK_OFFSET_US`] (the GPU's clock runs late), or the
+/// smallest kernel start − launch start when it is under minus that (early);
+/// `None` when the clocks agree or too few kernels match to tell.
+fn clock_offset(delays: &[f64], earliest_start: f64) -> Option<f64> {
+    if (delays.len() as u64) < CLOCK_OFFSET_MIN_KERNELS {
+        return None;
+    }
+    let least = delays.iter().copied().fold(f64::INFINITY, f64::min);
+    if least > CLOCK_OFFSET_US {
+        Some(least)
+    } else if earliest_start < -CLOCK_OFFSET_US {
+        Some(earliest_start)
+    } else {
+        None
+    }
 }
 
 /// Launch statistics per stage code and of every event, from the
@@ -132,7 +168,11 @@ pub(crate) fn stats_by_stage(
     all_steps: u64,
 ) -> ([LaunchStats; 3], LaunchStats) {
     use rayon::prelude::*;
-    let Matches { mut delays, mut kernel_durs, counts, short, seen, kernels, clock } = m;
+    let Matches { mut delays, mut kernel_durs, counts, short, seen, kernels, earliest_start, clock } = m;
+    // The offset is the trace's clocks', so every stage gets the whole
+    // trace's; the delays shown are at least 0.
+    let offset = clock_offset(&delays, earliest_start);
+    delays.iter_mut().for_each(|d| *d = d.max(0.0));
     let mut all_seen = seen[0].clone();
     for part in &seen[1..] {
         all_seen.iter_mut().zip(part).for_each(|(w, b)| *w |= b);
@@ -150,12 +190,13 @@ pub(crate) fn stats_by_stage(
             .zip(seen.par_iter())
             .enumerate()
             .map(|(s, ((d, k), seen))| {
-                Part { delays: d, kernel_durs: k, short: short[s], seen }.finish(trace, clock, kernels[s], steps[s])
+                Part { delays: d, kernel_durs: k, short: short[s], seen }
+                    .finish(trace, clock, kernels[s], steps[s], offset)
             })
             .collect()
     };
     let whole = Part { delays: &mut delays, kernel_durs: &mut kernel_durs, short: short.iter().sum(), seen: &all_seen }
-        .finish(trace, clock, kernels.iter().sum(), all_steps);
+        .finish(trace, clock, kernels.iter().sum(), all_steps, offset);
     let mut out = [LaunchStats::default(), LaunchStats::default(), LaunchStats::default()];
     for (slot, st) in out.iter_mut().zip(per) {
         *slot = st;
@@ -174,8 +215,16 @@ struct Part<'a> {
 
 impl Part<'_> {
     /// The statistics; `stage_kernels` counts every event of the stage,
-    /// matched or not, and `steps` its steps.
-    fn finish(self, trace: &Trace, clock: super::events::Clock, stage_kernels: u64, steps: u64) -> LaunchStats {
+    /// matched or not, `steps` its steps and `clock_offset_us` the trace's
+    /// apparent clock offset.
+    fn finish(
+        self,
+        trace: &Trace,
+        clock: super::events::Clock,
+        stage_kernels: u64,
+        steps: u64,
+        clock_offset_us: Option<f64>,
+    ) -> LaunchStats {
         let matched = self.kernel_durs.len() as u64;
         // Each launch call once (a graph launch starts many kernels), in row
         // order, so that the sum is the same on every run.
@@ -206,6 +255,7 @@ impl Part<'_> {
             launch_p50_us,
             short_kernel_pct: (matched > 0).then(|| 100.0 * self.short as f64 / matched as f64),
             kernels_per_step: (steps > 0).then(|| stage_kernels as f64 / steps as f64),
+            clock_offset_us,
         }
     }
 }

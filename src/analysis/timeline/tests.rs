@@ -438,3 +438,56 @@ fn percentiles_by_selection_equal_percentiles_of_the_sorted_values() {
         assert!(want.iter().zip(&got).all(|(w, g)| same(*w, *g)), "round {round}: {want:?} vs {got:?}");
     }
 }
+
+/// `n` kernels each starting `after` µs after its launch call ends (the
+/// calls 100 µs apart, 2 µs long) and running 50 µs, so the GPU is idle
+/// half the time.
+fn launched(n: i64, after: f64) -> Vec<String> {
+    let mut ev = Vec::new();
+    for i in 0..n {
+        let ts = 100.0 * i as f64;
+        ev.push(launch(ts, 2.0, i + 1));
+        ev.push(kernel("k", ts + 2.0 + after, 50.0, 7, i + 1));
+    }
+    ev
+}
+
+#[test]
+fn clocks_that_agree_have_no_offset() {
+    let tl = run(&trace_of(&launched(20, 5.0)), Basis::Trace);
+    assert_eq!(tl.launch.clock_offset_us, None);
+    assert_eq!(tl.stages[0].verdict.kind, VerdictKind::CpuLaunchBound);
+}
+
+#[test]
+fn a_gpu_clock_running_late_is_an_offset_and_host_waits_are_not_judged() {
+    // Every kernel starts 5 ms after its launch call, although the GPU
+    // sits idle half the time: one clock cannot say that.
+    let tl = run(&trace_of(&launched(20, 5000.0)), Basis::Trace);
+    assert!(close(tl.launch.clock_offset_us.unwrap(), 5000.0), "{:?}", tl.launch);
+    // Every stage carries the trace's offset, and its verdict does not
+    // blame the host.
+    let stage = &tl.stages[0];
+    assert_eq!(stage.launch.clock_offset_us, tl.launch.clock_offset_us);
+    assert_eq!((stage.verdict.kind, stage.verdict.clock_offset_us), (VerdictKind::GpuIdle, tl.launch.clock_offset_us));
+    // The delays shown are still the measured ones.
+    assert!(close(stage.launch.delay_p50_us.unwrap(), 5000.0));
+}
+
+#[test]
+fn a_kernel_starting_before_its_launch_call_is_an_offset() {
+    let mut ev = launched(20, 5.0);
+    // One kernel 3 ms before its launch call began.
+    ev.push(launch(10_000.0, 2.0, 99));
+    ev.push(kernel("early", 7_000.0, 1.0, 7, 99));
+    let tl = run(&trace_of(&ev), Basis::Trace);
+    assert!(close(tl.launch.clock_offset_us.unwrap(), -3000.0), "{:?}", tl.launch);
+    // The delay shown for it is 0, as before.
+    assert!(tl.launch.delay_p50_us.unwrap() >= 0.0);
+}
+
+#[test]
+fn too_few_matched_kernels_are_not_judged() {
+    let tl = run(&trace_of(&launched(9, 5000.0)), Basis::Trace);
+    assert_eq!(tl.launch.clock_offset_us, None);
+}

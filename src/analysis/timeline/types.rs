@@ -157,6 +157,13 @@ pub struct LaunchStats {
     pub short_kernel_pct: Option<f64>,
     /// The stage's kernels per step; `None` without steps.
     pub kernels_per_step: Option<f64>,
+    /// How far apart the CPU's and the GPU's clocks look, over the whole
+    /// trace: the smallest launch delay when no kernel starts within a
+    /// millisecond of its launch call's end, or the most negative kernel
+    /// start − launch start when one starts more than a millisecond before
+    /// its launch call; `None` when the clocks agree. Launch delays and
+    /// host waits then compare times of two clocks.
+    pub clock_offset_us: Option<f64>,
 }
 
 /// Which annotations delimit the steps (iterations) of a trace.
@@ -223,4 +230,7 @@ pub struct Verdict {
     pub exposed_comm_pct: Option<f64>,
     pub kernel_p50_us: Option<f64>,
     pub launch_p50_us: Option<f64>,
+    /// The trace's apparent clock offset ([`LaunchStats::clock_offset_us`]):
+    /// when set, host waits were not judged.
+    pub clock_offset_us: Option<f64>,
 }

@@ -10,6 +10,10 @@
 //! 3. `exposed` ≥ [`EXPOSED_COMM_PCT`] → [`VerdictKind::CommunicationBound`];
 //! 4. `idle` ≥ [`IDLE_BOUND_PCT`] → [`VerdictKind::GpuIdle`] (other waits);
 //! 5. otherwise [`VerdictKind::GpuBound`].
+//!
+//! Rule 2 is skipped when the CPU's and the GPU's clocks look offset
+//! ([`LaunchStats::clock_offset_us`]): a host wait compares a launch call's
+//! time with the GPU's, which two clocks cannot tell.
 
 use super::intervals::Sum;
 use super::types::{Figures, LaunchStats, Verdict, VerdictKind};
@@ -40,7 +44,7 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
     let (i, h, x) = (idle_pct.unwrap_or(0.0), host_pct.unwrap_or(0.0), exposed_pct.unwrap_or(0.0));
     let kind = if kernels == 0 {
         VerdictKind::NoGpuKernels
-    } else if i >= IDLE_BOUND_PCT && h >= HOST_WAIT_SHARE * i {
+    } else if i >= IDLE_BOUND_PCT && h >= HOST_WAIT_SHARE * i && launch.clock_offset_us.is_none() {
         VerdictKind::CpuLaunchBound
     } else if x >= EXPOSED_COMM_PCT {
         VerdictKind::CommunicationBound
@@ -57,6 +61,7 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         exposed_comm_pct: exposed_pct,
         kernel_p50_us: launch.kernel_p50_us,
         launch_p50_us: launch.launch_p50_us,
+        clock_offset_us: launch.clock_offset_us,
     }
 }
 
@@ -97,6 +102,15 @@ mod tests {
         // Two GPUs: 30 of 200 idle (15%) is GPU-bound although one GPU is 30% idle.
         let v = decide(&[fig(100.0, 30.0, 0.0, 0.0), fig(100.0, 0.0, 0.0, 0.0)], &LaunchStats::default());
         assert_eq!((v.kind, v.idle_pct, v.window_us), (VerdictKind::GpuBound, Some(15.0), 200.0));
+    }
+
+    #[test]
+    fn offset_clocks_leave_host_waits_unjudged() {
+        let offset = LaunchStats { clock_offset_us: Some(146_000.0), ..LaunchStats::default() };
+        let v = decide(&[fig(100.0, 38.0, 31.0, 0.0)], &offset);
+        assert_eq!((v.kind, v.clock_offset_us), (VerdictKind::GpuIdle, Some(146_000.0)));
+        // Communication is judged on the GPU's clock alone.
+        assert_eq!(decide(&[fig(100.0, 38.0, 31.0, 25.0)], &offset).kind, VerdictKind::CommunicationBound);
     }
 
     #[test]

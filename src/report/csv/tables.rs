@@ -99,6 +99,8 @@ const STAGES: &[&str] = &[
     "verdict.exposed_comm_pct",
     "verdict.kernel_p50_us",
     "verdict.launch_p50_us",
+    "launch.clock_offset_us",
+    "verdict.clock_offset_us",
 ];
 const RANKS: &[&str] = &[
     "stage",

@@ -29,6 +29,7 @@ fn verdict() -> Verdict {
         exposed_comm_pct: None,
         kernel_p50_us: None,
         launch_p50_us: None,
+        clock_offset_us: None,
     }
 }
 

@@ -1,14 +1,15 @@
 //! The triage page: header, headline, per stage the timeline as a stacked
 //! bar (compute, exposed communication, memory, other busy time, and idle
-//! time by cause) with its legend, a chart of the top kernels' shares, then
-//! the kernel, overlap and fuse tables (the rows the markdown shows).
+//! time by cause) with its legend, idle time by stream, launch overhead and
+//! steps, a chart of the top kernels' shares, then the kernel, overlap and
+//! fuse tables (the rows the markdown shows).
 
 use std::fmt::Write;
 
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::StageTimeline;
 use crate::report::model::{Compat, TriageReport};
-use crate::report::timeline::{headline, stage_sum, verdict_line};
+use crate::report::timeline::{headline, launch_line, stage_sum, steps_line, verdict_line};
 
 use super::svg::{hbars, stacked_bar, Bar, Segment};
 use super::{esc, finite, legend, ms, page, Cell, Table};
@@ -79,6 +80,28 @@ fn timeline_section(out: &mut String, stage: &StageTimeline) {
         })
         .collect();
     out.push_str(&legend(&entries));
+    let mut idle = Table::new(&[
+        ("GPU (pid)", false),
+        ("Stream", false),
+        ("Host wait", true),
+        ("Kernel wait", true),
+        ("Other", true),
+    ]);
+    for g in &stage.gpus {
+        for s in &g.figures.idle_by_stream {
+            idle.push(vec![
+                Cell::text(g.pid.clone()),
+                Cell::text(s.stream.clone()),
+                Cell::num(ms(s.host_wait_us), s.host_wait_us),
+                Cell::num(ms(s.kernel_wait_us), s.kernel_wait_us),
+                Cell::num(ms(s.other_us), s.other_us),
+            ]);
+        }
+    }
+    let _ = writeln!(out, "<h3>Idle time by stream</h3>");
+    out.push_str(&idle.html("No idle gaps between kernels."));
+    let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&launch_line(stage)));
+    let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&steps_line(stage)));
 }
 
 fn top_kernels(out: &mut String, r: &TriageReport, stage: Stage) {

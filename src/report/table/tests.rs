@@ -55,6 +55,7 @@ fn verdict() -> Verdict {
         exposed_comm_pct: Some(2.0),
         kernel_p50_us: Some(4.0),
         launch_p50_us: Some(9.0),
+        clock_offset_us: None,
     }
 }
 

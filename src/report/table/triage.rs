@@ -11,7 +11,7 @@ use crate::analysis::stage::Stage;
 use crate::analysis::timeline::{StageTimeline, Timeline};
 use crate::report::markdown::{dependency_risk_label, fixed};
 use crate::report::model::{Mode, TriageReport};
-use crate::report::timeline::{idle_cause, stage_sum, step_source_name, verdict_line};
+use crate::report::timeline::{clock_offset_text, idle_cause, stage_sum, step_source_name, verdict_line};
 
 use super::layout::{Column, Table};
 use super::names::{display_name, shorten_middle};
@@ -154,7 +154,11 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     add("median launch call (µs)", opt1(l.launch_p50_us));
     add("kernels shorter than launch (%)", opt1(l.short_kernel_pct));
     add("kernels per step", opt1(l.kernels_per_step));
+    add("CPU/GPU clock offset (ms)", opt_ms(l.clock_offset_us));
     o.table(&t);
+    if let Some(offset) = l.clock_offset_us {
+        o.text(&format!("Clocks: {}.", clock_offset_text(offset)));
+    }
     match s.source {
         Some(src) => o.text(&format!("Steps from {}.", step_source_name(src))),
         None => o.text("Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)."),

@@ -1,0 +1,49 @@
+//! The CPU's and the GPU's clocks: a bundled trace whose GPU timestamps run
+//! 146 ms behind its launch calls is reported as offset, with its launch
+//! delays and host waits caveated in every format; traces on one clock are
+//! not.
+
+mod common;
+
+use serde_json::Value;
+
+const OFFSET: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/tracelens/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz"
+);
+const ONE_CLOCK: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/traces/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz"
+);
+
+fn report(trace: &str, format: &str) -> String {
+    let out = common::run(&["-q", "triage", "--format", format, trace]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn an_offset_trace_says_so_in_json_and_text() {
+    let v: Value = serde_json::from_str(&report(OFFSET, "json")).unwrap();
+    let tl = &v["timeline"];
+    // No kernel starts sooner than 146.39 ms after its launch call ends
+    // (the smallest kernel start − launch end in the file).
+    let offset = tl["launch"]["clock_offset_us"].as_f64().unwrap();
+    assert!((146_380.0..146_390.0).contains(&offset), "{offset}");
+    for stage in tl["stages"].as_array().unwrap() {
+        assert_eq!(stage["launch"]["clock_offset_us"].as_f64(), Some(offset));
+        assert_eq!(stage["verdict"]["clock_offset_us"].as_f64(), Some(offset));
+    }
+    for format in ["markdown", "table", "html"] {
+        let text = report(OFFSET, format);
+        assert!(text.contains("clocks look offset"), "{format}");
+    }
+}
+
+#[test]
+fn a_trace_on_one_clock_has_no_offset() {
+    let v: Value = serde_json::from_str(&report(ONE_CLOCK, "json")).unwrap();
+    assert!(v["timeline"]["launch"]["kernels"].as_u64().unwrap() > 100);
+    assert_eq!(v["timeline"]["launch"]["clock_offset_us"], Value::Null);
+    assert!(!report(ONE_CLOCK, "markdown").contains("clocks look offset"));
+}
