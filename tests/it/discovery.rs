@@ -3,7 +3,7 @@
 //! files are found in directories like gzip ones, and `-` reads a trace
 //! from standard input for `triage`, as does a path that names a pipe.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! has a test here showing our behaviour and, where a compatibility switch
 //! exists, the reference's.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -1,7 +1,7 @@
 //! `--format csv --output DIR`: every table read back with a CSV reader
 //! equals the JSON report's rows.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! keeps the reference's SGLang fallback, serving traces keep their
 //! framework, and `generic` is a framework pattern files may name.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use torchtriage::analysis::framework::Framework;

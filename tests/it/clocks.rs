@@ -3,7 +3,7 @@
 //! delays and host waits caveated in every format; traces on one clock are
 //! not.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

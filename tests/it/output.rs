@@ -1,6 +1,6 @@
 //! `--output FILE`: the same report as stdout, written whole or not at all.
 
-mod common;
+use crate::common;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
 

@@ -1,7 +1,7 @@
 //! `torchtriage diff BASE NEW`: the comparison, its JSON and the gate's
 //! exit codes, through the binary.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

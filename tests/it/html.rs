@@ -8,7 +8,7 @@
 //! report "not run" (and fail under `CI=true`), as they do when Chromium
 //! is missing. The bundled-trace case always runs its static checks.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! through the general path) and rewritten with no whitespace at all,
 //! gives the same `triage` JSON and the same `stats` as the original.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Bad input to `stats`: each case exits 2 with one line on stderr naming
 //! the file and the byte offset, and prints nothing on stdout.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! choose what the tables show, not what the JSON holds; a mistyped command
 //! line gets one line on stderr, and a negative number the option's own check.
 
-mod common;
+use crate::common;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
 

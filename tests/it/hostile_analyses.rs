@@ -5,7 +5,7 @@
 //! for a batch with failures), within the time and memory limits of
 //! `tests/common/measure.rs`; never a panic.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};

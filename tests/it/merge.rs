@@ -2,7 +2,7 @@
 //! written anywhere (one batch, or one job per trace), merge into the
 //! report `batch` prints.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
