@@ -1,7 +1,7 @@
 //! The CPU's and the GPU's clocks: a bundled trace whose GPU timestamps run
 //! 146 ms behind its launch calls is reported as offset, with its launch
-//! delays and host waits caveated in every format; traces on one clock are
-//! not.
+//! delays and host waits caveated in every format and its launch delay left
+//! out of a diff; traces on one clock are not.
 
 use crate::common;
 
@@ -46,4 +46,23 @@ fn a_trace_on_one_clock_has_no_offset() {
     assert!(v["timeline"]["launch"]["kernels"].as_u64().unwrap() > 100);
     assert_eq!(v["timeline"]["launch"]["clock_offset_us"], Value::Null);
     assert!(!report(ONE_CLOCK, "markdown").contains("clocks look offset"));
+}
+
+/// The launch delay of each side's stages in a diff of `trace` against itself.
+fn diffed_delays(trace: &str) -> Vec<Value> {
+    let out = common::run(&["-q", "diff", "--format", "json", trace, trace]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stages = v["stages"].as_array().unwrap();
+    assert!(!stages.is_empty());
+    stages
+        .iter()
+        .flat_map(|s| ["base", "new", "delta"].map(|side| s["timeline"][side]["launch_delay_p50_us"].clone()))
+        .collect()
+}
+
+#[test]
+fn a_diff_does_not_compare_launch_delays_across_two_clocks() {
+    assert!(diffed_delays(OFFSET).iter().all(Value::is_null));
+    assert!(diffed_delays(ONE_CLOCK).iter().all(Value::is_number));
 }

@@ -24,7 +24,8 @@ impl StageFigures {
             f.steps = (t.steps.count > 0).then_some(t.steps.count as f64);
             f.step_p50_us = t.steps.p50_us;
             f.step_p90_us = t.steps.p90_us;
-            f.launch_delay_p50_us = t.launch.delay_p50_us;
+            // A delay measured across two clocks is not compared.
+            f.launch_delay_p50_us = t.launch.delay_p50_us.filter(|_| t.launch.clock_offset_us.is_none());
             f.kernels_per_step = t.launch.kernels_per_step;
             let busiest = t.gpus.iter().map(|g| g.figures.busy_us).fold(0.0, f64::max);
             let steps_total = t.steps.mean_us.map_or(0.0, |m| m * t.steps.count as f64);
