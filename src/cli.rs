@@ -102,6 +102,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
 /// lists under it (missing arguments, possible values) and its tip, without
 /// the usage block and the pointer to `--help`.
 pub fn usage_message(e: &ParseError) -> String {
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        // clap renders the whole help here; its first line is the tagline.
+        use clap::CommandFactory as _;
+        let names: Vec<String> =
+            Cli::command().get_subcommands().map(|c| c.get_name().to_string()).filter(|n| n != "help").collect();
+        return format!("a command is required: {}", names.join(", "));
+    }
     let text = e.render().to_string();
     let mut lines = text.lines().map(str::trim);
     let first = lines.next().unwrap_or_default();
@@ -148,10 +155,11 @@ mod tests {
 
     #[test]
     fn usage_errors_are_one_line_with_their_items_and_tip() {
-        let cases: [(&[&str], &str); 5] = [
+        let cases: [(&[&str], &str); 6] = [
             (&["diff"], "the following required arguments were not provided: <BASE>, <NEW>; see 'torchtriage diff --help'"),
             (&["triage", "--quite", "f"], "unexpected argument '--quite' found (a similar argument exists: '--quiet'); see 'torchtriage triage --help'"),
             (&["bogus"], "unrecognized subcommand 'bogus'; see 'torchtriage --help'"),
+            (&[], "a command is required: stats, triage, batch, diff, merge, patterns; see 'torchtriage --help'"),
             (&["-q", "triage", "-o"], "a value is required for '--output <PATH>' but none was supplied; see 'torchtriage triage --help'"),
             (&["triage", "--min-share", "abc", "f"], "invalid value 'abc' for '--min-share <MIN_SHARE>': invalid float literal; see 'torchtriage triage --help'"),
         ];

@@ -353,7 +353,7 @@ fn a_rank_held_by_two_files_is_warned_of() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("more than one file")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
-    assert!(warnings[0].starts_with("torchtriage: warning: rank 0 in stage "), "{stderr}");
+    assert!(warnings[0].starts_with("torchtriage: warning: rank 0 in stages extend and decode held by "), "{stderr}");
     let report = json_of(&out);
     assert_eq!(report["stages"][0]["shared_ranks"], serde_json::json!([0]));
     // The JSON carries the same line, as a triage report's notes do.
@@ -361,6 +361,9 @@ fn a_rank_held_by_two_files_is_warned_of() {
     assert_eq!(report["notes"], serde_json::json!([note]));
     let out = common::run(&["batch", "-q", dir]);
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The HTML page says it too.
+    let out = common::run(&["batch", "-q", "--format", "html", dir]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("held by more than one file"));
 }
 
 /// A failed file whose name holds a line break: the markdown list keeps it

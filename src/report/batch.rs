@@ -262,20 +262,27 @@ fn failures_value(failures: &[(&Path, &Error)]) -> Value {
 /// is still compared as a rank of its own), or `None` when every file has
 /// its own. Printed on stderr and carried in the JSON's `notes`.
 pub fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
-    let shared: Vec<String> = stages
+    // Each rank once, with the stages it is shared in.
+    let mut by_rank: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
+    for s in stages {
+        for &rank in &s.shared_ranks {
+            by_rank.entry(rank).or_default().push(s.stage.as_str());
+        }
+    }
+    if by_rank.is_empty() {
+        return None;
+    }
+    let items: Vec<String> = by_rank
         .iter()
-        .filter(|s| !s.shared_ranks.is_empty())
-        .map(|s| {
-            let ranks: Vec<String> = s.shared_ranks.iter().map(u64::to_string).collect();
-            format!("{} in stage {}", ranks.join(", "), s.stage)
+        .map(|(rank, in_stages)| match in_stages.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("rank {rank} in stages {} and {last}", rest.join(", ")),
+            _ => format!("rank {rank} in stage {}", in_stages.join("")),
         })
         .collect();
-    (!shared.is_empty()).then(|| {
-        format!(
-            "warning: rank {} held by more than one file; each file is compared as a rank of its own (batch one profiling cycle at a time)",
-            shared.join("; ")
-        )
-    })
+    Some(format!(
+        "warning: {} held by more than one file; each file is compared as a rank of its own (batch one profiling cycle at a time)",
+        items.join(", ")
+    ))
 }
 
 /// The summary as pretty JSON.
@@ -387,7 +394,34 @@ fn size_text(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::size_text;
+    use super::{shared_ranks_note, size_text};
+    use crate::analysis::ranks::StageSummary;
+    use crate::analysis::stage::Stage;
+
+    fn shared(stage: Stage, ranks: &[u64]) -> StageSummary {
+        StageSummary {
+            stage,
+            rows: Vec::new(),
+            median_busy_us: 0.0,
+            median_compute_us: 0.0,
+            median_exposed_comm_us: 0.0,
+            slow_rank: None,
+            shared_ranks: ranks.to_vec(),
+            kernels: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_shared_ranks_note_names_each_rank_once_with_its_stages() {
+        assert_eq!(shared_ranks_note(&[shared(Stage::Extend, &[])]), None);
+        let note = shared_ranks_note(&[shared(Stage::Extend, &[0, 3]), shared(Stage::Decode, &[0])]).unwrap();
+        assert!(
+            note.starts_with(
+                "warning: rank 0 in stages extend and decode, rank 3 in stage extend held by more than one file; "
+            ),
+            "{note}"
+        );
+    }
 
     #[test]
     fn a_budget_under_a_gib_is_given_in_mib() {

@@ -222,15 +222,18 @@ pub(crate) fn launch_line(stage: &StageTimeline) -> String {
     if l.kernels == 0 {
         return "Launch: no kernel matched a launch call (no runtime events, or CUDA graphs)".into();
     }
-    let caveat = l.clock_offset_us.map_or_else(String::new, |o| format!("; {}", clock_offset_text(o)));
+    // Delays across two clocks are not shown.
+    let delays = match l.clock_offset_us {
+        Some(offset) => format!("launch delay not shown: {}", clock_offset_text(offset)),
+        None => {
+            format!("launch delay p50 {} / p90 {} / p99 {}", us(l.delay_p50_us), us(l.delay_p90_us), us(l.delay_p99_us))
+        }
+    };
     format!(
-        "Launch: {} launch calls for {} kernels, {} of CPU time in them; launch delay p50 {} / p90 {} / p99 {}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step{caveat}",
+        "Launch: {} launch calls for {} kernels, {} of CPU time in them; {delays}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",
         l.launches,
         l.kernels,
         format_ms(l.cpu_us),
-        us(l.delay_p50_us),
-        us(l.delay_p90_us),
-        us(l.delay_p99_us),
         us(l.kernel_p50_us),
         us(l.launch_p50_us),
         pct(l.short_kernel_pct),

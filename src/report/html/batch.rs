@@ -35,6 +35,9 @@ pub fn render(v: BatchView<'_>) -> String {
         info.failures.len(),
         info.straggler_pct
     );
+    if let Some(note) = crate::report::batch::shared_ranks_note(v.stages) {
+        let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(note.strip_prefix("warning: ").unwrap_or(&note)));
+    }
     for s in v.stages {
         let _ = writeln!(b, "<h2>Stage {}</h2>", esc(s.stage.label()));
         match s.rows.iter().find(|r| r.role == Some(Role::Slow)) {

@@ -147,9 +147,11 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     add("launch calls", l.launches.to_string());
     add("kernels matched to a launch", l.kernels.to_string());
     add("launch CPU time (ms)", ms(l.cpu_us));
-    add("launch delay p50 (µs)", opt1(l.delay_p50_us));
-    add("launch delay p90 (µs)", opt1(l.delay_p90_us));
-    add("launch delay p99 (µs)", opt1(l.delay_p99_us));
+    // Delays across two clocks are not shown (the line under the table says why).
+    let delay = |d: Option<f64>| opt1(d.filter(|_| l.clock_offset_us.is_none()));
+    add("launch delay p50 (µs)", delay(l.delay_p50_us));
+    add("launch delay p90 (µs)", delay(l.delay_p90_us));
+    add("launch delay p99 (µs)", delay(l.delay_p99_us));
     add("median kernel (µs)", opt1(l.kernel_p50_us));
     add("median launch call (µs)", opt1(l.launch_p50_us));
     add("kernels shorter than launch (%)", opt1(l.short_kernel_pct));
