@@ -72,9 +72,8 @@ impl LaunchIndex {
 /// 16 bytes a match, in two arrays that every stage's statistics and the
 /// whole trace's share (a stage's values are a slice of them).
 pub(crate) struct Matches {
-    /// Kernel start − launch end (negative when the kernel starts before
-    /// the call ends); stage 0's matches first, in event order, then stage
-    /// 1's and stage 2's.
+    /// Kernel start − launch end, at least 0; stage 0's matches first, in
+    /// event order, then stage 1's and stage 2's.
     delays: Vec<f64>,
     /// Kernel durations, in the same order.
     kernel_durs: Vec<f64>,
@@ -86,6 +85,9 @@ pub(crate) struct Matches {
     seen: [Vec<u64>; 3],
     /// Events per stage code, matched or not.
     kernels: [u64; 3],
+    /// The smallest kernel start − launch end over every match, before it
+    /// is taken to at least 0.
+    least_delay: f64,
     /// The smallest kernel start − launch start over every match: below 0
     /// a kernel started before the call that launched it.
     earliest_start: f64,
@@ -109,7 +111,7 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     let words = (trace.launches.len() + trace.runtime.len()).div_ceil(64);
     let mut seen: [Vec<u64>; 3] = std::array::from_fn(|_| vec![0u64; words]);
     let mut short = [0u64; 3];
-    let mut earliest_start = f64::INFINITY;
+    let (mut least_delay, mut earliest_start) = (f64::INFINITY, f64::INFINITY);
     for e in &set.events {
         let Some(corr) = k.correlation.get(e.row as usize) else { continue };
         let Some(launch) = index.get(corr) else { continue };
@@ -120,7 +122,8 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
         }
         let s = e.stage().code() as usize;
         let kernel_dur = e.end - e.start;
-        delays[fill[s]] = e.start - le;
+        delays[fill[s]] = (e.start - le).max(0.0);
+        least_delay = least_delay.min(e.start - le);
         earliest_start = earliest_start.min(e.start - ls);
         kernel_durs[fill[s]] = kernel_dur;
         fill[s] += 1;
@@ -137,20 +140,19 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     }
     delays.truncate(end);
     kernel_durs.truncate(end);
-    Matches { delays, kernel_durs, counts, short, seen, kernels, earliest_start, clock: set.clock }
+    Matches { delays, kernel_durs, counts, short, seen, kernels, least_delay, earliest_start, clock: set.clock }
 }
 
 /// The clocks' apparent offset from the matches: the smallest launch delay
 /// when it is over [`CLOCK_OFFSET_US`] (the GPU's clock runs late), or the
 /// smallest kernel start − launch start when it is under minus that (early);
 /// `None` when the clocks agree or too few kernels match to tell.
-fn clock_offset(delays: &[f64], earliest_start: f64) -> Option<f64> {
-    if (delays.len() as u64) < CLOCK_OFFSET_MIN_KERNELS {
+fn clock_offset(matched: usize, least_delay: f64, earliest_start: f64) -> Option<f64> {
+    if (matched as u64) < CLOCK_OFFSET_MIN_KERNELS {
         return None;
     }
-    let least = delays.iter().copied().fold(f64::INFINITY, f64::min);
-    if least > CLOCK_OFFSET_US {
-        Some(least)
+    if least_delay > CLOCK_OFFSET_US {
+        Some(least_delay)
     } else if earliest_start < -CLOCK_OFFSET_US {
         Some(earliest_start)
     } else {
@@ -168,11 +170,10 @@ pub(crate) fn stats_by_stage(
     all_steps: u64,
 ) -> ([LaunchStats; 3], LaunchStats) {
     use rayon::prelude::*;
-    let Matches { mut delays, mut kernel_durs, counts, short, seen, kernels, earliest_start, clock } = m;
+    let Matches { mut delays, mut kernel_durs, counts, short, seen, kernels, least_delay, earliest_start, clock } = m;
     // The offset is the trace's clocks', so every stage gets the whole
-    // trace's; the delays shown are at least 0.
-    let offset = clock_offset(&delays, earliest_start);
-    delays.iter_mut().for_each(|d| *d = d.max(0.0));
+    // trace's.
+    let offset = clock_offset(delays.len(), least_delay, earliest_start);
     let mut all_seen = seen[0].clone();
     for part in &seen[1..] {
         all_seen.iter_mut().zip(part).for_each(|(w, b)| *w |= b);

@@ -166,6 +166,14 @@ pub struct LaunchStats {
     pub clock_offset_us: Option<f64>,
 }
 
+impl LaunchStats {
+    /// The launch delay percentiles (p50, p90, p99) when they were measured
+    /// on one clock; `None` when the clocks look offset.
+    pub fn delays_on_one_clock(&self) -> Option<[Option<f64>; 3]> {
+        self.clock_offset_us.is_none().then_some([self.delay_p50_us, self.delay_p90_us, self.delay_p99_us])
+    }
+}
+
 /// Which annotations delimit the steps (iterations) of a trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

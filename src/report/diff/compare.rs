@@ -25,7 +25,7 @@ impl StageFigures {
             f.step_p50_us = t.steps.p50_us;
             f.step_p90_us = t.steps.p90_us;
             // A delay measured across two clocks is not compared.
-            f.launch_delay_p50_us = t.launch.delay_p50_us.filter(|_| t.launch.clock_offset_us.is_none());
+            f.launch_delay_p50_us = t.launch.delays_on_one_clock().and_then(|[p50, _, _]| p50);
             f.kernels_per_step = t.launch.kernels_per_step;
             let busiest = t.gpus.iter().map(|g| g.figures.busy_us).fold(0.0, f64::max);
             let steps_total = t.steps.mean_us.map_or(0.0, |m| m * t.steps.count as f64);

@@ -148,10 +148,10 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     add("kernels matched to a launch", l.kernels.to_string());
     add("launch CPU time (ms)", ms(l.cpu_us));
     // Delays across two clocks are not shown (the line under the table says why).
-    let delay = |d: Option<f64>| opt1(d.filter(|_| l.clock_offset_us.is_none()));
-    add("launch delay p50 (µs)", delay(l.delay_p50_us));
-    add("launch delay p90 (µs)", delay(l.delay_p90_us));
-    add("launch delay p99 (µs)", delay(l.delay_p99_us));
+    let [p50, p90, p99] = l.delays_on_one_clock().unwrap_or_default();
+    add("launch delay p50 (µs)", opt1(p50));
+    add("launch delay p90 (µs)", opt1(p90));
+    add("launch delay p99 (µs)", opt1(p99));
     add("median kernel (µs)", opt1(l.kernel_p50_us));
     add("median launch call (µs)", opt1(l.launch_p50_us));
     add("kernels shorter than launch (%)", opt1(l.short_kernel_pct));
