@@ -49,7 +49,11 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
     let input = match (&args.input, &args.mapping, &args.formal) {
         (Some(p), None, None) => TriageInput::Single(p.clone()),
         (None, Some(m), Some(f)) => TriageInput::Pair { mapping: m.clone(), formal: f.clone() },
-        _ => return Err(Error::usage("give either INPUT or both --mapping and --formal")),
+        _ => {
+            return Err(Error::usage(
+                "give either INPUT or both --mapping and --formal; see 'torchtriage triage --help'",
+            ))
+        }
     };
     let compat = if args.reference_masking { Compat::Reference } else { args.compat };
     let opts = TriageOptions {

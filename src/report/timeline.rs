@@ -175,9 +175,19 @@ fn figures_table(stage: &StageTimeline) -> Vec<String> {
     lines
 }
 
+/// The heading of the host-wait figures: marked when the CPU's and GPU's
+/// clocks look offset, since a host wait then compares two clocks.
+pub(crate) fn host_wait_heading(stage: &StageTimeline) -> &'static str {
+    if stage.launch.clock_offset_us.is_some() {
+        "Host wait (clocks offset)"
+    } else {
+        "Host wait"
+    }
+}
+
 fn idle_table(stage: &StageTimeline) -> Vec<String> {
     let mut lines = vec![
-        "| GPU (pid) | Stream | Host wait | Kernel wait | Other |".to_string(),
+        format!("| GPU (pid) | Stream | {} | Kernel wait | Other |", host_wait_heading(stage)),
         "| --- | --- | ---: | ---: | ---: |".to_string(),
     ];
     for g in &stage.gpus {

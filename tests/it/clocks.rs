@@ -16,6 +16,10 @@ const ONE_CLOCK: &str = concat!(
     "/tests/data/traces/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz"
 );
 
+/// A trace on one clock with, like [`OFFSET`], an extend stage only.
+const ONE_CLOCK_EXTEND: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/tracelens/b200/eager_trace.json.gz");
+
 fn report(trace: &str, format: &str) -> String {
     let out = common::run(&["-q", "triage", "--format", format, trace]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -39,6 +43,8 @@ fn an_offset_trace_says_so_in_json_and_text() {
         assert!(text.contains("clocks look offset"), "{format}");
         // The delays measured across the two clocks are not shown.
         assert!(!text.contains("213963.2"), "{format}");
+        // The host waits are shown, marked as measured across the two clocks.
+        assert!(text.contains("host wait, clocks offset") || text.contains("Host wait (clocks offset)"), "{format}");
     }
 }
 
@@ -47,7 +53,10 @@ fn a_trace_on_one_clock_has_no_offset() {
     let v: Value = serde_json::from_str(&report(ONE_CLOCK, "json")).unwrap();
     assert!(v["timeline"]["launch"]["kernels"].as_u64().unwrap() > 100);
     assert_eq!(v["timeline"]["launch"]["clock_offset_us"], Value::Null);
-    assert!(!report(ONE_CLOCK, "markdown").contains("clocks look offset"));
+    for format in ["markdown", "table", "html"] {
+        let text = report(ONE_CLOCK, format);
+        assert!(!text.contains("clocks look offset") && !text.contains("clocks offset"), "{format}");
+    }
 }
 
 /// The launch delay of each side's stages in a diff of `trace` against itself.
@@ -67,4 +76,25 @@ fn diffed_delays(trace: &str) -> Vec<Value> {
 fn a_diff_does_not_compare_launch_delays_across_two_clocks() {
     assert!(diffed_delays(OFFSET).iter().all(Value::is_null));
     assert!(diffed_delays(ONE_CLOCK).iter().all(Value::is_number));
+}
+
+/// The text of a diff of `base` against `new`.
+fn diff_text(base: &str, new: &str, format: &str) -> String {
+    let out = common::run(&["-q", "diff", "--format", format, base, new]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_diff_says_why_a_launch_delay_is_not_compared() {
+    for format in ["markdown", "table", "html"] {
+        let text = diff_text(OFFSET, OFFSET, format);
+        assert!(
+            text.contains("Launch delay not compared") && text.contains("clocks look offset on both sides"),
+            "{format}"
+        );
+        let text = diff_text(ONE_CLOCK_EXTEND, OFFSET, format);
+        assert!(text.contains("clocks look offset on the new side"), "{format}");
+        assert!(!diff_text(ONE_CLOCK, ONE_CLOCK, format).contains("not compared"), "{format}");
+    }
 }

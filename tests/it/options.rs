@@ -95,8 +95,10 @@ fn the_overlap_table_limit_keeps_every_row_in_json() {
 
 #[test]
 fn usage_errors_are_one_line_and_exit_2() {
-    let cases: [&[&str]; 4] = [
+    let cases: [&[&str]; 6] = [
         &["triage", "--quite", FIXTURE],
+        &["triage"],
+        &["triage", "--mapping", FIXTURE],
         &["diff", FIXTURE],
         &["triage", "--timeline-basis", "x", FIXTURE],
         &["no-such-command"],

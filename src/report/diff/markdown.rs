@@ -166,6 +166,10 @@ fn timeline_table(out: &mut Vec<String>, s: &StageDiff) {
         }
         out.push(format!("| {label} | {} | {} | {} |", cell(bv, unit), cell(n.2, unit), delta_cell(bv, dl.2, unit)));
     }
+    if let Some(note) = s.clocks_note() {
+        out.push(String::new());
+        out.push(note);
+    }
     if let Some(g) = &s.gate {
         let verdict = if g.tripped { "tripped" } else { "passed" };
         let per = match g.per {

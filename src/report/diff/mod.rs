@@ -130,6 +130,26 @@ pub struct StageFigures {
     /// once the work is queued) time the host, not the GPU.
     #[serde(skip)]
     pub steps_span_gpu: bool,
+    /// The side's CPU and GPU clocks look offset, so its launch delay is not
+    /// compared (for a change: either side's do).
+    #[serde(skip)]
+    pub clocks_offset: bool,
+}
+
+impl StageDiff {
+    /// Why the stage's launch delays are not compared, when a side's CPU and
+    /// GPU clocks look offset.
+    pub fn clocks_note(&self) -> Option<String> {
+        let sides = match (self.timeline.base.clocks_offset, self.timeline.new.clocks_offset) {
+            (true, true) => "both sides",
+            (true, false) => "the base side",
+            (false, true) => "the new side",
+            (false, false) => return None,
+        };
+        Some(format!(
+            "Launch delay not compared: the CPU's and GPU's clocks look offset on {sides}, so launch delays there compare two clocks."
+        ))
+    }
 }
 
 /// A count held as a float, written as an integer (a figure that is not

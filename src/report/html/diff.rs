@@ -131,6 +131,9 @@ fn stage_section(b: &mut String, s: &StageDiff) {
         ]);
     }
     b.push_str(&t.html("No timeline."));
+    if let Some(note) = s.clocks_note() {
+        let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(&note));
+    }
 
     let _ = writeln!(b, "<h3>Kernels{}</h3>", esc(&per));
     let mut t = Table::new(&[

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::StageTimeline;
 use crate::report::model::{Compat, TriageReport};
-use crate::report::timeline::{headline, launch_line, stage_sum, steps_line, verdict_line};
+use crate::report::timeline::{headline, host_wait_heading, launch_line, stage_sum, steps_line, verdict_line};
 
 use super::svg::{hbars, stacked_bar, Bar, Segment};
 use super::{esc, finite, legend, ms, page, Cell, Table};
@@ -50,7 +50,11 @@ pub fn timeline_parts(stage: &StageTimeline) -> [(&'static str, f64, &'static st
         ("exposed communication", comm, COMM),
         ("memory", memory, MEMORY),
         ("other busy", rest - memory, OTHER_BUSY),
-        ("idle: host wait", host, HOST_WAIT),
+        (
+            if stage.launch.clock_offset_us.is_some() { "idle: host wait (clocks offset)" } else { "idle: host wait" },
+            host,
+            HOST_WAIT,
+        ),
         ("idle: kernel wait (gaps < 30 µs)", kernel_part, KERNEL_WAIT),
         ("idle: other", left - kernel_part, OTHER_IDLE),
     ]
@@ -83,7 +87,7 @@ fn timeline_section(out: &mut String, stage: &StageTimeline) {
     let mut idle = Table::new(&[
         ("GPU (pid)", false),
         ("Stream", false),
-        ("Host wait", true),
+        (host_wait_heading(stage), true),
         ("Kernel wait", true),
         ("Other", true),
     ]);

@@ -101,6 +101,9 @@ fn timeline_table(o: &mut Out, s: &StageDiff) {
     o.heading("Timeline");
     o.table(&t);
     o.legend(&["Δ: new minus base in the row's unit (points for shares); Δ (%): relative to base."]);
+    if let Some(note) = s.clocks_note() {
+        o.text(&note);
+    }
     if let Some(g) = &s.gate {
         let per = match g.per {
             NormBasis::None => String::new(),

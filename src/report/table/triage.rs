@@ -131,7 +131,12 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     add("busy (%)", opt1(pct_of(f.busy_us, f.window_us)));
     add("idle (ms)", ms(f.idle_us));
     add("idle (%)", opt1(f.idle_pct));
-    add("stream idle, host wait (ms)", ms(host));
+    let host_label = if l.clock_offset_us.is_some() {
+        "stream idle, host wait, clocks offset (ms)"
+    } else {
+        "stream idle, host wait (ms)"
+    };
+    add(host_label, ms(host));
     add("stream idle, kernel wait (ms)", ms(kernel));
     add("stream idle, other (ms)", ms(other));
     add("compute (ms)", ms(f.compute_us));
