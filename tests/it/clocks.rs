@@ -1,7 +1,8 @@
 //! The CPU's and the GPU's clocks: a bundled trace whose GPU timestamps run
 //! 146 ms behind its launch calls is reported as offset, with its launch
 //! delays and host waits caveated in every format and its launch delay left
-//! out of a diff; traces on one clock are not.
+//! out of a diff; traces on one clock are not, nor is one whose kernels wait
+//! behind a busy GPU.
 
 use crate::common;
 
@@ -59,6 +60,22 @@ fn a_trace_on_one_clock_has_no_offset() {
     }
 }
 
+/// Its first 30 ms are kernels launched before the profiler started: the
+/// kernels launched in the trace wait 21 to 34 ms behind them, on one clock.
+const QUEUED: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/tracelens/mi300/resnet_act_checkpoint.json.gz");
+
+#[test]
+fn kernels_queued_behind_a_busy_gpu_are_not_an_offset() {
+    let v: Value = serde_json::from_str(&report(QUEUED, "json")).unwrap();
+    let launch = &v["timeline"]["launch"];
+    assert_eq!(launch["clock_offset_us"], Value::Null);
+    assert!(launch["delay_p50_us"].as_f64().unwrap() > 20_000.0, "{launch}");
+    // The queue's delays are shown as they are.
+    let text = report(QUEUED, "markdown");
+    assert!(text.contains("launch delay p50 27001.6 µs") && !text.contains("clocks look offset"), "{text}");
+}
+
 /// The launch delay of each side's stages in a diff of `trace` against itself.
 fn diffed_delays(trace: &str) -> Vec<Value> {
     let out = common::run(&["-q", "diff", "--format", "json", trace, trace]);
@@ -76,6 +93,18 @@ fn diffed_delays(trace: &str) -> Vec<Value> {
 fn a_diff_does_not_compare_launch_delays_across_two_clocks() {
     assert!(diffed_delays(OFFSET).iter().all(Value::is_null));
     assert!(diffed_delays(ONE_CLOCK).iter().all(Value::is_number));
+}
+
+#[test]
+fn a_diff_gives_each_sides_clock_offset() {
+    let out = common::run(&["-q", "diff", "--format", "json", ONE_CLOCK_EXTEND, OFFSET]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tl = &v["stages"][0]["timeline"];
+    assert_eq!(tl["base"]["clock_offset_us"], Value::Null);
+    let offset = tl["new"]["clock_offset_us"].as_f64().unwrap();
+    assert!((146_380.0..146_390.0).contains(&offset), "{offset}");
+    assert_eq!(tl["delta"]["clock_offset_us"], Value::Null);
 }
 
 /// The text of a diff of `base` against `new`.

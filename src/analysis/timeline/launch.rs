@@ -6,8 +6,8 @@
 //! at least 0), median kernel and launch durations, the share of
 //! kernels shorter than their own launch call, and whether the CPU's and
 //! the GPU's clocks look offset from each other (no kernel starts within
-//! [`CLOCK_OFFSET_US`] of its launch call's end, or one starts more than that
-//! before its launch call).
+//! [`CLOCK_OFFSET_US`] of its launch call's end although the GPU sat idle for
+//! most of that wait, or one starts more than that before its launch call).
 
 use super::corr::CorrTable;
 use super::events::EventSet;
@@ -23,6 +23,16 @@ pub const CLOCK_OFFSET_US: f64 = 1000.0;
 
 /// Matched kernels a trace needs before its clocks are judged.
 pub const CLOCK_OFFSET_MIN_KERNELS: u64 = 10;
+
+/// Share of a kernel's wait (launch end to start) its GPU may be busy for
+/// the wait to count as an offset. A kernel queued behind earlier work (a
+/// deep queue, or work launched before the profiler started) also starts
+/// long after its launch call, but its GPU is busy meanwhile; on two clocks
+/// the GPU sits idle through the apparent wait. In `../shared/traces` the
+/// least-delayed kernel's GPU is busy for 0.4 % and 0.7 % of its wait in the
+/// two traces this flags, and for 99.6 % in a trace whose first 30 ms are
+/// kernels launched before the profiler started.
+pub const CLOCK_OFFSET_MAX_BUSY_SHARE: f64 = 0.5;
 
 /// Launch call per correlation (the last launch row of a correlation wins,
 /// launch rows over runtime rows), as a dense row index: launch rows
@@ -88,6 +98,10 @@ pub(crate) struct Matches {
     /// The smallest kernel start − launch end over every match, before it
     /// is taken to at least 0.
     least_delay: f64,
+    /// The share of that kernel's wait (its launch end to its start) in
+    /// which its process's GPU events ran; NaN when not measured (a least
+    /// delay within [`CLOCK_OFFSET_US`]).
+    least_wait_busy: f64,
     /// The smallest kernel start − launch start over every match: below 0
     /// a kernel started before the call that launched it.
     earliest_start: f64,
@@ -112,6 +126,8 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     let mut seen: [Vec<u64>; 3] = std::array::from_fn(|_| vec![0u64; words]);
     let mut short = [0u64; 3];
     let (mut least_delay, mut earliest_start) = (f64::INFINITY, f64::INFINITY);
+    // The least-delayed match: its launch end, its start and its process.
+    let mut least_at = (0.0, 0.0, 0u32);
     for e in &set.events {
         let Some(corr) = k.correlation.get(e.row as usize) else { continue };
         let Some(launch) = index.get(corr) else { continue };
@@ -123,7 +139,10 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
         let s = e.stage().code() as usize;
         let kernel_dur = e.end - e.start;
         delays[fill[s]] = (e.start - le).max(0.0);
-        least_delay = least_delay.min(e.start - le);
+        if e.start - le < least_delay {
+            least_delay = e.start - le;
+            least_at = (le, e.start, e.pid);
+        }
         earliest_start = earliest_start.min(e.start - ls);
         kernel_durs[fill[s]] = kernel_dur;
         fill[s] += 1;
@@ -140,18 +159,53 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     }
     delays.truncate(end);
     kernel_durs.truncate(end);
-    Matches { delays, kernel_durs, counts, short, seen, kernels, least_delay, earliest_start, clock: set.clock }
+    let least_wait_busy = if least_delay > CLOCK_OFFSET_US {
+        let (from, to, pid) = least_at;
+        busy_share(set.events.iter().filter(|e| e.pid == pid).map(|e| (e.start, e.end)), from, to)
+    } else {
+        f64::NAN
+    };
+    Matches {
+        delays,
+        kernel_durs,
+        counts,
+        short,
+        seen,
+        kernels,
+        least_delay,
+        least_wait_busy,
+        earliest_start,
+        clock: set.clock,
+    }
+}
+
+/// The share of `from..to` covered by `intervals` (sorted by start).
+fn busy_share(intervals: impl Iterator<Item = (f64, f64)>, from: f64, to: f64) -> f64 {
+    let (mut covered, mut reached) = (0.0, from);
+    for (start, end) in intervals {
+        if start >= to {
+            break;
+        }
+        let end = end.min(to);
+        if end > reached {
+            covered += end - start.max(reached);
+            reached = end;
+        }
+    }
+    covered / (to - from)
 }
 
 /// The clocks' apparent offset from the matches: the smallest launch delay
-/// when it is over [`CLOCK_OFFSET_US`] (the GPU's clock runs late), or the
-/// smallest kernel start − launch start when it is under minus that (early);
-/// `None` when the clocks agree or too few kernels match to tell.
-fn clock_offset(matched: usize, least_delay: f64, earliest_start: f64) -> Option<f64> {
+/// when it is over [`CLOCK_OFFSET_US`] and the GPU was busy for at most
+/// [`CLOCK_OFFSET_MAX_BUSY_SHARE`] of that kernel's wait (the GPU's clock
+/// runs late), or the smallest kernel start − launch start when it is under
+/// minus that (early); `None` when the clocks agree, the kernels waited
+/// behind a busy GPU, or too few kernels match to tell.
+fn clock_offset(matched: usize, least_delay: f64, least_wait_busy: f64, earliest_start: f64) -> Option<f64> {
     if (matched as u64) < CLOCK_OFFSET_MIN_KERNELS {
         return None;
     }
-    if least_delay > CLOCK_OFFSET_US {
+    if least_delay > CLOCK_OFFSET_US && least_wait_busy <= CLOCK_OFFSET_MAX_BUSY_SHARE {
         Some(least_delay)
     } else if earliest_start < -CLOCK_OFFSET_US {
         Some(earliest_start)
@@ -170,10 +224,21 @@ pub(crate) fn stats_by_stage(
     all_steps: u64,
 ) -> ([LaunchStats; 3], LaunchStats) {
     use rayon::prelude::*;
-    let Matches { mut delays, mut kernel_durs, counts, short, seen, kernels, least_delay, earliest_start, clock } = m;
+    let Matches {
+        mut delays,
+        mut kernel_durs,
+        counts,
+        short,
+        seen,
+        kernels,
+        least_delay,
+        least_wait_busy,
+        earliest_start,
+        clock,
+    } = m;
     // The offset is the trace's clocks', so every stage gets the whole
     // trace's.
-    let offset = clock_offset(delays.len(), least_delay, earliest_start);
+    let offset = clock_offset(delays.len(), least_delay, least_wait_busy, earliest_start);
     let mut all_seen = seen[0].clone();
     for part in &seen[1..] {
         all_seen.iter_mut().zip(part).for_each(|(w, b)| *w |= b);

@@ -475,6 +475,28 @@ fn a_gpu_clock_running_late_is_an_offset_and_host_waits_are_not_judged() {
 }
 
 #[test]
+fn kernels_queued_behind_a_busy_gpu_are_not_an_offset() {
+    // A 5 ms kernel launched before the trace began keeps the GPU busy;
+    // the 20 kernels launched meanwhile then run back to back, each more
+    // than 1 ms after its launch call, on one clock.
+    let mut ev = vec![kernel("backlog", 0.0, 5000.0, 7, 1000)];
+    for i in 0..20 {
+        let ts = 100.0 * i as f64;
+        ev.push(launch(ts, 2.0, i + 1));
+        ev.push(kernel("k", 5000.0 + 50.0 * i as f64, 50.0, 7, i + 1));
+    }
+    let tl = run(&trace_of(&ev), Basis::Trace);
+    assert!(tl.launch.delay_p50_us.unwrap() > 1000.0, "{:?}", tl.launch);
+    assert_eq!(tl.launch.clock_offset_us, None);
+    // A gap of idle GPU in the last kernel's wait, shorter than half of
+    // it, does not make it one either.
+    let mut gap = ev.clone();
+    gap[0] = kernel("backlog", 0.0, 3000.0, 7, 1000);
+    gap.push(kernel("backlog2", 4000.0, 1000.0, 7, 1001));
+    assert_eq!(run(&trace_of(&gap), Basis::Trace).launch.clock_offset_us, None);
+}
+
+#[test]
 fn a_kernel_starting_before_its_launch_call_is_an_offset() {
     let mut ev = launched(20, 5.0);
     // One kernel 3 ms before its launch call began.

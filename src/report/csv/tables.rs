@@ -159,6 +159,7 @@ const FIGURES: &[&str] = &[
     "launch_delay_p50_us",
     "kernels_per_step",
     "kernel_us",
+    "clock_offset_us",
 ];
 const DIFF_STAGE: &[&str] = &[
     "normalization.basis",

@@ -26,7 +26,7 @@ impl StageFigures {
             f.step_p90_us = t.steps.p90_us;
             // A delay measured across two clocks is not compared.
             f.launch_delay_p50_us = t.launch.delays_on_one_clock().and_then(|[p50, _, _]| p50);
-            f.clocks_offset = t.launch.clock_offset_us.is_some();
+            f.clock_offset_us = t.launch.clock_offset_us;
             f.kernels_per_step = t.launch.kernels_per_step;
             let busiest = t.gpus.iter().map(|g| g.figures.busy_us).fold(0.0, f64::max);
             let steps_total = t.steps.mean_us.map_or(0.0, |m| m * t.steps.count as f64);
@@ -52,7 +52,8 @@ impl StageFigures {
             kernels_per_step: f(a.kernels_per_step, b.kernels_per_step),
             kernel_us: f(a.kernel_us, b.kernel_us),
             steps_span_gpu: a.steps_span_gpu && b.steps_span_gpu,
-            clocks_offset: a.clocks_offset || b.clocks_offset,
+            // An offset is a side's, not a change.
+            clock_offset_us: None,
         }
     }
 

@@ -130,17 +130,18 @@ pub struct StageFigures {
     /// once the work is queued) time the host, not the GPU.
     #[serde(skip)]
     pub steps_span_gpu: bool,
-    /// The side's CPU and GPU clocks look offset, so its launch delay is not
-    /// compared (for a change: either side's do).
-    #[serde(skip)]
-    pub clocks_offset: bool,
+    /// How far apart the side's CPU and GPU clocks look
+    /// ([`LaunchStats::clock_offset_us`](crate::analysis::timeline::LaunchStats::clock_offset_us)):
+    /// its launch delay is then not compared. Always `None` in a change.
+    pub clock_offset_us: Option<f64>,
 }
 
 impl StageDiff {
     /// Why the stage's launch delays are not compared, when a side's CPU and
     /// GPU clocks look offset.
     pub fn clocks_note(&self) -> Option<String> {
-        let sides = match (self.timeline.base.clocks_offset, self.timeline.new.clocks_offset) {
+        let offset = |f: &StageFigures| f.clock_offset_us.is_some();
+        let sides = match (offset(&self.timeline.base), offset(&self.timeline.new)) {
             (true, true) => "both sides",
             (true, false) => "the base side",
             (false, true) => "the new side",
