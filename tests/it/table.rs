@@ -65,6 +65,16 @@ fn diff_fits() {
 }
 
 #[test]
+fn a_diffs_launch_delay_is_in_microseconds() {
+    // A launch delay of a few µs (3.1 here) would read 0.00 in ms.
+    let eager = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/tracelens/b200/eager_trace.json.gz");
+    let out = table(120, &["diff", "--format", "table", eager, eager]);
+    let row = out.lines().find(|l| l.contains("launch delay p50")).expect("launch delay row");
+    assert!(row.contains("(µs)"), "{row}");
+    assert!(row.split_whitespace().any(|c| c.parse::<f64>().is_ok_and(|v| v > 0.0)), "{row}");
+}
+
+#[test]
 fn batch_fits() {
     let out = table(120, &["batch", "--format", "table", RANKS]);
     assert_fits(&out, 120);

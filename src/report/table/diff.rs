@@ -20,6 +20,8 @@ use super::{list, ms, stage_heading, Out};
 enum Unit {
     /// Printed in ms.
     Time,
+    /// A time printed in µs (launch delays, a few µs on one clock).
+    Micro,
     /// A share, 0–100: its Δ is in points.
     Percent,
     Count,
@@ -37,7 +39,7 @@ fn figure_rows(f: &StageFigures) -> [(&'static str, Unit, Option<f64>); 13] {
         ("steps", Unit::Count, f.steps),
         ("step p50 (ms)", Unit::Time, f.step_p50_us),
         ("step p90 (ms)", Unit::Time, f.step_p90_us),
-        ("launch delay p50 (ms)", Unit::Time, f.launch_delay_p50_us),
+        ("launch delay p50 (µs)", Unit::Micro, f.launch_delay_p50_us),
         ("kernels per step", Unit::Count, f.kernels_per_step),
         ("kernel time (ms)", Unit::Time, f.kernel_us),
     ]
@@ -46,7 +48,7 @@ fn figure_rows(f: &StageFigures) -> [(&'static str, Unit, Option<f64>); 13] {
 fn plain(x: f64, unit: Unit) -> String {
     match unit {
         Unit::Time => ms(x),
-        Unit::Percent => fixed(x, 1),
+        Unit::Micro | Unit::Percent => fixed(x, 1),
         Unit::Count if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
         Unit::Count => fixed(x, 1),
     }
