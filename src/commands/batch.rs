@@ -230,6 +230,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     let summary = summarize(&ok, args.straggler_pct);
     let info = render::RunInfo {
         dir: &args.dir,
+        merged_from: None,
         files: outcomes.len(),
         jobs: jobs.min(outcomes.len()),
         budget: Some(budget),

@@ -38,6 +38,7 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
     let failures: Vec<(&std::path::Path, &Error)> = errors.iter().map(|(p, e)| (p.as_path(), e)).collect();
     let info = RunInfo {
         dir: &args.inputs[0],
+        merged_from: Some(&args.inputs),
         files: summaries.len(),
         jobs: 1,
         budget: None,

@@ -14,7 +14,11 @@ use crate::report::model::FileOutcome;
 
 /// Facts about the run shown in the header.
 pub struct RunInfo<'a> {
+    /// The batch's directory; for a merge, its first input.
     pub dir: &'a Path,
+    /// A merge's inputs (summary files or directories holding them); `None`
+    /// for a batch.
+    pub merged_from: Option<&'a [std::path::PathBuf]>,
     pub files: usize,
     pub jobs: usize,
     /// The memory budget in bytes; `None` for a merge of summaries, which
@@ -26,7 +30,23 @@ pub struct RunInfo<'a> {
     pub skipped: &'a [(std::path::PathBuf, &'static str)],
 }
 
+/// Inputs of a merge named in its header before the rest are counted.
+const INPUTS_SHOWN: usize = 3;
+
 impl RunInfo<'_> {
+    /// The header's line naming what was read: the batch's directory, or
+    /// a merge's inputs.
+    pub fn source_line(&self) -> String {
+        let Some(inputs) = self.merged_from else {
+            return format!("Directory: {}", shown(self.dir));
+        };
+        let mut names: Vec<String> = inputs.iter().take(INPUTS_SHOWN).map(|p| shown(p)).collect();
+        if inputs.len() > INPUTS_SHOWN {
+            names.push(format!("and {} more", inputs.len() - INPUTS_SHOWN));
+        }
+        format!("Merged from: {}", names.join(", "))
+    }
+
     /// The `Files:` line: how many triaged and failed, and how the batch
     /// ran (a merge of summaries has no jobs or memory budget of its own).
     pub fn files_line(&self) -> String {
@@ -172,7 +192,7 @@ fn kernel_line(k: &KernelSpread) -> String {
 pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
     let mut out = vec![
         "Batch View".to_string(),
-        format!("Directory: {}", shown(info.dir)),
+        info.source_line(),
         info.files_line(),
         format!(
             "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \

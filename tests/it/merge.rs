@@ -113,3 +113,26 @@ fn the_merged_report_does_not_claim_a_memory_budget() {
     let out = common::run(&["-q", "batch", RANKS, "--format", "markdown"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("memory budget"));
 }
+
+#[test]
+fn the_merged_report_names_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sums = dir.path().join("sums");
+    assert_eq!(json(&["batch", RANKS, "--summaries", s(&sums)]).0, Some(0));
+    let mut files: Vec<String> = std::fs::read_dir(&sums).unwrap().map(|e| s(&e.unwrap().path()).to_string()).collect();
+    files.sort();
+    for format in ["markdown", "table", "html"] {
+        let mut args = vec!["-q", "merge", "--format", format];
+        args.extend(files[..2].iter().map(String::as_str));
+        let text = String::from_utf8_lossy(&common::run(&args).stdout).into_owned();
+        // Two summary files, not a directory named after the first.
+        assert!(!text.contains("Directory:"), "{format}: {text}");
+        assert!(text.contains("Merged from:") && text.contains(files[1].as_str()), "{format}: {text}");
+        let mut args = vec!["-q", "merge", "--format", format];
+        args.extend(files.iter().map(String::as_str));
+        let text = String::from_utf8_lossy(&common::run(&args).stdout).into_owned();
+        assert!(text.contains("and 5 more"), "{format}: {text}");
+    }
+    let out = common::run(&["-q", "batch", RANKS, "--format", "markdown"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("Directory: {RANKS}")));
+}

@@ -27,7 +27,7 @@ pub fn render(v: BatchView<'_>) -> String {
     let info = v.info;
     let mut b = String::new();
     let _ = writeln!(b, "<h1>torchtriage batch</h1>");
-    let _ = writeln!(b, "<p class=\"meta\">Directory: {}</p>", esc(&info.dir.display().to_string()));
+    let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(&info.source_line()));
     let _ = writeln!(
         b,
         "<p class=\"meta\">Files: {} triaged, {} failed · slow rank: the most compute, more than {}% above the stage median</p>",

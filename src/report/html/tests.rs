@@ -173,6 +173,7 @@ fn empty_reports_render() {
     let dir = PathBuf::from(HOSTILE);
     let info = crate::report::batch::RunInfo {
         dir: &dir,
+        merged_from: None,
         files: 0,
         jobs: 1,
         budget: None,
@@ -193,6 +194,7 @@ fn a_failed_file_is_named_once() {
     let failures = [(bad.as_path(), &e)];
     let info = crate::report::batch::RunInfo {
         dir: &dir,
+        merged_from: None,
         files: 1,
         jobs: 1,
         budget: None,

@@ -107,7 +107,7 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     let info = b.info;
     let mut o = Out::new(width);
     o.text("torchtriage batch");
-    o.text(&format!("Directory: {}", shown(info.dir)));
+    o.text(&info.source_line());
     o.text(&info.files_line());
     o.text(&format!(
         "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \

@@ -248,6 +248,7 @@ fn batch_fits_every_width() {
     let failures: Vec<(&Path, &crate::error::Error)> = Vec::new();
     let info = RunInfo {
         dir: Path::new("/runs/job"),
+        merged_from: None,
         files: 3,
         jobs: 2,
         budget: Some(1 << 30),
