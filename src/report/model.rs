@@ -82,7 +82,7 @@ pub struct KernelTableRow {
 impl KernelTableRow {
     /// The location cell as tables print it: `<br>`-joined, or `unresolved`.
     pub fn location_cell(&self) -> String {
-        list_cell(&self.location, "unresolved")
+        list_cell(&self.location, UNRESOLVED)
     }
 
     /// The CPU-op cell as tables print it: `<br>`-joined, or `-`.
@@ -129,10 +129,23 @@ pub struct FuseRow {
     pub related_us: f64,
     pub share_pct: f64,
     pub evidence: Vec<String>,
+    /// Where the pattern's kernels are launched; tables print the list as
+    /// the reference does, `unresolved` included, and JSON leaves out a
+    /// list that says only that.
+    #[serde(serialize_with = "known_locations")]
     pub current_locations: Vec<String>,
     pub candidate_path: Vec<String>,
     pub rationale: String,
 }
+
+/// A location list as JSON writes it: empty when no location is known.
+fn known_locations<S: serde::Serializer>(list: &[String], s: S) -> std::result::Result<S::Ok, S::Error> {
+    let known = list.iter().any(|l| l != UNRESOLVED);
+    s.collect_seq(list.iter().filter(|_| known))
+}
+
+/// The location text of a kernel whose Python location is unknown.
+const UNRESOLVED: &str = "unresolved";
 
 impl FuseRow {
     pub fn new(stage: Stage, share_pct: f64, item: FusionOpportunity) -> Self {

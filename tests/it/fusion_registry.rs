@@ -139,9 +139,12 @@ fn other_validation_errors() {
     assert!(check_error(HEAD).contains("needs keywords or split_groups"));
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\norigin = \"someday\"\n")).contains("origin"));
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\nframeworks = [\"jax\"]\n")).contains("unknown framework"));
-    assert!(
-        check_error(&format!("{HEAD}keywords = [\"k\"]\nsubsumes = [\"Nope\"]\n")).contains("subsumes unknown pattern")
-    );
+    let err = check_error(&format!("{HEAD}keywords = [\"k\"]\nsubsumes = [\"Nope\"]\n"));
+    assert!(err.contains("pattern \"P\" (#1): subsumes unknown pattern \"Nope\""), "{err}");
+    let err = check_error(&format!("{HEAD}keywords = [\"k\"]\nmin_tp_size = -2\n"));
+    assert!(err.contains("min_tp_size must be at least 1, got -2"), "{err}");
+    let blank = "[[pattern]]\nname = \"P\"\ncandidate_paths = [\" \"]\nkeywords = [\"k\"]\n";
+    assert!(check_error(blank).contains("candidate_paths holds only blank paths"), "{blank}");
     assert!(check_error(&format!("{HEAD}keywords = [\"k\"]\nmin_share = -1.0\n")).contains("min_share"));
     assert!(
         check_error("[[pattern]]\nkeywords = [\"k\"]\ncandidate_paths = [\"x\"]\n").contains("missing field `name`")
@@ -180,4 +183,30 @@ fn patterns_subcommand_lists_and_checks() {
     assert!(text.contains("Fused residual add + RMSNorm"));
     assert!(text.contains("My fused bias + GELU"));
     assert!(text.contains("frameworks: any"));
+}
+
+#[test]
+fn a_fuse_row_without_a_known_location_has_none_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        "p.toml",
+        "[[pattern]]\nname = \"AllReduce fused\"\ncandidate_paths = [\"x/fused.py\"]\nkeywords = [\"AllReduce\"]\nframeworks = [\"generic\"]\n",
+    );
+    // A training trace without Python stacks: no kernel has a location.
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/traces/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz"
+    );
+    let run = |format: &str| {
+        let out =
+            crate::common::run(&["-q", "triage", "--format", format, "--patterns", path.to_str().unwrap(), trace]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    let row = v["fuse"].as_array().unwrap().iter().find(|r| r["pattern"] == "AllReduce fused").expect("the row");
+    assert_eq!(row["current_locations"], serde_json::json!([]), "{row}");
+    // The tables say so in words, as the reference does.
+    assert!(run("markdown").lines().any(|l| l.contains("AllReduce fused") && l.contains("unresolved")));
 }

@@ -198,6 +198,16 @@ pub fn framework_hints(candidate_path: &str) -> Vec<Framework> {
     hints
 }
 
+/// How messages name the `i`-th pattern (from 0) of a file: `"name" (#i+1)`.
+fn label_of(name: &str, i: usize) -> String {
+    format!("{name:?} (#{})", i + 1)
+}
+
+/// Each pattern of a file by name, with its label in messages.
+fn file_labels(patterns: &[PatternSpec]) -> Vec<(String, String)> {
+    patterns.iter().enumerate().map(|(i, p)| (p.name.clone(), label_of(&p.name, i))).collect()
+}
+
 fn invalid(file: &str, pattern: &str, message: impl fmt::Display) -> Error {
     Error::usage(format!("{file}: pattern {pattern}: {message}"))
 }
@@ -217,8 +227,14 @@ impl PatternDef {
         let origin = Origin::parse(&self.origin).ok_or_else(|| {
             invalid(file, label, format!("origin {:?} is not one of mainline, upstream, inflight", self.origin))
         })?;
-        if self.candidate_paths.iter().all(|p| p.trim().is_empty()) {
+        if self.candidate_paths.is_empty() {
             return Err(invalid(file, label, "candidate_paths is empty"));
+        }
+        if self.candidate_paths.iter().all(|p| p.trim().is_empty()) {
+            return Err(invalid(file, label, "candidate_paths holds only blank paths"));
+        }
+        if let Some(tp) = self.min_tp_size.filter(|&tp| tp < 1) {
+            return Err(invalid(file, label, format!("min_tp_size must be at least 1, got {tp}")));
         }
         if self.keywords.is_empty() && self.split_groups.is_empty() {
             return Err(invalid(file, label, "needs keywords or split_groups (it could never match)"));
@@ -334,7 +350,7 @@ fn parse_patterns(text: &str, file: &str, source: &Source) -> Result<Vec<Pattern
     let mut seen = HashSet::new();
     for (i, item) in tables.iter().enumerate() {
         let label = match item.get("name").and_then(|v| v.as_str()) {
-            Some(name) => format!("{name:?} (#{})", i + 1),
+            Some(name) => label_of(name, i),
             None => format!("#{}", i + 1),
         };
         let def = PatternDef::deserialize(item.clone()).map_err(|e| {
@@ -372,8 +388,9 @@ impl Registry {
     pub fn from_toml(text: &str, file: &str) -> Result<Registry> {
         let source = Source::User { file: file.to_string(), overrides: false };
         let patterns = parse_patterns(text, file, &source)?;
+        let labels = file_labels(&patterns);
         let reg = Registry { patterns };
-        reg.check_subsumes(file)?;
+        reg.check_subsumes(file, &labels)?;
         Ok(reg)
     }
 
@@ -387,7 +404,9 @@ impl Registry {
     /// [`Registry::with_user_file`] on text already read; `file` names it.
     pub fn with_user_text(mut self, text: &str, file: &str) -> Result<Registry> {
         let source = Source::User { file: file.to_string(), overrides: false };
-        for mut spec in parse_patterns(text, file, &source)? {
+        let user = parse_patterns(text, file, &source)?;
+        let labels = file_labels(&user);
+        for mut spec in user {
             match self.patterns.iter().position(|p| p.name == spec.name) {
                 Some(i) => {
                     spec.source = Source::User { file: file.to_string(), overrides: true };
@@ -396,7 +415,7 @@ impl Registry {
                 None => self.patterns.push(spec),
             }
         }
-        self.check_subsumes(file)?;
+        self.check_subsumes(file, &labels)?;
         Ok(self)
     }
 
@@ -418,12 +437,17 @@ impl Registry {
         self.patterns.iter().find(|p| p.name == name)
     }
 
-    /// Every `subsumes` entry must name a pattern in the registry.
-    fn check_subsumes(&self, file: &str) -> Result<()> {
+    /// Every `subsumes` entry must name a pattern in the registry; `labels`
+    /// names the file's patterns as its messages do (`"name" (#index)`).
+    fn check_subsumes(&self, file: &str, labels: &[(String, String)]) -> Result<()> {
         let names: HashSet<&str> = self.patterns.iter().map(|p| p.name.as_str()).collect();
         for p in &self.patterns {
             if let Some(bad) = p.subsumes.iter().find(|s| !names.contains(s.as_str())) {
-                return Err(invalid(file, &format!("{:?}", p.name), format!("subsumes unknown pattern {bad:?}")));
+                let label = labels
+                    .iter()
+                    .find(|(name, _)| *name == p.name)
+                    .map_or_else(|| format!("{:?}", p.name), |l| l.1.clone());
+                return Err(invalid(file, &label, format!("subsumes unknown pattern {bad:?}")));
             }
         }
         Ok(())
