@@ -108,9 +108,19 @@ fn triage_tables_read_back_equal_the_json_rows() {
         }
         let overlap: Vec<&Value> = v["overlap"].as_array().unwrap().iter().collect();
         same_rows(&overlap, &read(&dir.path().join("overlap.csv")), "overlap.csv");
-        let gpus: Vec<&Value> =
-            v["timeline"]["stages"].as_array().unwrap().iter().flat_map(|s| s["gpus"].as_array().unwrap()).collect();
-        same_rows(&gpus, &read(&dir.path().join("timeline.csv")), "timeline.csv");
+        // The whole trace first, as the stage `trace`, then each stage's GPUs.
+        let tl = &v["timeline"];
+        let gpus: Vec<&Value> = std::iter::once(&tl["trace"])
+            .chain(tl["stages"].as_array().unwrap().iter().flat_map(|s| s["gpus"].as_array().unwrap()))
+            .collect();
+        let timeline = read(&dir.path().join("timeline.csv"));
+        same_rows(&gpus, &timeline, "timeline.csv");
+        assert_eq!(timeline[0]["stage"], "trace");
+        let stage_rows = read(&dir.path().join("stages.csv"));
+        assert_eq!(stage_rows.len(), 1 + tl["stages"].as_array().unwrap().len());
+        assert_eq!(stage_rows[0]["stage"], "trace");
+        same(&tl["launch"]["kernels"], &stage_rows[0]["launch.kernels"], "stages.csv trace launch");
+        same(&tl["verdict"]["kind"], &stage_rows[0]["verdict.kind"], "stages.csv trace verdict");
         let fuse: Vec<&Value> = v["fuse"].as_array().unwrap().iter().collect();
         if !fuse.is_empty() {
             same_rows(&fuse, &read(&dir.path().join("fuse.csv")), "fuse.csv");
@@ -132,6 +142,32 @@ fn batch_ranks_read_back_equal_the_json_rows() {
     let kernels: Vec<&Value> =
         v["stages"].as_array().unwrap().iter().flat_map(|s| s["kernels"].as_array().unwrap()).collect();
     same_rows(&kernels, &read(&out.join("kernels.csv")), "kernels.csv");
+    let stages = read(&out.join("stages.csv"));
+    for (s, row) in v["stages"].as_array().unwrap().iter().zip(&stages) {
+        for key in ["stage", "median_busy_us", "median_compute_us", "median_exposed_comm_us", "slow_rank"] {
+            same(&s[key], &row[key], &format!("stages.csv {key}"));
+        }
+    }
+    assert_eq!(stages.len(), v["stages"].as_array().unwrap().len());
+}
+
+#[test]
+fn batch_skipped_files_are_in_their_own_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("ranks");
+    std::fs::create_dir(&ranks).unwrap();
+    let one = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/traces/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz"
+    );
+    std::fs::copy(one, ranks.join("worker0.pt.trace.json.gz")).unwrap();
+    std::fs::write(ranks.join("other.json"), "{\"not\": \"a trace\"}").unwrap();
+    let out = dir.path().join("out");
+    csv_of(&out, &["batch", ranks.to_str().unwrap()]);
+    let v = json_of(&["batch", ranks.to_str().unwrap()]);
+    let skipped: Vec<&Value> = v["skipped"].as_array().unwrap().iter().collect();
+    assert_eq!(skipped.len(), 1, "{v}");
+    same_rows(&skipped, &read(&out.join("skipped.csv")), "skipped.csv");
 }
 
 #[test]

@@ -85,6 +85,7 @@ const STAGES: &[&str] = &[
     "launch.launch_p50_us",
     "launch.short_kernel_pct",
     "launch.kernels_per_step",
+    "launch.clock_offset_us",
     "steps.source",
     "steps.count",
     "steps.mean_us",
@@ -99,7 +100,6 @@ const STAGES: &[&str] = &[
     "verdict.exposed_comm_pct",
     "verdict.kernel_p50_us",
     "verdict.launch_p50_us",
-    "launch.clock_offset_us",
     "verdict.clock_offset_us",
 ];
 const RANKS: &[&str] = &[
@@ -131,6 +131,9 @@ const RANKS: &[&str] = &[
 const RANK_KERNELS: &[&str] =
     &["stage", "kernel", "category", "leads_ranks", "ranks_with_kernel", "min_us", "median_us", "max_us", "max_rank"];
 const FAILURES: &[&str] = &["file", "error"];
+const SKIPPED: &[&str] = &["file", "reason"];
+const BATCH_STAGES: &[&str] =
+    &["stage", "median_busy_us", "median_compute_us", "median_exposed_comm_us", "slow_rank", "shared_ranks"];
 /// The per-unit figures of a kernel or category diff row.
 const NORMALIZED: &[&str] = &[
     "normalized.base_us",
@@ -192,8 +195,10 @@ fn done(name: &'static str, t: Table) -> (&'static str, String) {
 }
 
 /// `kernels.csv` (every kernel row, with its trace and stage), `overlap.csv`,
-/// `overlap_stats.csv`, `fuse.csv`, `timeline.csv` (one row per stage and
-/// GPU) and `idle.csv` (one row per stage, GPU and stream).
+/// `overlap_stats.csv`, `fuse.csv`, `timeline.csv` (the whole trace as the
+/// stage `trace`, then one row per stage and GPU), `idle.csv` (one row per
+/// stage, GPU and stream) and `stages.csv` (launch statistics, steps and
+/// verdict: the whole trace, then each stage).
 pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
     let mut kernels = Table::with_columns(KERNELS);
     for t in items(&r["kernel_tables"]) {
@@ -215,6 +220,16 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
         fuse.push(&[], row, &[]);
     }
     let (mut timeline, mut idle) = (Table::with_columns(TIMELINE), Table::with_columns(IDLE));
+    let mut steps = Table::with_columns(STAGES);
+    // The whole trace's figures, launch statistics and verdict first, as
+    // the stage `trace`.
+    let tl = &r["timeline"];
+    if tl.is_object() {
+        let trace = Value::from("trace");
+        timeline.push(&[("stage", &trace)], &tl["trace"], &["idle_by_stream"]);
+        let whole = serde_json::json!({ "launch": tl["launch"], "verdict": tl["verdict"] });
+        steps.push(&[("stage", &trace)], &whole, &[]);
+    }
     for s in items(&r["timeline"]["stages"]) {
         for g in items(&s["gpus"]) {
             timeline.push(&[("stage", &s["stage"])], g, &["idle_by_stream"]);
@@ -223,7 +238,6 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
             }
         }
     }
-    let mut steps = Table::with_columns(STAGES);
     for s in items(&r["timeline"]["stages"]) {
         steps.push(&[], s, &["gpus"]);
     }
@@ -238,12 +252,19 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// `stages.csv` (one row per stage: the medians the roles compare with),
 /// `ranks.csv` (one row per stage and rank), `kernels.csv` (the cross-rank
-/// kernel rows), `failures.csv`.
+/// kernel rows), `failures.csv`, `skipped.csv` (JSON files that are not
+/// traces).
 pub(super) fn batch(b: &Value) -> Vec<(&'static str, String)> {
     let (mut ranks, mut kernels, mut failures) =
         (Table::with_columns(RANKS), Table::with_columns(RANK_KERNELS), Table::with_columns(FAILURES));
+    let (mut stages, mut skipped) = (Table::with_columns(BATCH_STAGES), Table::with_columns(SKIPPED));
+    for s in items(&b["skipped"]) {
+        skipped.push(&[], s, &[]);
+    }
     for s in items(&b["stages"]) {
+        stages.push(&[], s, &["ranks", "kernels"]);
         for row in items(&s["ranks"]) {
             ranks.push(&[("stage", &s["stage"]), ("slow_rank", &s["slow_rank"])], row, &[]);
         }
@@ -254,7 +275,13 @@ pub(super) fn batch(b: &Value) -> Vec<(&'static str, String)> {
     for row in items(&b["failures"]) {
         failures.push(&[], row, &[]);
     }
-    vec![done("ranks.csv", ranks), done("kernels.csv", kernels), done("failures.csv", failures)]
+    vec![
+        done("stages.csv", stages),
+        done("ranks.csv", ranks),
+        done("kernels.csv", kernels),
+        done("failures.csv", failures),
+        done("skipped.csv", skipped),
+    ]
 }
 
 /// `timeline.csv` (one row per stage: base, new and delta figures, the
