@@ -120,7 +120,7 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
 /// The line under a stage's kernel table saying what the share cut-off and
 /// the row limit left out: how many kernels, and their share of the stage's
 /// GPU time. None when every row is shown.
-fn hidden_rows_note(r: &TriageReport, stage: Stage) -> Option<String> {
+pub(crate) fn hidden_rows_note(r: &TriageReport, stage: Stage) -> Option<String> {
     let (mut hidden, mut hidden_us, mut total_us, mut all_under) = (0usize, 0.0, 0.0, true);
     for table in r.kernel_tables.iter().filter(|t| t.stage == stage) {
         total_us += table.total_us;

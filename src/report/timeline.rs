@@ -303,7 +303,9 @@ pub fn section(t: &Timeline) -> Vec<String> {
         "Window: first kernel start to last kernel end. Busy: time any kernel runs (union over streams). Compute, \
          communication: union of computation / NCCL-like kernels (HTA's rule on the name). Comm/compute overlap: \
          share of communication time that computation runs beside. Host wait: idle gaps on a stream whose next \
-         kernel's launch call began after the previous kernel ended; kernel wait: other gaps under 30 µs."
+         kernel's launch call began after the previous kernel ended; kernel wait: other gaps under 30 µs. Each \
+         stream's idle figures count that stream's own gaps, so summed over streams they can exceed the stage's idle \
+         time, which counts only time no stream runs."
             .to_string(),
     );
     lines

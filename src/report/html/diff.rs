@@ -21,7 +21,7 @@ const NEW: &str = "#3b6fb6";
 /// The rows of the timeline table: label, how to read the figure, and
 /// whether it is a time (else a plain number or a percentage).
 #[allow(clippy::type_complexity)]
-pub const TIMELINE_ROWS: [(&str, fn(&StageFigures) -> Option<f64>, Kind); 12] = [
+pub const TIMELINE_ROWS: [(&str, fn(&StageFigures) -> Option<f64>, Kind); 13] = [
     ("Window", |f| f.window_us, Kind::Time),
     ("Busy", |f| f.busy_us, Kind::Time),
     ("Idle", |f| f.idle_us, Kind::Time),
@@ -34,6 +34,7 @@ pub const TIMELINE_ROWS: [(&str, fn(&StageFigures) -> Option<f64>, Kind); 12] = 
     ("Step p90", |f| f.step_p90_us, Kind::Time),
     ("Launch delay p50", |f| f.launch_delay_p50_us, Kind::Micro),
     ("Kernels per step", |f| f.kernels_per_step, Kind::Count),
+    ("Kernel time", |f| f.kernel_us, Kind::Time),
 ];
 
 /// How a timeline figure is written.
@@ -54,6 +55,9 @@ fn figure(x: Option<f64>, kind: Kind, signed: bool) -> String {
         (Kind::Micro, true) => format!("{v:+.1} µs"),
         (Kind::Pct, false) => format!("{v:.1}%"),
         (Kind::Pct, true) => format!("{v:+.1} pts"),
+        // Whole numbers (steps, kernels per step of a whole number) as such.
+        (Kind::Count, false) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
+        (Kind::Count, true) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:+.0}"),
         (Kind::Count, false) => format!("{v:.1}"),
         (Kind::Count, true) => format!("{v:+.1}"),
     }

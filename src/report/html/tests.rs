@@ -111,6 +111,34 @@ fn the_framework_is_named_as_in_the_other_formats() {
 }
 
 #[test]
+fn the_kernels_left_out_are_counted_as_in_markdown() {
+    let mut small = row("small", 2.0);
+    small.rendered = false;
+    small.share_pct = 0.5;
+    let mut r = report(vec![row("big", 98.0), small]);
+    r.kernel_tables[0].total_us = 100.0;
+    let html = text(Html.triage(&r));
+    assert!(html.contains("decode: 1 more kernel below the 1.0% share cut-off holds 2.0% of this stage"), "{html}");
+    // Every row shown: no such line.
+    assert!(!text(Html.triage(&report(vec![row("big", 98.0)]))).contains("more kernel"));
+}
+
+#[test]
+fn a_diffs_whole_numbers_and_kernel_time_are_shown() {
+    let mut r = report(vec![row("k", 10.0)]);
+    r.timeline.as_mut().unwrap().stages[0].steps.count = 6;
+    r.timeline.as_mut().unwrap().stages[0].steps.mean_us = Some(1.0);
+    let d = crate::report::diff::diff(&r, &r, &Default::default());
+    let html = text(Html.diff(&d));
+    let cells = |label: &str| {
+        let at = html.find(&format!(">{label}<")).unwrap_or_else(|| panic!("{label} row: {html}"));
+        html[at..html[at..].find("</tr>").map_or(html.len(), |e| at + e)].to_string()
+    };
+    assert!(cells("Steps").contains(">6<") && !cells("Steps").contains("6.0"), "{}", cells("Steps"));
+    assert!(cells("Kernel time").contains("ms"), "{}", cells("Kernel time"));
+}
+
+#[test]
 fn escapes_every_special_character() {
     assert_eq!(esc("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
     assert_eq!(esc("plain µs"), "plain µs");

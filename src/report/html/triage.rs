@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::StageTimeline;
+use crate::report::markdown::hidden_rows_note;
 use crate::report::model::{Compat, TriageReport};
 use crate::report::timeline::{headline, host_wait_heading, launch_line, stage_sum, steps_line, verdict_line};
 
@@ -104,6 +105,10 @@ fn timeline_section(out: &mut String, stage: &StageTimeline) {
     }
     let _ = writeln!(out, "<h3>Idle time by stream</h3>");
     out.push_str(&idle.html("No idle gaps between kernels."));
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">Each stream's gaps between its own kernels: summed over streams they can exceed the idle time above, which counts only time no stream runs.</p>"
+    );
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&launch_line(stage)));
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&steps_line(stage)));
 }
@@ -258,6 +263,11 @@ pub fn render(r: &TriageReport) -> String {
     }
     let _ = writeln!(b, "<h2>Kernels</h2>");
     b.push_str(&kernel_table(r).html(&format!("No kernel rows at or above {:.1}% share.", r.min_share)));
+    for stage in r.kernel_tables.iter().map(|t| t.stage).collect::<indexmap::IndexSet<_>>() {
+        if let Some(note) = hidden_rows_note(r, stage) {
+            let _ = writeln!(b, "<p class=\"meta\">{}: {}</p>", esc(stage.as_str()), esc(&note));
+        }
+    }
     let _ = writeln!(b, "<h2>Overlap opportunities</h2>");
     b.push_str(
         &overlap_table(r).html(r.overlap_filtered_out().unwrap_or("No overlap rows at or above the share bar.")),
