@@ -95,16 +95,8 @@ pub(crate) struct Matches {
     seen: [Vec<u64>; 3],
     /// Events per stage code, matched or not.
     kernels: [u64; 3],
-    /// The smallest kernel start − launch end over every match, before it
-    /// is taken to at least 0.
-    least_delay: f64,
-    /// The share of that kernel's wait (its launch end to its start) in
-    /// which its process's GPU events ran; NaN when not measured (a least
-    /// delay within [`CLOCK_OFFSET_US`]).
-    least_wait_busy: f64,
-    /// The smallest kernel start − launch start over every match: below 0
-    /// a kernel started before the call that launched it.
-    earliest_start: f64,
+    /// The trace's apparent clock offset ([`clock_offset`]).
+    offset: Option<f64>,
     clock: super::events::Clock,
 }
 
@@ -159,24 +151,17 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     }
     delays.truncate(end);
     kernel_durs.truncate(end);
+    // The share of the least-delayed kernel's wait (its launch end to its
+    // start) in which its process's GPU events ran, measured only when the
+    // delay is long enough to matter.
     let least_wait_busy = if least_delay > CLOCK_OFFSET_US {
         let (from, to, pid) = least_at;
         busy_share(set.events.iter().filter(|e| e.pid == pid).map(|e| (e.start, e.end)), from, to)
     } else {
         f64::NAN
     };
-    Matches {
-        delays,
-        kernel_durs,
-        counts,
-        short,
-        seen,
-        kernels,
-        least_delay,
-        least_wait_busy,
-        earliest_start,
-        clock: set.clock,
-    }
+    let offset = clock_offset(delays.len(), least_delay, least_wait_busy, earliest_start);
+    Matches { delays, kernel_durs, counts, short, seen, kernels, offset, clock: set.clock }
 }
 
 /// The share of `from..to` covered by `intervals` (sorted by start).
@@ -224,21 +209,9 @@ pub(crate) fn stats_by_stage(
     all_steps: u64,
 ) -> ([LaunchStats; 3], LaunchStats) {
     use rayon::prelude::*;
-    let Matches {
-        mut delays,
-        mut kernel_durs,
-        counts,
-        short,
-        seen,
-        kernels,
-        least_delay,
-        least_wait_busy,
-        earliest_start,
-        clock,
-    } = m;
     // The offset is the trace's clocks', so every stage gets the whole
     // trace's.
-    let offset = clock_offset(delays.len(), least_delay, least_wait_busy, earliest_start);
+    let Matches { mut delays, mut kernel_durs, counts, short, seen, kernels, offset, clock } = m;
     let mut all_seen = seen[0].clone();
     for part in &seen[1..] {
         all_seen.iter_mut().zip(part).for_each(|(w, b)| *w |= b);

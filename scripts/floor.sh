@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The distance of `triage` to the floor of reading the file:
+#   scripts/floor.sh ROUNDS FILE BIN...
+# Each round runs `wc -l FILE`, then each binary's `triage -q FILE`, in turn
+# (so the builds and the floor share the machine's state); prints the median
+# wall time of each in ms and each binary's median over the `wc -l` median.
+# The file is read once first so that every run finds it in the page cache.
+set -euo pipefail
+[ $# -ge 3 ] || { echo "usage: floor.sh ROUNDS FILE BIN..." >&2; exit 2; }
+rounds=$1 file=$2
+shift 2
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+cat "$file" > /dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for _ in $(seq "$rounds"); do
+    /usr/bin/time -f %e -o "$tmp/x" wc -l "$file" > /dev/null
+    cat "$tmp/x" >> "$tmp/wc"
+    j=0
+    for b in "$@"; do
+        /usr/bin/time -f %e -o "$tmp/x" "$b" triage -q "$file" > /dev/null 2>&1
+        cat "$tmp/x" >> "$tmp/b$j"
+        j=$((j + 1))
+    done
+done
+floor=$(median < "$tmp/wc")
+echo "$file wc -l $(awk -v w="$floor" 'BEGIN {printf "%d", w * 1000}') ms"
+j=0
+for b in "$@"; do
+    m=$(median < "$tmp/b$j")
+    echo "  $b $(awk -v m="$m" -v w="$floor" 'BEGIN {printf "%d ms ", m * 1000; if (w > 0) printf "%.2fx", m / w; else printf "-"}')"
+    j=$((j + 1))
+done
