@@ -175,19 +175,20 @@ fn figures_table(stage: &StageTimeline) -> Vec<String> {
     lines
 }
 
-/// The heading of the host-wait figures: marked when the CPU's and GPU's
-/// clocks look offset, since a host wait then compares two clocks.
-pub(crate) fn host_wait_heading(stage: &StageTimeline) -> &'static str {
+/// The words that mark every host-wait figure when the CPU's and GPU's
+/// clocks look offset, since a host wait then compares two clocks. Every
+/// renderer labels the figure with this mark, so they cannot disagree.
+pub(crate) fn clocks_offset_mark(stage: &StageTimeline) -> &'static str {
     if stage.launch.clock_offset_us.is_some() {
-        "Host wait (clocks offset)"
+        " (clocks offset)"
     } else {
-        "Host wait"
+        ""
     }
 }
 
 fn idle_table(stage: &StageTimeline) -> Vec<String> {
     let mut lines = vec![
-        format!("| GPU (pid) | Stream | {} | Kernel wait | Other |", host_wait_heading(stage)),
+        format!("| GPU (pid) | Stream | Host wait{} | Kernel wait | Other |", clocks_offset_mark(stage)),
         "| --- | --- | ---: | ---: | ---: |".to_string(),
     ];
     for g in &stage.gpus {

@@ -132,15 +132,19 @@ impl Cell {
 
 /// A sortable table: headers (name, numeric) and rows of cells.
 pub struct Table {
-    pub headers: Vec<(&'static str, bool)>,
+    pub headers: Vec<(String, bool)>,
     pub rows: Vec<Vec<Cell>>,
     /// Class names of each row (e.g. `slow`), empty for none.
     pub row_class: Vec<&'static str>,
 }
 
 impl Table {
-    pub fn new(headers: &[(&'static str, bool)]) -> Table {
-        Table { headers: headers.to_vec(), rows: Vec::new(), row_class: Vec::new() }
+    pub fn new(headers: &[(&str, bool)]) -> Table {
+        Table {
+            headers: headers.iter().map(|&(h, numeric)| (h.to_string(), numeric)).collect(),
+            rows: Vec::new(),
+            row_class: Vec::new(),
+        }
     }
 
     pub fn push(&mut self, row: Vec<Cell>) {

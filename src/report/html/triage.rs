@@ -10,7 +10,7 @@ use crate::analysis::stage::Stage;
 use crate::analysis::timeline::StageTimeline;
 use crate::report::markdown::hidden_rows_note;
 use crate::report::model::{Compat, TriageReport};
-use crate::report::timeline::{headline, host_wait_heading, launch_line, stage_sum, steps_line, verdict_line};
+use crate::report::timeline::{clocks_offset_mark, headline, launch_line, stage_sum, steps_line, verdict_line};
 
 use super::svg::{hbars, stacked_bar, Bar, Segment};
 use super::{esc, finite, legend, ms, page, Cell, Table};
@@ -31,7 +31,7 @@ pub const OTHER_IDLE: &str = "#b8bec5";
 /// its GPUs): busy time as compute, communication no computation hides,
 /// memory, other; idle time as host wait and the rest split between short
 /// gaps and other waits as the per-stream idle figures split it.
-pub fn timeline_parts(stage: &StageTimeline) -> [(&'static str, f64, &'static str); 7] {
+pub fn timeline_parts(stage: &StageTimeline) -> [(String, f64, &'static str); 7] {
     let f = stage_sum(stage);
     let compute = finite(f.compute_us).max(0.0);
     let comm = finite(f.exposed_comm_us).max(0.0);
@@ -47,17 +47,13 @@ pub fn timeline_parts(stage: &StageTimeline) -> [(&'static str, f64, &'static st
     let left = idle - host;
     let kernel_part = if kernel_wait + other > 0.0 { left * kernel_wait / (kernel_wait + other) } else { 0.0 };
     [
-        ("compute", compute, COMPUTE),
-        ("exposed communication", comm, COMM),
-        ("memory", memory, MEMORY),
-        ("other busy", rest - memory, OTHER_BUSY),
-        (
-            if stage.launch.clock_offset_us.is_some() { "idle: host wait (clocks offset)" } else { "idle: host wait" },
-            host,
-            HOST_WAIT,
-        ),
-        ("idle: kernel wait (gaps < 30 µs)", kernel_part, KERNEL_WAIT),
-        ("idle: other", left - kernel_part, OTHER_IDLE),
+        ("compute".to_string(), compute, COMPUTE),
+        ("exposed communication".to_string(), comm, COMM),
+        ("memory".to_string(), memory, MEMORY),
+        ("other busy".to_string(), rest - memory, OTHER_BUSY),
+        (format!("idle: host wait{}", clocks_offset_mark(stage)), host, HOST_WAIT),
+        ("idle: kernel wait (gaps < 30 µs)".to_string(), kernel_part, KERNEL_WAIT),
+        ("idle: other".to_string(), left - kernel_part, OTHER_IDLE),
     ]
 }
 
@@ -74,21 +70,23 @@ fn timeline_section(out: &mut String, stage: &StageTimeline) {
         esc(&ms(f.idle_us))
     );
     let parts = timeline_parts(stage);
-    let segments: Vec<Segment> = parts.iter().map(|&(label, value, colour)| Segment { label, value, colour }).collect();
+    let segments: Vec<Segment> =
+        parts.iter().map(|(label, value, colour)| Segment { label, value: *value, colour }).collect();
     out.push_str(&stacked_bar(&segments, &|v| ms(v)));
     let window = finite(f.window_us);
     let entries: Vec<(&str, String, &str)> = parts
         .iter()
-        .map(|&(label, value, colour)| {
+        .map(|(label, value, colour)| {
             let share = if window > 0.0 { format!(" ({:.1}%)", 100.0 * value / window) } else { String::new() };
-            (label, format!("{}{share}", ms(value)), colour)
+            (label.as_str(), format!("{}{share}", ms(*value)), *colour)
         })
         .collect();
     out.push_str(&legend(&entries));
+    let host_heading = format!("Host wait{}", clocks_offset_mark(stage));
     let mut idle = Table::new(&[
         ("GPU (pid)", false),
         ("Stream", false),
-        (host_wait_heading(stage), true),
+        (&host_heading, true),
         ("Kernel wait", true),
         ("Other", true),
     ]);

@@ -11,7 +11,9 @@ use crate::analysis::stage::Stage;
 use crate::analysis::timeline::{StageTimeline, Timeline};
 use crate::report::markdown::{dependency_risk_label, fixed};
 use crate::report::model::{Mode, TriageReport};
-use crate::report::timeline::{clock_offset_text, idle_cause, stage_sum, step_source_name, verdict_line};
+use crate::report::timeline::{
+    clock_offset_text, clocks_offset_mark, idle_cause, stage_sum, step_source_name, verdict_line,
+};
 
 use super::layout::{Column, Table};
 use super::names::{display_name, shorten_middle};
@@ -131,12 +133,7 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     add("busy (%)", opt1(pct_of(f.busy_us, f.window_us)));
     add("idle (ms)", ms(f.idle_us));
     add("idle (%)", opt1(f.idle_pct));
-    let host_label = if l.clock_offset_us.is_some() {
-        "stream idle, host wait, clocks offset (ms)"
-    } else {
-        "stream idle, host wait (ms)"
-    };
-    add(host_label, ms(host));
+    add(&format!("stream idle, host wait{} (ms)", clocks_offset_mark(stage)), ms(host));
     add("stream idle, kernel wait (ms)", ms(kernel));
     add("stream idle, other (ms)", ms(other));
     add("compute (ms)", ms(f.compute_us));
