@@ -119,7 +119,7 @@ impl KernelRow {
     /// The location cell as the reference prints it: `<br>`-joined, or
     /// `unresolved`.
     pub fn location_cell(&self) -> String {
-        list_cell(&self.location, "unresolved")
+        list_cell(&self.location, UNRESOLVED)
     }
 
     /// The CPU-op cell as the reference prints it: `<br>`-joined, or `-`.
@@ -127,6 +127,10 @@ impl KernelRow {
         list_cell(&self.cpu_op, "-")
     }
 }
+
+/// The location text of a kernel whose Python source location is unknown,
+/// as the tables print it and as the site attribution records it.
+pub const UNRESOLVED: &str = "unresolved";
 
 /// A list as one table cell: items joined with `<br>`, or `empty`.
 pub fn list_cell<S: std::borrow::Borrow<str>>(items: &[S], empty: &str) -> String {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::analysis::fusion::FusionOpportunity;
 use crate::analysis::overlap::ActionRow;
-use crate::analysis::types::{list_cell, Text, TextList};
+use crate::analysis::types::{list_cell, Text, TextList, UNRESOLVED};
 
 /// Version of the JSON layout ([`crate::report::json`]); documented in
 /// `docs/json-schema.md`. Raised whenever a field changes meaning or type.
@@ -143,9 +143,6 @@ fn known_locations<S: serde::Serializer>(list: &[String], s: S) -> std::result::
     let known = list.iter().any(|l| l != UNRESOLVED);
     s.collect_seq(list.iter().filter(|_| known))
 }
-
-/// The location text of a kernel whose Python location is unknown.
-const UNRESOLVED: &str = "unresolved";
 
 impl FuseRow {
     pub fn new(stage: Stage, share_pct: f64, item: FusionOpportunity) -> Self {

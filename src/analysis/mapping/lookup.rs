@@ -18,7 +18,9 @@ pub use crate::analysis::text::normalize_match_text;
 use crate::analysis::text::{
     alias_group_mask, alias_groups_of, alias_score, alias_token_groups, best_long_prefix_key, best_substring_key,
 };
-use crate::analysis::types::{list_cell, KernelEntry, SiteEntry, StagePayload, Text, TextAddr, TextCache, TextList};
+use crate::analysis::types::{
+    list_cell, KernelEntry, SiteEntry, StagePayload, Text, TextAddr, TextCache, TextList, UNRESOLVED,
+};
 
 use super::payload::site_display_location;
 
@@ -81,7 +83,7 @@ fn alias_best(kernels: &StagePayload, groups: &[&[&str]]) -> Option<usize> {
             continue;
         }
         score += source_location_priority(&entry.best_location)
-            .max(source_location_priority(&list_cell(&best_site_summary(Some(entry)).0, "unresolved")))
+            .max(source_location_priority(&list_cell(&best_site_summary(Some(entry)).0, UNRESOLVED)))
             as i64;
         score += (entry_total_us(entry) / 10.0).floor() as i64;
         if best.is_none_or(|(_, _, b)| score > b) {
@@ -258,7 +260,7 @@ impl SiteCells {
 /// placeholder among several sites stays, with its share.
 fn resolved(locations: Vec<Text>) -> Vec<Text> {
     match locations.as_slice() {
-        [only] if &**only == "unresolved" => Vec::new(),
+        [only] if &**only == UNRESOLVED => Vec::new(),
         _ => locations,
     }
 }

@@ -12,7 +12,7 @@ use crate::analysis::sites::locations::{
     source_location_priority,
 };
 use crate::analysis::sites::{KernelSites, MappingSiteAggregate, SiteStats};
-use crate::analysis::types::{KernelEntry, SiteEntry, StagePayload, Text, TextAddr, TextCache};
+use crate::analysis::types::{KernelEntry, SiteEntry, StagePayload, Text, TextAddr, TextCache, UNRESOLVED};
 use crate::pysem::{fcmp, most_common_key};
 
 /// `100 * part / whole`, 0 when `whole` is 0.
@@ -46,7 +46,7 @@ pub fn py_round_digits(x: f64, digits: usize) -> f64 {
 /// Where a site is shown: its own location when that is framework code and
 /// informative, else the best frame of its stack, else its location.
 pub fn site_display_location(site: &SiteEntry) -> String {
-    let location = if site.location.is_empty() { "unresolved" } else { &*site.location };
+    let location = if site.location.is_empty() { UNRESOLVED } else { &*site.location };
     let location = py_strip(location);
     if is_preferred_source_location(location) && !is_low_signal_source_location(location) {
         return location.to_string();
@@ -131,7 +131,7 @@ fn kernel_entry(locations: &KernelSites, category: Text, views: &mut SiteViews) 
     sites.shrink_to_fit();
     let best_location = match sites.first() {
         Some(s) => views.display(s).0,
-        None => choose_best_location(locations).cloned().unwrap_or_else(|| views.texts.get("unresolved")),
+        None => choose_best_location(locations).cloned().unwrap_or_else(|| views.texts.get(UNRESOLVED)),
     };
     KernelEntry { category, sites, best_location }
 }

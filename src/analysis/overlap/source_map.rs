@@ -28,7 +28,7 @@ use super::scopes::{scope_chain_key, ScopeRanker};
 use super::{OverlapKernel, StageBundle};
 use crate::analysis::stage::Stage;
 use crate::analysis::text::Masking;
-use crate::analysis::types::{KernelEntry, StagePayload, Text, TextAddr, TextCache};
+use crate::analysis::types::{KernelEntry, StagePayload, Text, TextAddr, TextCache, UNRESOLVED};
 use crate::columns::Trace;
 use crate::pysem::{fcmp, most_common_key};
 use crate::pysem::{is_py_space, normalize_text};
@@ -41,7 +41,7 @@ fn strip(s: &str) -> &str {
 /// Whether a location, once stripped, names a place.
 fn has_location(location: &str) -> bool {
     let location = strip(location);
-    !location.is_empty() && location != "unresolved"
+    !location.is_empty() && location != UNRESOLVED
 }
 
 /// How many launches of one kernel name the source map samples.
@@ -116,7 +116,7 @@ impl Texts {
 
 /// Whether a stripped location names a place.
 fn is_place(location: &Option<Text>) -> bool {
-    location.as_deref().is_some_and(|l| l != "unresolved")
+    location.as_deref().is_some_and(|l| l != UNRESOLVED)
 }
 
 impl Counter {
@@ -173,7 +173,7 @@ impl Evidence {
     /// Credits a kernel-map entry to a launch the trace could not attribute.
     fn credit_kernel_entry(&mut self, texts: &mut Texts, entry: &KernelEntry) {
         let best_location = texts.stripped(&entry.best_location);
-        let Some(best_location) = best_location.filter(|l| &**l != "unresolved") else {
+        let Some(best_location) = best_location.filter(|l| &**l != UNRESOLVED) else {
             return;
         };
         self.mapped_count += 1;

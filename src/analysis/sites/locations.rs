@@ -3,6 +3,7 @@
 //! ranking frames and locations by how useful they are to a reader (serving
 //! framework code first, torch internals and dispatch wrappers last).
 
+use crate::analysis::types::UNRESOLVED;
 use crate::pysem::normalize_text;
 
 const NOISE_FRAME_PREFIXES: &[&str] = &[
@@ -114,7 +115,7 @@ pub fn is_low_signal_source_location(location: &str) -> bool {
 /// Rank of an already-normalized source location.
 pub fn source_location_priority(location: &str) -> i32 {
     let text = py_strip(location);
-    if text.is_empty() || text == "unresolved" {
+    if text.is_empty() || text == UNRESOLVED {
         return -100;
     }
     let penalty = if is_low_signal_source_location(text) { 80 } else { 0 };

@@ -11,7 +11,7 @@ use indexmap::IndexMap;
 use rustc_hash::FxHashMap;
 
 use crate::analysis::kernels::{CpuOpEvent, KernelEvent, LaunchEvent};
-use crate::analysis::types::{Text, TextCache};
+use crate::analysis::types::{Text, TextCache, UNRESOLVED};
 use crate::columns::frames::BlockMark;
 use crate::columns::{Sym, ThreadIdx, Trace};
 use crate::pysem::{fcmp, fcmp_key};
@@ -470,10 +470,10 @@ fn resolve_site_context<'a>(
             let name = cpu_op.map_or(launch.name, |op| op.name);
             return (location, stack, trace.s(name));
         }
-        return ("unresolved", "", trace.s(launch.name));
+        return (UNRESOLVED, "", trace.s(launch.name));
     }
     let name = cpu_op.map_or("", |op| trace.s(op.name));
-    ("unresolved", "", name)
+    (UNRESOLVED, "", name)
 }
 
 /// Queries of one thread swept as one run: each run starts its sweep over

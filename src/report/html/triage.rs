@@ -4,6 +4,7 @@
 //! steps, a chart of the top kernels' shares, then the kernel, overlap and
 //! fuse tables (the rows the markdown shows).
 
+use crate::analysis::types::UNRESOLVED;
 use std::fmt::Write;
 
 use crate::analysis::stage::Stage;
@@ -154,7 +155,7 @@ fn kernel_table(r: &TriageReport) -> Table {
             Cell::num(k.launches.to_string(), k.launches as f64),
             Cell::num(format!("{:.1} µs", finite(k.avg_us)), k.avg_us),
             Cell::num(format!("{:.1} µs", finite(k.max_us)), k.max_us),
-            Cell::name(if k.location.is_empty() { "unresolved".to_string() } else { k.location.join("; ") }),
+            Cell::name(if k.location.is_empty() { UNRESOLVED.to_string() } else { k.location.join("; ") }),
             Cell::name(k.cpu_op.join("; ")),
         ]);
     }

@@ -9,6 +9,7 @@
 
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::{StageTimeline, Timeline};
+use crate::analysis::types::UNRESOLVED;
 use crate::report::markdown::{dependency_risk_label, fixed};
 use crate::report::model::{Mode, TriageReport};
 use crate::report::timeline::{
@@ -207,7 +208,7 @@ fn kernel_table(o: &mut Out, r: &TriageReport, stage: Stage) {
                 vec![k.launches.to_string()],
                 vec![us1(k.avg_us)],
                 vec![us1(k.max_us)],
-                list(&k.location, "unresolved"),
+                list(&k.location, UNRESOLVED),
                 list(&k.cpu_op, "-"),
             ]);
         }
