@@ -229,11 +229,8 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         outcomes.iter().filter_map(|o| o.result.as_ref().err().map(|e| (o.file.path.as_path(), e))).collect();
     let summary = summarize(&ok, args.straggler_pct);
     let info = render::RunInfo {
-        dir: &args.dir,
-        merged_from: None,
+        source: render::Source::Batch { dir: &args.dir, jobs: jobs.min(outcomes.len()), budget },
         files: outcomes.len(),
-        jobs: jobs.min(outcomes.len()),
-        budget: Some(budget),
         straggler_pct: args.straggler_pct,
         failures: &failures,
         skipped: &skipped,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::output::OutputArgs;
 use super::Global;
 use crate::error::{Error, Result};
-use crate::report::batch::RunInfo;
+use crate::report::batch::{RunInfo, Source};
 use crate::run::batch::summary::{merge_summaries, read_summaries};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -37,11 +37,8 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
     let (summary, errors) = merge_summaries(&summaries, args.straggler_pct);
     let failures: Vec<(&std::path::Path, &Error)> = errors.iter().map(|(p, e)| (p.as_path(), e)).collect();
     let info = RunInfo {
-        dir: &args.inputs[0],
-        merged_from: Some(&args.inputs),
+        source: Source::Merge { inputs: &args.inputs },
         files: summaries.len(),
-        jobs: 1,
-        budget: None,
         straggler_pct: args.straggler_pct,
         failures: &failures,
         skipped: &[],

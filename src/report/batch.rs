@@ -12,18 +12,21 @@ use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::FileOutcome;
 
+/// What a batch report was made from.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// Traces found in a directory and triaged here, at most `jobs` at once
+    /// within a memory budget of `budget` bytes.
+    Batch { dir: &'a Path, jobs: usize, budget: u64 },
+    /// Summaries written by earlier batches (files, or directories holding
+    /// them), merged without triaging anything; never empty.
+    Merge { inputs: &'a [std::path::PathBuf] },
+}
+
 /// Facts about the run shown in the header.
 pub struct RunInfo<'a> {
-    /// The batch's directory; for a merge, its first input.
-    pub dir: &'a Path,
-    /// A merge's inputs (summary files or directories holding them); `None`
-    /// for a batch.
-    pub merged_from: Option<&'a [std::path::PathBuf]>,
+    pub source: Source<'a>,
     pub files: usize,
-    pub jobs: usize,
-    /// The memory budget in bytes; `None` for a merge of summaries, which
-    /// runs no jobs of its own.
-    pub budget: Option<u64>,
     pub straggler_pct: f64,
     pub failures: &'a [(&'a Path, &'a Error)],
     /// JSON files left out, with the reason.
@@ -37,8 +40,9 @@ impl RunInfo<'_> {
     /// The header's line naming what was read: the batch's directory, or
     /// a merge's inputs.
     pub fn source_line(&self) -> String {
-        let Some(inputs) = self.merged_from else {
-            return format!("Directory: {}", shown(self.dir));
+        let inputs = match self.source {
+            Source::Batch { dir, .. } => return format!("Directory: {}", shown(dir)),
+            Source::Merge { inputs } => inputs,
         };
         let mut names: Vec<String> = inputs.iter().take(INPUTS_SHOWN).map(|p| shown(p)).collect();
         if inputs.len() > INPUTS_SHOWN {
@@ -52,10 +56,21 @@ impl RunInfo<'_> {
     pub fn files_line(&self) -> String {
         let triaged = self.files - self.failures.len();
         let failed = self.failures.len();
-        let Some(budget) = self.budget else {
-            return format!("Files: {triaged} triaged, {failed} failed (merged from summaries)");
-        };
-        format!("Files: {triaged} triaged, {failed} failed (jobs {}, memory budget {})", self.jobs, size_text(budget))
+        match self.source {
+            Source::Batch { jobs, budget, .. } => {
+                format!("Files: {triaged} triaged, {failed} failed (jobs {jobs}, memory budget {})", size_text(budget))
+            }
+            Source::Merge { .. } => format!("Files: {triaged} triaged, {failed} failed (merged from summaries)"),
+        }
+    }
+
+    /// The JSON header's `dir`, `jobs` and `memory_budget_bytes`: a merge
+    /// gives its first input, one job and no budget.
+    fn json_header(&self) -> (String, usize, u64) {
+        match self.source {
+            Source::Batch { dir, jobs, budget } => (dir.display().to_string(), jobs, budget),
+            Source::Merge { inputs } => (inputs.first().map(|p| p.display().to_string()).unwrap_or_default(), 1, 0),
+        }
     }
 }
 
@@ -339,13 +354,14 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
             })
         })
         .collect();
+    let (dir, jobs, budget) = info.json_header();
     let v = json!({
         "mode": "batch",
-        "dir": info.dir.display().to_string(),
+        "dir": dir,
         "files": info.files,
         "failed": info.failures.len(),
-        "jobs": info.jobs,
-        "memory_budget_bytes": info.budget.unwrap_or(0),
+        "jobs": jobs,
+        "memory_budget_bytes": budget,
         "straggler_pct": info.straggler_pct,
         "stages": stages,
         "failures": failures_value(info.failures),

@@ -110,6 +110,13 @@ fn the_merged_report_does_not_claim_a_memory_budget() {
         assert!(text.contains("Files: 8 triaged, 0 failed (merged from summaries)"), "{format}: {text}");
         assert!(!text.contains("memory budget"), "{format}: {text}");
     }
+    // JSON keeps its documented header: the first input, one job, no budget.
+    let out = common::run(&["-q", "merge", s(&sums), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["dir"].as_str(), v["jobs"].as_u64(), v["memory_budget_bytes"].as_u64()),
+        (Some(s(&sums)), Some(1), Some(0))
+    );
     let out = common::run(&["-q", "batch", RANKS, "--format", "markdown"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("memory budget"));
 }

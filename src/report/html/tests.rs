@@ -200,11 +200,8 @@ fn empty_reports_render() {
 
     let dir = PathBuf::from(HOSTILE);
     let info = crate::report::batch::RunInfo {
-        dir: &dir,
-        merged_from: None,
+        source: crate::report::batch::Source::Batch { dir: &dir, jobs: 1, budget: 1 << 30 },
         files: 0,
-        jobs: 1,
-        budget: None,
         straggler_pct: 10.0,
         failures: &[],
         skipped: &[],
@@ -221,11 +218,8 @@ fn a_failed_file_is_named_once() {
     let e = crate::Error::usage("byte 300000: unexpected end of input").in_file(&bad);
     let failures = [(bad.as_path(), &e)];
     let info = crate::report::batch::RunInfo {
-        dir: &dir,
-        merged_from: None,
+        source: crate::report::batch::Source::Batch { dir: &dir, jobs: 1, budget: 1 << 30 },
         files: 1,
-        jobs: 1,
-        budget: None,
         straggler_pct: 10.0,
         failures: &failures,
         skipped: &[],

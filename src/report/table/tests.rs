@@ -13,7 +13,7 @@ use crate::analysis::timeline::{
     VerdictKind,
 };
 use crate::analysis::types::Text;
-use crate::report::batch::RunInfo;
+use crate::report::batch::{RunInfo, Source};
 use crate::report::diff::{diff, DiffOptions, GateOptions};
 use crate::report::model::{Compat, Frameworks, FuseRow, KernelTable, KernelTableRow, Mode, OverlapRow, TriageReport};
 use crate::report::render::{BatchView, Rendered, Renderer};
@@ -247,11 +247,8 @@ fn batch_fits_every_width() {
     let stages = summarize(&refs, 10.0);
     let failures: Vec<(&Path, &crate::error::Error)> = Vec::new();
     let info = RunInfo {
-        dir: Path::new("/runs/job"),
-        merged_from: None,
+        source: Source::Batch { dir: Path::new("/runs/job"), jobs: 2, budget: 1 << 30 },
         files: 3,
-        jobs: 2,
-        budget: Some(1 << 30),
         straggler_pct: 10.0,
         failures: &failures,
         skipped: &[],
