@@ -79,11 +79,28 @@ impl OutputArgs {
                     Error::usage("--format csv writes one file per table into a directory; this is not one").in_file(p)
                 );
             }
-            (Some(p), true) => Destination::Dir(p.clone()),
+            (Some(p), true) => {
+                // Created when missing, parents too; refused now, before
+                // the run, if something in its path is a file.
+                if let Some(file) = p.ancestors().skip(1).find(|a| a.exists()).filter(|a| !a.is_dir()) {
+                    return Err(Error::usage("--output: this is not a directory to create one in").in_file(file));
+                }
+                Destination::Dir(p.clone())
+            }
             (Some(p), false) if p.is_dir() => {
                 return Err(Error::usage("--output names a directory; give a file").in_file(p));
             }
-            (Some(p), false) => Destination::File(p.clone()),
+            (Some(p), false) => {
+                // Checked before the run, which may take minutes, rather
+                // than when the report is written.
+                let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                if !parent.is_dir() {
+                    return Err(
+                        Error::usage("--output: the directory to write the report in does not exist").in_file(parent)
+                    );
+                }
+                Destination::File(p.clone())
+            }
         };
         Ok(Output { format, destination, render: RenderOptions { width: terminal_width() } })
     }
@@ -179,5 +196,24 @@ mod tests {
         let file = tempfile::NamedTempFile::new().unwrap();
         let csv_file = OutputArgs { format: Some(Format::Csv), output: Some(file.path().to_path_buf()) };
         assert!(csv_file.resolve().err().is_some_and(|e| e.message.contains("not one")));
+    }
+
+    #[test]
+    fn an_output_that_cannot_be_written_is_refused_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plain");
+        std::fs::write(&file, "x").unwrap();
+        let resolve = |format, p: PathBuf| OutputArgs { format, output: Some(p) }.resolve();
+        // A report file in a directory that does not exist, or under a file.
+        let missing = resolve(None, dir.path().join("no/such/r.md")).err().expect("missing directory");
+        assert!(missing.message.contains("does not exist"), "{}", missing.message);
+        assert!(missing.to_string().contains("no/such"), "{missing}");
+        assert!(resolve(None, file.join("r.md")).is_err());
+        // A CSV directory is created with its parents, unless one is a file.
+        assert!(resolve(Some(Format::Csv), dir.path().join("a/b/c")).is_ok());
+        let under_file = resolve(Some(Format::Csv), file.join("a/b")).err().expect("file in the path");
+        assert!(under_file.to_string().contains("plain"), "{under_file}");
+        // A bare file name is written in the current directory.
+        assert!(resolve(None, PathBuf::from("r.md")).is_ok());
     }
 }

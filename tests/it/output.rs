@@ -55,6 +55,23 @@ fn output_to_a_directory_needs_csv() {
 }
 
 #[test]
+fn a_report_with_nowhere_to_go_is_refused_before_the_trace_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir");
+    // The trace is cut short: had it been read first, its error would show.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"traceEvents\": [ {\"ph\": \"X\"").unwrap();
+    for (format, target) in [("markdown", missing.join("r.md")), ("csv", bad.join("tables"))] {
+        let out =
+            common::run(&["-q", "triage", bad.to_str().unwrap(), "--format", format, "-o", target.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("--output") && !err.contains("byte"), "{format}: {err}");
+    }
+}
+
+#[test]
 fn a_dash_is_stdout() {
     let dir = tempfile::tempdir().unwrap();
     let printed = stdout_of(&["-q", "triage", FIXTURE, "--format", "json"]);
