@@ -18,8 +18,9 @@ pub struct OutputArgs {
     /// (`.html`, `.json`, `.md`, `.txt`), else `markdown`.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Write the report to this file (for `--format csv`: this directory)
-    /// instead of stdout; `-` is stdout. A regular file is written
+    /// Write the report to this file, in a directory that exists (for
+    /// `--format csv`: this directory, created when missing) instead of
+    /// stdout; `-` is stdout. A regular file is written
     /// atomically (through a symbolic link, to the file it names); a pipe or
     /// device is written directly.
     #[arg(long, short = 'o', value_name = "PATH")]
