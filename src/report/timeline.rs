@@ -4,6 +4,7 @@
 //! steps). Reads [`crate::analysis::timeline::Timeline`] from the report.
 
 use crate::analysis::stage::Stage;
+use crate::analysis::timeline::verdict::IDLE_BOUND_PCT;
 use crate::analysis::timeline::{Figures, StageTimeline, StepSource, Timeline, VerdictKind};
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::TriageReport;
@@ -83,6 +84,13 @@ pub fn verdict_line(stage: &StageTimeline) -> String {
         VerdictKind::CommunicationBound => format!(
             "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle})",
             pct(v.exposed_comm_pct)
+        ),
+        // Idle by the steps' time alone (verdict rule 5).
+        VerdictKind::GpuIdle if !v.idle_pct.is_some_and(|i| i >= IDLE_BOUND_PCT) && v.steps_idle_pct.is_some() => format!(
+            "{name}: GPU idle {idle} of the window but {} of the steps' time: kernels ran in {} of {} of steps → GPU idle outside the kernels' window (host work, or waits, before the first kernel or after the last)",
+            pct(v.steps_idle_pct),
+            format_ms(v.window_us),
+            v.steps_us.map_or_else(|| "-".to_string(), format_ms),
         ),
         VerdictKind::GpuIdle => match v.clock_offset_us {
             Some(offset) => format!(

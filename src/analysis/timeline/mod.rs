@@ -122,16 +122,23 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
         .zip(summaries)
         .map(|(stage, steps)| (stage, std::mem::take(&mut gpus[stage.code() as usize]), steps))
         .collect();
-    let out_stages = parts
+    let out_stages: Vec<StageTimeline> = parts
         .into_iter()
         .map(|(stage, gpus, steps)| {
             let launch = std::mem::take(&mut by_stage[stage.code() as usize]);
-            let verdict = verdict::decide(gpus.iter().map(|g| &g.figures), &launch);
+            let verdict = verdict::decide(gpus.iter().map(|g| &g.figures), &launch, steps.total_us());
             StageTimeline { stage, gpus, launch, steps, verdict }
         })
         .collect();
 
-    let verdict = verdict::decide([&whole], &launch);
+    // The whole trace's window is one span over all its GPUs, so its step
+    // time compares with it only when there is one GPU.
+    let one_gpu = {
+        let mut pids = out_stages.iter().flat_map(|s| s.gpus.iter().map(|g| &g.pid));
+        pids.next().is_some_and(|first| pids.all(|p| p == first))
+    };
+    let whole_steps = one_gpu.then(|| out_stages.iter().map(|s| s.steps.total_us()).sum::<Option<f64>>()).flatten();
+    let verdict = verdict::decide([&whole], &launch, whole_steps);
     // The step indexes go before the result is made, so that the
     // allocator can hand their pages back.
     drop((found, step_stage));

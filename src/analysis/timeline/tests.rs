@@ -513,3 +513,32 @@ fn too_few_matched_kernels_are_not_judged() {
     let tl = run(&trace_of(&launched(9, 5000.0)), Basis::Trace);
     assert_eq!(tl.launch.clock_offset_us, None);
 }
+
+#[test]
+fn a_step_with_a_few_kernels_and_host_work_is_not_gpu_bound() {
+    // Two back-to-back kernels in a 10 ms step (a CUDA-graph capture, say):
+    // the window is busy throughout, the step is not.
+    let ev = vec![
+        annotation("user_annotation", "ProfilerStep#1", 0.0, 10_000.0),
+        launch(10.0, 2.0, 1),
+        kernel("fill", 20.0, 5.0, 7, 1),
+        launch(13.0, 2.0, 2),
+        kernel("fill", 25.0, 6.0, 7, 2),
+    ];
+    let tl = run(&trace_of(&ev), Basis::Trace);
+    let v = &tl.stages[0].verdict;
+    assert_eq!((v.kind, v.idle_pct, v.steps_us), (VerdictKind::GpuIdle, Some(0.0), Some(10_000.0)), "{v:?}");
+    assert!(v.steps_idle_pct.is_some_and(|p| close(p, 100.0 * (10_000.0 - 11.0) / 10_000.0)), "{v:?}");
+    // One GPU: the whole trace is judged the same way.
+    assert_eq!(tl.verdict, *v);
+    // The same kernels filling their step are GPU-bound.
+    let ev = vec![
+        annotation("user_annotation", "ProfilerStep#1", 20.0, 11.0),
+        ev[1].clone(),
+        ev[2].clone(),
+        ev[3].clone(),
+        ev[4].clone(),
+    ];
+    let v = &run(&trace_of(&ev), Basis::Trace).stages[0].verdict;
+    assert_eq!((v.kind, v.steps_us), (VerdictKind::GpuBound, None), "{v:?}");
+}

@@ -205,6 +205,13 @@ pub struct Steps {
     pub slowest: Vec<SlowStep>,
 }
 
+impl Steps {
+    /// The steps' durations summed; `None` without steps.
+    pub fn total_us(&self) -> Option<f64> {
+        self.mean_us.map(|m| m * self.count as f64).filter(|t| t.is_finite())
+    }
+}
+
 /// One step, located on the trace's own clock.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SlowStep {
@@ -241,4 +248,11 @@ pub struct Verdict {
     /// The trace's apparent clock offset ([`LaunchStats::clock_offset_us`]):
     /// when set, host waits were not judged.
     pub clock_offset_us: Option<f64>,
+    /// The stage's step time (its steps' durations summed) when it is
+    /// longer than the summed windows: kernels ran in only part of the
+    /// steps. `None` without steps or when the windows cover them.
+    pub steps_us: Option<f64>,
+    /// Share of `steps_us` no kernel ran, 0–100: the windows' idle time
+    /// plus the step time outside them.
+    pub steps_idle_pct: Option<f64>,
 }

@@ -9,7 +9,12 @@
 //!    → [`VerdictKind::CpuLaunchBound`];
 //! 3. `exposed` ≥ [`EXPOSED_COMM_PCT`] → [`VerdictKind::CommunicationBound`];
 //! 4. `idle` ≥ [`IDLE_BOUND_PCT`] → [`VerdictKind::GpuIdle`] (other waits);
-//! 5. otherwise [`VerdictKind::GpuBound`].
+//! 5. the stage's steps last longer than the window and no kernel runs for
+//!    ≥ [`IDLE_BOUND_PCT`] of the step time → [`VerdictKind::GpuIdle`]: the
+//!    kernels fill only part of the steps (a step that launches a few
+//!    kernels and then works on the host is not GPU-bound however busy
+//!    the GPU is between its first and last kernel);
+//! 6. otherwise [`VerdictKind::GpuBound`].
 //!
 //! Rule 2 is skipped when the CPU's and the GPU's clocks look offset
 //! ([`LaunchStats::clock_offset_us`]): a host wait compares a launch call's
@@ -27,8 +32,9 @@ pub const HOST_WAIT_SHARE: f64 = 0.5;
 /// is communication-bound.
 pub const EXPOSED_COMM_PCT: f64 = 20.0;
 
-/// The verdict of a stage over its GPUs' figures.
-pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchStats) -> Verdict {
+/// The verdict of a stage over its GPUs' figures, with `steps_us` the
+/// stage's steps' durations summed (`None` without steps).
+pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchStats, steps_us: Option<f64>) -> Verdict {
     let (mut kernels, mut window, mut idle, mut host, mut exposed) =
         (0u64, Sum::default(), Sum::default(), Sum::default(), Sum::default());
     for f in gpus {
@@ -42,13 +48,17 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
     let pct = |x: Sum| (window > 0.0).then(|| 100.0 * x.value() / window);
     let (idle_pct, host_pct, exposed_pct) = (pct(idle), pct(host), pct(exposed));
     let (i, h, x) = (idle_pct.unwrap_or(0.0), host_pct.unwrap_or(0.0), exposed_pct.unwrap_or(0.0));
+    // Only a step time longer than the windows adds idle time: with several
+    // GPUs behind one process's steps the windows' sum exceeds it.
+    let steps_us = steps_us.filter(|&s| s.is_finite() && s > window);
+    let steps_idle_pct = steps_us.map(|s| 100.0 * (idle.value() + s - window) / s);
     let kind = if kernels == 0 {
         VerdictKind::NoGpuKernels
     } else if i >= IDLE_BOUND_PCT && h >= HOST_WAIT_SHARE * i && launch.clock_offset_us.is_none() {
         VerdictKind::CpuLaunchBound
     } else if x >= EXPOSED_COMM_PCT {
         VerdictKind::CommunicationBound
-    } else if i >= IDLE_BOUND_PCT {
+    } else if i >= IDLE_BOUND_PCT || steps_idle_pct.is_some_and(|p| p >= IDLE_BOUND_PCT) {
         VerdictKind::GpuIdle
     } else {
         VerdictKind::GpuBound
@@ -62,6 +72,8 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         kernel_p50_us: launch.kernel_p50_us,
         launch_p50_us: launch.launch_p50_us,
         clock_offset_us: launch.clock_offset_us,
+        steps_us,
+        steps_idle_pct,
     }
 }
 
@@ -81,7 +93,7 @@ mod tests {
     }
 
     fn kind(f: &[Figures]) -> VerdictKind {
-        decide(f, &LaunchStats::default()).kind
+        decide(f, &LaunchStats::default(), None).kind
     }
 
     #[test]
@@ -100,22 +112,43 @@ mod tests {
         assert_eq!(kind(&[fig(100.0, 20.0, 10.0, 0.0)]), VerdictKind::CpuLaunchBound);
         assert_eq!(kind(&[fig(100.0, 19.9, 19.9, 20.0)]), VerdictKind::CommunicationBound);
         // Two GPUs: 30 of 200 idle (15%) is GPU-bound although one GPU is 30% idle.
-        let v = decide(&[fig(100.0, 30.0, 0.0, 0.0), fig(100.0, 0.0, 0.0, 0.0)], &LaunchStats::default());
+        let v = decide(&[fig(100.0, 30.0, 0.0, 0.0), fig(100.0, 0.0, 0.0, 0.0)], &LaunchStats::default(), None);
         assert_eq!((v.kind, v.idle_pct, v.window_us), (VerdictKind::GpuBound, Some(15.0), 200.0));
     }
 
     #[test]
     fn offset_clocks_leave_host_waits_unjudged() {
         let offset = LaunchStats { clock_offset_us: Some(146_000.0), ..LaunchStats::default() };
-        let v = decide(&[fig(100.0, 38.0, 31.0, 0.0)], &offset);
+        let v = decide(&[fig(100.0, 38.0, 31.0, 0.0)], &offset, None);
         assert_eq!((v.kind, v.clock_offset_us), (VerdictKind::GpuIdle, Some(146_000.0)));
         // Communication is judged on the GPU's clock alone.
-        assert_eq!(decide(&[fig(100.0, 38.0, 31.0, 25.0)], &offset).kind, VerdictKind::CommunicationBound);
+        assert_eq!(decide(&[fig(100.0, 38.0, 31.0, 25.0)], &offset, None).kind, VerdictKind::CommunicationBound);
+    }
+
+    #[test]
+    fn steps_longer_than_the_window_count_their_idle_time() {
+        let launch = LaunchStats::default();
+        // 11 µs of kernels in a 33.7 ms step: not GPU-bound.
+        let v = decide(&[fig(11.0, 0.0, 0.0, 0.0)], &launch, Some(33_716.8));
+        assert_eq!((v.kind, v.steps_us), (VerdictKind::GpuIdle, Some(33_716.8)));
+        assert!(v.steps_idle_pct.is_some_and(|p| p > 99.9), "{v:?}");
+        // The window's own figures are unchanged.
+        assert_eq!((v.window_us, v.idle_pct), (11.0, Some(0.0)));
+        // Steps 10 % longer than a busy window: still GPU-bound.
+        let v = decide(&[fig(100.0, 5.0, 0.0, 0.0)], &launch, Some(110.0));
+        assert_eq!(v.kind, VerdictKind::GpuBound);
+        assert!(v.steps_idle_pct.is_some_and(|p| (p - 100.0 * 15.0 / 110.0).abs() < 1e-9), "{v:?}");
+        // Steps shorter than the windows (several GPUs behind one process)
+        // change nothing.
+        let v = decide(&[fig(100.0, 5.0, 0.0, 0.0), fig(100.0, 0.0, 0.0, 0.0)], &launch, Some(150.0));
+        assert_eq!((v.kind, v.steps_us, v.steps_idle_pct), (VerdictKind::GpuBound, None, None));
+        // Host waits inside the window still decide first.
+        assert_eq!(decide(&[fig(100.0, 38.0, 31.0, 0.0)], &launch, Some(1000.0)).kind, VerdictKind::CpuLaunchBound);
     }
 
     #[test]
     fn empty_window_has_no_shares() {
-        let v = decide(&[fig(0.0, 0.0, 0.0, 0.0)], &LaunchStats::default());
+        let v = decide(&[fig(0.0, 0.0, 0.0, 0.0)], &LaunchStats::default(), None);
         assert_eq!((v.kind, v.idle_pct, v.host_wait_pct), (VerdictKind::GpuBound, None, None));
     }
 }

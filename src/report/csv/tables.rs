@@ -101,6 +101,8 @@ const STAGES: &[&str] = &[
     "verdict.kernel_p50_us",
     "verdict.launch_p50_us",
     "verdict.clock_offset_us",
+    "verdict.steps_us",
+    "verdict.steps_idle_pct",
 ];
 const RANKS: &[&str] = &[
     "stage",

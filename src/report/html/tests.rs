@@ -41,6 +41,8 @@ fn verdict() -> Verdict {
         kernel_p50_us: None,
         launch_p50_us: None,
         clock_offset_us: None,
+        steps_us: None,
+        steps_idle_pct: None,
     }
 }
 

@@ -56,6 +56,8 @@ fn verdict() -> Verdict {
         kernel_p50_us: Some(4.0),
         launch_p50_us: Some(9.0),
         clock_offset_us: None,
+        steps_us: None,
+        steps_idle_pct: None,
     }
 }
 
