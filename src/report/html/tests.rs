@@ -242,3 +242,30 @@ fn no_request_can_leave_the_page() {
         assert!(!html.contains(attr), "{attr}");
     }
 }
+
+#[test]
+fn the_timeline_bar_names_only_what_it_measures() {
+    // Memory kernels mostly under compute: 40 ms of them, 4.5 ms of busy
+    // time outside compute. The bar shows the 4.5 ms, not as memory.
+    let figures = Figures {
+        kernels: 10,
+        window_us: 450.0,
+        busy_us: 424.5,
+        compute_us: 420.0,
+        memory_us: 40.0,
+        idle_us: 25.5,
+        ..Figures::default()
+    };
+    let stage = StageTimeline {
+        stage: Stage::All,
+        gpus: vec![GpuTimeline { pid: "0".into(), rank: None, figures }],
+        launch: LaunchStats::default(),
+        steps: Steps::default(),
+        verdict: verdict(),
+    };
+    let parts = super::triage::timeline_parts(&stage);
+    assert!(parts.iter().all(|(label, ..)| !label.contains("memory")), "{parts:?}");
+    let rest = parts.iter().find(|(label, ..)| label.starts_with("copies")).expect("the rest of busy time");
+    assert!((rest.1 - 4.5).abs() < 1e-9, "{parts:?}");
+    assert!((parts.iter().map(|p| p.1).sum::<f64>() - 450.0).abs() < 1e-9, "{parts:?}");
+}

@@ -1,6 +1,6 @@
 //! The triage page: header, headline, per stage the timeline as a stacked
-//! bar (compute, exposed communication, memory, other busy time, and idle
-//! time by cause) with its legend, idle time by stream, launch overhead and
+//! bar (compute, exposed communication, copies and other kernels outside
+//! both, and idle time by cause) with its legend, idle time by stream, launch overhead and
 //! steps, a chart of the top kernels' shares, then the kernel, overlap and
 //! fuse tables (the rows the markdown shows).
 
@@ -22,7 +22,6 @@ pub const TOP_KERNELS: usize = 10;
 /// Colours of the timeline parts, in drawing order.
 pub const COMPUTE: &str = "#3b6fb6";
 pub const COMM: &str = "#e0803a";
-pub const MEMORY: &str = "#8e6cbf";
 pub const OTHER_BUSY: &str = "#7aa6c9";
 pub const HOST_WAIT: &str = "#c62828";
 pub const KERNEL_WAIT: &str = "#e8a0a0";
@@ -30,14 +29,14 @@ pub const OTHER_IDLE: &str = "#b8bec5";
 
 /// A stage's window split into parts that add up to it (µs, summed over
 /// its GPUs): busy time as compute, communication no computation hides,
-/// memory, other; idle time as host wait and the rest split between short
+/// and the rest: copies and other kernels running outside both (not the
+/// memory kernels' own time, much of which runs under compute); idle time as host wait and the rest split between short
 /// gaps and other waits as the per-stream idle figures split it.
-pub fn timeline_parts(stage: &StageTimeline) -> [(String, f64, &'static str); 7] {
+pub fn timeline_parts(stage: &StageTimeline) -> [(String, f64, &'static str); 6] {
     let f = stage_sum(stage);
     let compute = finite(f.compute_us).max(0.0);
     let comm = finite(f.exposed_comm_us).max(0.0);
     let rest = (finite(f.busy_us) - compute - comm).max(0.0);
-    let memory = finite(f.memory_us).clamp(0.0, rest);
     let idle = finite(f.idle_us).max(0.0);
     let host = finite(f.idle_host_wait_us).clamp(0.0, idle);
     let (mut kernel_wait, mut other) = (0.0, 0.0);
@@ -50,8 +49,7 @@ pub fn timeline_parts(stage: &StageTimeline) -> [(String, f64, &'static str); 7]
     [
         ("compute".to_string(), compute, COMPUTE),
         ("exposed communication".to_string(), comm, COMM),
-        ("memory".to_string(), memory, MEMORY),
-        ("other busy".to_string(), rest - memory, OTHER_BUSY),
+        ("copies and other kernels, outside compute and communication".to_string(), rest, OTHER_BUSY),
         (format!("idle: host wait{}", clocks_offset_mark(stage)), host, HOST_WAIT),
         ("idle: kernel wait (gaps < 30 µs)".to_string(), kernel_part, KERNEL_WAIT),
         ("idle: other".to_string(), left - kernel_part, OTHER_IDLE),
