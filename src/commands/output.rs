@@ -112,8 +112,19 @@ impl Output {
         renderer(self.format, self.render)
     }
 
-    /// Writes `rendered` to the destination.
+    /// Writes `rendered` to the destination. A file or directory that
+    /// cannot be written is named as the report's destination.
     pub fn emit(&self, rendered: Rendered<'_>) -> Result<()> {
+        let stdout = matches!(self.destination, Destination::Stdout);
+        self.emit_to(rendered).map_err(|mut e| {
+            if !stdout && e.kind == crate::error::ErrorKind::Io {
+                e.message = format!("cannot write the report: {}", e.message);
+            }
+            e
+        })
+    }
+
+    fn emit_to(&self, rendered: Rendered<'_>) -> Result<()> {
         match (&self.destination, rendered) {
             (Destination::Stdout, Rendered::Text(t)) => super::print_report(&t),
             (Destination::Stdout, Rendered::Stream(w)) => super::print_report_with(w),

@@ -126,3 +126,14 @@ fn a_pipe_is_written_in_place() {
     let printed = stdout_of(&["-q", "triage", FIXTURE, "--format", "markdown"]);
     assert_eq!(reader.join().unwrap().unwrap(), printed);
 }
+
+/// `/proc` exists but takes no new files, even for root.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_report_that_cannot_be_written_is_named_as_the_report() {
+    let out = common::run(&["-q", "triage", FIXTURE, "-o", "/proc/torchtriage-report.html"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/proc/torchtriage-report.html: cannot write the report: "), "{err}");
+}
