@@ -4,7 +4,8 @@
 //! (kernel, pattern, location) shrink first, widest first, down to their
 //! minimum, their cells shortened in the middle; then the columns with the
 //! lowest keep rank are dropped one at a time; as a last resort the name
-//! columns shrink below their minimum. Also word-wrapping of prose lines.
+//! columns shrink below their minimum, and a line under the table names the
+//! columns left out. Also word-wrapping of prose lines.
 
 use super::names::shorten_middle;
 
@@ -160,6 +161,13 @@ impl Table {
                 lines.push(line(&cells));
             }
         }
+        // The legend under a table describes every column: say which ones
+        // this width left out.
+        let hidden: Vec<&str> = (0..n).filter(|&c| !shown[c]).map(|c| self.columns[c].header.as_str()).collect();
+        if !hidden.is_empty() {
+            let note = format!("Left out at {width} columns: {} (a wider terminal shows them).", hidden.join(", "));
+            lines.extend(wrap(&note, width, "  "));
+        }
         lines
     }
 }
@@ -260,7 +268,11 @@ mod tests {
         assert_eq!(shorten_head("a/b/c.py:12 f", 8), "…py:12 f");
         // A dropped list column leaves no blank continuation lines.
         let only = t.render(24 + 2 + 13);
-        assert_eq!(only.len(), 4, "{only:?}");
+        assert_eq!(only.iter().take_while(|l| !l.starts_with("Left out")).count(), 4, "{only:?}");
+        // The columns left out are named under the table, and only then.
+        let note = only[4..].join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(note.contains("Max (µs)") && note.contains("Category"), "{only:?}");
+        assert!(!wide.iter().any(|l| l.starts_with("Left out")), "{wide:?}");
     }
 
     #[test]

@@ -193,7 +193,12 @@ fn triage_fits_every_width() {
     assert!(wide.contains("CPU op") && wide.contains("Max (µs)"), "{wide}");
     assert!(wide.contains("void vllm::act_and_mul_kernel<c10"), "{wide}");
     let narrow = text(Table { width: 60 }.triage(&r));
-    assert!(!narrow.contains("Max (µs)"), "lower-priority columns go first: {narrow}");
+    let header = narrow.lines().find(|l| l.starts_with("Kernel ")).expect("kernel table");
+    assert!(!header.contains("Max (µs)"), "lower-priority columns go first: {narrow}");
+    assert!(narrow.contains("Left out at 60 columns: "), "the columns left out are named: {narrow}");
+    // The overlap table keeps its action over the exclusive and hidden shares.
+    let overlap = narrow.lines().find(|l| l.starts_with("Priority ")).expect("overlap table");
+    assert!(overlap.contains("Action") && !overlap.contains("Hid"), "{narrow}");
     assert_eq!(narrow, text(Table { width: 60 }.triage(&r)), "stable");
 }
 

@@ -234,14 +234,15 @@ fn kernel_table(o: &mut Out, r: &TriageReport, stage: Stage) {
 fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
     let mut t = Table::new(vec![
         Column::text("Priority", 0),
-        Column::text("Verdict", 2),
+        Column::text("Verdict", 3),
         Column::name("Kernel", name_min(o.width), 0),
-        Column::num("GPU time (ms)", 3),
+        Column::num("GPU time (ms)", 4),
         Column::num("Share (%)", 0),
-        Column::num("Excl (%)", 0),
-        Column::num("Hid (%)", 0),
-        Column::text("Dep risk", 4),
-        Column::text("Action", 5),
+        // Hid is 100 − Excl, and the action says what they mean.
+        Column::num("Excl (%)", 2),
+        Column::num("Hid (%)", 2),
+        Column::text("Dep risk", 5),
+        Column::text("Action", 6),
         Column::location("Python scope", 16, 1),
     ]);
     let mut any = false;
