@@ -131,8 +131,21 @@ fn cell(v: &Value) -> String {
         Value::Array(items) if items.iter().all(|i| !i.is_array() && !i.is_object()) => {
             items.iter().map(cell).collect::<Vec<_>>().join("\n")
         }
+        // A list of records (a stage's slowest steps): one per line, its
+        // fields as `key=value` separated by `; `.
+        Value::Array(items) if items.iter().all(flat_record) => items
+            .iter()
+            .filter_map(Value::as_object)
+            .map(|o| o.iter().map(|(k, v)| format!("{k}={}", cell(v))).collect::<Vec<_>>().join("; "))
+            .collect::<Vec<_>>()
+            .join("\n"),
         other => other.to_string(),
     }
+}
+
+/// An object whose values are all scalars.
+fn flat_record(v: &Value) -> bool {
+    v.as_object().is_some_and(|o| o.values().all(|x| !x.is_array() && !x.is_object()))
 }
 
 /// Appends `field`, quoted when it holds a comma, quote, CR or LF (quotes
@@ -161,6 +174,16 @@ mod tests {
             &[],
         );
         assert_eq!(t.render(), "stage,name,us,l,n\r\ndecode,\"a, \"\"b\"\"\",1.5,\"x\ny\",\r\n");
+    }
+
+    #[test]
+    fn a_list_of_records_is_one_record_a_line() {
+        let v =
+            serde_json::json!([{"name": "ProfilerStep#1", "dur_us": 12.5}, {"name": "ProfilerStep#2", "dur_us": 3}]);
+        assert_eq!(cell(&v), "name=ProfilerStep#1; dur_us=12.5\nname=ProfilerStep#2; dur_us=3");
+        // Deeper nesting stays JSON.
+        let deep = serde_json::json!([{"a": [1]}]);
+        assert_eq!(cell(&deep), r#"[{"a":[1]}]"#);
     }
 
     #[test]
