@@ -87,7 +87,7 @@ pub fn verdict_line(stage: &StageTimeline) -> String {
         ),
         // Idle by the steps' time alone (verdict rule 5).
         VerdictKind::GpuIdle if !v.idle_pct.is_some_and(|i| i >= IDLE_BOUND_PCT) && v.steps_idle_pct.is_some() => format!(
-            "{name}: GPU idle {idle} of the window but {} of the steps' time: kernels ran in {} of {} of steps → GPU idle outside the kernels' window (host work, or waits, before the first kernel or after the last)",
+            "{name}: GPU idle {idle} of the window but {} of the steps' time: the kernels' window is {} of {} of steps → GPU idle outside the kernels' window (host work, or waits, before the first kernel or after the last)",
             pct(v.steps_idle_pct),
             format_ms(v.window_us),
             v.steps_us.map_or_else(|| "-".to_string(), format_ms),
