@@ -119,18 +119,29 @@ impl KernelRow {
     /// The location cell as the reference prints it: `<br>`-joined, or
     /// `unresolved`.
     pub fn location_cell(&self) -> String {
-        list_cell(&self.location, UNRESOLVED)
+        location_cell(&self.location)
     }
 
     /// The CPU-op cell as the reference prints it: `<br>`-joined, or `-`.
     pub fn cpu_op_cell(&self) -> String {
-        list_cell(&self.cpu_op, "-")
+        cpu_op_cell(&self.cpu_op)
     }
 }
 
 /// The location text of a kernel whose Python source location is unknown,
 /// as the tables print it and as the site attribution records it.
 pub const UNRESOLVED: &str = "unresolved";
+
+/// A kernel's Python locations as one cell, as the reference prints them:
+/// `<br>`-joined, or [`UNRESOLVED`].
+pub fn location_cell<S: std::borrow::Borrow<str>>(items: &[S]) -> String {
+    list_cell(items, UNRESOLVED)
+}
+
+/// A kernel's launching CPU ops as one cell: `<br>`-joined, or `-`.
+pub fn cpu_op_cell<S: std::borrow::Borrow<str>>(items: &[S]) -> String {
+    list_cell(items, "-")
+}
 
 /// A list as one table cell: items joined with `<br>`, or `empty`.
 pub fn list_cell<S: std::borrow::Borrow<str>>(items: &[S], empty: &str) -> String {

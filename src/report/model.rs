@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::analysis::fusion::FusionOpportunity;
 use crate::analysis::overlap::ActionRow;
-use crate::analysis::types::{list_cell, Text, TextList, UNRESOLVED};
+use crate::analysis::types::{cpu_op_cell, location_cell, Text, TextList, UNRESOLVED};
 
 /// Version of the JSON layout ([`crate::report::json`]); documented in
 /// `docs/json-schema.md`. Raised whenever a field changes meaning or type.
@@ -82,12 +82,12 @@ pub struct KernelTableRow {
 impl KernelTableRow {
     /// The location cell as tables print it: `<br>`-joined, or `unresolved`.
     pub fn location_cell(&self) -> String {
-        list_cell(&self.location, UNRESOLVED)
+        location_cell(&self.location)
     }
 
     /// The CPU-op cell as tables print it: `<br>`-joined, or `-`.
     pub fn cpu_op_cell(&self) -> String {
-        list_cell(&self.cpu_op, "-")
+        cpu_op_cell(&self.cpu_op)
     }
 }
 

@@ -4,7 +4,6 @@
 //! steps). Reads [`crate::analysis::timeline::Timeline`] from the report.
 
 use crate::analysis::stage::Stage;
-use crate::analysis::timeline::verdict::IDLE_BOUND_PCT;
 use crate::analysis::timeline::{Figures, StageTimeline, StepSource, Timeline, VerdictKind};
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::TriageReport;
@@ -85,8 +84,7 @@ pub fn verdict_line(stage: &StageTimeline) -> String {
             "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle})",
             pct(v.exposed_comm_pct)
         ),
-        // Idle by the steps' time alone (verdict rule 5).
-        VerdictKind::GpuIdle if !v.idle_pct.is_some_and(|i| i >= IDLE_BOUND_PCT) && v.steps_idle_pct.is_some() => format!(
+        VerdictKind::GpuIdle if v.idle_outside_window() => format!(
             "{name}: GPU idle {idle} of the window but {} of the steps' time: the kernels' window is {} of {} of steps → GPU idle outside the kernels' window (host work, or waits, before the first kernel or after the last)",
             pct(v.steps_idle_pct),
             format_ms(v.window_us),

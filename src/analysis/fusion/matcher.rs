@@ -17,7 +17,7 @@ use memchr::memmem::Finder;
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::analysis::framework::Framework;
-use crate::analysis::types::{list_cell, UNRESOLVED};
+use crate::analysis::types::{cpu_op_cell, location_cell};
 use crate::pysem::normalize_text;
 
 use super::registry::PatternSpec;
@@ -92,7 +92,7 @@ impl RowText {
             KeywordMatch::Substring => std::borrow::Cow::Borrowed(row.name()),
             KeywordMatch::Tokens => tokens::without_parens(row.name()),
         };
-        let cells = [&*name, &list_cell(row.location(), UNRESOLVED), &list_cell(row.cpu_op(), "-")];
+        let cells = [&*name, &location_cell(row.location()), &cpu_op_cell(row.cpu_op())];
         RowText::of_text(&cells.join(" "), mode)
     }
 

@@ -19,7 +19,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use serde_json::Value;
 
-use crate::analysis::types::{list_cell, KernelEntry, KernelRow, UNRESOLVED};
+use crate::analysis::types::{cpu_op_cell, location_cell, KernelEntry, KernelRow};
 use crate::pysem::{fcmp, py_float_repr, py_int_of_str};
 
 pub use matcher::{
@@ -278,7 +278,7 @@ pub fn detect_fusion_opportunities<R: FuseRow + Sync>(
             covered: m
                 .related
                 .iter()
-                .map(|r| (r.name().to_string(), list_cell(r.location(), UNRESOLVED), list_cell(r.cpu_op(), "-")))
+                .map(|r| (r.name().to_string(), location_cell(r.location()), cpu_op_cell(r.cpu_op())))
                 .collect(),
             span: spec.span(),
             priority: spec.priority,

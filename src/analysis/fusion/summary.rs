@@ -3,7 +3,7 @@
 //! and capped the way the reference's table shows them.
 
 use super::FuseRow;
-use crate::analysis::types::{list_cell, UNRESOLVED};
+use crate::analysis::types::{location_cell, UNRESOLVED};
 use crate::pysem::{is_py_space, normalize_text};
 
 use crate::analysis::mapping::site_display_location;
@@ -54,7 +54,7 @@ pub fn kernel_row_locations<R: FuseRow>(row: &R) -> Vec<String> {
         .filter(|s| !s.location.is_empty())
         .map(site_display_location)
         .collect();
-    let cell = list_cell(row.location(), UNRESOLVED);
+    let cell = location_cell(row.location());
     if values.is_empty() && !cell.is_empty() && cell != UNRESOLVED {
         values = cell.split("<br>").map(|f| f.trim_matches(is_py_space).to_string()).collect();
     }

@@ -32,6 +32,16 @@ pub const HOST_WAIT_SHARE: f64 = 0.5;
 /// is communication-bound.
 pub const EXPOSED_COMM_PCT: f64 = 20.0;
 
+impl Verdict {
+    /// Whether rule 5 decided: the stage is idle by its steps' time alone,
+    /// its window being busy enough.
+    pub fn idle_outside_window(&self) -> bool {
+        self.kind == VerdictKind::GpuIdle
+            && !self.idle_pct.is_some_and(|i| i >= IDLE_BOUND_PCT)
+            && self.steps_idle_pct.is_some()
+    }
+}
+
 /// The verdict of a stage over its GPUs' figures, with `steps_us` the
 /// stage's steps' durations summed (`None` without steps).
 pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchStats, steps_us: Option<f64>) -> Verdict {
@@ -132,6 +142,7 @@ mod tests {
         let v = decide(&[fig(11.0, 0.0, 0.0, 0.0)], &launch, Some(33_716.8));
         assert_eq!((v.kind, v.steps_us), (VerdictKind::GpuIdle, Some(33_716.8)));
         assert!(v.steps_idle_pct.is_some_and(|p| p > 99.9), "{v:?}");
+        assert!(v.idle_outside_window());
         // The window's own figures are unchanged.
         assert_eq!((v.window_us, v.idle_pct), (11.0, Some(0.0)));
         // Steps 10 % longer than a busy window: still GPU-bound.
@@ -144,6 +155,8 @@ mod tests {
         assert_eq!((v.kind, v.steps_us, v.steps_idle_pct), (VerdictKind::GpuBound, None, None));
         // Host waits inside the window still decide first.
         assert_eq!(decide(&[fig(100.0, 38.0, 31.0, 0.0)], &launch, Some(1000.0)).kind, VerdictKind::CpuLaunchBound);
+        // Idle in its own window: rule 4, not rule 5.
+        assert!(!decide(&[fig(100.0, 38.0, 10.0, 0.0)], &launch, Some(1000.0)).idle_outside_window());
     }
 
     #[test]
