@@ -1,8 +1,8 @@
 //! Launch overhead of a stage: its GPU events matched by correlation to a
-//! launch call (`trace.launches`, and correlated runtime calls of other
-//! categories whose name contains `launch`, such as older profilers'
-//! `Runtime` category; a CUDA-graph launch counts once however many kernels
-//! it starts), the launch delay (kernel start − launch end,
+//! launch call (`trace.launches`, and the correlated host calls of other
+//! categories that [`is_launch_call`] names, such as older profilers'
+//! `Runtime` category or the MTIA runtime's; a CUDA-graph launch counts once
+//! however many kernels it starts), the launch delay (kernel start − launch end,
 //! at least 0), median kernel and launch durations, the share of
 //! kernels shorter than their own launch call, and whether the CPU's and
 //! the GPU's clocks look offset from each other (no kernel starts within
@@ -34,6 +34,15 @@ pub const CLOCK_OFFSET_MIN_KERNELS: u64 = 10;
 /// kernels launched before the profiler started.
 pub const CLOCK_OFFSET_MAX_BUSY_SHARE: f64 = 0.5;
 
+/// Whether a correlated host call of any category launches device work: its
+/// name contains `launch` in any case (CUDA and HIP kernel and graph
+/// launches), or it is the MTIA runtime's `runFunction` call, which submits
+/// a job to the device. The runtime's other correlated calls (copies,
+/// event records, synchronisation) are not launches.
+pub(crate) fn is_launch_call(name: &str) -> bool {
+    name.starts_with("runFunction") || name.to_lowercase().contains("launch")
+}
+
 /// Launch call per correlation (the last launch row of a correlation wins,
 /// launch rows over runtime rows), as a dense row index: launch rows
 /// first, then runtime rows (4 bytes a slot).
@@ -47,7 +56,7 @@ impl LaunchIndex {
         let r = &trace.runtime;
         let mut named: rustc_hash::FxHashMap<crate::columns::Sym, bool> = Default::default();
         let launch_named: Vec<bool> = (0..r.len())
-            .map(|i| *named.entry(r.name[i]).or_insert_with(|| trace.s(r.name[i]).to_lowercase().contains("launch")))
+            .map(|i| *named.entry(r.name[i]).or_insert_with(|| is_launch_call(trace.s(r.name[i]))))
             .collect();
         // Runtime rows come before the launch rows, so a launch row wins.
         // A row whose index does not fit 32 bits is not indexed.

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::ingest::load_bytes;
+use launch::is_launch_call;
 
 fn kernel(name: &str, ts: f64, dur: f64, stream: i64, corr: i64) -> String {
     format!(
@@ -205,6 +206,35 @@ fn launches_of_an_older_runtime_category() {
     assert!(close(l.delay_p50_us.unwrap(), 2.0));
     // Both calls are host sides: b's memcpy started (10) after a ended (7).
     assert!(close(tl.trace.idle_by_stream[0].host_wait_us, 13.0));
+}
+
+#[test]
+fn launches_of_the_mtia_runtime() {
+    // The MTIA runtime submits device work with `runFunction`; its copies,
+    // records and waits are correlated host calls but not launches.
+    let call = |name: &str, ts: f64, corr: i64| {
+        format!(
+            r#"{{"ph":"X","cat":"mtia_runtime","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":4,"args":{{"correlation":{corr}}}}}"#
+        )
+    };
+    let device = |name: &str, ts: f64, corr: i64| {
+        format!(
+            r#"{{"ph":"X","cat":"mtia_ccp_events","name":"{name}","pid":0,"tid":7,"ts":{ts},"dur":10,"args":{{"stream":7,"correlation":{corr}}}}}"#
+        )
+    };
+    let t = trace_of(&[
+        call("runFunction - job_prep_and_submit_for_execution", 0.0, 1),
+        call("enqueueCommand memcpyHtoDAsync", 1.0, 2),
+        call("recordEvent", 2.0, 3),
+        device("merge", 6.0, 1),
+        device("dma_request", 20.0, 2),
+        device("event_record", 40.0, 3),
+    ]);
+    let tl = run(&t, Basis::Trace);
+    let l = &tl.stages[0].launch;
+    assert_eq!((l.launches, l.kernels), (1, 1), "{l:?}");
+    assert!(close(l.delay_p50_us.unwrap(), 2.0));
+    assert!(!is_launch_call("recordEvent") && is_launch_call("cudaGraphLaunch") && is_launch_call("hipLaunchKernel"));
 }
 
 #[test]
