@@ -18,7 +18,9 @@ use std::path::{Component, Path, PathBuf};
 use common::Corpus;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
-use torchtriage::analysis::overlap::{analyze_overlap, build_action_rows, stage_bundles, ActionRow, Masking, Stage};
+use torchtriage::analysis::overlap::{
+    analyze_overlap, build_action_rows, stage_bundles, ActionRow, Masking, RowOptions, ShareBasis, Stage,
+};
 use torchtriage::analysis::types::{KernelEntry, SiteEntry, StagePayload};
 use torchtriage::ingest::{load_path, IngestOptions};
 
@@ -258,7 +260,15 @@ fn check_against_dump(dump: &Value) -> Vec<String> {
         let payload: Option<StagePayload> = sd["payload"]["kernels"]
             .as_object()
             .map(|m| m.iter().map(|(k, v)| (k.as_str().into(), entry_from_json(v))).collect());
-        let rows = build_action_rows(bundle, mapping_bundle, *stage_name, &stats, &lookup, payload.as_ref(), 0);
+        let rows = build_action_rows(
+            bundle,
+            mapping_bundle,
+            *stage_name,
+            &stats,
+            &lookup,
+            payload.as_ref(),
+            RowOptions { share: ShareBasis::Summed, table_limit: 0 },
+        );
         let want_rows = sd["rows"].as_array().cloned().unwrap_or_default();
         if rows.len() != want_rows.len() {
             problems.push(format!("{stage_name}: {} rows want {}", rows.len(), want_rows.len()));

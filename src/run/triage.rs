@@ -802,7 +802,12 @@ fn overlap_stage(
     };
     // Every row is kept; the table limit, like the kernel table's, only
     // decides which are rendered (the first `limit`, at or above the bar).
-    let rows = overlap::action_rows_from(formal_bundle, source_map, stats, 0);
+    let share = match opts.compat {
+        Compat::Default => overlap::ShareBasis::Running,
+        Compat::Reference => overlap::ShareBasis::Summed,
+    };
+    let rows =
+        overlap::action_rows_from(formal_bundle, source_map, stats, overlap::RowOptions { share, table_limit: 0 });
     let shown = match opts.overlap_table_limit {
         0 => usize::MAX,
         n => n,

@@ -223,3 +223,24 @@ fn fuse_rows_need_evidence_and_whole_tokens() {
     let reference = triage(&["-q", "triage", "--compat", "reference", trace]);
     assert!(reference.contains(&format!("| {nsa} | Confirmed |")), "{reference}");
 }
+
+/// Deviation 19: on HTA's MTIA trace the launches of `dma_request` run side
+/// by side on several streams; the reference divides their summed time by
+/// the stage's busy time (112.9 %), we divide the time any of them runs.
+#[test]
+fn an_overlap_share_never_exceeds_the_busy_time() {
+    let trace =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/edge_cases/hta_mtia/mtia_inference_rank_0.json.gz");
+    let share = |extra: &[&str]| -> f64 {
+        let mut args = vec!["-q", "triage", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(trace);
+        let report: serde_json::Value = serde_json::from_str(&triage(&args)).unwrap();
+        let row = report["overlap"].as_array().unwrap().iter().find(|r| r["kernel"] == "dma_request").unwrap();
+        row["share_pct"].as_f64().unwrap()
+    };
+    let ours = share(&[]);
+    assert!((ours - 100.0).abs() < 1e-9, "{ours}");
+    let reference = share(&["--compat", "reference"]);
+    assert!((reference - 112.9458).abs() < 1e-3, "{reference}");
+}

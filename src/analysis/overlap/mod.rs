@@ -34,6 +34,7 @@ use crate::columns::Trace;
 pub use bundle::{render_stages, stage_bundles, stage_bundles_with, BundleSource};
 pub use dependency::dependency_risk_label;
 pub use detect::{overlap_category, overlap_kernel_name};
+pub use rows::{RowOptions, ShareBasis};
 pub use source_map::{build_kernel_source_map, SampledSource, SourceMap, SourceSample};
 pub use sweep::{analyze_overlap, analyze_overlap_in, SweepOrder};
 
@@ -235,12 +236,12 @@ pub fn build_action_rows(
     stats: &OverlapStats,
     kernel_map_lookup: &dyn Fn(Stage, &str) -> Option<KernelEntry>,
     formal_stage_payload: Option<&StagePayload>,
-    table_limit: usize,
+    opts: RowOptions,
 ) -> Vec<ActionRow> {
     // The source map first: its working tables are gone before the
     // aggregates exist.
     let source_map = build_kernel_source_map(mapping, kernel_map_lookup, stage, formal_stage_payload);
-    action_rows_from(formal, &source_map, stats, table_limit)
+    action_rows_from(formal, &source_map, stats, opts)
 }
 
 /// [`build_action_rows`] with the source map already built.
@@ -248,10 +249,10 @@ pub fn action_rows_from(
     formal: &StageBundle,
     source_map: &SourceMap,
     stats: &OverlapStats,
-    table_limit: usize,
+    opts: RowOptions,
 ) -> Vec<ActionRow> {
     let aggregates = aggregate::aggregate_events(&formal.events);
-    rows::build_action_rows(&aggregates, source_map, &formal.events, stats.total_busy_us, table_limit)
+    rows::build_action_rows(&aggregates, source_map, &formal.events, stats.total_busy_us, opts)
 }
 
 #[cfg(test)]
@@ -277,7 +278,7 @@ mod tests {
         let (stage, bundle) = &mut formal[0];
         let stats = analyze_overlap(&mut bundle.events);
         assert_eq!(stats, OverlapStats { total_busy_us: 60.0, overlap_us: 0.0, max_concurrent_streams: 1 });
-        let rows = build_action_rows(bundle, &mapping[0].1, *stage, &stats, &|_, _| None, None, 0);
+        let rows = build_action_rows(bundle, &mapping[0].1, *stage, &stats, &|_, _| None, None, RowOptions::default());
         let got: Vec<(&str, &str, &str, &str, &str)> = rows
             .iter()
             .map(|r| (&*r.priority, &*r.kernel, &*r.python_scope, &*r.launch_op, &*r.recommendation))
@@ -292,6 +293,42 @@ mod tests {
         assert_eq!(rows[0].dependency_signal, "serial risk low");
         assert_eq!(rows[0].share_pct, 50.0 / 60.0 * 100.0);
         assert_eq!(rows[1].prev_neighbor, "none");
+    }
+
+    #[test]
+    fn a_share_counts_the_time_a_kernel_runs() {
+        // Launches of one copy kernel run side by side on two streams:
+        // 30 µs of launches in the 20 µs the stage is busy.
+        let copy = |tid: u32, ts: f64, dur: f64| json!({"ph": "X", "name": "Memcpy DtoD", "cat": "gpu_memcpy", "pid": 0, "tid": tid, "ts": ts, "dur": dur, "args": {"stream": tid}});
+        let trace = trace_from_value(&json!({"traceEvents": [
+            copy(7, 0.0, 10.0), copy(8, 5.0, 10.0), copy(7, 10.0, 10.0),
+        ]}));
+        let (stage, mut bundle) = stage_bundles(&trace, Stage::All, "formal", None, Masking::WordStart).remove(0);
+        let stats = analyze_overlap(&mut bundle.events);
+        assert_eq!(stats.total_busy_us, 20.0);
+        let share = |basis| {
+            let rows = build_action_rows(
+                &bundle,
+                &bundle,
+                stage,
+                &stats,
+                &|_, _| None,
+                None,
+                RowOptions { share: basis, table_limit: 0 },
+            );
+            rows.iter().map(|r| (r.kernel.clone(), r.total_us, r.share_pct)).collect::<Vec<_>>()
+        };
+        assert_eq!(share(ShareBasis::Running), [("Memcpy DtoD".to_string(), 30.0, 100.0)]);
+        assert_eq!(share(ShareBasis::Summed), [("Memcpy DtoD".to_string(), 30.0, 150.0)]);
+    }
+
+    #[test]
+    fn union_of_spans() {
+        let spans = vec![(5.0, 9.0), (0.0, 2.0), (1.0, 3.0), (9.0, 10.0), (4.0, 4.0), (f64::NAN, 1.0)];
+        assert_eq!(rows::union_length(spans), Some(8.0));
+        // Launches that only touch end to start never overlap.
+        assert_eq!(rows::union_length(vec![(0.0, 2.0), (2.0, 3.0)]), None);
+        assert_eq!(rows::union_length(Vec::new()), None);
     }
 
     #[test]
@@ -361,8 +398,18 @@ mod tests {
             let stats = analyze_overlap(&mut bundle.events);
             let entry = KernelEntry { best_location: " loc ".into(), ..Default::default() };
             let lookup = move |_: Stage, _: &str| Some(entry.clone());
-            let rows = build_action_rows(&bundle, &bundle, stage, &stats, &lookup, None, 3);
-            assert!(rows.len() <= 3);
+            for share in [ShareBasis::Running, ShareBasis::Summed] {
+                let rows = build_action_rows(
+                    &bundle,
+                    &bundle,
+                    stage,
+                    &stats,
+                    &lookup,
+                    None,
+                    RowOptions { share, table_limit: 3 },
+                );
+                assert!(rows.len() <= 3);
+            }
         }
     }
 }

@@ -2,6 +2,8 @@
 //! kernels first, then mostly-hidden elementwise / memory work), their
 //! priority P1–P5, recommendation and suggestion text.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashSet as HashSet;
 
 use super::aggregate::{Aggregates, KernelAggregate};
@@ -11,6 +13,26 @@ use super::lookup::relaxed_lookup;
 use super::source_map::SourceMap;
 use super::{ActionRow, OverlapKernel};
 use crate::pysem::{fcmp, py_max};
+
+/// What a row's share of the stage's busy time counts for its kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShareBasis {
+    /// The time any launch of the kernel runs, so a share is at most 100 %.
+    #[default]
+    Running,
+    /// The launches' durations summed, as the reference tool counts them:
+    /// above 100 % when launches of one kernel run side by side on several
+    /// streams.
+    Summed,
+}
+
+/// How the action rows are counted and cut.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowOptions {
+    pub share: ShareBasis,
+    /// Rows kept, all of them when 0.
+    pub table_limit: usize,
+}
 
 fn category_weight(category: &str) -> f64 {
     match category {
@@ -115,11 +137,66 @@ struct RowContext<'a> {
     events: &'a [OverlapKernel],
     neighbors: NeighborIndex,
     total_busy_us: f64,
+    /// Each candidate's running time ([`ShareBasis::Running`]), in the
+    /// order of `candidates`.
+    running: Option<(Vec<&'a KernelAggregate>, Vec<Option<f64>>)>,
+}
+
+impl RowContext<'_> {
+    /// The time `stats` counts towards its share.
+    fn share_time(&self, stats: &KernelAggregate) -> f64 {
+        let Some((candidates, running)) = &self.running else { return stats.total_us };
+        let i = candidates.iter().position(|c| std::ptr::eq(*c, stats));
+        i.and_then(|i| running[i]).unwrap_or(stats.total_us)
+    }
+}
+
+/// The time any launch of each candidate runs (the union of its launches'
+/// intervals), in one pass over the events; `None` where no two launches
+/// overlap, so that the summed time stands as it was added up.
+fn running_times(candidates: &[&KernelAggregate], events: &[OverlapKernel]) -> Vec<Option<f64>> {
+    let mut spans: Vec<Vec<(f64, f64)>> = vec![Vec::new(); candidates.len()];
+    for e in events {
+        let found = candidates.iter().position(|c| {
+            Arc::ptr_eq(&c.name, &e.name)
+                || (c.name.canonical == e.name.canonical && c.name.category == e.name.category)
+        });
+        if let Some(i) = found {
+            spans[i].push((e.ts, e.end()));
+        }
+    }
+    spans.into_iter().map(union_length).collect()
+}
+
+/// Total length of the union of `spans` (start, end), or `None` when no
+/// two of them overlap; empty or reversed spans add nothing.
+pub(super) fn union_length(mut spans: Vec<(f64, f64)>) -> Option<f64> {
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut overlapped = false;
+    let mut open: Option<(f64, f64)> = None;
+    for (start, end) in spans {
+        if !(end > start) {
+            continue;
+        }
+        open = match open {
+            Some((s, e)) if start < e => {
+                overlapped = true;
+                Some((s, e.max(end)))
+            }
+            Some((s, e)) => {
+                total += e - s;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    overlapped.then(|| total + open.map_or(0.0, |(s, e)| e - s))
 }
 
 fn make_row(stats: &KernelAggregate, verdict: &str, suggestion: String, cx: &RowContext) -> ActionRow {
     let source = relaxed_lookup(cx.map, stats.name());
-    let share_pct = if cx.total_busy_us > 0.0 { stats.total_us / cx.total_busy_us * 100.0 } else { 0.0 };
+    let share_pct = if cx.total_busy_us > 0.0 { cx.share_time(stats) / cx.total_busy_us * 100.0 } else { 0.0 };
     let mut signal = "adjacency unclear".to_string();
     let mut prev_neighbor = "none".to_string();
     let mut next_neighbor = "none".to_string();
@@ -160,14 +237,19 @@ pub fn build_action_rows(
     map: &SourceMap,
     events: &[OverlapKernel],
     total_busy_us: f64,
-    table_limit: usize,
+    opts: RowOptions,
 ) -> Vec<ActionRow> {
     let headroom = top_overlap_opportunities(aggregates);
     let hidden = top_hidden_low_roi(aggregates);
     // Only the candidates' representative launches are asked about.
     let representatives: HashSet<usize> = headroom.iter().chain(&hidden).filter_map(|a| a.representative_idx).collect();
     let neighbors = build_neighbor_index(events, |idx| representatives.contains(&idx));
-    let cx = RowContext { map, events, neighbors, total_busy_us };
+    let running = (opts.share == ShareBasis::Running).then(|| {
+        let candidates: Vec<&KernelAggregate> = headroom.iter().chain(&hidden).copied().collect();
+        let times = running_times(&candidates, events);
+        (candidates, times)
+    });
+    let cx = RowContext { map, events, neighbors, total_busy_us, running };
     let mut rows = Vec::new();
     let mut seen: HashSet<&str> = HashSet::default();
     for stats in headroom {
@@ -185,8 +267,8 @@ pub fn build_action_rows(
         rows.push(make_row(stats, "low-roi-hidden", hidden_suggestion(stats), &cx));
         seen.insert(stats.name());
     }
-    if table_limit > 0 {
-        rows.truncate(table_limit);
+    if opts.table_limit > 0 {
+        rows.truncate(opts.table_limit);
     }
     rows
 }

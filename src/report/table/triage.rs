@@ -26,8 +26,8 @@ const KERNEL_LEGEND: &[&str] = &[
 ];
 
 const OVERLAP_LEGEND: &[&str] = &[
-    "Share: of the stage's GPU busy time (the union over streams), so it differs from the kernel table's Share, \
-     which divides by summed kernel time. Excl (exclusive): share of the kernel's time no other stream's kernel overlaps; \
+    "Share: the time any launch of the kernel runs, of the stage's GPU busy time (the union over streams), so it differs \
+     from the kernel table's Share, which divides summed kernel time. Excl (exclusive): share of the kernel's time no other stream's kernel overlaps; \
      Hid (hidden): share overlapped by another stream.",
     "Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. Dep risk: whether \
      the neighbouring kernels on its stream depend on it (high: a tight neighbour from the same scope or launch; \
