@@ -92,6 +92,14 @@ pub fn contains_any(text: &str, keywords: &[&str]) -> bool {
     keywords.iter().any(|k| text.contains(k))
 }
 
+/// Whether a kernel's name names a collective or a communication library
+/// (`nccl`, `all_reduce`, vLLM's `cross_device_reduce`, `deepep`, …): the
+/// kernel table's sure sign of communication, before the weaker words
+/// (`dispatch`, `combine`, `broadcast`) that compute kernels use too.
+pub fn names_communication(name: &str) -> bool {
+    contains_any(&name.to_lowercase(), COMMUNICATION_STRONG)
+}
+
 /// The kernel table's category for a raw kernel name.
 pub fn kernel_table_category(name: &str) -> &'static str {
     let lowered = name.to_lowercase();

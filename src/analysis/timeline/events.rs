@@ -305,7 +305,8 @@ fn collect(
         let name = k.name[row];
         let kind = match kinds.get(name as usize).copied() {
             Some(0) | None => {
-                let kind = KernelType::of(trace.s(name));
+                let text = trace.s(name);
+                let kind = if hta { KernelType::of(text) } else { KernelType::of_trace(text) };
                 if let Some(slot) = kinds.get_mut(name as usize) {
                     *slot = kind.code() + 1;
                 }

@@ -4,6 +4,7 @@
 //! compensated sum, the linear-interpolation percentile, and HTA's kernel
 //! type of a kernel name.
 
+use crate::analysis::kernels::names::names_communication;
 use crate::pysem::fcmp;
 
 /// Neumaier's compensated sum: the order of a long sum of durations does not
@@ -165,6 +166,18 @@ impl KernelType {
         KernelType::Computation
     }
 
+    /// The kind of a kernel on the `trace` basis: HTA's, except that a
+    /// kernel whose name names a collective or a communication library
+    /// ([`names_communication`]: vLLM's custom all-reduce
+    /// `cross_device_reduce`, `multimem_all_reduce`, RCCL and NCCL names
+    /// without `Kernel`) is communication, as the kernel table counts it.
+    pub(crate) fn of_trace(name: &str) -> KernelType {
+        if names_communication(name) {
+            return KernelType::Communication;
+        }
+        KernelType::of(name)
+    }
+
     pub(crate) fn code(self) -> u8 {
         self as u8
     }
@@ -246,6 +259,14 @@ mod tests {
         assert_eq!(KernelType::of("xMemcpyAsync"), Other);
         assert_eq!(KernelType::of("Event Sync"), Other);
         assert_eq!(KernelType::of("Stream Wait Event"), Computation);
+        assert_eq!(KernelType::of("void vllm::cross_device_reduce_1stage<float, 2>"), Computation);
+        assert_eq!(KernelType::of_trace("void vllm::cross_device_reduce_1stage<float, 2>"), Communication);
+        assert_eq!(KernelType::of_trace("multimem_all_reduce_kernel<c10::BFloat16, 16>"), Communication);
+        assert_eq!(KernelType::of_trace("ncclKernel_AllReduce_RING"), Communication);
+        // The weaker words of the kernel table name compute kernels too.
+        assert_eq!(KernelType::of_trace("groupnorm_kernel_dispatch_down<float>"), Computation);
+        assert_eq!(KernelType::of_trace("_combined_routing_compute"), Computation);
+        assert_eq!(KernelType::of_trace("Memcpy DtoD"), Memory);
         assert_eq!(KernelType::of("void gemm<float>(...)"), Computation);
         assert_eq!(KernelType::of("a\nSync"), Computation);
         for t in [Computation, Communication, Memory, Other] {

@@ -154,6 +154,22 @@ fn communication_overlap_and_kernel_classes() {
 }
 
 #[test]
+fn custom_all_reduce_is_communication_on_the_trace_basis() {
+    // vLLM's custom all-reduce beside a GEMM: communication on the trace
+    // basis, as the kernel table counts it; computation under HTA's rule.
+    let t = trace_of(&[
+        kernel("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 4>", 0.0, 10.0, 1, 1),
+        kernel("gemm", 5.0, 15.0, 2, 2),
+        kernel("void groupnorm_kernel_dispatch_down<float>", 20.0, 5.0, 2, 3),
+    ]);
+    let f = run(&t, Basis::Trace).trace;
+    assert!(close(f.comm_us, 10.0) && close(f.compute_us, 20.0), "{f:?}");
+    assert!(close(f.comm_comp_overlap_pct.unwrap(), 50.0) && close(f.exposed_comm_us, 5.0));
+    let h = run(&t, Basis::HtaExact).trace;
+    assert!(close(h.comm_us, 0.0) && close(h.compute_us, 25.0), "{h:?}");
+}
+
+#[test]
 fn stages_share_the_window() {
     let t = trace_of(&[
         annotation("gpu_user_annotation", "prefill", 0.0, 50.0),
