@@ -153,25 +153,32 @@ impl RowContext<'_> {
 
 /// The time any launch of each candidate runs (the union of its launches'
 /// intervals), in one pass over the events; `None` where no two launches
-/// overlap, so that the summed time stands as it was added up.
+/// overlap, so that the summed time stands as it was added up. Launches are
+/// held as 4-byte event indexes.
 fn running_times(candidates: &[&KernelAggregate], events: &[OverlapKernel]) -> Vec<Option<f64>> {
-    let mut spans: Vec<Vec<(f64, f64)>> = vec![Vec::new(); candidates.len()];
-    for e in events {
+    let mut launches: Vec<Vec<u32>> = vec![Vec::new(); candidates.len()];
+    for (i, e) in events.iter().enumerate() {
         let found = candidates.iter().position(|c| {
             Arc::ptr_eq(&c.name, &e.name)
                 || (c.name.canonical == e.name.canonical && c.name.category == e.name.category)
         });
-        if let Some(i) = found {
-            spans[i].push((e.ts, e.end()));
+        if let (Some(c), Ok(i)) = (found, u32::try_from(i)) {
+            launches[c].push(i);
         }
     }
-    spans.into_iter().map(union_length).collect()
+    launches
+        .into_iter()
+        .map(|mut order| {
+            order.sort_unstable_by(|&a, &b| events[a as usize].ts.total_cmp(&events[b as usize].ts));
+            union_length(order.iter().map(|&i| (events[i as usize].ts, events[i as usize].end())))
+        })
+        .collect()
 }
 
-/// Total length of the union of `spans` (start, end), or `None` when no
-/// two of them overlap; empty or reversed spans add nothing.
-pub(super) fn union_length(mut spans: Vec<(f64, f64)>) -> Option<f64> {
-    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+/// Total length of the union of `spans` (start, end), given in order of
+/// start, or `None` when no two of them overlap; empty or reversed spans
+/// add nothing.
+pub(super) fn union_length(spans: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
     let mut total = 0.0;
     let mut overlapped = false;
     let mut open: Option<(f64, f64)> = None;
