@@ -7,7 +7,9 @@
 //! columns shrink below their minimum, and a line under the table names the
 //! columns left out. Also word-wrapping of prose lines.
 
-use super::names::shorten_middle;
+use std::collections::HashMap;
+
+use super::names::{common_prefix_chars, shorten_around, shorten_middle};
 
 /// Space between columns.
 const GAP: &str = "  ";
@@ -123,12 +125,19 @@ impl Table {
         shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to.map(|_| 8));
         shrink(&mut widths, &shown, &|_| Some(3));
         let visible: Vec<usize> = (0..n).filter(|&c| shown[c]).collect();
+        let apart = self.kept_apart(&visible, &widths);
         let line = |cells: &[String]| -> String {
             let mut out = String::new();
             for (i, &c) in visible.iter().enumerate() {
                 let w = widths[c];
                 let cell = cells.get(c).map_or("", String::as_str);
-                let text = if self.columns[c].keep_tail { shorten_head(cell, w) } else { shorten_middle(cell, w) };
+                let text = if self.columns[c].keep_tail {
+                    shorten_head(cell, w)
+                } else if let Some(text) = apart.get(&(c, cell)) {
+                    text.clone()
+                } else {
+                    shorten_middle(cell, w)
+                };
                 let pad = w - chars(&text);
                 let last = i + 1 == visible.len();
                 if i > 0 {
@@ -169,6 +178,32 @@ impl Table {
             lines.extend(wrap(&note, width, "  "));
         }
         lines
+    }
+}
+
+impl Table {
+    /// Cells that shortening in the middle would make look alike (two
+    /// kernels that differ only inside the cut), each shortened instead
+    /// around where it first differs from the others: (column, cell) →
+    /// text.
+    fn kept_apart(&self, visible: &[usize], widths: &[usize]) -> HashMap<(usize, &str), String> {
+        let mut out = HashMap::new();
+        for &c in visible.iter().filter(|&&c| !self.columns[c].keep_tail) {
+            let mut alike: HashMap<String, Vec<&str>> = HashMap::new();
+            for cell in self.rows.iter().filter_map(|r| r.get(c)).flatten() {
+                let group = alike.entry(shorten_middle(cell, widths[c])).or_default();
+                if !group.contains(&cell.as_str()) {
+                    group.push(cell);
+                }
+            }
+            for group in alike.values().filter(|g| g.len() > 1) {
+                for &cell in group {
+                    let at = group.iter().filter(|&&o| o != cell).map(|o| common_prefix_chars(cell, o)).max();
+                    out.insert((c, cell), shorten_around(cell, widths[c], at.unwrap_or(0)));
+                }
+            }
+        }
+        out
     }
 }
 
@@ -273,6 +308,21 @@ mod tests {
         let note = only[4..].join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(note.contains("Max (µs)") && note.contains("Category"), "{only:?}");
         assert!(!wide.iter().any(|l| l.starts_with("Left out")), "{wide:?}");
+    }
+
+    #[test]
+    fn kernels_that_differ_inside_the_cut_stay_apart() {
+        let mut t = Table::new(vec![Column::name("Kernel", 20, 0), Column::num("GPU time", 0)]);
+        for (name, ms) in [
+            ("void split_embed_kernel_cta_per_row<float, float, 5ul>", "1.00 ms"),
+            ("void split_embed_kernel_warp_per_row<float, float, 5ul>", "2.00 ms"),
+            ("void other_kernel_with_a_long_enough_name<float>", "3.00 ms"),
+        ] {
+            t.row(vec![name.to_string(), ms.to_string()]);
+        }
+        let lines = t.render(20 + 2 + 8);
+        let names: Vec<&str> = lines[2..].iter().map(|l| l.split("  ").next().unwrap().trim_end()).collect();
+        assert_eq!(names, ["void…el_cta_per…5ul>", "void…el_warp_pe…5ul>", "void other…me<float>"], "{lines:?}");
     }
 
     #[test]

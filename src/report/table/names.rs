@@ -130,9 +130,59 @@ pub fn shorten_middle(text: &str, width: usize) -> String {
     out
 }
 
+/// `text` cut to at most `width` characters around character `at`, where
+/// it first differs from another text that [`shorten_middle`] would cut to
+/// the same: a short head, `…`, the stretch from just before `at`, `…`, a
+/// short tail (an ellipsis is left out where nothing is cut). Below seven
+/// characters, the same as [`shorten_middle`].
+pub fn shorten_around(text: &str, width: usize, at: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let n = chars.len();
+    if n <= width || width < 7 {
+        return shorten_middle(text, width);
+    }
+    let head = (width - 2) / 4;
+    let tail = head;
+    let window = width - 2 - head - tail;
+    let start = at.saturating_sub(window / 3).clamp(head, n - tail - window);
+    let mut out: String = chars[..head].iter().collect();
+    if start > head {
+        out.push('…');
+    }
+    out.extend(&chars[start..start + window]);
+    if start + window < n - tail {
+        out.push('…');
+    }
+    out.extend(&chars[n - tail..]);
+    out
+}
+
+/// Characters `a` and `b` share before they first differ.
+pub fn common_prefix_chars(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shortening_around_a_difference_keeps_it() {
+        let a = "void split_embed_kernel_cta_per_row<float, float, 5ul>";
+        let b = "void split_embed_kernel_warp_per_row<float, float, 5ul>";
+        assert_eq!(shorten_middle(a, 20), shorten_middle(b, 20));
+        let at = common_prefix_chars(a, b);
+        assert_eq!(at, 24);
+        let (x, y) = (shorten_around(a, 20, at), shorten_around(b, 20, at));
+        assert_ne!(x, y);
+        assert!(x.chars().count() <= 20 && y.chars().count() <= 20, "{x} {y}");
+        assert_eq!(x, "void…el_cta_per…5ul>");
+        // Near either end, no ellipsis where nothing is cut.
+        assert_eq!(shorten_around("abcdefghijklmnop", 10, 1), "abcdef…op");
+        assert_eq!(shorten_around("abcdefghijklmnop", 10, 15), "ab…klmnop");
+        assert_eq!(shorten_around("abc", 10, 1), "abc");
+        assert_eq!(shorten_around("abcdefghij", 5, 3), shorten_middle("abcdefghij", 5));
+    }
 
     #[test]
     fn shortening_keeps_head_and_tail() {
