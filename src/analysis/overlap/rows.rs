@@ -12,6 +12,7 @@ use super::detect::short_name;
 use super::lookup::relaxed_lookup;
 use super::source_map::SourceMap;
 use super::{ActionRow, OverlapKernel};
+use crate::analysis::timeline::Union;
 use crate::pysem::{fcmp, py_max};
 
 /// What a row's share of the stage's busy time counts for its kernel.
@@ -175,30 +176,19 @@ fn running_times(candidates: &[&KernelAggregate], events: &[OverlapKernel]) -> V
         .collect()
 }
 
-/// Total length of the union of `spans` (start, end), given in order of
-/// start, or `None` when no two of them overlap; empty or reversed spans
-/// add nothing.
+/// The time covered by `spans` (start, end), given in order of start, or
+/// `None` when no two of them overlap (touching is not overlapping); empty
+/// or reversed spans add nothing.
 pub(super) fn union_length(spans: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
-    let mut total = 0.0;
+    let mut union = Union::default();
+    let mut reach = f64::NEG_INFINITY;
     let mut overlapped = false;
-    let mut open: Option<(f64, f64)> = None;
-    for (start, end) in spans {
-        if !(end > start) {
-            continue;
-        }
-        open = match open {
-            Some((s, e)) if start < e => {
-                overlapped = true;
-                Some((s, e.max(end)))
-            }
-            Some((s, e)) => {
-                total += e - s;
-                Some((start, end))
-            }
-            None => Some((start, end)),
-        };
+    for (start, end) in spans.filter(|(start, end)| end > start) {
+        overlapped |= start < reach;
+        reach = reach.max(end);
+        union.push(start, end);
     }
-    overlapped.then(|| total + open.map_or(0.0, |(s, e)| e - s))
+    overlapped.then(|| union.total())
 }
 
 fn make_row(stats: &KernelAggregate, verdict: &str, suggestion: String, cx: &RowContext) -> ActionRow {

@@ -1,8 +1,8 @@
-//! Interval arithmetic for the timeline: the running union of intervals fed
-//! in start order (HTA's merge: a new group starts only when a start is
-//! strictly after every earlier end, so touching intervals merge), a
-//! compensated sum, the linear-interpolation percentile, and HTA's kernel
-//! type of a kernel name.
+//! Interval arithmetic for the timeline and the overlap rows' running time:
+//! the running union of intervals fed in start order (HTA's merge: a new
+//! group starts only when a start is strictly after every earlier end, so
+//! touching intervals merge), a compensated sum, the linear-interpolation
+//! percentile, and HTA's kernel type of a kernel name.
 
 use crate::analysis::kernels::names::names_communication;
 use crate::pysem::fcmp;

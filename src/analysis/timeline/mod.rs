@@ -42,6 +42,7 @@ mod tests;
 
 pub use events::trace_rank;
 pub use figures::KERNEL_WAIT_US;
+pub(crate) use intervals::Union;
 pub use steps::SLOWEST_STEPS;
 pub use types::*;
 
