@@ -130,16 +130,18 @@ pub fn framework_sample(path: &Path) -> Option<String> {
 pub fn load_bytes(buf: &[u8]) -> Result<Trace> {
     let mut doc = DocParser::new();
     match doc.advance(buf, 0, true, false).map_err(|e| doc_err(e, 0))? {
-        Step::Done(_) => finish(doc),
+        Step::Done(_) => finish(doc, buf.len() as u64),
         Step::NeedMore(p) | Step::AtEvents(p) => Err(Error::bad_input("internal: parser stopped early").at(p as u64)),
     }
 }
 
-fn finish(doc: DocParser) -> Result<Trace> {
+fn finish(doc: DocParser, json_bytes: u64) -> Result<Trace> {
     if !doc.saw_events() {
         return Err(Error::bad_input("no traceEvents array in this JSON document"));
     }
-    Ok(doc.builder.finish())
+    let mut trace = doc.builder.finish();
+    trace.json_bytes = json_bytes;
+    Ok(trace)
 }
 
 /// Releases mapped pages in `[from, to)` (rounded inward to pages) so the
@@ -163,7 +165,7 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
     let mut doc = DocParser::new();
     let p = match doc.advance(buf, 0, true, true).map_err(|e| doc_err(e, 0))? {
         Step::AtEvents(p) => p,
-        Step::Done(_) => return finish(doc),
+        Step::Done(_) => return finish(doc, buf.len() as u64),
         Step::NeedMore(p) => return Err(Error::bad_input("unexpected end of input").at(p as u64)),
     };
     let top_array = doc.builder.meta_mut().top_level_array;
@@ -219,7 +221,7 @@ fn load_mapped(map: &memmap2::Mmap, opts: &IngestOptions, consumed: &AtomicU64) 
     }
     consumed.store(buf.len() as u64, Ordering::Relaxed);
     release(map, 0, buf.len());
-    finish(doc)
+    finish(doc, buf.len() as u64)
 }
 
 /// Parses an already-decoded JSON stream (the path gzip, zstd and stdin
@@ -390,7 +392,7 @@ fn load_stream(mut reader: Box<dyn Read + Send>, buffer: usize, budget: Option<B
         next = following;
     }
     match st.parse(&carry, true)? {
-        Step::Done(_) => finish(st.doc),
+        Step::Done(_) => finish(st.doc, st.base + carry.len() as u64),
         Step::NeedMore(p) | Step::AtEvents(p) => {
             Err(Error::bad_input("unexpected end of input").at(st.base + p as u64))
         }
@@ -590,6 +592,20 @@ mod tests {
             let got = load_reader(Box::new(std::io::Cursor::new(doc.clone())), chunk).unwrap();
             assert_eq!(summary(&got), want, "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn the_json_size_is_what_each_path_read() {
+        let plain = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+        let len = std::fs::metadata(plain).unwrap().len();
+        let split = IngestOptions { chunks: Some(3), parallel_min: Some(1) };
+        assert_eq!(load_path(Path::new(plain), &split).unwrap().json_bytes, len, "mapped");
+        let gz = format!("{plain}.gz");
+        assert_eq!(load_path(Path::new(&gz), &IngestOptions::default()).unwrap().json_bytes, len, "gzip");
+        let doc = big_doc(3 * STREAM_BATCH);
+        let streamed = load_reader(Box::new(std::io::Cursor::new(doc.clone())), 1 << 20).unwrap();
+        assert_eq!(streamed.json_bytes, doc.len() as u64, "stream");
+        assert_eq!(load_bytes(&doc).unwrap().json_bytes, doc.len() as u64, "bytes");
     }
 
     #[test]

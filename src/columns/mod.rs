@@ -443,6 +443,9 @@ pub struct Trace {
     /// `args` keys with their string values, joined by single spaces.
     pub framework_sample: String,
     pub counts: Counts,
+    /// Bytes of JSON read: the file's length, or what a compressed input
+    /// decoded to.
+    pub json_bytes: u64,
 }
 
 impl Trace {

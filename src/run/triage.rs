@@ -73,13 +73,17 @@ pub struct TriageOptions {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Schedule {
     /// Side by side up to [`PARALLEL_STEPS_MAX_KERNELS`] kernels, one
-    /// after the other above.
+    /// after the other above; a single trace's timeline beside the overlap
+    /// step when both fit the memory budget (64 MB and a twentieth of the
+    /// JSON), otherwise first.
     #[default]
     Auto,
-    /// Side by side, the overlap stages swept in parallel.
+    /// Side by side, the overlap stages swept in parallel, and a single
+    /// trace's timeline beside them.
     Parallel,
-    /// One after the other, and a single trace's overlap stages built,
-    /// swept and analysed one at a time: the least memory.
+    /// One after the other, the timeline first, and a single trace's
+    /// overlap stages built, swept and analysed one at a time: the least
+    /// memory.
     OneAtATime,
 }
 
@@ -121,13 +125,16 @@ struct Loaded {
     stages: RowStages,
     data: TraceData,
     index: SiteIndex,
-    timeline: Timeline,
+    /// The timeline, unless it is to be computed beside the overlap step.
+    timeline: Option<Timeline>,
     /// Heap bytes of the trace's columns.
     bytes: usize,
 }
 
 impl Loaded {
-    fn load(path: &Path, opts: &TriageOptions) -> Result<Self> {
+    /// Loads the trace at `path`. With `may_defer` its timeline may be left
+    /// for later ([`Loaded::timeline`]) when the memory budget allows.
+    fn load(path: &Path, opts: &TriageOptions, may_defer: bool) -> Result<Self> {
         let masking = opts.masking;
         let trace = crate::run::progress::load_trace(path, opts.quiet, opts.read_mode)?;
         // Ingest's chunk builders and stream buffers are gone: hand their
@@ -136,28 +143,31 @@ impl Loaded {
         release_free_memory(bytes);
         crate::run::progress::phase("loaded");
         let stages = RowStages::build(&trace);
-        // The timeline runs first, while only the columns are held: its
-        // event arrays then never add to the extraction's peak.
-        let timeline = {
-            // A trace whose path names its stage is that stage throughout,
-            // as in the kernel table.
-            let path_stage = parse_stage(path);
-            let uniform;
-            let row_stages = if path_stage == Stage::All {
-                &stages
-            } else {
-                uniform = RowStages::uniform(trace.kernels.len(), path_stage);
-                &uniform
-            };
-            timeline(&trace, row_stages, &opts.timeline)
+        let timeline = if may_defer && timeline_beside_overlap(&trace, opts.schedule) {
+            // Computed later, beside the overlap step, which leaves a core
+            // idle much of the time.
+            None
+        } else {
+            // Computed first, while only the columns are held: its event
+            // arrays then never add to a later step's peak.
+            let timeline = trace_timeline(path, &trace, &stages, opts);
+            // Its arrays are freed: hand their pages back before the
+            // extraction allocates.
+            release_free_memory(bytes);
+            crate::run::progress::phase("timeline");
+            Some(timeline)
         };
-        // Its event arrays are freed: hand their pages back before the
-        // extraction allocates.
-        release_free_memory(bytes);
-        crate::run::progress::phase("timeline");
         let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages, masking), || SiteIndex::build(&trace));
         crate::run::progress::phase("kernels extracted, site index built");
         Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index, timeline, bytes })
+    }
+
+    /// The timeline, computed now if the load left it for later.
+    fn timeline(&self, opts: &TriageOptions) -> std::borrow::Cow<'_, Timeline> {
+        match &self.timeline {
+            Some(t) => std::borrow::Cow::Borrowed(t),
+            None => std::borrow::Cow::Owned(trace_timeline(&self.path, &self.trace, &self.stages, opts)),
+        }
     }
 
     fn attributed(&self) -> AttributedTrace<'_> {
@@ -261,6 +271,43 @@ pub const PARALLEL_STEPS_MAX_KERNELS: usize = 100_000;
 /// 4.1 s and 391 MB; one after the other, 5.1 s and 340 MB.)
 const PARALLEL_STEPS_MAX_NAMES: usize = 400_000;
 
+/// The peak memory a run aims to stay under: 64 MB and a twentieth of
+/// the JSON it reads.
+fn memory_budget(json_bytes: u64) -> u64 {
+    64_000_000 + json_bytes / 20
+}
+
+/// What the timeline and the overlap step hold at once, per kernel row,
+/// when they run side by side: the overlap step's records (about 95 bytes
+/// a kernel) and the timeline's event and launch arrays (52 to 59). Measured
+/// as the growth of the peak over the columns on the 1 GB tiled H100 trace,
+/// the 1 GB synthetic trace and the 2.2 GB overlapping-frames trace.
+const BESIDE_BYTES_PER_KERNEL: u64 = 170;
+
+/// The process's own memory beside the columns and the steps' arrays
+/// (code, stacks, ingest's buffers not yet handed back).
+const BASE_BYTES: u64 = 8_000_000;
+
+/// Whether a trace's timeline runs beside its overlap step: always when the
+/// steps run side by side, never when they run one at a time, and by
+/// default when the columns and both steps' arrays fit the memory budget.
+/// Beside the overlap step, which keeps one core busy much of its time, the
+/// timeline costs little wall time; first, it adds nothing to the peak.
+fn timeline_beside_overlap(trace: &Trace, schedule: Schedule) -> bool {
+    match schedule {
+        Schedule::Parallel => true,
+        Schedule::OneAtATime => false,
+        Schedule::Auto => fits_beside(trace.heap_bytes() as u64, trace.kernels.len() as u64, trace.json_bytes),
+    }
+}
+
+/// Whether columns of `heap` bytes and the arrays of `kernels` kernel rows
+/// fit the memory budget of `json_bytes` of JSON.
+fn fits_beside(heap: u64, kernels: u64, json_bytes: u64) -> bool {
+    let need = heap.saturating_add(BASE_BYTES).saturating_add(kernels.saturating_mul(BESIDE_BYTES_PER_KERNEL));
+    need <= memory_budget(json_bytes)
+}
+
 /// Traces whose columns take less than this are too small for a trim to
 /// matter.
 const TRIM_MIN_BYTES: usize = 32 << 20;
@@ -302,12 +349,17 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         (r.path, r.traces, r.server_args, r.left_out)
     };
 
-    // Load each distinct trace once.
-    let mut loaded: Vec<Loaded> = Vec::new();
+    // Load each distinct trace once. A single trace's timeline may wait
+    // for the overlap step; with several, each is computed as it loads.
+    let mut distinct: Vec<&PathBuf> = Vec::new();
     for p in mapping_traces.iter().chain(formal_traces.iter()) {
-        if !loaded.iter().any(|l| &l.path == p) {
-            loaded.push(Loaded::load(p, opts)?);
+        if !distinct.contains(&p) {
+            distinct.push(p);
         }
+    }
+    let mut loaded: Vec<Loaded> = Vec::new();
+    for p in &distinct {
+        loaded.push(Loaded::load(p, opts, distinct.len() == 1)?);
     }
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
     let sample_of = |p: &Path| -> Option<String> {
@@ -396,7 +448,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         formal_traces: formal.traces.clone(),
         model: model_name(server_args),
         min_share: opts.min_share,
-        timeline: merged_timeline(formal.traces.iter().filter_map(|p| find(p)).map(|l| &l.timeline)),
+        timeline: None,
         kernel_tables: Vec::new(),
         overlap_rows: Vec::new(),
         overlap_stats: Vec::new(),
@@ -448,10 +500,16 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     if side_by_side {
         // The kernel rows need only the kernel events, which are small next
         // to the overlap records: run the two steps side by side.
-        let (kernel_part, overlap_part) = rayon::join(
-            || kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts),
-            || overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, true),
+        let (timeline, (kernel_part, overlap_part)) = rayon::join(
+            || merged_timeline(formal.traces.iter().filter_map(|p| find(p)).map(|l| l.timeline(opts))),
+            || {
+                rayon::join(
+                    || kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts),
+                    || overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, true),
+                )
+            },
         );
+        report.timeline = timeline;
         kernel_part?.fill(&mut report);
         overlap_part.fill(&mut report);
     } else {
@@ -463,17 +521,33 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         release_free_memory(bytes);
         crate::run::progress::phase("kernel and fuse rows");
         let find = |p: &Path| loaded.iter().find(|l| l.path == p);
-        overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, false).fill(&mut report);
+        let (timeline, overlap_part) = rayon::join(
+            || merged_timeline(formal.traces.iter().filter_map(|p| find(p)).map(|l| l.timeline(opts))),
+            || overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, false),
+        );
+        report.timeline = timeline;
+        overlap_part.fill(&mut report);
     }
     crate::run::progress::phase("overlap rows");
     Ok(report)
 }
 
+/// The timeline of one trace. A trace whose path names its stage is that
+/// stage throughout, as in the kernel table.
+fn trace_timeline(path: &Path, trace: &Trace, stages: &RowStages, opts: &TriageOptions) -> Timeline {
+    let path_stage = parse_stage(path);
+    if path_stage == Stage::All {
+        timeline(trace, stages, &opts.timeline)
+    } else {
+        timeline(trace, &RowStages::uniform(trace.kernels.len(), path_stage), &opts.timeline)
+    }
+}
+
 /// The timeline of the formal traces: the first trace's, with the stages
 /// of later traces (a profile directory with one trace per stage) that it
 /// lacks appended in stage order.
-fn merged_timeline<'a>(mut timelines: impl Iterator<Item = &'a Timeline>) -> Option<Timeline> {
-    let mut out = timelines.next()?.clone();
+fn merged_timeline<'a>(mut timelines: impl Iterator<Item = std::borrow::Cow<'a, Timeline>>) -> Option<Timeline> {
+    let mut out = timelines.next()?.into_owned();
     for t in timelines {
         for stage in &t.stages {
             if !out.stages.iter().any(|s| s.stage == stage.stage) {
@@ -845,6 +919,20 @@ fn exclusive_comm_by_kernel(events: &[overlap::OverlapKernel]) -> Vec<(String, &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timeline_waits_for_the_overlap_step_only_within_the_budget() {
+        // Columns, kernel rows and JSON bytes of the 1 GB tiled H100 trace,
+        // the 1 GB synthetic trace and the 2.2 GB overlapping-frames trace,
+        // whose peaks beside the overlap step were 111.5, 102.5 and 203.4 MB
+        // against budgets of 120.1, 117.7 and 174.1 MB.
+        assert!(fits_beside(48_242_408, 317_814, 1_122_152_233));
+        assert!(fits_beside(45_913_040, 307_808, 1_073_754_361));
+        assert!(!fits_beside(96_287_490, 629_705, 2_202_025_396));
+        // A small trace always fits; a huge count cannot overflow.
+        assert!(fits_beside(0, 0, 0));
+        assert!(!fits_beside(u64::MAX, u64::MAX, u64::MAX));
+    }
 
     #[test]
     fn stage_picking() {
