@@ -309,7 +309,7 @@ pub fn section(t: &Timeline) -> Vec<String> {
     lines.push(
         "Window: first kernel start to last kernel end. Busy: time any kernel runs (union over streams). Communication: \
          kernels whose name names a collective or a communication library (nccl, all_reduce, cross_device_reduce, \
-         deepep, …; under the hta bases HTA's rule, nccl…Kernel); compute: the other kernels but copies, memsets and \
+         deepep, …) or lies in DeepEP's namespace (deep_ep::, dpsk::ep::); under the hta bases HTA's rule, nccl…Kernel; compute: the other kernels but copies, memsets and \
          syncs. Both are unions over streams. Comm/compute overlap: \
          share of communication time that computation runs beside. Host wait: idle gaps on a stream whose next \
          kernel's launch call began after the previous kernel ended; kernel wait: other gaps under 30 µs. Each \

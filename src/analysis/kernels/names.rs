@@ -92,12 +92,21 @@ pub fn contains_any(text: &str, keywords: &[&str]) -> bool {
     keywords.iter().any(|k| text.contains(k))
 }
 
+/// Namespaces of expert-parallel communication libraries, whose kernels are
+/// named for their step (`dispatch`, `combine`, `cached_notify`) rather than
+/// for a collective: DeepEP (`deep_ep::`) and DeepSeek's build of it
+/// (`dpsk::ep::`).
+const COMMUNICATION_NAMESPACES: &[&str] = &["deep_ep::", "dpsk::ep::"];
+
 /// Whether a kernel's name names a collective or a communication library
-/// (`nccl`, `all_reduce`, vLLM's `cross_device_reduce`, `deepep`, …): the
+/// (`nccl`, `all_reduce`, vLLM's `cross_device_reduce`, `deepep`, …, the
 /// kernel table's sure sign of communication, before the weaker words
-/// (`dispatch`, `combine`, `broadcast`) that compute kernels use too.
+/// `dispatch`, `combine` and `broadcast` that compute kernels use too), or
+/// lies in an expert-parallel library's namespace (`deep_ep::`,
+/// `dpsk::ep::`).
 pub fn names_communication(name: &str) -> bool {
-    contains_any(&name.to_lowercase(), COMMUNICATION_STRONG)
+    let lowered = name.to_lowercase();
+    contains_any(&lowered, COMMUNICATION_STRONG) || contains_any(&lowered, COMMUNICATION_NAMESPACES)
 }
 
 /// The kernel table's category for a raw kernel name.

@@ -167,10 +167,12 @@ impl KernelType {
     }
 
     /// The kind of a kernel on the `trace` basis: HTA's, except that a
-    /// kernel whose name names a collective or a communication library
+    /// kernel whose name names a collective or a communication library, or
+    /// lies in an expert-parallel library's namespace
     /// ([`names_communication`]: vLLM's custom all-reduce
     /// `cross_device_reduce`, `multimem_all_reduce`, RCCL and NCCL names
-    /// without `Kernel`) is communication, as the kernel table counts it.
+    /// without `Kernel`, DeepEP's `dispatch`, `combine` and `notify` steps)
+    /// is communication.
     pub(crate) fn of_trace(name: &str) -> KernelType {
         if names_communication(name) {
             return KernelType::Communication;

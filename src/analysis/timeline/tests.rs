@@ -170,6 +170,22 @@ fn custom_all_reduce_is_communication_on_the_trace_basis() {
 }
 
 #[test]
+fn expert_parallel_kernels_are_communication_on_the_trace_basis() {
+    // DeepEP's kernels are named for their step, not for a collective:
+    // communication on the trace basis whichever step, computation under
+    // HTA's rule.
+    let t = trace_of(&[
+        kernel("void dpsk::ep::internode::cached_notify<false>", 0.0, 10.0, 1, 1),
+        kernel("void deep_ep::intranode::combine<__nv_bfloat16, 8>", 10.0, 10.0, 1, 2),
+        kernel("gemm", 25.0, 10.0, 1, 3),
+    ]);
+    let f = run(&t, Basis::Trace).trace;
+    assert!(close(f.comm_us, 20.0) && close(f.compute_us, 10.0), "{f:?}");
+    let h = run(&t, Basis::HtaExact).trace;
+    assert!(close(h.comm_us, 0.0) && close(h.compute_us, 30.0), "{h:?}");
+}
+
+#[test]
 fn stages_share_the_window() {
     let t = trace_of(&[
         annotation("gpu_user_annotation", "prefill", 0.0, 50.0),
