@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use crate::analysis::framework::{detect_from_strings, Framework, FrameworkChoice, Undetected};
 use crate::analysis::fusion::{self, detect_fusion_opportunities, KeywordMatch};
 use crate::analysis::kernels::{
-    aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, TraceData,
+    aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, CategoryRule,
+    TraceData,
 };
 use crate::analysis::mapping::{
     build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, rank_kernels, shared_stage_maps,
@@ -157,7 +158,12 @@ impl Loaded {
             crate::run::progress::phase("timeline");
             Some(timeline)
         };
-        let (data, index) = rayon::join(|| extract_trace_data(&trace, &stages, masking), || SiteIndex::build(&trace));
+        let categories = match opts.compat {
+            Compat::Default => CategoryRule::Default,
+            Compat::Reference => CategoryRule::Reference,
+        };
+        let (data, index) =
+            rayon::join(|| extract_trace_data(&trace, &stages, masking, categories), || SiteIndex::build(&trace));
         crate::run::progress::phase("kernels extracted, site index built");
         Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index, timeline, bytes })
     }

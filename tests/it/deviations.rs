@@ -244,3 +244,37 @@ fn an_overlap_share_never_exceeds_the_busy_time() {
     let reference = share(&["--compat", "reference"]);
     assert!((reference - 112.9458).abs() < 1e-3, "{reference}");
 }
+
+/// Deviation 20: the reference files a kernel under communication when its
+/// name holds `dispatch`, `combine` or `broadcast` anywhere, so vLLM's MoE
+/// routing kernel `_combined_routing_compute` counts as communication in
+/// the kernel table (and in `batch`'s compute time); we need the word of
+/// its own. A synthetic trace adds DeepEP's notify step and a group norm.
+#[test]
+fn weak_communication_words_need_a_word_of_their_own() {
+    let category = |trace: &str, kernel: &str, extra: &[&str]| -> String {
+        let mut args = vec!["-q", "triage", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(trace);
+        let report: serde_json::Value = serde_json::from_str(&triage(&args)).unwrap();
+        let rows = report["kernel_tables"].as_array().unwrap().iter().flat_map(|t| t["rows"].as_array().unwrap());
+        let row = rows.into_iter().find(|r| r["kernel"] == kernel).unwrap_or_else(|| panic!("no row {kernel}"));
+        row["category"].as_str().unwrap().to_string()
+    };
+    let vllm = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/traces/tracelens/inference/vllm_decode_full/graph_execution.json.gz"
+    );
+    assert_eq!(category(vllm, "_combined_routing_compute", &[]), "other");
+    assert_eq!(category(vllm, "_combined_routing_compute", &["--compat", "reference"]), "communication");
+
+    let dir = tempfile::tempdir().unwrap();
+    let notify = "void dpsk::ep::internode::cached_notify<false>";
+    let norm = "void groupnorm_kernel_dispatch_down<float>";
+    let p = write_trace(&dir, &[kernel(notify, 100, 1), kernel(norm, 200, 2)]);
+    let p = p.to_str().unwrap();
+    assert_eq!(category(p, notify, &[]), "communication");
+    assert_eq!(category(p, notify, &["--compat", "reference"]), "other");
+    assert_eq!(category(p, norm, &[]), "norm");
+    assert_eq!(category(p, norm, &["--compat", "reference"]), "communication");
+}

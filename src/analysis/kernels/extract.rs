@@ -5,7 +5,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use super::names::{kernel_table_category, kernel_table_name};
+use super::names::{kernel_category, kernel_table_name, CategoryRule};
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
 use crate::analysis::text::Masking;
 use crate::analysis::types::{Text, TextCache};
@@ -147,8 +147,8 @@ pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
         .collect()
 }
 
-/// The reference's `extract_trace_data`.
-pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -> TraceData {
+/// The reference's `extract_trace_data`, with categories named by `categories`.
+pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking, categories: CategoryRule) -> TraceData {
     let mask = gpu_kernel_mask(trace);
     let k = &trace.kernels;
     let chosen_pid = select_heaviest_pid(
@@ -183,7 +183,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking) -
             .par_iter()
             .map(|&sym| {
                 let name = trace.s(sym);
-                (kernel_table_name(name, masking), kernel_table_category(name))
+                (kernel_table_name(name, masking), kernel_category(name, categories))
             })
             .collect()
     };

@@ -109,10 +109,35 @@ pub fn names_communication(name: &str) -> bool {
     contains_any(&lowered, COMMUNICATION_STRONG) || contains_any(&lowered, COMMUNICATION_NAMESPACES)
 }
 
-/// The kernel table's category for a raw kernel name.
+/// Norm kernels the reference's `norm` keywords miss.
+const NORM_MORE: &[&str] = &["groupnorm", "group_norm", "batchnorm", "batch_norm", "instancenorm", "instance_norm"];
+
+/// Which rule names a kernel's category.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CategoryRule {
+    /// The reference's keywords, with three corrections: a kernel in an
+    /// expert-parallel library's namespace is communication (DeepEP's
+    /// `cached_notify`); group, batch and instance norms are `norm`; and
+    /// the weak communication words (`dispatch`, `combine`, `broadcast`)
+    /// count only as words of their own, not inside `combined` or
+    /// `redispatch`.
+    #[default]
+    Default,
+    /// The reference's keywords as they are.
+    Reference,
+}
+
+/// The kernel table's category for a raw kernel name under the reference's
+/// rule.
 pub fn kernel_table_category(name: &str) -> &'static str {
+    kernel_category(name, CategoryRule::Reference)
+}
+
+/// The kernel table's category for a raw kernel name under `rule`.
+pub fn kernel_category(name: &str, rule: CategoryRule) -> &'static str {
+    let ours = rule == CategoryRule::Default;
     let lowered = name.to_lowercase();
-    if contains_any(&lowered, COMMUNICATION_STRONG) {
+    if contains_any(&lowered, COMMUNICATION_STRONG) || (ours && contains_any(&lowered, COMMUNICATION_NAMESPACES)) {
         return "communication";
     }
     if contains_any(&lowered, MEMORY_STRONG) {
@@ -123,14 +148,35 @@ pub fn kernel_table_category(name: &str) -> &'static str {
         return "memory";
     }
     for (category, keywords) in CATEGORY_PATTERNS {
-        if contains_any(&lowered, keywords) {
+        if contains_any(&lowered, keywords) || (ours && *category == "norm" && contains_any(&lowered, NORM_MORE)) {
             return category;
         }
     }
-    if contains_any(&lowered, COMMUNICATION_WEAK) && !compute_like {
+    let weak = if ours {
+        COMMUNICATION_WEAK.iter().any(|w| contains_word(name, w))
+    } else {
+        contains_any(&lowered, COMMUNICATION_WEAK)
+    };
+    if weak && !compute_like {
         return "communication";
     }
     "other"
+}
+
+/// Whether `word` (lowercase ASCII) occurs in `name`, in any case, as a
+/// word of its own: neither the byte before it nor the one after it is a
+/// lowercase letter, so `combine` is found in `moe_combine`, `Combine` and
+/// `CombineKernel` but not in `combined` or `recombine`.
+fn contains_word(name: &str, word: &str) -> bool {
+    let (b, w) = (name.as_bytes(), word.as_bytes());
+    if w.is_empty() || b.len() < w.len() {
+        return false;
+    }
+    (0..=b.len() - w.len()).any(|i| {
+        b[i..i + w.len()].eq_ignore_ascii_case(w)
+            && (i == 0 || !b[i - 1].is_ascii_lowercase())
+            && b.get(i + w.len()).is_none_or(|c| !c.is_ascii_lowercase())
+    })
 }
 
 /// The category [`kernel_table_category`] names `name`, as its static
@@ -199,6 +245,29 @@ mod tests {
         assert_eq!(kernel_table_category("void at::native::vectorized_elementwise_kernel"), "elementwise");
         assert_eq!(kernel_table_category("dispatch_thing"), "communication");
         assert_eq!(kernel_table_category("xyz"), "other");
+    }
+
+    #[test]
+    fn the_default_rule_corrects_three_reference_categories() {
+        let both =
+            |name: &str| (kernel_category(name, CategoryRule::Default), kernel_category(name, CategoryRule::Reference));
+        // Kernels of real traces: DeepEP's notify step, vLLM's MoE routing,
+        // a ROCm group norm.
+        assert_eq!(both("void dpsk::ep::internode::cached_notify<false>"), ("communication", "other"));
+        assert_eq!(both("_combined_routing_compute"), ("other", "communication"));
+        assert_eq!(
+            both("void (anonymous namespace)::groupnorm_kernel_dispatch_down<__hip_bfloat16, 1024u>"),
+            ("norm", "communication")
+        );
+        // A weak word of its own still counts, in any case.
+        for name in ["dispatch_thing", "ep_Combine_step", "BroadcastKernel", "notify_dispatch"] {
+            assert_eq!(both(name), ("communication", "communication"), "{name}");
+        }
+        assert_eq!(both("recombine_rows"), ("other", "communication"));
+        // Everything else is the reference's.
+        for name in ["ncclKernel_AllReduce", "Memcpy HtoD", "copy_gemm", "fused_moe_dispatch", "xyz", "rmsnorm"] {
+            assert_eq!(both(name).0, both(name).1, "{name}");
+        }
     }
 
     #[test]
