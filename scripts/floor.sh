@@ -4,12 +4,16 @@
 # Each round runs `wc -l FILE`, then each binary's `triage -q FILE`, in turn
 # (so the builds and the floor share the machine's state); prints the median
 # wall time of each in ms and each binary's median over the `wc -l` median.
-# The file is read once first so that every run finds it in the page cache.
+# The file's pages are first dropped from the page cache and read back once,
+# as scripts/ab.sh and scripts/bench.sh do: a file just written sits in the
+# cache in small pages, which `wc -l` reads more slowly than those of a file
+# read from disk, so the floor would depend on how the file came there.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: floor.sh ROUNDS FILE BIN..." >&2; exit 2; }
 rounds=$1 file=$2
 shift 2
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+dd if="$file" iflag=nocache count=0 status=none 2>/dev/null || true
 cat "$file" > /dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
