@@ -154,35 +154,29 @@ fn communication_overlap_and_kernel_classes() {
 }
 
 #[test]
-fn custom_all_reduce_is_communication_on_the_trace_basis() {
-    // vLLM's custom all-reduce beside a GEMM: communication on the trace
-    // basis, as the kernel table counts it; computation under HTA's rule.
-    let t = trace_of(&[
+fn named_communication_counts_on_the_trace_basis() {
+    // vLLM's custom all-reduce beside a GEMM, then DeepEP's kernels, named
+    // for their step rather than a collective: communication on the trace
+    // basis; computation under HTA's rule.
+    let all_reduce = [
         kernel("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 4>", 0.0, 10.0, 1, 1),
         kernel("gemm", 5.0, 15.0, 2, 2),
         kernel("void groupnorm_kernel_dispatch_down<float>", 20.0, 5.0, 2, 3),
-    ]);
-    let f = run(&t, Basis::Trace).trace;
-    assert!(close(f.comm_us, 10.0) && close(f.compute_us, 20.0), "{f:?}");
-    assert!(close(f.comm_comp_overlap_pct.unwrap(), 50.0) && close(f.exposed_comm_us, 5.0));
-    let h = run(&t, Basis::HtaExact).trace;
-    assert!(close(h.comm_us, 0.0) && close(h.compute_us, 25.0), "{h:?}");
-}
-
-#[test]
-fn expert_parallel_kernels_are_communication_on_the_trace_basis() {
-    // DeepEP's kernels are named for their step, not for a collective:
-    // communication on the trace basis whichever step, computation under
-    // HTA's rule.
-    let t = trace_of(&[
+    ];
+    let deep_ep = [
         kernel("void dpsk::ep::internode::cached_notify<false>", 0.0, 10.0, 1, 1),
         kernel("void deep_ep::intranode::combine<__nv_bfloat16, 8>", 10.0, 10.0, 1, 2),
         kernel("gemm", 25.0, 10.0, 1, 3),
-    ]);
-    let f = run(&t, Basis::Trace).trace;
-    assert!(close(f.comm_us, 20.0) && close(f.compute_us, 10.0), "{f:?}");
-    let h = run(&t, Basis::HtaExact).trace;
-    assert!(close(h.comm_us, 0.0) && close(h.compute_us, 30.0), "{h:?}");
+    ];
+    for (events, comm, compute, all) in [(&all_reduce, 10.0, 20.0, 25.0), (&deep_ep, 20.0, 10.0, 30.0)] {
+        let t = trace_of(events);
+        let f = run(&t, Basis::Trace).trace;
+        assert!(close(f.comm_us, comm) && close(f.compute_us, compute), "{f:?}");
+        let h = run(&t, Basis::HtaExact).trace;
+        assert!(close(h.comm_us, 0.0) && close(h.compute_us, all), "{h:?}");
+    }
+    let f = run(&trace_of(&all_reduce), Basis::Trace).trace;
+    assert!(close(f.comm_comp_overlap_pct.unwrap(), 50.0) && close(f.exposed_comm_us, 5.0));
 }
 
 #[test]
