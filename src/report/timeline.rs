@@ -44,14 +44,31 @@ pub(crate) fn stage_sum(stage: &StageTimeline) -> Figures {
     f
 }
 
+/// A stage's idle time (µs, summed over its GPUs) split into waiting for
+/// the host, short gaps between kernels and other waits. The host part is
+/// the GPU's own idle time whose next kernel's launch began after the gap
+/// opened; the rest is split between the other two as the per-stream idle
+/// figures split it. (The per-stream figures count each stream's own gaps,
+/// so on a trace whose streams take turns they far exceed the GPU's idle
+/// time and cannot be compared with it directly.)
+pub(crate) fn idle_split(stage: &StageTimeline) -> (f64, f64, f64) {
+    let f = stage_sum(stage);
+    let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
+    let idle = finite(f.idle_us).max(0.0);
+    let host = finite(f.idle_host_wait_us).clamp(0.0, idle);
+    let (mut kernel, mut other) = (0.0, 0.0);
+    for s in stage.gpus.iter().flat_map(|g| &g.figures.idle_by_stream) {
+        kernel += finite(s.kernel_wait_us).max(0.0);
+        other += finite(s.other_us).max(0.0);
+    }
+    let left = idle - host;
+    let kernel_part = if kernel + other > 0.0 { left * kernel / (kernel + other) } else { 0.0 };
+    (host, kernel_part, left - kernel_part)
+}
+
 /// What most of a stage's idle time went to, in words.
 pub(crate) fn idle_cause(stage: &StageTimeline) -> &'static str {
-    let (mut host, mut kernel, mut other) = (0.0, 0.0, 0.0);
-    for s in stage.gpus.iter().flat_map(|g| &g.figures.idle_by_stream) {
-        host += s.host_wait_us;
-        kernel += s.kernel_wait_us;
-        other += s.other_us;
-    }
+    let (host, kernel, other) = idle_split(stage);
     if host + kernel + other <= 0.0 {
         "none"
     } else if stage.launch.clock_offset_us.is_some() {

@@ -9,7 +9,7 @@ use super::*;
 use crate::analysis::framework::Framework;
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::{
-    Basis, Figures, GpuTimeline, LaunchStats, StageTimeline, Steps, Timeline, Verdict, VerdictKind,
+    Basis, Figures, GpuTimeline, LaunchStats, StageTimeline, Steps, StreamIdle, Timeline, Verdict, VerdictKind,
 };
 use crate::analysis::types::Text;
 use crate::report::model::{Compat, Frameworks, KernelTable, KernelTableRow, Mode};
@@ -268,4 +268,39 @@ fn the_timeline_bar_names_only_what_it_measures() {
     let rest = parts.iter().find(|(label, ..)| label.starts_with("copies")).expect("the rest of busy time");
     assert!((rest.1 - 4.5).abs() < 1e-9, "{parts:?}");
     assert!((parts.iter().map(|p| p.1).sum::<f64>() - 450.0).abs() < 1e-9, "{parts:?}");
+}
+
+#[test]
+fn the_idle_cause_is_the_gpus_not_its_streams() {
+    // Streams that take turns: each waits long for the host while another
+    // runs, but the GPU itself waits for the host 0.4 of its 25 idle µs.
+    let stream = |name: &str, host_wait_us, kernel_wait_us, other_us| StreamIdle {
+        stream: name.into(),
+        host_wait_us,
+        kernel_wait_us,
+        other_us,
+    };
+    let figures = Figures {
+        kernels: 10,
+        window_us: 450.0,
+        busy_us: 425.0,
+        compute_us: 425.0,
+        idle_us: 25.0,
+        idle_host_wait_us: 0.4,
+        idle_by_stream: vec![stream("7", 300.0, 5.0, 40.0), stream("8", 500.0, 1.0, 20.0)],
+        ..Figures::default()
+    };
+    let stage = StageTimeline {
+        stage: Stage::All,
+        gpus: vec![GpuTimeline { pid: "0".into(), rank: None, figures }],
+        launch: LaunchStats::default(),
+        steps: Steps::default(),
+        verdict: verdict(),
+    };
+    assert_eq!(crate::report::timeline::idle_cause(&stage), "other waits");
+    let parts = super::triage::timeline_parts(&stage);
+    let part = |prefix: &str| parts.iter().find(|(label, ..)| label.starts_with(prefix)).unwrap().1;
+    assert!((part("idle: host wait") - 0.4).abs() < 1e-9, "{parts:?}");
+    assert!((part("idle: kernel wait") - 24.6 * 6.0 / 66.0).abs() < 1e-9, "{parts:?}");
+    assert!((part("idle: other") - 24.6 * 60.0 / 66.0).abs() < 1e-9, "{parts:?}");
 }

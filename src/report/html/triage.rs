@@ -11,7 +11,9 @@ use crate::analysis::stage::Stage;
 use crate::analysis::timeline::StageTimeline;
 use crate::report::markdown::hidden_rows_note;
 use crate::report::model::{Compat, TriageReport};
-use crate::report::timeline::{clocks_offset_mark, headline, launch_line, stage_sum, steps_line, verdict_line};
+use crate::report::timeline::{
+    clocks_offset_mark, headline, idle_split, launch_line, stage_sum, steps_line, verdict_line,
+};
 
 use super::svg::{hbars, stacked_bar, Bar, Segment};
 use super::{esc, finite, legend, ms, page, Cell, Table};
@@ -37,22 +39,14 @@ pub fn timeline_parts(stage: &StageTimeline) -> [(String, f64, &'static str); 6]
     let compute = finite(f.compute_us).max(0.0);
     let comm = finite(f.exposed_comm_us).max(0.0);
     let rest = (finite(f.busy_us) - compute - comm).max(0.0);
-    let idle = finite(f.idle_us).max(0.0);
-    let host = finite(f.idle_host_wait_us).clamp(0.0, idle);
-    let (mut kernel_wait, mut other) = (0.0, 0.0);
-    for s in stage.gpus.iter().flat_map(|g| &g.figures.idle_by_stream) {
-        kernel_wait += finite(s.kernel_wait_us);
-        other += finite(s.other_us);
-    }
-    let left = idle - host;
-    let kernel_part = if kernel_wait + other > 0.0 { left * kernel_wait / (kernel_wait + other) } else { 0.0 };
+    let (host, kernel_part, other_part) = idle_split(stage);
     [
         ("compute".to_string(), compute, COMPUTE),
         ("exposed communication".to_string(), comm, COMM),
         ("copies and other kernels, outside compute and communication".to_string(), rest, OTHER_BUSY),
         (format!("idle: host wait{}", clocks_offset_mark(stage)), host, HOST_WAIT),
         ("idle: kernel wait (gaps < 30 µs)".to_string(), kernel_part, KERNEL_WAIT),
-        ("idle: other".to_string(), left - kernel_part, OTHER_IDLE),
+        ("idle: other".to_string(), other_part, OTHER_IDLE),
     ]
 }
 
