@@ -12,8 +12,7 @@ use rayon::prelude::*;
 use crate::analysis::framework::{detect_from_strings, Framework, FrameworkChoice, Undetected};
 use crate::analysis::fusion::{self, detect_fusion_opportunities, KeywordMatch};
 use crate::analysis::kernels::{
-    aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, CategoryRule,
-    TraceData,
+    aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, KernelRule, TraceData,
 };
 use crate::analysis::mapping::{
     build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, rank_kernels, shared_stage_maps,
@@ -158,12 +157,12 @@ impl Loaded {
             crate::run::progress::phase("timeline");
             Some(timeline)
         };
-        let categories = match opts.compat {
-            Compat::Default => CategoryRule::Default,
-            Compat::Reference => CategoryRule::Reference,
+        let rule = match opts.compat {
+            Compat::Default => KernelRule::Default,
+            Compat::Reference => KernelRule::Reference,
         };
         let (data, index) =
-            rayon::join(|| extract_trace_data(&trace, &stages, masking, categories), || SiteIndex::build(&trace));
+            rayon::join(|| extract_trace_data(&trace, &stages, masking, rule), || SiteIndex::build(&trace));
         crate::run::progress::phase("kernels extracted, site index built");
         Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index, timeline, bytes })
     }

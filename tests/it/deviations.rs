@@ -278,3 +278,29 @@ fn weak_communication_words_need_a_word_of_their_own() {
     assert_eq!(category(p, norm, &[]), "norm");
     assert_eq!(category(p, norm, &["--compat", "reference"]), "communication");
 }
+
+/// Deviation 20: ROCm's profiler writes its runtime calls with a `stream`
+/// argument, which the reference takes for a kernel: on HTA's MI250 trace
+/// `hipLaunchKernel` heads the kernel table. A runtime or driver call is
+/// not a kernel for us, as on the timeline.
+#[test]
+fn host_calls_are_not_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let launch = |ts: u64, corr: u64| {
+        format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 40, "args": {{"stream": "0x0", "correlation": {corr}, "External id": {corr}}}}}"#
+        )
+    };
+    let p = write_trace(&dir, &[launch(100, 1), kernel("Cijk_Alik_Bljk_SB_MT64x16x32", 150, 1), launch(300, 2)]);
+    let kernels = |extra: &[&str]| -> Vec<(String, String)> {
+        let mut args = vec!["-q", "triage", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(p.to_str().unwrap());
+        let report: serde_json::Value = serde_json::from_str(&triage(&args)).unwrap();
+        let rows = report["kernel_tables"].as_array().unwrap().iter().flat_map(|t| t["rows"].as_array().unwrap());
+        rows.map(|r| (r["kernel"].as_str().unwrap().to_string(), r["category"].as_str().unwrap().to_string())).collect()
+    };
+    assert_eq!(kernels(&[]), [("Cijk_Alik_Bljk_SB_MT64x16x32".to_string(), "gemm".to_string())]);
+    let reference = kernels(&["--compat", "reference"]);
+    assert_eq!(reference, [("hipLaunchKernel".to_string(), "other".to_string())]);
+}

@@ -5,7 +5,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use super::names::{kernel_category, kernel_table_name, CategoryRule};
+use super::names::{kernel_category, kernel_table_name, KernelRule};
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
 use crate::analysis::text::Masking;
 use crate::analysis::types::{Text, TextCache};
@@ -147,9 +147,35 @@ pub fn gpu_kernel_mask(trace: &Trace) -> Vec<bool> {
         .collect()
 }
 
-/// The reference's `extract_trace_data`, with categories named by `categories`.
-pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking, categories: CategoryRule) -> TraceData {
-    let mask = gpu_kernel_mask(trace);
+/// Whether a kernel-like row's category is a host-side one: a runtime or
+/// driver API call (`cuda_runtime`, `cuda_driver`), which ROCm's profiler
+/// writes with a `stream` argument.
+pub fn host_call_category(cat: &str) -> bool {
+    let l = normalize_text(cat).to_lowercase();
+    l.contains("runtime") || l.contains("driver")
+}
+
+/// [`gpu_kernel_mask`] less the rows of a host-call category.
+pub fn gpu_kernel_mask_without_host_calls(trace: &Trace) -> Vec<bool> {
+    let mut mask = gpu_kernel_mask(trace);
+    let mut host: HashMap<Sym, bool> = HashMap::default();
+    let k = &trace.kernels;
+    for (i, m) in mask.iter_mut().enumerate() {
+        if *m {
+            let cat = k.cat(i);
+            *m = !*host.entry(cat).or_insert_with(|| host_call_category(trace.s(cat)));
+        }
+    }
+    mask
+}
+
+/// The reference's `extract_trace_data`, with the kernels and categories
+/// `rule` decides.
+pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking, rule: KernelRule) -> TraceData {
+    let mask = match rule {
+        KernelRule::Default => gpu_kernel_mask_without_host_calls(trace),
+        KernelRule::Reference => gpu_kernel_mask(trace),
+    };
     let k = &trace.kernels;
     let chosen_pid = select_heaviest_pid(
         (0..k.len()).filter(|&i| mask[i]).map(|i| (trace.pid_str(k.thread(i)), k.dur[i])),
@@ -183,7 +209,7 @@ pub fn extract_trace_data(trace: &Trace, stages: &RowStages, masking: Masking, c
             .par_iter()
             .map(|&sym| {
                 let name = trace.s(sym);
-                (kernel_table_name(name, masking), kernel_category(name, categories))
+                (kernel_table_name(name, masking), kernel_category(name, rule))
             })
             .collect()
     };

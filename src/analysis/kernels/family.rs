@@ -1,9 +1,11 @@
-//! A kernel's category for comparing runs: the kernel table's category
-//! ([`kernel_table_category`](super::names::kernel_table_category), kept as
-//! the reference tool defines it) refined where its keywords miss kernels
-//! that other GPU vendors and libraries name differently: ROCm's Tensile
-//! and skinny GEMMs, FlashAttention and Triton attention kernels (which
-//! the table files under `gemm` or `other`), and Inductor's fused RMSNorm.
+//! A kernel's category for comparing runs: the reference's keyword
+//! category ([`kernel_table_category`](super::names::kernel_table_category))
+//! refined where its keywords miss kernels that other GPU vendors and
+//! libraries name differently: ROCm's Tensile and skinny GEMMs,
+//! FlashAttention and Triton attention kernels (which the reference files
+//! under `gemm` or `other`), and Inductor's fused RMSNorm. The kernel
+//! table's default rule applies it too
+//! ([`KernelRule::Default`](super::names::KernelRule::Default)).
 
 /// Refines `category` (the kernel table's category of `name`).
 pub fn comparison_category(name: &str, category: &'static str) -> &'static str {

@@ -12,7 +12,7 @@ pub use extract::{
     extract_trace_data, group_kernels_by_stage, kernel_stage, CpuOpEvent, KernelEvent, KernelName, LaunchEvent,
     TraceData,
 };
-pub use names::{kernel_category, kernel_table_category, kernel_table_name, short_name, CategoryRule};
+pub use names::{kernel_category, kernel_table_category, kernel_table_name, short_name, KernelRule};
 
 use crate::analysis::types::Aggregate;
 use crate::columns::Trace;

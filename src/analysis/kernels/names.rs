@@ -112,30 +112,45 @@ pub fn names_communication(name: &str) -> bool {
 /// Norm kernels the reference's `norm` keywords miss.
 const NORM_MORE: &[&str] = &["groupnorm", "group_norm", "batchnorm", "batch_norm", "instancenorm", "instance_norm"];
 
-/// Which rule names a kernel's category.
+/// Which rule decides the kernel table's kernels and their categories.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CategoryRule {
-    /// The reference's keywords, with three corrections: a kernel in an
-    /// expert-parallel library's namespace is communication (DeepEP's
-    /// `cached_notify`); group, batch and instance norms are `norm`; and
-    /// the weak communication words (`dispatch`, `combine`, `broadcast`)
-    /// count only as words of their own, not inside `combined` or
-    /// `redispatch`.
+pub enum KernelRule {
+    /// The reference's, with these corrections: a host call of a runtime or
+    /// driver category is not a kernel even when it carries a stream (ROCm's
+    /// `hipLaunchKernel` with `stream: "0x0"`), as on the timeline; a kernel
+    /// in an expert-parallel library's namespace is communication (DeepEP's
+    /// `cached_notify`); group, batch and instance norms are `norm`; and the
+    /// weak communication words (`dispatch`, `combine`, `broadcast`) count
+    /// only as words of their own, not inside `combined` or `redispatch`;
+    /// and the refinements `diff` makes (see [`kernel_category`]).
     #[default]
     Default,
-    /// The reference's keywords as they are.
+    /// The reference's as they are.
     Reference,
 }
 
 /// The kernel table's category for a raw kernel name under the reference's
 /// rule.
 pub fn kernel_table_category(name: &str) -> &'static str {
-    kernel_category(name, CategoryRule::Reference)
+    kernel_category(name, KernelRule::Reference)
 }
 
-/// The kernel table's category for a raw kernel name under `rule`.
-pub fn kernel_category(name: &str, rule: CategoryRule) -> &'static str {
-    let ours = rule == CategoryRule::Default;
+/// The kernel table's category for a raw kernel name under `rule`: under
+/// [`KernelRule::Default`] also refined where the keywords miss kernels
+/// that other vendors and libraries name differently
+/// ([`comparison_category`](super::family::comparison_category): ROCm's
+/// Tensile GEMMs, FlashAttention, Inductor's RMSNorm), so that `triage` and
+/// `diff` name a kernel alike.
+pub fn kernel_category(name: &str, rule: KernelRule) -> &'static str {
+    match rule {
+        KernelRule::Default => super::family::comparison_category(name, keyword_category(name, rule)),
+        KernelRule::Reference => keyword_category(name, rule),
+    }
+}
+
+/// The category the name's keywords give under `rule`.
+fn keyword_category(name: &str, rule: KernelRule) -> &'static str {
+    let ours = rule == KernelRule::Default;
     let lowered = name.to_lowercase();
     if contains_any(&lowered, COMMUNICATION_STRONG) || (ours && contains_any(&lowered, COMMUNICATION_NAMESPACES)) {
         return "communication";
@@ -248,9 +263,9 @@ mod tests {
     }
 
     #[test]
-    fn the_default_rule_corrects_three_reference_categories() {
+    fn the_default_rule_corrects_the_reference_categories() {
         let both =
-            |name: &str| (kernel_category(name, CategoryRule::Default), kernel_category(name, CategoryRule::Reference));
+            |name: &str| (kernel_category(name, KernelRule::Default), kernel_category(name, KernelRule::Reference));
         // Kernels of real traces: DeepEP's notify step, vLLM's MoE routing,
         // a ROCm group norm.
         assert_eq!(both("void dpsk::ep::internode::cached_notify<false>"), ("communication", "other"));
@@ -264,6 +279,9 @@ mod tests {
             assert_eq!(both(name), ("communication", "communication"), "{name}");
         }
         assert_eq!(both("recombine_rows"), ("other", "communication"));
+        // The refinements `diff` makes too.
+        assert_eq!(both("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB0_A"), ("gemm", "other"));
+        assert_eq!(both("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128> >").0, "attention");
         // Everything else is the reference's.
         for name in ["ncclKernel_AllReduce", "Memcpy HtoD", "copy_gemm", "fused_moe_dispatch", "xyz", "rmsnorm"] {
             assert_eq!(both(name).0, both(name).1, "{name}");

@@ -26,10 +26,10 @@ use rustc_hash::FxHashMap as HashMap;
 use super::corr::CorrTable;
 use super::intervals::KernelType;
 use super::types::{Basis, StepFilter};
-use crate::analysis::kernels::extract::gpu_kernel_mask;
+use crate::analysis::kernels::extract::gpu_kernel_mask_without_host_calls;
 use crate::analysis::stage::{RowStages, Stage};
 use crate::columns::{Sym, Trace};
-use crate::pysem::{fcmp, normalize_text};
+use crate::pysem::fcmp;
 
 /// The categories whose events HTA's per-stream idle breakdown reads.
 const HTA_IDLE_CATEGORIES: [&str; 7] =
@@ -213,21 +213,7 @@ pub fn trace_rank(trace: &Trace) -> Option<u64> {
 fn gpu_rows(trace: &Trace, basis: Basis) -> Vec<bool> {
     let k = &trace.kernels;
     match basis {
-        Basis::Trace => {
-            let mut mask = gpu_kernel_mask(trace);
-            let mut host_cat: HashMap<Sym, bool> = HashMap::default();
-            for (i, m) in mask.iter_mut().enumerate() {
-                if *m {
-                    let cat = k.cat(i);
-                    let host = *host_cat.entry(cat).or_insert_with(|| {
-                        let l = normalize_text(trace.s(cat)).to_lowercase();
-                        l.contains("runtime") || l.contains("driver")
-                    });
-                    *m = !host;
-                }
-            }
-            mask
-        }
+        Basis::Trace => gpu_kernel_mask_without_host_calls(trace),
         Basis::Hta | Basis::HtaExact => (0..k.len()).map(|i| k.stream_int(i) != -1).collect(),
     }
 }
