@@ -243,6 +243,17 @@ fn no_request_can_leave_the_page() {
     }
 }
 
+/// A stage of one GPU with these figures.
+fn one_gpu_stage(figures: Figures) -> StageTimeline {
+    StageTimeline {
+        stage: Stage::All,
+        gpus: vec![GpuTimeline { pid: "0".into(), rank: None, figures }],
+        launch: LaunchStats::default(),
+        steps: Steps::default(),
+        verdict: verdict(),
+    }
+}
+
 #[test]
 fn the_timeline_bar_names_only_what_it_measures() {
     // Memory kernels mostly under compute: 40 ms of them, 4.5 ms of busy
@@ -256,13 +267,7 @@ fn the_timeline_bar_names_only_what_it_measures() {
         idle_us: 25.5,
         ..Figures::default()
     };
-    let stage = StageTimeline {
-        stage: Stage::All,
-        gpus: vec![GpuTimeline { pid: "0".into(), rank: None, figures }],
-        launch: LaunchStats::default(),
-        steps: Steps::default(),
-        verdict: verdict(),
-    };
+    let stage = one_gpu_stage(figures);
     let parts = super::triage::timeline_parts(&stage);
     assert!(parts.iter().all(|(label, ..)| !label.contains("memory")), "{parts:?}");
     let rest = parts.iter().find(|(label, ..)| label.starts_with("copies")).expect("the rest of busy time");
@@ -290,13 +295,7 @@ fn the_idle_cause_is_the_gpus_not_its_streams() {
         idle_by_stream: vec![stream("7", 300.0, 5.0, 40.0), stream("8", 500.0, 1.0, 20.0)],
         ..Figures::default()
     };
-    let stage = StageTimeline {
-        stage: Stage::All,
-        gpus: vec![GpuTimeline { pid: "0".into(), rank: None, figures }],
-        launch: LaunchStats::default(),
-        steps: Steps::default(),
-        verdict: verdict(),
-    };
+    let stage = one_gpu_stage(figures);
     assert_eq!(crate::report::timeline::idle_cause(&stage), "other waits");
     let parts = super::triage::timeline_parts(&stage);
     let part = |prefix: &str| parts.iter().find(|(label, ..)| label.starts_with(prefix)).unwrap().1;
