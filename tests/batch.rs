@@ -297,6 +297,14 @@ fn usage_errors_exit_2() {
     assert_eq!(bad.status.code(), Some(2));
     let jobs = common::run(&["batch", "--jobs", "0", tmp.path().to_str().unwrap()]);
     assert_eq!(jobs.status.code(), Some(2));
+    // A file named on its own that is not a trace is called that, not an
+    // empty directory.
+    let notes = tmp.path().join("notes.json");
+    std::fs::write(&notes, "{\"todo\": []}").unwrap();
+    let file = common::run(&["batch", notes.to_str().unwrap()]);
+    assert_eq!(file.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&file.stderr);
+    assert!(stderr.contains("notes.json: not recognised as a trace") && stderr.lines().count() == 1, "{stderr}");
 }
 
 /// A rank's link whose target is gone is named among the skipped files;

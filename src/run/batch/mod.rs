@@ -94,6 +94,12 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
     if paths.is_empty() {
         paths = found;
     }
+    if paths.is_empty() && dir.is_file() {
+        return Err(Error::usage(format!(
+            "{}: not recognised as a trace (its start does not look like a profiler trace)",
+            crate::error::shown(dir)
+        )));
+    }
     if paths.is_empty() {
         return Err(Error::usage(format!("No trace files found under {}", crate::error::shown(dir))));
     }
