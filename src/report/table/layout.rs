@@ -132,7 +132,7 @@ impl Table {
                 let w = widths[c];
                 let cell = cells.get(c).map_or("", String::as_str);
                 let text = if self.columns[c].keep_tail {
-                    shorten_head(cell, w)
+                    shorten_location(cell, w)
                 } else if let Some(text) = apart.get(&(c, cell)) {
                     text.clone()
                 } else {
@@ -205,6 +205,41 @@ impl Table {
         }
         out
     }
+}
+
+/// A Python location (`dir/file.py:12 function`, perhaps followed by a
+/// note such as `(site share 95%)`) cut to at most `width` characters,
+/// keeping what tells sites apart: whole trailing path components first
+/// (`…/file.py:12 function (site share 95%)`), then with the note's words
+/// dropped (`(95%)`, which the column's header names), and only then the
+/// start of the file name.
+pub fn shorten_location(text: &str, width: usize) -> String {
+    if chars(text) <= width {
+        return text.to_string();
+    }
+    let (main, note) = match text.rfind(" (") {
+        Some(i) if text.ends_with(')') => text.split_at(i),
+        _ => (text, ""),
+    };
+    // `(site share 95%)` → `(95%)`.
+    let short_note = match note.rsplit_once(' ') {
+        Some((_, last)) if note.len() > 2 => format!(" ({last}"),
+        _ => note.to_string(),
+    };
+    for note in [note, short_note.as_str()] {
+        if chars(main) + chars(note) <= width {
+            return format!("{main}{note}");
+        }
+        // The longest tail of the path that starts at a `/` and fits.
+        let path_end = main.find(' ').unwrap_or(main.len());
+        for (i, _) in main[..path_end].match_indices('/') {
+            let tail = &main[i..];
+            if 1 + chars(tail) + chars(note) <= width {
+                return format!("…{tail}{note}");
+            }
+        }
+    }
+    shorten_head(&format!("{main}{short_note}"), width)
 }
 
 /// `text` cut to at most `width` characters by replacing its start with
@@ -332,5 +367,19 @@ mod tests {
         let lines = wrap("abcdefghijklmnopqrstuvwxyz", 10, "");
         assert!(lines.iter().all(|l| l.chars().count() <= 10), "{lines:?}");
         assert_eq!(lines.concat(), "abcdefghijklmnopqrstuvwxyz");
+    }
+
+    #[test]
+    fn locations_keep_their_file_name_before_their_path() {
+        let site = "vllm/model_executor/layers/linear.py:428 call (site share 95%)";
+        assert_eq!(shorten_location(site, 80), site);
+        assert_eq!(shorten_location(site, 40), "…/linear.py:428 call (site share 95%)");
+        assert_eq!(shorten_location(site, 30), "…/linear.py:428 call (95%)");
+        assert_eq!(shorten_location(site, 20), "…r.py:428 call (95%)");
+        assert_eq!(shorten_location("a/b/c.py:12 f", 8), "…py:12 f");
+        assert_eq!(shorten_location("a/b/c.py:12 f", 11), "…/c.py:12 f");
+        for w in 0..70 {
+            assert!(shorten_location(site, w).chars().count() <= w, "{w}");
+        }
     }
 }
