@@ -309,6 +309,30 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
         .ok_or_else(|| Error::usage(format!("No trace files found under {}", crate::error::shown(path))))
 }
 
+/// The run a trace below a profile directory belongs to: its folder, or the
+/// folder above when its own is named for a stage (`extend/`, `prefill/`,
+/// `decode/`).
+fn run_dir(trace: &Path) -> PathBuf {
+    let parent = trace.parent().unwrap_or(Path::new(""));
+    let named = parent.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    match parent.parent() {
+        Some(above) if ["extend", "prefill", "decode"].contains(&named.as_str()) => above.to_path_buf(),
+        _ => parent.to_path_buf(),
+    }
+}
+
+/// Of the runs holding a stage-named trace, the one holding the newest of
+/// them (the later path on a tie).
+fn newest_stage_run(traces: &[PathBuf]) -> PathBuf {
+    traces
+        .iter()
+        .filter(|t| parse_stage(t) != Stage::All)
+        .map(|t| (mtime(t), run_dir(t)))
+        .max()
+        .map(|(_, run)| run)
+        .unwrap_or_default()
+}
+
 /// `server_args.json` beside the trace (or in its parent directory).
 pub(crate) fn load_server_args(path: &Path) -> Option<serde_json::Value> {
     if is_stream_path(path) {
@@ -370,7 +394,10 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
     let recursive = discover_trace_files(path, true, None);
     let (traces, trace_dir) =
         if direct.is_empty() && !recursive.is_empty() && recursive.iter().any(|t| parse_stage(t) != Stage::All) {
-            (recursive.clone(), path.to_path_buf())
+            // Stage traces below: the run holding the newest of them, so that
+            // the stages of two runs (or of unrelated jobs) are never mixed.
+            let run = newest_stage_run(&recursive);
+            (recursive.iter().filter(|t| run_dir(t) == run).cloned().collect(), run)
         } else {
             let dir = newest_trace_dir(path)?;
             (discover_trace_files(&dir, false, None), dir)

@@ -1,7 +1,8 @@
 //! Discovery and input forms: every trace file is parsed at most once per
 //! run (`TT_TIMING` announces each parse as `timing: parse <path>`), zstd
 //! files are found in directories like gzip ones, and `-` reads a trace
-//! from standard input for `triage`, as does a path that names a pipe.
+//! from standard input for `triage`, as does a path that names a pipe; the
+//! stage traces of a folder of runs come from one run.
 
 use crate::common;
 
@@ -186,4 +187,42 @@ fn a_path_that_names_a_pipe_is_read_once_as_a_stream() {
     let out = common::run_stdin(&["-q", "triage", "/dev/stdin"], &text);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(tables(&out), tables(&from_file));
+}
+
+/// The traces a `triage` of `dir` analysed, relative to `dir`.
+fn analysed(dir: &Path) -> Vec<String> {
+    let out = common::run(&["-q", "triage", "--format", "json", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let root = dir.canonicalize().unwrap();
+    let mut traces: Vec<String> = report["formal_traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| Path::new(t.as_str().unwrap()).strip_prefix(&root).unwrap().to_string_lossy().into_owned())
+        .collect();
+    traces.sort();
+    traces
+}
+
+#[test]
+fn the_stages_of_a_folder_of_runs_come_from_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let put = |rel: &str| {
+        let p = tmp.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(FIXTURE, &p).unwrap();
+        // Distinct modification times, in the order written.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // An older run with both stages, stage folders of a newer one with only
+    // its prefill, and an unrelated job: the newer run alone.
+    put("run_a/x-extend.json");
+    put("run_a/x-decode.json");
+    put("job/worker0.json");
+    put("run_b/prefill/y.json");
+    assert_eq!(analysed(tmp.path()), ["run_b/prefill/y.json"]);
+    // Its decode folder joins it.
+    put("run_b/decode/z.json");
+    assert_eq!(analysed(tmp.path()), ["run_b/decode/z.json", "run_b/prefill/y.json"]);
 }
