@@ -16,9 +16,21 @@ use crate::error::Result;
 pub struct StatsArgs {
     /// Trace file (`.json`, `.json.gz`, `.json.zst`, detected by content) or `-` for stdin.
     pub input: PathBuf,
-    /// Print JSON instead of text.
-    #[arg(long)]
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = StatsFormat::Text)]
+    pub format: StatsFormat,
+    /// Print JSON instead of text (`--format json`).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+}
+
+/// What `stats` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatsFormat {
+    /// Aligned text for a terminal.
+    Text,
+    /// The JSON document.
+    Json,
 }
 
 pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
@@ -27,7 +39,8 @@ pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
         super::warn_skipped(&args.input, trace.counts.skipped);
     }
     let v = stats_json(&trace, &args.input.display().to_string());
-    let text = if args.json { serde_json::to_string_pretty(&v).unwrap_or_default() } else { stats_text(&v) };
+    let json = args.json || args.format == StatsFormat::Json;
+    let text = if json { serde_json::to_string_pretty(&v).unwrap_or_default() } else { stats_text(&v) };
     print_report(&text)?;
     Ok(0)
 }

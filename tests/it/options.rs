@@ -124,3 +124,26 @@ fn a_negative_number_reaches_the_options_own_check() {
         assert_eq!(stderr_lines(&out), vec![want.to_string()], "{args:?}");
     }
 }
+
+/// `stats` takes `--format json` as the other commands do; `--json` stays
+/// its shorthand, and the two together are a usage error.
+#[test]
+fn stats_takes_format_like_the_other_commands() {
+    let fixture = FIXTURE;
+    let format = common::run(&["-q", "stats", "--format", "json", fixture]);
+    let short = common::run(&["-q", "stats", "--json", fixture]);
+    assert_eq!(format.status.code(), Some(0));
+    assert_eq!(format.stdout, short.stdout);
+    let doc: serde_json::Value = serde_json::from_slice(&format.stdout).unwrap();
+    assert_eq!(doc["events"], 1793);
+    let text = common::run(&["-q", "stats", "--format", "text", fixture]);
+    assert!(String::from_utf8_lossy(&text.stdout).starts_with("file "));
+    for bad in [&["--format", "xml"][..], &["--format", "json", "--json"][..]] {
+        let mut args = vec!["-q", "stats"];
+        args.extend_from_slice(bad);
+        args.push(fixture);
+        let out = common::run(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{bad:?}");
+    }
+}
