@@ -107,6 +107,15 @@ impl Default for TriageOptions {
 }
 
 impl TriageOptions {
+    /// Which kernels the kernel table counts and how it names their
+    /// categories: the reference's rule under `--compat reference`.
+    pub fn kernel_rule(&self) -> KernelRule {
+        match self.compat {
+            Compat::Default => KernelRule::Default,
+            Compat::Reference => KernelRule::Reference,
+        }
+    }
+
     /// The framework detection settles on when nothing names one:
     /// `generic`, or SGLang under `--compat reference` as the reference does.
     pub fn undetected_framework(&self) -> Undetected {
@@ -157,10 +166,7 @@ impl Loaded {
             crate::run::progress::phase("timeline");
             Some(timeline)
         };
-        let rule = match opts.compat {
-            Compat::Default => KernelRule::Default,
-            Compat::Reference => KernelRule::Reference,
-        };
+        let rule = opts.kernel_rule();
         let (data, index) =
             rayon::join(|| extract_trace_data(&trace, &stages, masking, rule), || SiteIndex::build(&trace));
         crate::run::progress::phase("kernels extracted, site index built");

@@ -105,8 +105,12 @@ const COMMUNICATION_NAMESPACES: &[&str] = &["deep_ep::", "dpsk::ep::"];
 /// lies in an expert-parallel library's namespace (`deep_ep::`,
 /// `dpsk::ep::`).
 pub fn names_communication(name: &str) -> bool {
-    let lowered = name.to_lowercase();
-    contains_any(&lowered, COMMUNICATION_STRONG) || contains_any(&lowered, COMMUNICATION_NAMESPACES)
+    lowered_names_communication(&name.to_lowercase())
+}
+
+/// [`names_communication`] of an already lowercased name.
+fn lowered_names_communication(lowered: &str) -> bool {
+    contains_any(lowered, COMMUNICATION_STRONG) || contains_any(lowered, COMMUNICATION_NAMESPACES)
 }
 
 /// Norm kernels the reference's `norm` keywords miss.
@@ -152,7 +156,8 @@ pub fn kernel_category(name: &str, rule: KernelRule) -> &'static str {
 fn keyword_category(name: &str, rule: KernelRule) -> &'static str {
     let ours = rule == KernelRule::Default;
     let lowered = name.to_lowercase();
-    if contains_any(&lowered, COMMUNICATION_STRONG) || (ours && contains_any(&lowered, COMMUNICATION_NAMESPACES)) {
+    let sure = if ours { lowered_names_communication(&lowered) } else { contains_any(&lowered, COMMUNICATION_STRONG) };
+    if sure {
         return "communication";
     }
     if contains_any(&lowered, MEMORY_STRONG) {
