@@ -102,8 +102,6 @@ pub(crate) struct Matches {
     short: [u64; 3],
     /// Bit per launch call (dense row index) behind each stage's kernels.
     seen: [Vec<u64>; 3],
-    /// Events per stage code, matched or not.
-    kernels: [u64; 3],
     /// The trace's apparent clock offset ([`clock_offset`]).
     offset: Option<f64>,
     clock: super::events::Clock,
@@ -170,7 +168,7 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
         f64::NAN
     };
     let offset = clock_offset(delays.len(), least_delay, least_wait_busy, earliest_start);
-    Matches { delays, kernel_durs, counts, short, seen, kernels, offset, clock: set.clock }
+    Matches { delays, kernel_durs, counts, short, seen, offset, clock: set.clock }
 }
 
 /// The share of `from..to` covered by `intervals` (sorted by start).
@@ -208,19 +206,23 @@ fn clock_offset(matched: usize, least_delay: f64, least_wait_busy: f64, earliest
     }
 }
 
+/// Steps and the GPU events launched inside them, per stage code and over
+/// the whole trace, for `kernels_per_step`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StepKernels {
+    pub steps: [u64; 3],
+    pub kernels: [u64; 3],
+    pub all_steps: u64,
+    pub all_kernels: u64,
+}
+
 /// Launch statistics per stage code and of every event, from the
-/// [`matches`] of a set; `steps` is the step count of each stage code and
-/// `all_steps` the trace's, for `kernels_per_step`.
-pub(crate) fn stats_by_stage(
-    trace: &Trace,
-    m: Matches,
-    steps: [u64; 3],
-    all_steps: u64,
-) -> ([LaunchStats; 3], LaunchStats) {
+/// [`matches`] of a set.
+pub(crate) fn stats_by_stage(trace: &Trace, m: Matches, per_step: &StepKernels) -> ([LaunchStats; 3], LaunchStats) {
     use rayon::prelude::*;
     // The offset is the trace's clocks', so every stage gets the whole
     // trace's.
-    let Matches { mut delays, mut kernel_durs, counts, short, seen, kernels, offset, clock } = m;
+    let Matches { mut delays, mut kernel_durs, counts, short, seen, offset, clock } = m;
     let mut all_seen = seen[0].clone();
     for part in &seen[1..] {
         all_seen.iter_mut().zip(part).for_each(|(w, b)| *w |= b);
@@ -238,13 +240,17 @@ pub(crate) fn stats_by_stage(
             .zip(seen.par_iter())
             .enumerate()
             .map(|(s, ((d, k), seen))| {
-                Part { delays: d, kernel_durs: k, short: short[s], seen }
-                    .finish(trace, clock, kernels[s], steps[s], offset)
+                Part { delays: d, kernel_durs: k, short: short[s], seen }.finish(
+                    trace,
+                    clock,
+                    (per_step.steps[s], per_step.kernels[s]),
+                    offset,
+                )
             })
             .collect()
     };
     let whole = Part { delays: &mut delays, kernel_durs: &mut kernel_durs, short: short.iter().sum(), seen: &all_seen }
-        .finish(trace, clock, kernels.iter().sum(), all_steps, offset);
+        .finish(trace, clock, (per_step.all_steps, per_step.all_kernels), offset);
     let mut out = [LaunchStats::default(), LaunchStats::default(), LaunchStats::default()];
     for (slot, st) in out.iter_mut().zip(per) {
         *slot = st;
@@ -262,15 +268,14 @@ struct Part<'a> {
 }
 
 impl Part<'_> {
-    /// The statistics; `stage_kernels` counts every event of the stage,
-    /// matched or not, `steps` its steps and `clock_offset_us` the trace's
-    /// apparent clock offset.
+    /// The statistics; `(steps, in_steps)` are the steps and the GPU events
+    /// launched inside them, and `clock_offset_us` the trace's apparent
+    /// clock offset.
     fn finish(
         self,
         trace: &Trace,
         clock: super::events::Clock,
-        stage_kernels: u64,
-        steps: u64,
+        (steps, in_steps): (u64, u64),
         clock_offset_us: Option<f64>,
     ) -> LaunchStats {
         let matched = self.kernel_durs.len() as u64;
@@ -302,7 +307,9 @@ impl Part<'_> {
             kernel_p50_us,
             launch_p50_us,
             short_kernel_pct: (matched > 0).then(|| 100.0 * self.short as f64 / matched as f64),
-            kernels_per_step: (steps > 0).then(|| stage_kernels as f64 / steps as f64),
+            // The events launched inside the steps, not every event of the
+            // stage: steps often cover only part of a profile.
+            kernels_per_step: (steps > 0).then(|| in_steps as f64 / steps as f64),
             clock_offset_us,
         }
     }

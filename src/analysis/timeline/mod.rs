@@ -97,11 +97,18 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
     let (rounded_to_us, step_filter, skipped_non_finite) = (set.clock.round, set.filter.clone(), set.skipped);
     drop(set);
 
-    let all_steps = found.as_ref().map_or(0, |(_, spans)| spans.len() as u64);
     let mut step_counts = [0u64; 3];
-    for stage in step_stage.iter().flatten() {
+    for stage in step_stage.stages.iter().flatten() {
         step_counts[stage.code() as usize] += 1;
     }
+    let per_step = launch::StepKernels {
+        steps: step_counts,
+        kernels: step_stage.events,
+        // The steps of some stage, as each stage counts its own: a step
+        // that launched nothing (one cut by the profiler's end) is none.
+        all_steps: step_stage.with_events,
+        all_kernels: step_stage.all_events,
+    };
     let present: Vec<Stage> = [Stage::Extend, Stage::Decode, Stage::All]
         .into_iter()
         .filter(|s| !gpus[s.code() as usize].is_empty())
@@ -111,12 +118,12 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
             present
                 .iter()
                 .map(|&stage| match &found {
-                    Some((source, spans)) => steps::summary(trace, *source, spans, &step_stage, stage),
+                    Some((source, spans)) => steps::summary(trace, *source, spans, &step_stage.stages, stage),
                     None => Steps::default(),
                 })
                 .collect::<Vec<Steps>>()
         },
-        || launch::stats_by_stage(trace, matched, step_counts, all_steps),
+        || launch::stats_by_stage(trace, matched, &per_step),
     );
     let parts: Vec<(Stage, Vec<GpuTimeline>, Steps)> = present
         .into_iter()

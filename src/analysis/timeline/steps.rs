@@ -114,8 +114,21 @@ fn frame_steps(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
     None
 }
 
-/// The stage code of each span (`None`: no GPU event launched inside).
-pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Vec<Option<Stage>> {
+/// The steps' stages and GPU events.
+#[derive(Debug, Default)]
+pub(crate) struct Assigned {
+    /// The stage of each span (`None`: no GPU event launched inside).
+    pub stages: Vec<Option<Stage>>,
+    /// The GPU events launched inside the spans of each stage code, and
+    /// inside any span.
+    pub events: [u64; 3],
+    pub all_events: u64,
+    /// Spans that launched some GPU event (those with a stage).
+    pub with_events: u64,
+}
+
+/// The stage of each span and the GPU events launched inside the spans.
+pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Assigned {
     let mut counts = vec![[0u64; 3]; spans.len()];
     let mut i = 0;
     for e in &set.events {
@@ -131,13 +144,18 @@ pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Vec<Option<Stage>> {
             counts[i - 1][e.stage().code() as usize] += 1;
         }
     }
-    counts
-        .iter()
-        .map(|c| {
-            let best = (0..3).fold(0, |b, i| if c[i] > c[b] { i } else { b });
-            (c[best] > 0).then(|| Stage::from_code(best as u8))
-        })
-        .collect()
+    let mut out = Assigned::default();
+    for c in &counts {
+        let best = (0..3).fold(0, |b, i| if c[i] > c[b] { i } else { b });
+        let inside: u64 = c.iter().sum();
+        out.all_events += inside;
+        if inside > 0 {
+            out.events[best] += inside;
+            out.with_events += 1;
+        }
+        out.stages.push((inside > 0).then(|| Stage::from_code(best as u8)));
+    }
+    out
 }
 
 /// `spans.partition_point(|s| s.ts <= probe)`, searched outward from

@@ -264,6 +264,22 @@ fn launches_of_the_mtia_runtime() {
 }
 
 #[test]
+fn kernels_per_step_counts_the_kernels_launched_inside_the_steps() {
+    // One step covers three of the four launches: a profile longer than
+    // its steps does not spread its other kernels over them.
+    let mut ev = four_kernels();
+    ev.push(annotation("user_annotation", "ProfilerStep#1", -10.0, 31.0));
+    // A step that launched nothing (cut by the profiler's end) is no step
+    // of any stage, nor of the whole trace.
+    ev.push(annotation("user_annotation", "ProfilerStep#2", 300.0, 10.0));
+    let t = trace_of(&ev);
+    let tl = run(&t, Basis::Trace);
+    assert_eq!(tl.stages[0].steps.count, 1);
+    assert!(close(tl.stages[0].launch.kernels_per_step.unwrap(), 3.0), "{:?}", tl.stages[0].launch);
+    assert!(close(tl.launch.kernels_per_step.unwrap(), 3.0), "{:?}", tl.launch);
+}
+
+#[test]
 fn step_detection_rules() {
     let mut ev = four_kernels();
     ev.push(annotation("user_annotation", "step[DECODE bs=1]", -10.0, 30.0));

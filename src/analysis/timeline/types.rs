@@ -48,7 +48,7 @@ pub struct Timeline {
     /// Figures over every GPU event of the trace (all processes together).
     pub trace: Figures,
     /// Launch statistics over every GPU event (`kernels_per_step` over every
-    /// step found).
+    /// step that launched a GPU event).
     pub launch: LaunchStats,
     /// The verdict over the whole-trace figures: `no_gpu_kernels` for a
     /// trace without GPU events.
@@ -155,7 +155,8 @@ pub struct LaunchStats {
     pub launch_p50_us: Option<f64>,
     /// Share of matched kernels shorter than their own launch call, 0–100.
     pub short_kernel_pct: Option<f64>,
-    /// The stage's kernels per step; `None` without steps.
+    /// GPU events launched inside the stage's steps, per step; `None`
+    /// without steps.
     pub kernels_per_step: Option<f64>,
     /// How far apart the CPU's and the GPU's clocks look, over the whole
     /// trace: the smallest launch delay when no kernel starts within a
