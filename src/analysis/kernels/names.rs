@@ -113,6 +113,10 @@ fn lowered_names_communication(lowered: &str) -> bool {
     contains_any(lowered, COMMUNICATION_STRONG) || contains_any(lowered, COMMUNICATION_NAMESPACES)
 }
 
+/// A library name that holds the `gemm` keyword (`fbgemm_gpu::` in the
+/// template arguments of its embedding and conversion kernels).
+const LIBRARY_NOT_GEMM: &str = "fbgemm";
+
 /// Norm kernels the reference's `norm` keywords miss.
 const NORM_MORE: &[&str] = &["groupnorm", "group_norm", "batchnorm", "batch_norm", "instancenorm", "instance_norm"];
 
@@ -155,7 +159,13 @@ pub fn kernel_category(name: &str, rule: KernelRule) -> &'static str {
 /// The category the name's keywords give under `rule`.
 fn keyword_category(name: &str, rule: KernelRule) -> &'static str {
     let ours = rule == KernelRule::Default;
-    let lowered = name.to_lowercase();
+    let mut lowered = name.to_lowercase();
+    if ours && lowered.contains(LIBRARY_NOT_GEMM) {
+        // FBGEMM's namespace names every kernel of the library (embedding
+        // lookups, index checks, fp8 casts), GEMM or not: its `gemm` is no
+        // sign of one.
+        lowered = lowered.replace(LIBRARY_NOT_GEMM, "fb_lib");
+    }
     let sure = if ours { lowered_names_communication(&lowered) } else { contains_any(&lowered, COMMUNICATION_STRONG) };
     if sure {
         return "communication";
@@ -284,6 +294,16 @@ mod tests {
             assert_eq!(both(name), ("communication", "communication"), "{name}");
         }
         assert_eq!(both("recombine_rows"), ("other", "communication"));
+        // FBGEMM's namespace in a kernel's arguments is no GEMM (a DLRM
+        // training trace's embedding lookups and index checks); a GEMM
+        // keyword of the kernel's own still is.
+        let lookup = "void bounds_check_indices_kernel<long, false>(at::GenericPackedTensorAccessor<long, 1ul, \
+                      at::RestrictPtrTraits, int>, int const*, long, fbgemm_gpu::FixedDivisor)";
+        assert_eq!(both(lookup), ("other", "gemm"));
+        let cast = "void at::native::vectorized_elementwise_kernel<4, fbgemm_gpu::_float_to_hfp8_gpu(at::Tensor \
+                    const&, long, long, double)::{lambda(float)#1}, at::detail::Array<char*, 2> >";
+        assert_eq!(both(cast), ("quantize", "gemm"));
+        assert_eq!(both("void fbgemm_gpu::bf16_fast_gemv_kernel<128>").0, "gemm");
         // The refinements `diff` makes too.
         assert_eq!(both("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB0_A"), ("gemm", "other"));
         assert_eq!(both("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128> >").0, "attention");
