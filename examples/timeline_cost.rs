@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use torchtriage::analysis::stage::RowStages;
+use torchtriage::analysis::stage::{RowStages, StageRule};
 use torchtriage::analysis::timeline::{timeline, Basis, TimelineOptions};
 use torchtriage::ingest::{load_path, IngestOptions};
 
@@ -17,7 +17,7 @@ fn main() {
     let trace = load_path(path.as_ref(), &IngestOptions::default()).expect("load");
     let load = t0.elapsed();
     let t1 = Instant::now();
-    let stages = RowStages::build(&trace);
+    let stages = RowStages::build(&trace, StageRule::Default);
     let stage = t1.elapsed();
     println!(
         "load {:.3} s ({} kernels, {} launches, {} runtime rows), stages {:.3} s",

@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use common::Corpus;
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
-use torchtriage::analysis::stage::RowStages;
+use torchtriage::analysis::stage::{RowStages, StageRule};
 use torchtriage::analysis::timeline::{timeline, Basis, Figures, TimelineOptions};
 use torchtriage::ingest::{load_path, IngestOptions};
 
@@ -184,7 +184,7 @@ fn compare(ours: &Figures, g: &Value) -> (Vec<String>, Vec<String>) {
 fn check(name: &str, golden: &Path, trace_path: &Path) -> Result<(), Failed> {
     let g = read_golden(golden);
     let trace = load_path(trace_path, &IngestOptions::default()).map_err(|e| format!("{name}: load: {e}"))?;
-    let stages = RowStages::build(&trace);
+    let stages = RowStages::build(&trace, StageRule::Default);
     let mut failures = Vec::new();
     for (basis, block) in [(Basis::Hta, &g), (Basis::HtaExact, &g["exact"])] {
         let ours = timeline(&trace, &stages, &TimelineOptions { basis, rank: None });

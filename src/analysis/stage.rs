@@ -118,17 +118,36 @@ pub struct StageIndex {
     cpu_windows: WindowIndex,
 }
 
+/// How an annotation's name names a stage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StageRule {
+    /// The reference's, except that `decode` and `prefill` name a stage
+    /// only when no letter follows them: a training trace's
+    /// `## decoder fp8 ##` (a model's decoder tower) is no decode stage.
+    #[default]
+    Default,
+    /// The reference's: the words anywhere in the name.
+    Reference,
+}
+
 /// `decode` for names with `generation_1` or `decode`, `extend` for
-/// `generation_0` or `prefill`, else none.
-pub fn infer_stage_from_annotation_name(name: &str) -> Option<Stage> {
+/// `generation_0` or `prefill`, else none; `decode` and `prefill` as
+/// `rule` reads them.
+pub fn infer_stage_from_annotation_name(name: &str, rule: StageRule) -> Option<Stage> {
     let lowered = normalize_text(name).to_lowercase();
     if lowered.is_empty() {
         return None;
     }
-    if lowered.contains("generation_1") || lowered.contains("decode") {
+    let has = |word: &str| match rule {
+        StageRule::Reference => lowered.contains(word),
+        StageRule::Default => lowered
+            .match_indices(word)
+            .any(|(i, _)| lowered.as_bytes().get(i + word.len()).is_none_or(|c| !c.is_ascii_alphabetic())),
+    };
+    if lowered.contains("generation_1") || has("decode") {
         return Some(Stage::Decode);
     }
-    if lowered.contains("generation_0") || lowered.contains("prefill") {
+    if lowered.contains("generation_0") || has("prefill") {
         return Some(Stage::Extend);
     }
     None
@@ -229,13 +248,14 @@ impl WindowIndex {
 }
 
 impl StageIndex {
-    /// Builds the index from the trace's annotation columns.
-    pub fn build(trace: &Trace) -> Self {
+    /// Builds the index from the trace's annotation columns, their names
+    /// read by `rule`.
+    pub fn build(trace: &Trace, rule: StageRule) -> Self {
         let mut idx = StageIndex::default();
         let mut gpu = Vec::new();
         let mut cpu = Vec::new();
         for row in trace.annotations.iter() {
-            let Some(stage) = infer_stage_from_annotation_name(trace.s(row.name)) else {
+            let Some(stage) = infer_stage_from_annotation_name(trace.s(row.name), rule) else {
                 continue;
             };
             let ann = Annotation { stage, ts: row.ts, end_ts: row.ts + row.dur, is_gpu: row.is_gpu };
@@ -304,9 +324,10 @@ pub struct RowStages {
 }
 
 impl RowStages {
-    pub fn build(trace: &Trace) -> Self {
+    /// The stage of every kernel row, annotation names read by `rule`.
+    pub fn build(trace: &Trace, rule: StageRule) -> Self {
         use rayon::prelude::*;
-        let index = StageIndex::build(trace);
+        let index = StageIndex::build(trace, rule);
         let k = &trace.kernels;
         let codes = (0..k.len())
             .into_par_iter()
@@ -396,9 +417,20 @@ mod tests {
 
     #[test]
     fn annotation_names() {
-        assert_eq!(infer_stage_from_annotation_name("execute_model_generation_1"), Some(Stage::Decode));
-        assert_eq!(infer_stage_from_annotation_name("Prefill batch"), Some(Stage::Extend));
-        assert_eq!(infer_stage_from_annotation_name("step"), None);
+        for rule in [StageRule::Default, StageRule::Reference] {
+            assert_eq!(infer_stage_from_annotation_name("execute_model_generation_1", rule), Some(Stage::Decode));
+            assert_eq!(infer_stage_from_annotation_name("Prefill batch", rule), Some(Stage::Extend));
+            assert_eq!(infer_stage_from_annotation_name("step[DECODE bs=2]", rule), Some(Stage::Decode));
+            assert_eq!(infer_stage_from_annotation_name("spec_decode_step", rule), Some(Stage::Decode));
+            assert_eq!(infer_stage_from_annotation_name("step", rule), None);
+        }
+        // A model's decoder tower in a DLRM training trace names no stage,
+        // unless the reference's rule is asked for.
+        let tower = "## decoder fp8 None ##";
+        assert_eq!(infer_stage_from_annotation_name(tower, StageRule::Default), None);
+        assert_eq!(infer_stage_from_annotation_name(tower, StageRule::Reference), Some(Stage::Decode));
+        assert_eq!(infer_stage_from_annotation_name("prefiller", StageRule::Default), None);
+        assert_eq!(infer_stage_from_annotation_name("decoder; then decode", StageRule::Default), Some(Stage::Decode));
     }
 
     #[test]

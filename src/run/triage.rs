@@ -21,8 +21,8 @@ use crate::analysis::mapping::{
 use crate::analysis::overlap::render_stages;
 use crate::analysis::overlap::{self, BundleSource, StageBundle};
 use crate::analysis::sites::SiteIndex;
-use crate::analysis::stage::RowStages;
 use crate::analysis::stage::{parse_stage, Stage};
+use crate::analysis::stage::{RowStages, StageRule};
 use crate::analysis::text::Masking;
 use crate::analysis::timeline::{timeline, Timeline, TimelineOptions};
 use crate::analysis::types::{KernelEntry, StagePayload, Text};
@@ -116,6 +116,15 @@ impl TriageOptions {
         }
     }
 
+    /// How annotation names name a stage: the reference's rule under
+    /// `--compat reference`.
+    pub fn stage_rule(&self) -> StageRule {
+        match self.compat {
+            Compat::Default => StageRule::Default,
+            Compat::Reference => StageRule::Reference,
+        }
+    }
+
     /// The framework detection settles on when nothing names one:
     /// `generic`, or SGLang under `--compat reference` as the reference does.
     pub fn undetected_framework(&self) -> Undetected {
@@ -151,7 +160,7 @@ impl Loaded {
         let bytes = trace.heap_bytes();
         release_free_memory(bytes);
         crate::run::progress::phase("loaded");
-        let stages = RowStages::build(&trace);
+        let stages = RowStages::build(&trace, opts.stage_rule());
         let timeline = if may_defer && timeline_beside_overlap(&trace, opts.schedule) {
             // Computed later, beside the overlap step, which leaves a core
             // idle much of the time.

@@ -304,3 +304,38 @@ fn host_calls_are_not_kernels() {
     let reference = kernels(&["--compat", "reference"]);
     assert_eq!(reference, [("hipLaunchKernel".to_string(), "other".to_string())]);
 }
+
+/// Deviation 21: the reference takes any annotation holding `decode` for a
+/// decode stage, so HTA's DLRM training rank, annotated
+/// `## decoder fp8 None ##` for its decoder tower, gets a decode stage of
+/// 209 of its 1,204 kernels and an `all` stage without them. Deviation 20
+/// rides along: FBGEMM's namespace in the embedding kernels' arguments
+/// made them GEMMs.
+#[test]
+fn a_decoder_tower_is_no_decode_stage() {
+    let trace = common::Corpus::bundled().traces_dir().join("hta/trace_filter/sampled_rank-0.json.gz");
+    let report = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["-q", "triage", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(trace.to_str().unwrap());
+        serde_json::from_str(&triage(&args)).unwrap()
+    };
+    let stages = |r: &serde_json::Value| -> Vec<String> {
+        r["kernel_tables"].as_array().unwrap().iter().map(|t| t["stage"].as_str().unwrap().to_string()).collect()
+    };
+    let embedding = |r: &serde_json::Value| -> String {
+        let rows = r["kernel_tables"].as_array().unwrap().iter().flat_map(|t| t["rows"].as_array().unwrap());
+        let row = rows.into_iter().find(|row| {
+            row["kernel"].as_str().unwrap().starts_with("void split_embedding_codegen_forward_unweighted_kernel")
+        });
+        row.unwrap()["category"].as_str().unwrap().to_string()
+    };
+    let ours = report(&[]);
+    assert_eq!(stages(&ours), ["all"]);
+    assert_eq!(embedding(&ours), "other");
+    let kernels: u64 = ours["timeline"]["stages"][0]["gpus"][0]["kernels"].as_u64().unwrap();
+    assert_eq!(kernels, ours["timeline"]["trace"]["kernels"].as_u64().unwrap());
+    let reference = report(&["--compat", "reference"]);
+    assert_eq!(stages(&reference), ["decode", "all"]);
+    assert_eq!(embedding(&reference), "gemm");
+}

@@ -278,7 +278,7 @@ pub fn formal_stage_payloads(t: &AttributedTrace<'_>) -> Vec<(Stage, StagePayloa
 mod tests {
     use super::*;
     use crate::analysis::kernels::{aggregate_by_name, extract_trace_data, KernelRule};
-    use crate::analysis::stage::RowStages;
+    use crate::analysis::stage::{RowStages, StageRule};
     use crate::analysis::text::Masking;
     use crate::columns::value::trace_from_value;
 
@@ -297,7 +297,12 @@ mod tests {
     #[test]
     fn attributes_kernels_to_framework_frames() {
         let trace = tiny_trace();
-        let data = extract_trace_data(&trace, &RowStages::build(&trace), Masking::WordStart, KernelRule::Default);
+        let data = extract_trace_data(
+            &trace,
+            &RowStages::build(&trace, StageRule::Default),
+            Masking::WordStart,
+            KernelRule::Default,
+        );
         assert_eq!(data.kernels.len(), 2);
         assert_eq!(data.kernels[0].canonical(), "void gemm_kernel<1>");
         assert_eq!(data.kernels[0].external_id(), Some(7));
@@ -352,7 +357,12 @@ mod tests {
     #[test]
     fn shared_stage_maps_match_the_separate_map_and_payloads() {
         let trace = two_stage_trace();
-        let data = extract_trace_data(&trace, &RowStages::build(&trace), Masking::WordStart, KernelRule::Default);
+        let data = extract_trace_data(
+            &trace,
+            &RowStages::build(&trace, StageRule::Default),
+            Masking::WordStart,
+            KernelRule::Default,
+        );
         let index = SiteIndex::build(&trace);
         let view = AttributedTrace { trace: &trace, data: &data, index: &index, default_stage: Stage::All };
         for framework in [Framework::Generic, Framework::Vllm] {

@@ -12,7 +12,7 @@ use super::detect::{is_kernel_event, overlap_category, overlap_kernel_name};
 use super::Masking;
 use super::{OverlapKernel, StageBundle, StreamName};
 use crate::analysis::kernels::extract::KernelName;
-use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage};
+use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage, StageRule};
 use crate::analysis::types::Text;
 use crate::columns::{Sym, ThreadIdx, Trace};
 
@@ -151,7 +151,7 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
     let Some((rows, chosen)) = chosen_rows(trace, pid_substring) else {
         return (Vec::new(), None);
     };
-    let stages = RowStages::build(trace);
+    let stages = RowStages::build(trace, StageRule::Reference);
     let mut builder = EventBuilder::new(trace, &stages, Masking::WordStart);
     builder.prepare_names(&rows);
     let events = rows.iter().enumerate().map(|(idx, &row)| builder.build(idx, row as usize)).collect();
@@ -239,7 +239,7 @@ pub fn render_stages<V>(groups: &IndexMap<Stage, V>) -> Vec<Stage> {
 }
 
 /// The reference's per-file bundle map: the chosen process's kernels split
-/// by stage, one bundle per rendered stage (kernels resolved to `all` are
+/// by stage (annotation names read by the reference's rule), one bundle per rendered stage (kernels resolved to `all` are
 /// dropped when any named stage exists), in render order. Empty when the
 /// trace has no GPU kernels.
 pub fn stage_bundles<'t>(
@@ -249,7 +249,14 @@ pub fn stage_bundles<'t>(
     pid_substring: Option<&str>,
     masking: Masking,
 ) -> Vec<(Stage, StageBundle<'t>)> {
-    stage_bundles_with(trace, &RowStages::build(trace), default_stage, label_prefix, pid_substring, masking)
+    stage_bundles_with(
+        trace,
+        &RowStages::build(trace, StageRule::Reference),
+        default_stage,
+        label_prefix,
+        pid_substring,
+        masking,
+    )
 }
 
 /// [`stage_bundles`] with the kernel rows' stages already resolved.

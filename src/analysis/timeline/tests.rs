@@ -1,6 +1,7 @@
 //! Timeline tests over small hand-made traces read by the real ingest.
 
 use super::*;
+use crate::analysis::stage::StageRule;
 use crate::ingest::load_bytes;
 use launch::is_launch_call;
 
@@ -26,7 +27,7 @@ fn trace_of(events: &[String]) -> Trace {
 }
 
 fn run(t: &Trace, basis: Basis) -> Timeline {
-    timeline(t, &RowStages::build(t), &TimelineOptions { basis, rank: None })
+    timeline(t, &RowStages::build(t, StageRule::Default), &TimelineOptions { basis, rank: None })
 }
 
 fn close(a: f64, b: f64) -> bool {
