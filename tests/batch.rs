@@ -374,6 +374,53 @@ fn a_rank_held_by_two_files_is_warned_of() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("held by more than one file"));
 }
 
+/// A stage of the kernel tables that the overlap step leaves out (kernels
+/// resolved to `all` beside a named stage): its busy, overlap and exposed
+/// figures are unknown, shown as `-` and `null`, not as zeros.
+fn a_stage_without_overlap_figures_shows_none() {
+    let kernel = |ts: u64, corr: u64, name: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 10, "args": {{"stream": 7, "correlation": {corr}, "External id": {corr}}}}}"#
+        )
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for (rank, work) in [(0, 10), (1, 14)] {
+        // A decode step around the first kernels; the last one runs 100 ms
+        // later, too far from any annotation to have a stage.
+        let events = [
+            r#"{"ph": "X", "cat": "user_annotation", "name": "decode_step", "pid": 1, "tid": 1, "ts": 0, "dur": 100}"#
+                .to_string(),
+            kernel(10, 1, "gemm_a"),
+            kernel(30, 2, "ncclKernel_AllReduce"),
+            kernel(100_000, 3, "gemm_b"),
+            kernel(100_000 + work, 4, "gemm_b"),
+        ];
+        let text = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
+        std::fs::write(tmp.path().join(format!("rank{rank}.json")), text).unwrap();
+    }
+    let dir = tmp.path().to_str().unwrap();
+    let out = common::run(&["batch", "-q", "--format", "json", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    let stages = report["stages"].as_array().unwrap();
+    let names: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert_eq!(names, ["decode", "all"]);
+    let (decode, all) = (&stages[0], &stages[1]);
+    assert!(decode["median_busy_us"].as_f64().unwrap() > 0.0, "{decode}");
+    assert!(all["median_busy_us"].is_null() && all["median_exposed_comm_us"].is_null(), "{all}");
+    for row in all["ranks"].as_array().unwrap() {
+        for key in ["busy_us", "overlap_us", "overlap_pct", "exposed_comm_us", "exposed_comm_pct"] {
+            assert!(row[key].is_null(), "{key}: {row}");
+        }
+        assert!(row["compute_us"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let md = String::from_utf8_lossy(&common::run(&["batch", "-q", "--format", "markdown", dir]).stdout).into_owned();
+    assert!(md.contains("| 0 | rank0.json | - | 0.02 ms | - | - | - |"), "{md}");
+    assert!(md.contains("Median busy -, median compute"), "{md}");
+    let table = String::from_utf8_lossy(&common::run(&["batch", "-q", "--format", "table", dir]).stdout).into_owned();
+    assert!(table.contains("Median busy - ms"), "{table}");
+}
+
 /// A failed file whose name holds a line break: the markdown list keeps it
 /// on one line (escaped, as on stderr) and the JSON error does not repeat
 /// the path.
@@ -427,11 +474,12 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 6] = [
+    let plain: [(&str, fn()); 7] = [
         ("usage_errors_exit_2", usage_errors_exit_2),
         ("a_dangling_link_is_listed_as_skipped", a_dangling_link_is_listed_as_skipped),
         ("a_linked_rank_takes_the_link_name", a_linked_rank_takes_the_link_name),
         ("a_rank_held_by_two_files_is_warned_of", a_rank_held_by_two_files_is_warned_of),
+        ("a_stage_without_overlap_figures_shows_none", a_stage_without_overlap_figures_shows_none),
         ("jsonl_to_stdout_needs_the_report_elsewhere", jsonl_to_stdout_needs_the_report_elsewhere),
         (
             "a_control_character_in_a_failed_name_stays_on_one_line",

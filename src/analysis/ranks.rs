@@ -129,6 +129,31 @@ pub struct StageFacts {
     pub idle_us: Option<f64>,
 }
 
+impl StageFacts {
+    /// Whether the overlap step measured the stage: its busy, overlap and
+    /// exposed-communication times are known. A stage of the kernel table
+    /// the overlap table leaves out (the reference's `all` beside named
+    /// stages) has none.
+    pub fn measured(&self) -> bool {
+        !self.bundle.is_empty()
+    }
+
+    /// Busy time, when measured.
+    pub fn busy(&self) -> Option<f64> {
+        self.measured().then_some(self.busy_us)
+    }
+
+    /// Multi-stream overlap time, when measured.
+    pub fn overlap(&self) -> Option<f64> {
+        self.measured().then_some(self.overlap_us)
+    }
+
+    /// Exposed communication time, when measured.
+    pub fn exposed_comm(&self) -> Option<f64> {
+        self.measured().then_some(self.exposed_comm_us)
+    }
+}
+
 /// One triaged file as the cross-rank comparison sees it. Serializable:
 /// the per-trace summary that `batch --summaries` writes and `merge`
 /// reads back.
@@ -147,10 +172,12 @@ pub struct RankRow {
     pub rank_source: RankSource,
     pub file: PathBuf,
     pub facts: StageFacts,
-    /// `100 * overlap / busy` (0 when idle).
-    pub overlap_pct: f64,
-    /// `100 * exposed communication / busy` (0 when idle).
-    pub exposed_comm_pct: f64,
+    /// `100 * overlap / busy` (0 when idle); `None` when not measured
+    /// ([`StageFacts::measured`]).
+    pub overlap_pct: Option<f64>,
+    /// `100 * exposed communication / busy` (0 when idle); `None` when not
+    /// measured.
+    pub exposed_comm_pct: Option<f64>,
     /// GPU time of the stage's kernels outside the `communication`
     /// category ([`compute_us`]).
     pub compute_us: f64,
@@ -197,9 +224,11 @@ pub struct KernelSpread {
 pub struct StageSummary {
     pub stage: Stage,
     pub rows: Vec<RankRow>,
-    pub median_busy_us: f64,
+    /// Over the rows the overlap step measured; `None` without one.
+    pub median_busy_us: Option<f64>,
     pub median_compute_us: f64,
-    pub median_exposed_comm_us: f64,
+    /// Over the rows the overlap step measured; `None` without one.
+    pub median_exposed_comm_us: Option<f64>,
     /// Rank of the likely slow row, if any.
     pub slow_rank: Option<u64>,
     /// Rank numbers that more than one row (file) of the stage has,
@@ -261,8 +290,8 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
                 rank: a.rank,
                 rank_source: a.rank_source,
                 file: a.file.clone(),
-                overlap_pct: ratio_pct(f.overlap_us, f.busy_us),
-                exposed_comm_pct: ratio_pct(f.exposed_comm_us, f.busy_us),
+                overlap_pct: f.overlap().zip(f.busy()).map(|(o, b)| ratio_pct(o, b)),
+                exposed_comm_pct: f.exposed_comm().zip(f.busy()).map(|(e, b)| ratio_pct(e, b)),
                 compute_us: compute_us(f),
                 facts: f.clone(),
                 role: None,
@@ -272,17 +301,19 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
         })
         .collect();
     rows.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.file.cmp(&b.file)));
-    let busy: Vec<f64> = rows.iter().map(|r| r.facts.busy_us).collect();
+    let busy: Vec<f64> = rows.iter().filter_map(|r| r.facts.busy()).collect();
     let compute: Vec<f64> = rows.iter().map(|r| r.compute_us).collect();
-    let comm: Vec<f64> = rows.iter().map(|r| r.facts.exposed_comm_us).collect();
-    let (median_busy_us, median_compute_us, median_exposed_comm_us) = (median(&busy), median(&compute), median(&comm));
+    let comm: Vec<f64> = rows.iter().filter_map(|r| r.facts.exposed_comm()).collect();
+    let measured_median = |v: &[f64]| (!v.is_empty()).then(|| median(v));
+    let (median_busy_us, median_compute_us, median_exposed_comm_us) =
+        (measured_median(&busy), median(&compute), measured_median(&comm));
     let slow = slow_row(&rows, median_compute_us, straggler_pct);
     let slow_rank = slow.map(|i| rows[i].rank);
     for (i, r) in rows.iter_mut().enumerate() {
         if Some(i) == slow {
             r.role = Some(Role::Slow);
             r.straggler.push("compute");
-        } else if above(r.facts.exposed_comm_us, median_exposed_comm_us, straggler_pct)
+        } else if r.facts.exposed_comm().zip(median_exposed_comm_us).is_some_and(|(e, m)| above(e, m, straggler_pct))
             && !above(r.compute_us, median_compute_us, straggler_pct)
         {
             r.role = Some(Role::Waiting);
@@ -424,7 +455,7 @@ mod tests {
         assert_eq!(s.iter().map(|x| x.stage).collect::<Vec<_>>(), vec![Stage::Extend, Stage::Decode]);
         let d = &s[1];
         assert_eq!(d.rows.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
-        assert_eq!(d.median_busy_us, 100.0);
+        assert_eq!(d.median_busy_us, Some(100.0));
         assert_eq!(d.median_compute_us, 65.0);
         assert_eq!(d.slow_rank, Some(2));
         assert_eq!((d.rows[2].role, d.rows[2].straggler.clone()), (Some(Role::Slow), vec!["compute"]));
@@ -432,7 +463,7 @@ mod tests {
         assert!(d.rows[3].straggler.is_empty());
         assert_eq!((d.rows[0].role, d.rows[0].waits_on), (None, None));
         assert!(d.rows[0].straggler.is_empty());
-        assert_eq!(d.rows[0].overlap_pct, 10.0);
+        assert_eq!(d.rows[0].overlap_pct, Some(10.0));
         let names: Vec<&str> = d.kernels.iter().map(|k| k.kernel.as_str()).collect();
         assert_eq!(names, vec!["nccl", "gemm"]);
         let gemm = &d.kernels[1];
@@ -501,13 +532,35 @@ mod tests {
         // being slow.
         let s = stage_of(&[(100.0, 60.0), (100.0, 60.0), (150.0, 5.0), (100.0, 20.0), (100.0, 20.0)]);
         assert_eq!(s.rows.iter().map(|r| r.compute_us).collect::<Vec<_>>(), vec![100.0, 100.0, 150.0, 100.0, 100.0]);
-        assert_eq!((s.median_compute_us, s.median_exposed_comm_us), (100.0, 20.0));
+        assert_eq!((s.median_compute_us, s.median_exposed_comm_us), (100.0, Some(20.0)));
         assert_eq!(s.slow_rank, Some(2));
         let slow = (Some("slow"), None);
         let waiting = (Some("waiting"), Some(2));
         assert_eq!(roles(&s), vec![waiting, waiting, slow, (None, None), (None, None)]);
         assert_eq!(s.rows[2].straggler, vec!["compute"]);
         assert!(s.rows.iter().filter(|r| r.rank != 2).all(|r| r.straggler.is_empty()));
+    }
+
+    #[test]
+    fn a_stage_the_overlap_step_left_out_has_no_busy_or_exposed_time() {
+        // The kernel table's `all` stage beside named stages: kernels, but
+        // no overlap bundle. Its busy and exposed figures are unknown, not
+        // zero, and no rank of it waits.
+        let unmeasured = |compute: f64| StageFacts { bundle: String::new(), ..collective(compute, 0.0) };
+        let a: Vec<RankFacts> =
+            [100.0, 130.0, 100.0].iter().enumerate().map(|(i, &c)| analysis(i as u64, vec![unmeasured(c)])).collect();
+        let files: Vec<&RankFacts> = a.iter().collect();
+        let s = summarize(&files, 10.0).remove(0);
+        assert_eq!((s.median_busy_us, s.median_exposed_comm_us), (None, None));
+        assert!(s.rows.iter().all(|r| r.overlap_pct.is_none() && r.exposed_comm_pct.is_none()));
+        assert_eq!(roles(&s), vec![(None, None), (Some("slow"), None), (None, None)]);
+        // Beside a measured rank, the medians are the measured rows'.
+        let mut a = a;
+        a.push(analysis(3, vec![collective(100.0, 40.0)]));
+        let files: Vec<&RankFacts> = a.iter().collect();
+        let s = summarize(&files, 10.0).remove(0);
+        assert_eq!(s.median_exposed_comm_us, Some(40.0));
+        assert_eq!(s.rows[3].exposed_comm_pct, Some(100.0 * 40.0 / 140.0));
     }
 
     #[test]

@@ -99,18 +99,28 @@ fn rank_line(r: &RankRow) -> String {
         (None, _) => String::new(),
     };
     format!(
-        "| {} | {} | {} | {} | {}% | {} | {}% | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         r.rank,
         cell(&file_name(&r.file)),
-        format_ms(f.busy_us),
+        opt_ms(f.busy()),
         format_ms(r.compute_us),
-        fixed(r.overlap_pct, 1),
-        format_ms(f.exposed_comm_us),
-        fixed(r.exposed_comm_pct, 1),
+        opt_pct(r.overlap_pct),
+        opt_ms(f.exposed_comm()),
+        opt_pct(r.exposed_comm_pct),
         top_exposed,
         headroom,
         role,
     )
+}
+
+/// Milliseconds, or `-` for a figure not measured.
+fn opt_ms(us: Option<f64>) -> String {
+    us.map_or_else(|| "-".into(), format_ms)
+}
+
+/// A percentage with one decimal, or `-` for a figure not measured.
+fn opt_pct(pct: Option<f64>) -> String {
+    pct.map_or_else(|| "-".into(), |p| format!("{}%", fixed(p, 1)))
 }
 
 /// How `value` stands against `median`, in percent (`+17.1%`).
@@ -144,9 +154,12 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
                 format_ms(r.compute_us),
                 against_median(r.compute_us, s.median_compute_us),
                 format_ms(s.median_compute_us),
-                format_ms(r.facts.exposed_comm_us),
-                against_median(r.facts.exposed_comm_us, s.median_exposed_comm_us),
-                format_ms(s.median_exposed_comm_us),
+                opt_ms(r.facts.exposed_comm()),
+                r.facts
+                    .exposed_comm()
+                    .zip(s.median_exposed_comm_us)
+                    .map_or_else(|| "-".into(), |(e, m)| against_median(e, m)),
+                opt_ms(s.median_exposed_comm_us),
             ));
             let close: Vec<String> = s
                 .rows
@@ -225,9 +238,9 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
         out.extend(s.rows.iter().map(rank_line));
         out.push(format!(
             "Median busy {}, median compute {}, median exposed communication {}",
-            format_ms(s.median_busy_us),
+            opt_ms(s.median_busy_us),
             format_ms(s.median_compute_us),
-            format_ms(s.median_exposed_comm_us)
+            opt_ms(s.median_exposed_comm_us)
         ));
         out.extend(roles_lines(s, info.straggler_pct));
         out.push(String::new());
@@ -270,12 +283,12 @@ fn row_value(r: &RankRow) -> Value {
         "rank_source": r.rank_source.name(),
         "file": r.file.display().to_string(),
         "bundle": f.bundle,
-        "busy_us": f.busy_us,
-        "overlap_us": f.overlap_us,
+        "busy_us": f.busy(),
+        "overlap_us": f.overlap(),
         "overlap_pct": r.overlap_pct,
         "gpu_time_us": f.gpu_time_us,
         "compute_us": r.compute_us,
-        "exposed_comm_us": f.exposed_comm_us,
+        "exposed_comm_us": f.exposed_comm(),
         "exposed_comm_pct": r.exposed_comm_pct,
         "idle_us": f.idle_us,
         "top_exposed_comm": f.top_exposed.as_ref().map(|(k, us)| json!({"kernel": k, "exclusive_us": us})),
@@ -394,9 +407,9 @@ pub fn file_line(o: &FileOutcome) -> Value {
         .map(|f| {
             json!({
                 "stage": f.stage,
-                "busy_us": f.busy_us,
-                "overlap_us": f.overlap_us,
-                "exposed_comm_us": f.exposed_comm_us,
+                "busy_us": f.busy(),
+                "overlap_us": f.overlap(),
+                "exposed_comm_us": f.exposed_comm(),
                 "top_exposed_comm": f.top_exposed.as_ref().map(|(k, us)| json!({"kernel": k, "exclusive_us": us})),
             })
         })
@@ -438,9 +451,9 @@ mod tests {
         StageSummary {
             stage,
             rows: Vec::new(),
-            median_busy_us: 0.0,
+            median_busy_us: None,
             median_compute_us: 0.0,
-            median_exposed_comm_us: 0.0,
+            median_exposed_comm_us: None,
             slow_rank: None,
             shared_ranks: ranks.to_vec(),
             kernels: Vec::new(),

@@ -68,19 +68,25 @@ pub fn render(v: BatchView<'_>) -> String {
                     Some(Role::Slow) => Some("slow"),
                     _ => None,
                 },
-                values: vec![r.facts.busy_us, r.compute_us, r.facts.idle_us.unwrap_or(0.0), r.facts.exposed_comm_us],
+                // A figure not measured draws no column.
+                values: vec![
+                    r.facts.busy().unwrap_or(f64::NAN),
+                    r.compute_us,
+                    r.facts.idle_us.unwrap_or(0.0),
+                    r.facts.exposed_comm().unwrap_or(f64::NAN),
+                ],
             })
             .collect();
         b.push_str(&grouped_columns(&groups, &SERIES, &|v| ms(v)));
         let entries: Vec<(&str, String, &str)> = vec![
-            (SERIES[0].0, format!("median {}", ms(s.median_busy_us)), SERIES[0].1),
+            (SERIES[0].0, format!("median {}", opt_ms(s.median_busy_us)), SERIES[0].1),
             (SERIES[1].0, format!("median {}", ms(s.median_compute_us)), SERIES[1].1),
             (
                 SERIES[2].0,
                 format!("median {}", ms(median(&s.rows.iter().filter_map(|r| r.facts.idle_us).collect::<Vec<_>>()))),
                 SERIES[2].1,
             ),
-            (SERIES[3].0, format!("median {}", ms(s.median_exposed_comm_us)), SERIES[3].1),
+            (SERIES[3].0, format!("median {}", opt_ms(s.median_exposed_comm_us)), SERIES[3].1),
         ];
         b.push_str(&legend(&entries));
 
@@ -102,11 +108,11 @@ pub fn render(v: BatchView<'_>) -> String {
             t.push(vec![
                 Cell::num(r.rank.to_string(), r.rank as f64),
                 Cell::name(file_name(&r.file)),
-                Cell::num(ms(f.busy_us), f.busy_us),
+                opt_cell(f.busy(), ms),
                 Cell::num(ms(r.compute_us), r.compute_us),
-                Cell::num(format!("{:.1}%", finite(r.overlap_pct)), r.overlap_pct),
-                Cell::num(ms(f.exposed_comm_us), f.exposed_comm_us),
-                Cell::num(format!("{:.1}%", finite(r.exposed_comm_pct)), r.exposed_comm_pct),
+                opt_cell(r.overlap_pct, |p| format!("{:.1}%", finite(p))),
+                opt_cell(f.exposed_comm(), ms),
+                opt_cell(r.exposed_comm_pct, |p| format!("{:.1}%", finite(p))),
                 Cell::name(
                     f.top_exposed.as_ref().map_or_else(|| "-".to_string(), |(k, us)| format!("{k} ({})", ms(*us))),
                 ),
@@ -163,4 +169,17 @@ pub fn render(v: BatchView<'_>) -> String {
         b.push_str("</ul>\n");
     }
     page("torchtriage batch", &b)
+}
+
+/// `-` for a figure not measured.
+fn opt_ms(us: Option<f64>) -> String {
+    us.map_or_else(|| "-".to_string(), ms)
+}
+
+/// A number cell, or `-` for a figure not measured.
+fn opt_cell(value: Option<f64>, text: impl Fn(f64) -> String) -> Cell {
+    match value {
+        Some(v) => Cell::num(text(v), v),
+        None => Cell::text("-"),
+    }
 }

@@ -191,6 +191,7 @@ pub fn paired_bars(items: &[Pair], colours: (&str, &str), fmt: &dyn Fn(f64) -> S
 pub struct Group<'a> {
     pub label: String,
     pub mark: Option<&'a str>,
+    /// One value per series; NaN draws no column (a figure not measured).
     pub values: Vec<f64>,
 }
 
@@ -234,6 +235,10 @@ pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f
         }
         for (j, (name, colour)) in series.iter().enumerate() {
             let v = g.values.get(j).copied().unwrap_or(0.0);
+            if v.is_nan() {
+                // A figure not measured: no column.
+                continue;
+            }
             let h = scale(v, max, plot_h);
             let _ = write!(
                 out,

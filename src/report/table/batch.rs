@@ -10,12 +10,11 @@
 use crate::analysis::ranks::StageSummary;
 use crate::error::shown;
 use crate::report::batch::{error_text, file_name, roles_lines};
-use crate::report::markdown::fixed;
 use crate::report::render::BatchView;
 
 use super::layout::{Column, Table};
 use super::names::display_name;
-use super::{ms, stage_heading, Out};
+use super::{ms, opt1, opt_ms, stage_heading, Out};
 
 const RANK_LEGEND: &[&str] = &[
     "Busy: GPU time any kernel runs; compute: summed kernel time outside communication kernels; overlap: share of busy time with \
@@ -46,11 +45,11 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
         t.row(vec![
             r.rank.to_string(),
             super::names::visible(&file_name(&r.file)),
-            ms(f.busy_us),
+            opt_ms(f.busy()),
             ms(r.compute_us),
-            fixed(r.overlap_pct, 1),
-            ms(f.exposed_comm_us),
-            fixed(r.exposed_comm_pct, 1),
+            opt1(r.overlap_pct),
+            opt_ms(f.exposed_comm()),
+            opt1(r.exposed_comm_pct),
             top,
             role,
         ]);
@@ -59,9 +58,9 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
     o.table(&t);
     o.text(&format!(
         "Median busy {} ms, median compute {} ms, median exposed communication {} ms.",
-        ms(s.median_busy_us),
+        opt_ms(s.median_busy_us),
         ms(s.median_compute_us),
-        ms(s.median_exposed_comm_us)
+        opt_ms(s.median_exposed_comm_us)
     ));
     for line in roles_lines(s, pct) {
         o.text(&line);
