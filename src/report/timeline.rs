@@ -4,7 +4,7 @@
 //! steps). Reads [`crate::analysis::timeline::Timeline`] from the report.
 
 use crate::analysis::stage::Stage;
-use crate::analysis::timeline::{Figures, StageTimeline, StepSource, Timeline, VerdictKind};
+use crate::analysis::timeline::{Figures, HostCause, StageTimeline, StepSource, Timeline, VerdictKind};
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::TriageReport;
 
@@ -92,11 +92,19 @@ pub fn verdict_line(stage: &StageTimeline) -> String {
     let host = v.host_wait_pct.map_or_else(|| "-".to_string(), |h| fixed(h, 1));
     match v.kind {
         VerdictKind::NoGpuKernels => format!("{name}: no GPU kernels"),
-        VerdictKind::CpuLaunchBound => format!(
-            "{name}: GPU idle {idle} of the window, {host} points of it waiting for the host → CPU launch-bound (median kernel {}, median launch {})",
-            us(v.kernel_p50_us),
-            us(v.launch_p50_us)
-        ),
+        VerdictKind::CpuLaunchBound => {
+            let medians = format!("median kernel {}, median launch {}", us(v.kernel_p50_us), us(v.launch_p50_us));
+            let waits = format!("{name}: GPU idle {idle} of the window, {host} points of it waiting for the host");
+            match v.host_cause {
+                Some(HostCause::LaunchOverhead) => format!(
+                    "{waits} → CPU launch-bound: kernels about as short as their launch calls ({medians}); fewer, larger launches (CUDA graphs, fusion) cut it"
+                ),
+                Some(HostCause::HostWork) => format!(
+                    "{waits} → host-bound: launch calls are short beside the kernels ({medians}), so the host is busy elsewhere between launches (synchronization, data loading, Python)"
+                ),
+                None => format!("{waits} → CPU launch-bound ({medians})"),
+            }
+        }
         VerdictKind::CommunicationBound => format!(
             "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle})",
             pct(v.exposed_comm_pct)

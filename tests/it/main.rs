@@ -26,3 +26,4 @@ mod options;
 mod output;
 mod table;
 mod truncation;
+mod verdicts;

@@ -233,6 +233,21 @@ pub enum VerdictKind {
     NoGpuKernels,
 }
 
+/// What the host does while a [`VerdictKind::CpuLaunchBound`] stage's GPU
+/// waits for it, from the stage's median kernel and launch call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostCause {
+    /// The kernels are about as short as their launch calls (the median
+    /// kernel under twice the median launch call): launching them is the
+    /// host's work, and fewer, larger launches (CUDA graphs, fusion) cut it.
+    LaunchOverhead,
+    /// The launch calls are short beside the kernels: the host could keep
+    /// the GPU fed, and is busy with other work between launches
+    /// (synchronization, data loading, Python).
+    HostWork,
+}
+
 /// A stage's verdict and the numbers that decided it (sums over the
 /// stage's GPUs; shares of their summed windows, 0–100).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -256,4 +271,7 @@ pub struct Verdict {
     /// Share of `steps_us` no kernel ran, 0–100: the windows' idle time
     /// plus the step time outside them.
     pub steps_idle_pct: Option<f64>,
+    /// For [`VerdictKind::CpuLaunchBound`], what keeps the host: `None`
+    /// for another kind, or without matched launches.
+    pub host_cause: Option<HostCause>,
 }

@@ -5,8 +5,12 @@
 //! started after the gap opened) and `exposed` the share of communication
 //! not overlapped by computation, the first rule that holds decides:
 //! 1. no GPU events → [`VerdictKind::NoGpuKernels`];
-//! 2. `idle` ≥ [`IDLE_BOUND_PCT`] and `host` ≥ [`HOST_WAIT_SHARE`] × `idle`
-//!    → [`VerdictKind::CpuLaunchBound`];
+//! 2. `idle` ≥ [`IDLE_BOUND_PCT`] and `host` ≥ [`HOST_WAIT_SHARE`] × `idle`,
+//!    unless rule 3 holds too with `exposed` > `host` (the larger share of
+//!    the window decides) → [`VerdictKind::CpuLaunchBound`], with its
+//!    [`HostCause`]: launch overhead when the median kernel is shorter than
+//!    [`LAUNCH_OVERHEAD_RATIO`] × the median launch call, other host work
+//!    otherwise;
 //! 3. `exposed` ≥ [`EXPOSED_COMM_PCT`] → [`VerdictKind::CommunicationBound`];
 //! 4. `idle` ≥ [`IDLE_BOUND_PCT`] → [`VerdictKind::GpuIdle`] (other waits);
 //! 5. the stage's steps last longer than the window and no kernel runs for
@@ -21,7 +25,7 @@
 //! time with the GPU's, which two clocks cannot tell.
 
 use super::intervals::Sum;
-use super::types::{Figures, LaunchStats, Verdict, VerdictKind};
+use super::types::{Figures, HostCause, LaunchStats, Verdict, VerdictKind};
 
 /// Idle share of the window (percent) from which a stage counts as idle.
 pub const IDLE_BOUND_PCT: f64 = 20.0;
@@ -31,6 +35,10 @@ pub const HOST_WAIT_SHARE: f64 = 0.5;
 /// Exposed-communication share of the window (percent) from which a stage
 /// is communication-bound.
 pub const EXPOSED_COMM_PCT: f64 = 20.0;
+/// A median kernel shorter than this many median launch calls makes host
+/// waits launch overhead: one host thread issues kernels barely faster than
+/// the GPU runs them.
+pub const LAUNCH_OVERHEAD_RATIO: f64 = 2.0;
 
 impl Verdict {
     /// Whether rule 5 decided: the stage is idle by its steps' time alone,
@@ -62,11 +70,13 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
     // GPUs behind one process's steps the windows' sum exceeds it.
     let steps_us = steps_us.filter(|&s| s.is_finite() && s > window);
     let steps_idle_pct = steps_us.map(|s| 100.0 * (idle.value() + s - window) / s);
+    let host_bound = i >= IDLE_BOUND_PCT && h >= HOST_WAIT_SHARE * i && launch.clock_offset_us.is_none();
+    let comm_bound = x >= EXPOSED_COMM_PCT;
     let kind = if kernels == 0 {
         VerdictKind::NoGpuKernels
-    } else if i >= IDLE_BOUND_PCT && h >= HOST_WAIT_SHARE * i && launch.clock_offset_us.is_none() {
+    } else if host_bound && !(comm_bound && x > h) {
         VerdictKind::CpuLaunchBound
-    } else if x >= EXPOSED_COMM_PCT {
+    } else if comm_bound {
         VerdictKind::CommunicationBound
     } else if i >= IDLE_BOUND_PCT || steps_idle_pct.is_some_and(|p| p >= IDLE_BOUND_PCT) {
         VerdictKind::GpuIdle
@@ -84,7 +94,14 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         clock_offset_us: launch.clock_offset_us,
         steps_us,
         steps_idle_pct,
+        host_cause: (kind == VerdictKind::CpuLaunchBound).then(|| host_cause(launch)).flatten(),
     }
+}
+
+/// What keeps the host, from the median kernel and launch call.
+fn host_cause(launch: &LaunchStats) -> Option<HostCause> {
+    let (kernel, call) = (launch.kernel_p50_us?, launch.launch_p50_us?);
+    Some(if kernel < LAUNCH_OVERHEAD_RATIO * call { HostCause::LaunchOverhead } else { HostCause::HostWork })
 }
 
 #[cfg(test)]
@@ -113,8 +130,10 @@ mod tests {
         assert_eq!(kind(&[fig(100.0, 38.0, 10.0, 25.0)]), VerdictKind::CommunicationBound);
         assert_eq!(kind(&[fig(100.0, 38.0, 10.0, 5.0)]), VerdictKind::GpuIdle);
         assert_eq!(kind(&[fig(100.0, 5.0, 5.0, 5.0)]), VerdictKind::GpuBound);
-        // Launch-bound is checked before communication.
-        assert_eq!(kind(&[fig(100.0, 40.0, 20.0, 50.0)]), VerdictKind::CpuLaunchBound);
+        // Both host waits and exposed communication over their bars: the
+        // larger share of the window decides.
+        assert_eq!(kind(&[fig(100.0, 40.0, 20.0, 50.0)]), VerdictKind::CommunicationBound);
+        assert_eq!(kind(&[fig(100.0, 60.0, 40.0, 30.0)]), VerdictKind::CpuLaunchBound);
     }
 
     #[test]
@@ -157,6 +176,25 @@ mod tests {
         assert_eq!(decide(&[fig(100.0, 38.0, 31.0, 0.0)], &launch, Some(1000.0)).kind, VerdictKind::CpuLaunchBound);
         // Idle in its own window: rule 4, not rule 5.
         assert!(!decide(&[fig(100.0, 38.0, 10.0, 0.0)], &launch, Some(1000.0)).idle_outside_window());
+    }
+
+    #[test]
+    fn host_waits_are_launch_overhead_only_when_kernels_are_as_short_as_launches() {
+        let with = |kernel: f64, call: f64| LaunchStats {
+            kernel_p50_us: Some(kernel),
+            launch_p50_us: Some(call),
+            ..LaunchStats::default()
+        };
+        let cause = |launch: &LaunchStats| decide(&[fig(100.0, 38.0, 31.0, 0.0)], launch, None).host_cause;
+        // vLLM decode: 6 µs kernels behind 5 µs launch calls.
+        assert_eq!(cause(&with(6.0, 5.0)), Some(HostCause::LaunchOverhead));
+        // A ResNet training step: 194 µs kernels behind 9 µs calls, and
+        // seconds-long gaps in which the host does something else.
+        assert_eq!(cause(&with(194.0, 9.0)), Some(HostCause::HostWork));
+        assert_eq!(cause(&with(10.0, 5.0)), Some(HostCause::HostWork));
+        assert_eq!(cause(&LaunchStats::default()), None);
+        // Only a host-bound stage has a cause.
+        assert_eq!(decide(&[fig(100.0, 5.0, 5.0, 0.0)], &with(6.0, 5.0), None).host_cause, None);
     }
 
     #[test]

@@ -43,6 +43,7 @@ fn verdict() -> Verdict {
         clock_offset_us: None,
         steps_us: None,
         steps_idle_pct: None,
+        host_cause: None,
     }
 }
 

@@ -1,0 +1,60 @@
+//! The one-line verdicts on bundled traces: when host waits and exposed
+//! communication both pass their bars the larger share of the window
+//! decides, and host waits are called launch overhead only when kernels are
+//! about as short as their launch calls.
+
+use crate::common;
+
+use serde_json::Value;
+
+fn trace(rel: &str) -> String {
+    format!("{}/tests/data/traces/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(trace: &str, format: &str) -> String {
+    let out = common::run(&["-q", "triage", "--format", format, trace]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// (kind, host_cause, host wait points, exposed communication points) of
+/// the trace's one stage.
+fn verdict(trace: &str) -> (String, Value, f64, f64) {
+    let report: Value = serde_json::from_str(&run(trace, "json")).unwrap();
+    let v = &report["timeline"]["stages"][0]["verdict"];
+    (
+        v["kind"].as_str().unwrap().to_string(),
+        v["host_cause"].clone(),
+        v["host_wait_pct"].as_f64().unwrap(),
+        v["exposed_comm_pct"].as_f64().unwrap(),
+    )
+}
+
+#[test]
+fn the_larger_share_of_the_window_decides() {
+    // DLRM rank 0: 48.5 points of host waits against 42.6 of exposed
+    // communication; rank 1: 33.2 against 59.0.
+    let (kind, cause, host, comm) = verdict(&trace("param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz"));
+    assert!(host > comm && comm >= 20.0, "{host} {comm}");
+    assert_eq!((kind.as_str(), cause), ("cpu_launch_bound", Value::from("launch_overhead")));
+    let rank1 = trace("param_dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz");
+    let (kind, cause, host, comm) = verdict(&rank1);
+    assert!(comm > host && host >= 20.0, "{host} {comm}");
+    assert_eq!((kind.as_str(), cause), ("communication_bound", Value::Null));
+    assert!(run(&rank1, "markdown").contains("→ communication-bound"));
+}
+
+#[test]
+fn long_kernels_behind_short_launches_make_the_host_busy_elsewhere() {
+    // 123 µs kernels behind 14 µs launch calls, the GPU idle 98 % of the
+    // window waiting for the host: not launch overhead.
+    let t = trace("hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz");
+    let (kind, cause, _, _) = verdict(&t);
+    assert_eq!((kind.as_str(), cause), ("cpu_launch_bound", Value::from("host_work")));
+    let md = run(&t, "markdown");
+    assert!(md.contains("→ host-bound: launch calls are short beside the kernels"), "{md}");
+    assert!(!md.contains("CPU launch-bound"), "{md}");
+    // Rank 0 of the DLRM job: 3 µs kernels behind 5 µs calls.
+    let md = run(&trace("param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz"), "markdown");
+    assert!(md.contains("→ CPU launch-bound: kernels about as short as their launch calls"), "{md}");
+}
