@@ -17,7 +17,12 @@
 //! - the likely slow rank: among the rows whose compute time is positive and
 //!   above `bar(compute)`, the one with the most compute time; on a tie, the
 //!   one with less exposed communication, then the first by rank. None when
-//!   no row's compute time is above the bar;
+//!   no row's compute time is above the bar, and none when its compute
+//!   exceeds the median by less than [`EXPLAINS_SHARE`] of the spread of the
+//!   measured rows' exposed communication (largest minus smallest): a rank
+//!   whose extra work is a fraction of the other ranks' extra waiting does
+//!   not hold them up by that work (the stage then records the candidate as
+//!   [`StageSummary::unexplained`]);
 //! - waiting ranks: rows whose exposed communication is positive and above
 //!   `bar(exposed communication)` while their compute time is not above
 //!   `bar(compute)`. When a slow rank exists they wait on it; without one the
@@ -219,6 +224,21 @@ pub struct KernelSpread {
     pub max_rank: u64,
 }
 
+/// A rank above the compute bar whose extra compute is too small to
+/// explain the spread of the ranks' exposed communication.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Unexplained {
+    pub rank: u64,
+    /// Its compute time minus the stage's median compute time.
+    pub excess_us: f64,
+    /// Largest minus smallest exposed communication of the measured rows.
+    pub comm_spread_us: f64,
+}
+
+/// The share of the exposed-communication spread a slow rank's extra
+/// compute must reach to be named the cause of the waits.
+pub const EXPLAINS_SHARE: f64 = 0.25;
+
 /// Everything the batch report shows for one stage.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageSummary {
@@ -231,6 +251,9 @@ pub struct StageSummary {
     pub median_exposed_comm_us: Option<f64>,
     /// Rank of the likely slow row, if any.
     pub slow_rank: Option<u64>,
+    /// The row that would have been the slow rank, when its extra compute
+    /// does not explain the waits.
+    pub unexplained: Option<Unexplained>,
     /// Rank numbers that more than one row (file) of the stage has,
     /// ascending: the comparison still treats each file as a rank.
     pub shared_ranks: Vec<u64>,
@@ -307,7 +330,19 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
     let measured_median = |v: &[f64]| (!v.is_empty()).then(|| median(v));
     let (median_busy_us, median_compute_us, median_exposed_comm_us) =
         (measured_median(&busy), median(&compute), measured_median(&comm));
-    let slow = slow_row(&rows, median_compute_us, straggler_pct);
+    let candidate = slow_row(&rows, median_compute_us, straggler_pct);
+    let measured: Vec<f64> = rows.iter().filter_map(|r| r.facts.exposed_comm()).collect();
+    let comm_spread_us = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        - measured.iter().copied().fold(f64::INFINITY, f64::min);
+    let unexplained = candidate.and_then(|i| {
+        let excess_us = rows[i].compute_us - median_compute_us;
+        (comm_spread_us.is_finite() && excess_us < EXPLAINS_SHARE * comm_spread_us).then_some(Unexplained {
+            rank: rows[i].rank,
+            excess_us,
+            comm_spread_us,
+        })
+    });
+    let slow = candidate.filter(|_| unexplained.is_none());
     let slow_rank = slow.map(|i| rows[i].rank);
     for (i, r) in rows.iter_mut().enumerate() {
         if Some(i) == slow {
@@ -331,6 +366,7 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
         median_compute_us,
         median_exposed_comm_us,
         slow_rank,
+        unexplained,
         shared_ranks,
         kernels,
     }
@@ -561,6 +597,20 @@ mod tests {
         let s = summarize(&files, 10.0).remove(0);
         assert_eq!(s.median_exposed_comm_us, Some(40.0));
         assert_eq!(s.rows[3].exposed_comm_pct, Some(100.0 * 40.0 / 140.0));
+    }
+
+    #[test]
+    fn extra_compute_must_explain_the_waits() {
+        // Rank 2 computes 15 % more, but the others' exposed communication
+        // differs by 80 µs: 15 µs of compute does not hold them up 80 µs.
+        let s = stage_of(&[(100.0, 10.0), (100.0, 50.0), (115.0, 10.0), (100.0, 90.0)]);
+        assert_eq!(s.slow_rank, None);
+        assert_eq!(s.unexplained, Some(Unexplained { rank: 2, excess_us: 15.0, comm_spread_us: 80.0 }));
+        let waiting = (Some("waiting"), None);
+        assert_eq!(roles(&s), vec![(None, None), waiting, (None, None), waiting]);
+        // 30 µs more compute reaches a quarter of a 90 µs spread.
+        let s = stage_of(&[(100.0, 10.0), (100.0, 50.0), (130.0, 10.0), (100.0, 100.0)]);
+        assert_eq!((s.slow_rank, s.unexplained), (Some(2), None));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::analysis::ranks::{above, KernelSpread, RankRow, Role, StageSummary};
+use crate::analysis::ranks::{above, KernelSpread, RankRow, Role, StageSummary, EXPLAINS_SHARE};
 use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::FileOutcome;
@@ -132,6 +132,24 @@ fn against_median(value: f64, median: f64) -> String {
     }
 }
 
+/// Why a stage names no slow rank.
+pub(crate) fn no_slow_rank_line(s: &StageSummary, pct: f64) -> String {
+    match s.unexplained {
+        Some(u) => format!(
+            "No slow rank: rank {} computes the most, {} above the median {}, but the ranks' exposed communication differs by up to {}: GPU compute does not explain the waits (extra compute under {:.0}% of that; look at the host, the input pipeline or the network)",
+            u.rank,
+            format_ms(u.excess_us),
+            format_ms(s.median_compute_us),
+            format_ms(u.comm_spread_us),
+            100.0 * EXPLAINS_SHARE
+        ),
+        None => format!(
+            "No slow rank: no rank's compute is more than {pct}% above the median {}",
+            format_ms(s.median_compute_us)
+        ),
+    }
+}
+
 /// The lines under a rank table naming the slow rank and the ranks waiting.
 pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
     let ranks = |role: Role| -> Vec<String> {
@@ -186,10 +204,7 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
             }
         }
         None => {
-            out.push(format!(
-                "No slow rank: no rank's compute is more than {pct}% above the median {}",
-                format_ms(s.median_compute_us)
-            ));
+            out.push(no_slow_rank_line(s, pct));
             if !waiting.is_empty() {
                 out.push(format!(
                     "Waiting, with no slow rank among the traces: {} (no rank's GPU compute explains the wait)",
@@ -361,6 +376,11 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
                 "median_compute_us": s.median_compute_us,
                 "median_exposed_comm_us": s.median_exposed_comm_us,
                 "slow_rank": s.slow_rank,
+                "unexplained_slow_rank": s.unexplained.map(|u| json!({
+                    "rank": u.rank,
+                    "excess_compute_us": u.excess_us,
+                    "comm_spread_us": u.comm_spread_us,
+                })),
                 "shared_ranks": s.shared_ranks,
                 "ranks": s.rows.iter().map(row_value).collect::<Vec<_>>(),
                 "kernels": kernels,
@@ -455,6 +475,7 @@ mod tests {
             median_compute_us: 0.0,
             median_exposed_comm_us: None,
             slow_rank: None,
+            unexplained: None,
             shared_ranks: ranks.to_vec(),
             kernels: Vec::new(),
         }

@@ -134,8 +134,17 @@ const RANK_KERNELS: &[&str] =
     &["stage", "kernel", "category", "leads_ranks", "ranks_with_kernel", "min_us", "median_us", "max_us", "max_rank"];
 const FAILURES: &[&str] = &["file", "error"];
 const SKIPPED: &[&str] = &["file", "reason"];
-const BATCH_STAGES: &[&str] =
-    &["stage", "median_busy_us", "median_compute_us", "median_exposed_comm_us", "slow_rank", "shared_ranks"];
+const BATCH_STAGES: &[&str] = &[
+    "stage",
+    "median_busy_us",
+    "median_compute_us",
+    "median_exposed_comm_us",
+    "slow_rank",
+    "shared_ranks",
+    "unexplained_slow_rank.rank",
+    "unexplained_slow_rank.excess_compute_us",
+    "unexplained_slow_rank.comm_spread_us",
+];
 /// The per-unit figures of a kernel or category diff row.
 const NORMALIZED: &[&str] = &[
     "normalized.base_us",

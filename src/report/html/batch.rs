@@ -51,12 +51,8 @@ pub fn render(v: BatchView<'_>) -> String {
                 );
             }
             None => {
-                let _ = writeln!(
-                    b,
-                    "<p class=\"verdict\">No slow rank: no rank's compute is more than {}% above the median {}</p>",
-                    info.straggler_pct,
-                    esc(&ms(s.median_compute_us))
-                );
+                let line = crate::report::batch::no_slow_rank_line(s, info.straggler_pct);
+                let _ = writeln!(b, "<p class=\"verdict\">{}</p>", esc(&line));
             }
         }
         let groups: Vec<Group> = s
