@@ -79,7 +79,7 @@ fn fuse_rationale_is_our_wording() {
     let ours = triage(&["-q", "triage", fixture]);
     let fuse = ours.split("Fuse Opportunity Table").nth(1).unwrap_or("");
     assert!(fuse.contains("| vLLM fused activation-and-mul |"), "{ours}");
-    assert!(fuse.contains("A fused path exists upstream"), "{ours}");
+    assert!(fuse.contains("The fused kernel already runs here"), "{ours}");
     assert!(!fuse.contains("Matches an upstream path"), "{ours}");
 }
 

@@ -176,12 +176,15 @@ pub fn tp_size_from_server_args(server_args: Option<&Value>) -> i64 {
 /// the parity contract).
 fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
     let lead = match (spec.origin, direct) {
-        (Origin::Mainline, true) => format!("The fused kernel already runs here ({share:.1}% of stage GPU time)."),
+        // A direct match is the fused kernel itself, wherever it comes from.
+        (_, true) => format!("The fused kernel already runs here ({share:.1}% of stage GPU time)."),
         (Origin::Mainline, false) => {
             format!("Unfused pieces of this family take {share:.1}% of stage GPU time; the framework has a fused path.")
         }
-        (Origin::Upstream, _) => format!("A fused path exists upstream ({share:.1}% of stage GPU time is related)."),
-        (Origin::Inflight, _) => {
+        (Origin::Upstream, false) => {
+            format!("A fused path exists upstream ({share:.1}% of stage GPU time is related).")
+        }
+        (Origin::Inflight, false) => {
             format!("An open upstream change targets this ({share:.1}% of stage GPU time is related).")
         }
     };

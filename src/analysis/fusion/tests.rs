@@ -37,6 +37,9 @@ fn direct_match_is_confirmed_with_evidence_and_locations() {
     assert_eq!(o.current_locations, vec!["forward @ vllm/model_executor/models/llama.py:374"]);
     assert_eq!(o.candidate_path, vec!["vllm/_custom_ops.py", "vllm/compilation/passes/fusion/act_quant_fusion.py"]);
     assert!(o.has_direct_match());
+    // The fused kernel itself ran: the row says so, whichever project the
+    // fused path comes from, and does not offer it as still to be done.
+    assert!(o.rationale.starts_with("The fused kernel already runs here (5.0% of stage GPU time)."), "{}", o.rationale);
 }
 
 #[test]
