@@ -32,13 +32,21 @@ pub struct DiffArgs {
     pub gate_on: Option<GateBasis>,
 }
 
-/// Triages one side, with the notes `triage` prints.
+/// Triages one side.
 fn side(path: &std::path::Path, opts: &TriageOptions) -> Result<TriageReport> {
-    let rep = run_triage(&TriageInput::Single(path.to_path_buf()), opts)?;
-    if !opts.quiet {
-        super::warn_report(&rep);
+    run_triage(&TriageInput::Single(path.to_path_buf()), opts)
+}
+
+/// The notes `triage` prints, of both sides: a note the two share (the
+/// same directory on both sides) once.
+fn warn_sides(base: &TriageReport, new: &TriageReport) {
+    let mut said: Vec<&String> = Vec::new();
+    for note in base.notes.iter().chain(&new.notes) {
+        if !said.contains(&note) {
+            let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
+            said.push(note);
+        }
     }
-    Ok(rep)
 }
 
 pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
@@ -57,6 +65,9 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
     let opts = args.analysis.triage_options(global.quiet)?;
     let (base, new) = rayon::join(|| side(&args.base, &opts), || side(&args.new, &opts));
     let (base, new) = (base?, new?);
+    if !opts.quiet {
+        warn_sides(&base, &new);
+    }
     let d = diff(&base, &new, &DiffOptions { min_share: opts.min_share, gate });
     output.emit(output.renderer().diff(&d))?;
     let failures = d.gate_failures();

@@ -153,6 +153,12 @@ fn the_gate_sets_the_exit_code() {
     // The other way round NEW is faster: never a regression.
     let (code, _, stderr) = json(&["--gate", "0", new, base]);
     assert_eq!(code, Some(0), "{stderr}");
+
+    // Every report names the outcome, the figure compared and the threshold.
+    let (_, md, _) = run(&["-q", "diff", "--gate", "5", base, new]);
+    assert!(md.contains("- gate: tripped (basis auto, threshold 5%)"), "{md}");
+    let (_, html, _) = run(&["-q", "diff", "--format", "html", "--gate", "5", base, new]);
+    assert!(html.contains("Gate: tripped (basis auto, threshold 5%)"), "{html}");
 }
 
 #[test]
@@ -185,6 +191,17 @@ fn a_gate_that_compared_nothing_has_not_passed() {
     let (code, v, stderr) = json(&[cpu_only, new]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(v["gate"]["tripped"], Value::Null);
+}
+
+#[test]
+fn a_note_both_sides_share_is_said_once() {
+    // One rank of an 8-rank directory on each side: the note that says so
+    // is the same for both.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let (code, _, stderr) = run(&["diff", dir, dir]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("analysed rank 0 only")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
 }
 
 #[test]

@@ -53,9 +53,15 @@ fn quiet_keeps_the_pid_filter_warning_off_stderr() {
 
 #[test]
 fn diff_and_batch_warn_about_the_pid_filter_too() {
-    let out = common::run(&["diff", "--pid-substring", "zzzz", FIXTURE, FIXTURE]);
+    // One warning per side; the same file on both sides, one in all.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.json");
+    std::fs::copy(FIXTURE, &copy).unwrap();
+    let out = common::run(&["diff", "--pid-substring", "zzzz", FIXTURE, copy.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
     assert_eq!(unmatched_warnings(&out), 2, "{:?}", stderr_lines(&out));
+    let out = common::run(&["diff", "--pid-substring", "zzzz", FIXTURE, FIXTURE]);
+    assert_eq!(unmatched_warnings(&out), 1, "{:?}", stderr_lines(&out));
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(FIXTURE, dir.path().join("rank0.json")).unwrap();
     let out = common::run(&["batch", "--pid-substring", "zzzz", dir.path().to_str().unwrap()]);

@@ -14,6 +14,9 @@ enum Unit {
     /// A share, 0–100; its change is in points.
     Percent,
     Count,
+    /// A mean count (kernels per step): always one decimal, so that the two
+    /// sides read alike.
+    Mean,
 }
 
 /// The figures in display order: (label, unit, value).
@@ -32,7 +35,7 @@ fn figure_rows(f: &StageFigures) -> [FigureRow; 13] {
         ("step p50", Unit::Time, f.step_p50_us),
         ("step p90", Unit::Time, f.step_p90_us),
         ("launch delay p50", Unit::Time, f.launch_delay_p50_us),
-        ("kernels per step", Unit::Count, f.kernels_per_step),
+        ("kernels per step", Unit::Mean, f.kernels_per_step),
         ("kernel time", Unit::Time, f.kernel_us),
     ]
 }
@@ -76,6 +79,7 @@ fn cell(x: Option<f64>, unit: Unit) -> String {
         (Some(v), Unit::Time) => time(v),
         (Some(v), Unit::Percent) => format!("{}%", fixed(v, 1)),
         (Some(v), Unit::Count) => count(v),
+        (Some(v), Unit::Mean) => fixed(v, 1),
     }
 }
 
@@ -89,6 +93,7 @@ fn delta_cell(base: Option<f64>, delta: Option<f64>, unit: Unit) -> String {
         Unit::Time => with_pct(signed(time(d), d)),
         Unit::Percent => format!("{} pt", signed(fixed(d, 1), d)),
         Unit::Count => with_pct(signed(count(d), d)),
+        Unit::Mean => with_pct(signed(fixed(d, 1), d)),
     }
 }
 

@@ -240,6 +240,24 @@ fn step_counts_are_written_as_whole_numbers() {
 }
 
 #[test]
+fn kernels_per_step_reads_alike_on_both_sides() {
+    // A mean: one decimal on both sides, whole or not.
+    let with_kps = |r: TriageReport, k: f64| {
+        let mut r = with_steps(r, 10, 150.0);
+        r.timeline.as_mut().unwrap().stages[0].launch.kernels_per_step = Some(k);
+        r
+    };
+    let base = with_kps(report(Stage::Decode, vec![row("a", 1.0, 1)], 1.0, None), 1381.8);
+    let new = with_kps(report(Stage::Decode, vec![row("a", 1.0, 1)], 1.0, None), 1291.0);
+    let d = diff(&base, &new, &DiffOptions::default());
+    let md = markdown(&d);
+    assert!(md.contains("| kernels per step | 1381.8 | 1291.0 | -90.8 (-6.6%) |"), "{md}");
+    use crate::report::render::{Rendered, Renderer};
+    let Rendered::Text(table) = crate::report::table::Table { width: 120 }.diff(&d) else { panic!("text") };
+    assert!(table.contains("1381.8") && table.contains("1291.0"), "{table}");
+}
+
+#[test]
 fn different_step_counts_are_compared_per_step() {
     // NEW ran twice the steps: `steady` doubles in total but not per step;
     // `slower` is 1.5x per step.

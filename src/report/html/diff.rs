@@ -33,7 +33,7 @@ pub const TIMELINE_ROWS: [(&str, fn(&StageFigures) -> Option<f64>, Kind); 13] = 
     ("Step p50", |f| f.step_p50_us, Kind::Time),
     ("Step p90", |f| f.step_p90_us, Kind::Time),
     ("Launch delay p50", |f| f.launch_delay_p50_us, Kind::Micro),
-    ("Kernels per step", |f| f.kernels_per_step, Kind::Count),
+    ("Kernels per step", |f| f.kernels_per_step, Kind::Mean),
     ("Kernel time", |f| f.kernel_us, Kind::Time),
 ];
 
@@ -44,6 +44,8 @@ pub enum Kind {
     Micro,
     Pct,
     Count,
+    /// A mean count (kernels per step): always one decimal.
+    Mean,
 }
 
 fn figure(x: Option<f64>, kind: Kind, signed: bool) -> String {
@@ -55,7 +57,9 @@ fn figure(x: Option<f64>, kind: Kind, signed: bool) -> String {
         (Kind::Micro, true) => format!("{v:+.1} µs"),
         (Kind::Pct, false) => format!("{v:.1}%"),
         (Kind::Pct, true) => format!("{v:+.1} pts"),
-        // Whole numbers (steps, kernels per step of a whole number) as such.
+        (Kind::Mean, false) => format!("{v:.1}"),
+        (Kind::Mean, true) => format!("{v:+.1}"),
+        // Whole numbers (steps) as such.
         (Kind::Count, false) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
         (Kind::Count, true) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:+.0}"),
         (Kind::Count, false) => format!("{v:.1}"),
@@ -210,8 +214,11 @@ pub fn render(d: &DiffReport) -> String {
             let _ = writeln!(b, "<p class=\"note\">Stages only in {what}: {}</p>", esc(&names.join(", ")));
         }
     }
-    if d.gate.not_evaluated() {
-        let _ = writeln!(b, "<p class=\"verdict\">Gate: not evaluated ({})</p>", esc(d.gate_not_evaluated_reason()));
+    if let (Some(t), Some(outcome)) = (d.gate.threshold_pct, d.gate_outcome()) {
+        // As the markdown report says it: the outcome, the figure compared
+        // and the threshold.
+        let basis = d.gate.basis.map(|b| format!("basis {b}, ")).unwrap_or_default();
+        let _ = writeln!(b, "<p class=\"verdict\">Gate: {} ({basis}threshold {t}%)</p>", esc(&outcome));
     }
     for s in &d.stages {
         stage_section(&mut b, s);

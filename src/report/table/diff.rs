@@ -25,6 +25,8 @@ enum Unit {
     /// A share, 0–100: its Δ is in points.
     Percent,
     Count,
+    /// A mean count (kernels per step): always one decimal.
+    Mean,
 }
 
 fn figure_rows(f: &StageFigures) -> [(&'static str, Unit, Option<f64>); 13] {
@@ -40,7 +42,7 @@ fn figure_rows(f: &StageFigures) -> [(&'static str, Unit, Option<f64>); 13] {
         ("step p50 (ms)", Unit::Time, f.step_p50_us),
         ("step p90 (ms)", Unit::Time, f.step_p90_us),
         ("launch delay p50 (µs)", Unit::Micro, f.launch_delay_p50_us),
-        ("kernels per step", Unit::Count, f.kernels_per_step),
+        ("kernels per step", Unit::Mean, f.kernels_per_step),
         ("kernel time (ms)", Unit::Time, f.kernel_us),
     ]
 }
@@ -48,7 +50,7 @@ fn figure_rows(f: &StageFigures) -> [(&'static str, Unit, Option<f64>); 13] {
 fn plain(x: f64, unit: Unit) -> String {
     match unit {
         Unit::Time => ms(x),
-        Unit::Micro | Unit::Percent => fixed(x, 1),
+        Unit::Micro | Unit::Percent | Unit::Mean => fixed(x, 1),
         Unit::Count if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
         Unit::Count => fixed(x, 1),
     }
