@@ -121,12 +121,18 @@ fn hta_rounds_to_whole_microseconds() {
     assert!(!t.counts.ts_fractional);
 }
 
+/// [`four_kernels`] and CPU-side `ProfilerStep`s at (ts, dur).
+fn four_kernels_in_steps(steps: &[(f64, f64)]) -> Trace {
+    let mut ev = four_kernels();
+    for (i, &(ts, dur)) in steps.iter().enumerate() {
+        ev.push(annotation("user_annotation", &format!("ProfilerStep#{}", i + 1), ts, dur));
+    }
+    trace_of(&ev)
+}
+
 #[test]
 fn hta_drops_the_last_profiler_step() {
-    let mut ev = four_kernels();
-    ev.push(annotation("user_annotation", "ProfilerStep#1", -10.0, 40.0));
-    ev.push(annotation("user_annotation", "ProfilerStep#2", 40.0, 100.0));
-    let t = trace_of(&ev);
+    let t = four_kernels_in_steps(&[(-10.0, 40.0), (40.0, 100.0)]);
     let hta = run(&t, Basis::Hta);
     // Launches 3 (at 50) and 4 (at 20)... launch 3 is after the last step's start.
     assert_eq!(hta.trace.kernels, 3);
@@ -268,12 +274,9 @@ fn launches_of_the_mtia_runtime() {
 fn kernels_per_step_counts_the_kernels_launched_inside_the_steps() {
     // One step covers three of the four launches: a profile longer than
     // its steps does not spread its other kernels over them.
-    let mut ev = four_kernels();
-    ev.push(annotation("user_annotation", "ProfilerStep#1", -10.0, 31.0));
-    // A step that launched nothing (cut by the profiler's end) is no step
-    // of any stage, nor of the whole trace.
-    ev.push(annotation("user_annotation", "ProfilerStep#2", 300.0, 10.0));
-    let t = trace_of(&ev);
+    // The second step launched nothing (cut by the profiler's end): it is
+    // no step of any stage, nor of the whole trace.
+    let t = four_kernels_in_steps(&[(-10.0, 31.0), (300.0, 10.0)]);
     let tl = run(&t, Basis::Trace);
     assert_eq!(tl.stages[0].steps.count, 1);
     assert!(close(tl.stages[0].launch.kernels_per_step.unwrap(), 3.0), "{:?}", tl.stages[0].launch);
