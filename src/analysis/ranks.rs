@@ -331,9 +331,8 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
     let (median_busy_us, median_compute_us, median_exposed_comm_us) =
         (measured_median(&busy), median(&compute), measured_median(&comm));
     let candidate = slow_row(&rows, median_compute_us, straggler_pct);
-    let measured: Vec<f64> = rows.iter().filter_map(|r| r.facts.exposed_comm()).collect();
-    let comm_spread_us = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-        - measured.iter().copied().fold(f64::INFINITY, f64::min);
+    let comm_spread_us =
+        comm.iter().copied().fold(f64::NEG_INFINITY, f64::max) - comm.iter().copied().fold(f64::INFINITY, f64::min);
     let unexplained = candidate.and_then(|i| {
         let excess_us = rows[i].compute_us - median_compute_us;
         (comm_spread_us.is_finite() && excess_us < EXPLAINS_SHARE * comm_spread_us).then_some(Unexplained {
@@ -372,6 +371,16 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
     }
 }
 
+/// Whether `a` shows less exposed communication than `b`; a row not
+/// measured comes after every measured one.
+fn less_exposed(a: &RankRow, b: &RankRow) -> bool {
+    match (a.facts.exposed_comm(), b.facts.exposed_comm()) {
+        (Some(x), Some(y)) => x < y,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
 /// Index of the likely slow row: the most compute time among the rows above
 /// the bar; ties go to less exposed communication, then to the first row.
 fn slow_row(rows: &[RankRow], median_compute_us: f64, straggler_pct: f64) -> Option<usize> {
@@ -382,8 +391,7 @@ fn slow_row(rows: &[RankRow], median_compute_us: f64, straggler_pct: f64) -> Opt
         }
         let better = best.is_none_or(|b| {
             let b = &rows[b];
-            r.compute_us > b.compute_us
-                || (r.compute_us == b.compute_us && r.facts.exposed_comm_us < b.facts.exposed_comm_us)
+            r.compute_us > b.compute_us || (r.compute_us == b.compute_us && less_exposed(r, b))
         });
         if better {
             best = Some(i);
@@ -611,6 +619,22 @@ mod tests {
         // 30 µs more compute reaches a quarter of a 90 µs spread.
         let s = stage_of(&[(100.0, 10.0), (100.0, 50.0), (130.0, 10.0), (100.0, 100.0)]);
         assert_eq!((s.slow_rank, s.unexplained), (Some(2), None));
+    }
+
+    #[test]
+    fn a_compute_tie_goes_to_a_measured_row() {
+        // Equal compute over the bar: the row whose exposed communication
+        // is known and smaller wins, not the one with none measured.
+        let unmeasured = StageFacts { bundle: String::new(), ..collective(150.0, 0.0) };
+        let a = [
+            analysis(0, vec![unmeasured]),
+            analysis(1, vec![collective(150.0, 40.0)]),
+            analysis(2, vec![collective(100.0, 10.0)]),
+            analysis(3, vec![collective(100.0, 10.0)]),
+            analysis(4, vec![collective(100.0, 10.0)]),
+        ];
+        let files: Vec<&RankFacts> = a.iter().collect();
+        assert_eq!(summarize(&files, 10.0).remove(0).slow_rank, Some(1));
     }
 
     #[test]

@@ -122,8 +122,10 @@ pub struct StageIndex {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum StageRule {
     /// The reference's, except that `decode` and `prefill` name a stage
-    /// only when no letter follows them: a training trace's
-    /// `## decoder fp8 ##` (a model's decoder tower) is no decode stage.
+    /// only as words: not followed by a letter of the same case as their
+    /// own last one, so a training trace's `## decoder fp8 ##` (a model's
+    /// decoder tower) is no decode stage while `decodeStep` and
+    /// `step[DECODE bs=2]` are.
     #[default]
     Default,
     /// The reference's: the words anywhere in the name.
@@ -140,9 +142,20 @@ pub fn infer_stage_from_annotation_name(name: &str, rule: StageRule) -> Option<S
     }
     let has = |word: &str| match rule {
         StageRule::Reference => lowered.contains(word),
-        StageRule::Default => lowered
-            .match_indices(word)
-            .any(|(i, _)| lowered.as_bytes().get(i + word.len()).is_none_or(|c| !c.is_ascii_alphabetic())),
+        StageRule::Default => {
+            // ASCII lowering keeps every byte where it was, so the case of
+            // the letters around a match can be read in the name itself.
+            let text = normalize_text(name);
+            let (cased, ascii) = (text.as_bytes(), text.to_ascii_lowercase());
+            ascii.match_indices(word).any(|(i, _)| {
+                let end = i + word.len();
+                let last = cased[end - 1];
+                cased.get(end).is_none_or(|&c| {
+                    !(c.is_ascii_lowercase() && last.is_ascii_lowercase()
+                        || c.is_ascii_uppercase() && last.is_ascii_uppercase())
+                })
+            })
+        }
     };
     if lowered.contains("generation_1") || has("decode") {
         return Some(Stage::Decode);
@@ -430,6 +443,10 @@ mod tests {
         assert_eq!(infer_stage_from_annotation_name(tower, StageRule::Default), None);
         assert_eq!(infer_stage_from_annotation_name(tower, StageRule::Reference), Some(Stage::Decode));
         assert_eq!(infer_stage_from_annotation_name("prefiller", StageRule::Default), None);
+        assert_eq!(infer_stage_from_annotation_name("DECODER", StageRule::Default), None);
+        // A camel-case name's next word starts with a capital.
+        assert_eq!(infer_stage_from_annotation_name("decodeStep", StageRule::Default), Some(Stage::Decode));
+        assert_eq!(infer_stage_from_annotation_name("runPrefillBatch", StageRule::Default), Some(Stage::Extend));
         assert_eq!(infer_stage_from_annotation_name("decoder; then decode", StageRule::Default), Some(Stage::Decode));
     }
 

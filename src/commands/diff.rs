@@ -37,11 +37,11 @@ fn side(path: &std::path::Path, opts: &TriageOptions) -> Result<TriageReport> {
     run_triage(&TriageInput::Single(path.to_path_buf()), opts)
 }
 
-/// The notes `triage` prints, of both sides: a note the two share (the
-/// same directory on both sides) once.
-fn warn_sides(base: &TriageReport, new: &TriageReport) {
+/// The notes `triage` prints, of the sides that were triaged: a note the
+/// two share (the same directory on both sides) once.
+fn warn_sides(base: Option<&TriageReport>, new: Option<&TriageReport>) {
     let mut said: Vec<&String> = Vec::new();
-    for note in base.notes.iter().chain(&new.notes) {
+    for note in base.into_iter().chain(new).flat_map(|r| &r.notes) {
         if !said.contains(&note) {
             let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
             said.push(note);
@@ -64,10 +64,10 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
     let output = args.output.resolve()?;
     let opts = args.analysis.triage_options(global.quiet)?;
     let (base, new) = rayon::join(|| side(&args.base, &opts), || side(&args.new, &opts));
-    let (base, new) = (base?, new?);
     if !opts.quiet {
-        warn_sides(&base, &new);
+        warn_sides(base.as_ref().ok(), new.as_ref().ok());
     }
+    let (base, new) = (base?, new?);
     let d = diff(&base, &new, &DiffOptions { min_share: opts.min_share, gate });
     output.emit(output.renderer().diff(&d))?;
     let failures = d.gate_failures();

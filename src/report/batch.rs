@@ -238,7 +238,8 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
         info.source_line(),
         info.files_line(),
         format!(
-            "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \
+            "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median \
+             and by at least a quarter of the spread of exposed communication; \
              waiting = exposed communication more than {pct}% above the median, compute not",
             pct = info.straggler_pct
         ),

@@ -62,6 +62,11 @@ fn diff_and_batch_warn_about_the_pid_filter_too() {
     assert_eq!(unmatched_warnings(&out), 2, "{:?}", stderr_lines(&out));
     let out = common::run(&["diff", "--pid-substring", "zzzz", FIXTURE, FIXTURE]);
     assert_eq!(unmatched_warnings(&out), 1, "{:?}", stderr_lines(&out));
+    // A side that fails does not take the other side's warning with it.
+    let missing = dir.path().join("missing.json");
+    let out = common::run(&["diff", "--pid-substring", "zzzz", FIXTURE, missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{:?}", stderr_lines(&out));
+    assert_eq!(unmatched_warnings(&out), 1, "{:?}", stderr_lines(&out));
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(FIXTURE, dir.path().join("rank0.json")).unwrap();
     let out = common::run(&["batch", "--pid-substring", "zzzz", dir.path().to_str().unwrap()]);

@@ -130,7 +130,8 @@ pub enum KernelRule {
     /// `cached_notify`); group, batch and instance norms are `norm`; and the
     /// weak communication words (`dispatch`, `combine`, `broadcast`) count
     /// only as words of their own, not inside `combined` or `redispatch`;
-    /// and the refinements `diff` makes (see [`kernel_category`]).
+    /// `fbgemm` (FBGEMM's namespace in a kernel's arguments) is no `gemm`
+    /// keyword; and the refinements `diff` makes (see [`kernel_category`]).
     #[default]
     Default,
     /// The reference's as they are.

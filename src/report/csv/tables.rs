@@ -103,6 +103,7 @@ const STAGES: &[&str] = &[
     "verdict.clock_offset_us",
     "verdict.steps_us",
     "verdict.steps_idle_pct",
+    "verdict.host_cause",
 ];
 const RANKS: &[&str] = &[
     "stage",

@@ -30,7 +30,7 @@ pub fn render(v: BatchView<'_>) -> String {
     let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(&info.source_line()));
     let _ = writeln!(
         b,
-        "<p class=\"meta\">Files: {} triaged, {} failed · slow rank: the most compute, more than {}% above the stage median</p>",
+        "<p class=\"meta\">Files: {} triaged, {} failed · slow rank: the most compute, more than {}% above the stage median and by at least a quarter of the spread of exposed communication</p>",
         info.files.saturating_sub(info.failures.len()),
         info.failures.len(),
         info.straggler_pct
@@ -65,12 +65,7 @@ pub fn render(v: BatchView<'_>) -> String {
                     _ => None,
                 },
                 // A figure not measured draws no column.
-                values: vec![
-                    r.facts.busy().unwrap_or(f64::NAN),
-                    r.compute_us,
-                    r.facts.idle_us.unwrap_or(0.0),
-                    r.facts.exposed_comm().unwrap_or(f64::NAN),
-                ],
+                values: vec![r.facts.busy(), Some(r.compute_us), r.facts.idle_us, r.facts.exposed_comm()],
             })
             .collect();
         b.push_str(&grouped_columns(&groups, &SERIES, &|v| ms(v)));
@@ -79,7 +74,10 @@ pub fn render(v: BatchView<'_>) -> String {
             (SERIES[1].0, format!("median {}", ms(s.median_compute_us)), SERIES[1].1),
             (
                 SERIES[2].0,
-                format!("median {}", ms(median(&s.rows.iter().filter_map(|r| r.facts.idle_us).collect::<Vec<_>>()))),
+                {
+                    let idle: Vec<f64> = s.rows.iter().filter_map(|r| r.facts.idle_us).collect();
+                    format!("median {}", opt_ms((!idle.is_empty()).then(|| median(&idle))))
+                },
                 SERIES[2].1,
             ),
             (SERIES[3].0, format!("median {}", opt_ms(s.median_exposed_comm_us)), SERIES[3].1),

@@ -191,8 +191,9 @@ pub fn paired_bars(items: &[Pair], colours: (&str, &str), fmt: &dyn Fn(f64) -> S
 pub struct Group<'a> {
     pub label: String,
     pub mark: Option<&'a str>,
-    /// One value per series; NaN draws no column (a figure not measured).
-    pub values: Vec<f64>,
+    /// One value per series; `None` (a figure not measured) draws no
+    /// column.
+    pub values: Vec<Option<f64>>,
 }
 
 /// Vertical grouped columns: one group per item, one column per series
@@ -204,7 +205,7 @@ pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f
     let group_w = col_w * series.len().max(1) as f64 + 18.0;
     let width = (left * 2.0 + group_w * groups.len().max(1) as f64).max(400.0);
     let height = top + plot_h + bottom;
-    let max = groups.iter().flat_map(|g| g.values.iter().copied().map(finite)).fold(0.0, f64::max);
+    let max = groups.iter().flat_map(|g| g.values.iter().flatten().copied().map(finite)).fold(0.0, f64::max);
     let mut out = format!(
         "<svg viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\">",
         n(width),
@@ -234,11 +235,10 @@ pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f
             );
         }
         for (j, (name, colour)) in series.iter().enumerate() {
-            let v = g.values.get(j).copied().unwrap_or(0.0);
-            if v.is_nan() {
+            let Some(v) = g.values.get(j).copied().flatten() else {
                 // A figure not measured: no column.
                 continue;
-            }
+            };
             let h = scale(v, max, plot_h);
             let _ = write!(
                 out,

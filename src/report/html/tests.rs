@@ -169,8 +169,8 @@ fn charts_stay_finite_with_missing_or_zero_figures() {
         hbars(&[], "#000", &fmt),
         paired_bars(&[Pair { label: "k", base: 0.0, new: f64::INFINITY }], ("#000", "#111"), &fmt),
         grouped_columns(
-            &[Group { label: "rank 0".into(), mark: Some("slow"), values: vec![f64::NAN, 0.0] }],
-            &[("busy", "#000"), ("idle", "#111")],
+            &[Group { label: "rank 0".into(), mark: Some("slow"), values: vec![Some(f64::NAN), Some(0.0), None] }],
+            &[("busy", "#000"), ("idle", "#111"), ("comm", "#222")],
             &fmt,
         ),
         grouped_columns(&[], &[], &fmt),

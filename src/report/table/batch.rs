@@ -57,10 +57,10 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
     o.heading("Ranks");
     o.table(&t);
     o.text(&format!(
-        "Median busy {} ms, median compute {} ms, median exposed communication {} ms.",
-        opt_ms(s.median_busy_us),
+        "Median busy {}, median compute {} ms, median exposed communication {}.",
+        with_ms(s.median_busy_us),
         ms(s.median_compute_us),
-        opt_ms(s.median_exposed_comm_us)
+        with_ms(s.median_exposed_comm_us)
     ));
     for line in roles_lines(s, pct) {
         o.text(&line);
@@ -109,7 +109,8 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     o.text(&info.source_line());
     o.text(&info.files_line());
     o.text(&format!(
-        "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median; \
+        "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median \
+         and by at least a quarter of the spread of exposed communication; \
          waiting = exposed communication more than {pct}% above the median, compute not.",
         pct = info.straggler_pct
     ));
@@ -131,4 +132,9 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
         }
     }
     o.lines
+}
+
+/// Milliseconds with their unit, or `-` for a figure not measured.
+fn with_ms(us: Option<f64>) -> String {
+    us.map_or_else(|| "-".to_string(), |v| format!("{} ms", ms(v)))
 }
