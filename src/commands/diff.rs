@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::output::OutputArgs;
 use super::{AnalysisArgs, Global};
 use crate::error::{Error, Result};
-use crate::report::diff::{diff, DiffOptions, GateBasis, GateOptions};
+use crate::report::diff::{diff, shared_once, DiffOptions, GateBasis, GateOptions};
 use crate::report::model::TriageReport;
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
@@ -40,12 +40,9 @@ fn side(path: &std::path::Path, opts: &TriageOptions) -> Result<TriageReport> {
 /// The notes `triage` prints, of the sides that were triaged: a note the
 /// two share (the same directory on both sides) once.
 fn warn_sides(base: Option<&TriageReport>, new: Option<&TriageReport>) {
-    let mut said: Vec<&String> = Vec::new();
-    for note in base.into_iter().chain(new).flat_map(|r| &r.notes) {
-        if !said.contains(&note) {
-            let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
-            said.push(note);
-        }
+    let notes = |r: Option<&TriageReport>| r.map_or(Vec::new(), |r| r.notes.clone());
+    for note in shared_once(&notes(base), &notes(new)) {
+        let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
 }
 

@@ -175,6 +175,9 @@ fn a_gate_that_compared_nothing_has_not_passed() {
     for (args, why) in [
         (vec!["--gate", "5", "--gate-on", "step", base, new], "no stage has the gate's figure on both sides"),
         (vec!["--gate", "5", cpu_only, new], "no stage is present on both sides"),
+        // Two CPU-only traces: the same trace on both sides still has
+        // nothing to compare, and says why.
+        (vec!["--gate", "5", cpu_only, cpu_only], "neither side has GPU kernels"),
     ] {
         let (code, v, stderr) = json(&args);
         assert_eq!(code, Some(1), "{args:?}: {stderr}");
@@ -202,6 +205,13 @@ fn a_note_both_sides_share_is_said_once() {
     assert_eq!(code, Some(0), "{stderr}");
     let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("analysed rank 0 only")).collect();
     assert_eq!(notes.len(), 1, "{stderr}");
+    // The report says it too, so a passed gate is read for what it compared.
+    let (_, v, _) = json(&["--gate", "1", dir, dir]);
+    let notes = v["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{v}");
+    assert!(notes[0].as_str().unwrap().contains("analysed rank 0 only"), "{v}");
+    let (_, md, _) = run(&["-q", "diff", dir, dir]);
+    assert_eq!(md.matches("analysed rank 0 only").count(), 1, "{md}");
 }
 
 #[test]

@@ -345,5 +345,17 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
         only_in_new: new_stages.iter().copied().filter(|s| !base_stages.contains(s)).collect(),
         stages,
         gate,
+        notes: shared_once(&base.notes, &new.notes),
     }
+}
+
+/// The notes of both sides, in order, each text once.
+pub fn shared_once(base: &[String], new: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for note in base.iter().chain(new) {
+        if !out.contains(note) {
+            out.push(note.clone());
+        }
+    }
+    out
 }

@@ -259,6 +259,9 @@ pub fn markdown(d: &DiffReport) -> String {
     if !d.only_in_new.is_empty() {
         out.push(format!("- stages only in new: {}", stage_list(&d.only_in_new)));
     }
+    for note in &d.notes {
+        out.push(format!("- {}", escape_md_cell(note)));
+    }
     if let (Some(t), Some(b), Some(outcome)) = (d.gate.threshold_pct, d.gate.basis, d.gate_outcome()) {
         out.push(format!("- gate: {outcome} (basis {b}, threshold {t}%)"));
     }

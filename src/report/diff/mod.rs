@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::analysis::stage::Stage;
 use crate::analysis::types::{Text, TextList};
 
-pub use compare::diff;
+pub use compare::{diff, shared_once};
 pub use markdown::markdown;
 
 /// The figure a regression gate compares.
@@ -86,6 +86,9 @@ pub struct DiffReport {
     /// Stages only NEW has.
     pub only_in_new: Vec<Stage>,
     pub gate: GateSummary,
+    /// The two sides' triage notes (what a directory left out, a process
+    /// filter that matched nothing), a note both share once.
+    pub notes: Vec<String>,
 }
 
 fn display_paths<S: serde::Serializer>(paths: &[PathBuf], s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -353,7 +356,10 @@ impl GateSummary {
 impl DiffReport {
     /// Why a gate that compared nothing was not evaluated.
     pub fn gate_not_evaluated_reason(&self) -> &'static str {
-        if self.stages.is_empty() {
+        if self.stages.is_empty() && self.only_in_base.is_empty() && self.only_in_new.is_empty() {
+            // A stage is where kernels ran: two CPU-only traces have none.
+            "neither side has GPU kernels"
+        } else if self.stages.is_empty() {
             "no stage is present on both sides"
         } else {
             "no stage has the gate's figure on both sides"

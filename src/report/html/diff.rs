@@ -208,6 +208,9 @@ pub fn render(d: &DiffReport) -> String {
     for p in &d.new_traces {
         let _ = writeln!(b, "<p class=\"meta\">New: {}</p>", esc(&p.display().to_string()));
     }
+    for note in &d.notes {
+        let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(note));
+    }
     for (what, stages) in [("base", &d.only_in_base), ("new", &d.only_in_new)] {
         if !stages.is_empty() {
             let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();

@@ -281,6 +281,9 @@ pub fn render(d: &DiffReport, width: usize) -> Vec<String> {
     if !d.only_in_new.is_empty() {
         o.text(&format!("Stages only in new: {}", list(&d.only_in_new)));
     }
+    for note in &d.notes {
+        o.text(&super::names::visible(note));
+    }
     if let (Some(t), Some(b), Some(outcome)) = (d.gate.threshold_pct, d.gate.basis, d.gate_outcome()) {
         o.text(&format!("Gate: {outcome} (basis {b}, threshold {t}%)"));
     }
