@@ -38,7 +38,14 @@ pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
     if !global.quiet {
         super::warn_skipped(&args.input, trace.counts.skipped);
     }
-    let v = stats_json(&trace, &args.input.display().to_string());
+    // The file as `triage` names it: absolute, symbolic links resolved
+    // (`-` for stdin stays as given).
+    let shown = if args.input.as_os_str() == "-" {
+        args.input.clone()
+    } else {
+        args.input.canonicalize().unwrap_or_else(|_| args.input.clone())
+    };
+    let v = stats_json(&trace, &shown.display().to_string());
     let json = args.json || args.format == StatsFormat::Json;
     let text = if json { serde_json::to_string_pretty(&v).unwrap_or_default() } else { stats_text(&v) };
     print_report(&text)?;

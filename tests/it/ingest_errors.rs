@@ -46,6 +46,13 @@ fn good_input_parses() {
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["events"], 2);
+    // A relative path is named absolute, as triage names it.
+    let out = common::run_in(dir.path(), &["stats", "--json", "good.json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["file"].as_str(), p.canonicalize().unwrap().to_str(), "{v}");
+    let out = common::run_stdin(&["stats", "--json", "-"], GOOD);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["file"], "-");
     let gz = write_temp(&dir, "good.json.gz", &gzip(GOOD));
     let out = common::run(&["stats", "--json", gz.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
