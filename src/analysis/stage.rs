@@ -136,7 +136,8 @@ pub enum StageRule {
 /// `generation_0` or `prefill`, else none; `decode` and `prefill` as
 /// `rule` reads them.
 pub fn infer_stage_from_annotation_name(name: &str, rule: StageRule) -> Option<Stage> {
-    let lowered = normalize_text(name).to_lowercase();
+    let text = normalize_text(name);
+    let lowered = text.to_lowercase();
     if lowered.is_empty() {
         return None;
     }
@@ -145,7 +146,6 @@ pub fn infer_stage_from_annotation_name(name: &str, rule: StageRule) -> Option<S
         StageRule::Default => {
             // ASCII lowering keeps every byte where it was, so the case of
             // the letters around a match can be read in the name itself.
-            let text = normalize_text(name);
             let (cased, ascii) = (text.as_bytes(), text.to_ascii_lowercase());
             ascii.match_indices(word).any(|(i, _)| {
                 let end = i + word.len();

@@ -40,8 +40,8 @@ fn side(path: &std::path::Path, opts: &TriageOptions) -> Result<TriageReport> {
 /// The notes `triage` prints, of the sides that were triaged: a note the
 /// two share (the same directory on both sides) once.
 fn warn_sides(base: Option<&TriageReport>, new: Option<&TriageReport>) {
-    let notes = |r: Option<&TriageReport>| r.map_or(Vec::new(), |r| r.notes.clone());
-    for note in shared_once(&notes(base), &notes(new)) {
+    let (base, new) = (base.map_or(&[][..], |r| &r.notes), new.map_or(&[][..], |r| &r.notes));
+    for note in shared_once(base, new) {
         let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
 }
