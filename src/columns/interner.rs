@@ -28,15 +28,25 @@ pub struct Interner {
 /// Entries of [`Interner::memo`].
 const MEMO_SLOTS: usize = 1024;
 
-/// The memo slot of `s`: from its length and its first and last eight
-/// bytes (names that share both ends and length share a slot, and the
-/// compare tells them apart).
+/// The memo slot of `s`: from its length and four of its words — the
+/// first, the last, the one before the last and the middle one. Profiler
+/// names often differ only in a line number just before a short function
+/// name (`llama.py(343): forward`, `llama.py(229): forward`): with the two
+/// ends alone such names share a slot and, alternating, evict each other
+/// at every lookup. Names alike in all four words share a slot, and the
+/// compare tells them apart.
 #[inline(always)]
 fn memo_slot(s: &[u8]) -> usize {
-    let key = match (s.first_chunk::<8>(), s.last_chunk::<8>()) {
-        (Some(a), Some(b)) => u64::from_le_bytes(*a) ^ u64::from_le_bytes(*b).rotate_left(29),
-        _ => s.iter().fold(0u64, |k, &c| (k << 8) | u64::from(c)),
-    } ^ s.len() as u64;
+    let n = s.len();
+    let word = |at: usize| s.get(at..at + 8).and_then(|c| c.first_chunk::<8>()).map_or(0, |c| u64::from_le_bytes(*c));
+    let key = if n >= 8 {
+        word(0)
+            ^ word(n - 8).rotate_left(29)
+            ^ n.checked_sub(16).map_or(0, word).rotate_left(13)
+            ^ word(n / 2 - 4).rotate_left(47)
+    } else {
+        s.iter().fold(0u64, |k, &c| (k << 8) | u64::from(c))
+    } ^ n as u64;
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
 }
 
@@ -177,9 +187,10 @@ mod tests {
 
     #[test]
     fn names_that_share_a_memo_slot_keep_their_own_ids() {
-        // Same length, same first and last eight bytes: the same slot.
-        let a = "torch/nn/modules/AAAA/module.py(1739): _call";
-        let b = "torch/nn/modules/BBBB/module.py(1739): _call";
+        // Same length, alike in every word the slot is made of (bytes
+        // 0..8, 17..25 and 27..43 of 43): the same slot.
+        let a = "torch/nn/AAAAmodules/module.py(1739): _call";
+        let b = "torch/nn/BBBBmodules/module.py(1739): _call";
         assert_eq!(memo_slot(a.as_bytes()), memo_slot(b.as_bytes()));
         let mut i = Interner::new();
         let (ia, ib) = (i.intern(a), i.intern(b));
@@ -191,6 +202,18 @@ mod tests {
         // Short strings too.
         let (x, y) = (i.intern("ab"), i.intern("ba"));
         assert_eq!((i.intern("ab"), i.intern("ba"), i.len()), (x, y, 4));
+    }
+
+    #[test]
+    fn names_that_differ_in_a_line_number_have_their_own_memo_slots() {
+        // The frames of one file's functions alternate in a trace: sharing
+        // a slot, each lookup would evict the other.
+        let a = "vllm/model_executor/models/llama.py(343): forward";
+        let b = "vllm/model_executor/models/llama.py(229): forward";
+        assert_ne!(memo_slot(a.as_bytes()), memo_slot(b.as_bytes()));
+        let c = "torch/nn/modules/module.py(1750): _call_impl";
+        let d = "torch/nn/modules/module.py(1751): _call_impl";
+        assert_ne!(memo_slot(c.as_bytes()), memo_slot(d.as_bytes()));
     }
 
     #[test]
