@@ -68,6 +68,9 @@ fn describe(spec: &PatternSpec, out: &mut String) {
     if !spec.exclude_models.is_empty() {
         gates.push(format!("not: {}", spec.exclude_models.join(", ")));
     }
+    if !spec.exclude_kernels.is_empty() {
+        gates.push(format!("not kernels: {}", spec.exclude_kernels.join(", ")));
+    }
     if let Some(tp) = spec.min_tp_size {
         gates.push(format!("tp >= {tp}"));
     }

@@ -132,6 +132,31 @@ fn empty_keyword_group_is_rejected() {
     assert!(err.contains("pattern \"P\"") && err.contains("split_groups[1] is an empty keyword group"), "{err}");
     let err = check_error(&format!("{HEAD}keywords = [\"a\", \" \"]\n"));
     assert!(err.contains("empty keyword"), "{err}");
+    let err = check_error(&format!("{HEAD}keywords = [\"a\"]\nexclude_kernels = [\"\"]\n"));
+    assert!(err.contains("exclude_kernels holds an empty keyword"), "{err}");
+}
+
+#[test]
+fn excluded_kernels_are_never_related_to_a_user_pattern() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[[pattern]]\nname = \"Bias + GELU\"\ncandidate_paths = [\"x/fused.py\"]\n\
+                split_groups = [[\"bias\"], [\"gelu\"]]\nexclude_kernels = [\"gemm\"]\n\
+                min_share = 1.0\nlikely_share = 5.0\n";
+    let path = write_file(dir.path(), "p.toml", text);
+    let reg = Registry::builtin().with_user_file(&path).unwrap();
+    // A GEMM with a bias epilogue is no bias kernel of its own.
+    let rows =
+        vec![row("gemm_bias_epilogue", 60.0), row("add_bias_kernel", 2.0), row("gelu_kernel", 2.0), row("x", 36.0)];
+    let get = |mode| {
+        let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Generic), mode);
+        got.into_iter().find(|o| o.pattern == "Bias + GELU").map(|o| (o.confidence, o.related_us))
+    };
+    assert_eq!(get(KeywordMatch::Tokens), Some(("Possible".to_string(), 4.0)));
+    // The reference's rule has no such key.
+    assert_eq!(get(KeywordMatch::Substring), Some(("Confirmed".to_string(), 64.0)));
+    let exe = env!("CARGO_BIN_EXE_torchtriage");
+    let out = Command::new(exe).args(["patterns", "--patterns"]).arg(&path).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not kernels: gemm"));
 }
 
 #[test]

@@ -190,10 +190,14 @@ pub fn find_hits_with<R: FuseRow + Sync>(
 ) -> (Vec<PatternHits>, Vec<bool>) {
     use rayon::prelude::*;
     const CHUNK: usize = 4096;
+    let named = mode == KeywordMatch::Tokens;
     let needles: Vec<(Vec<Needle>, Vec<Vec<Needle>>)> = specs
         .iter()
         .map(|s| (Needle::all(&s.keywords), s.split_groups.iter().map(|g| Needle::all(g)).collect()))
         .collect();
+    // Kernel names that keep a row out of a pattern: whole-token rule only.
+    let excluded: Vec<Vec<Needle>> =
+        specs.iter().map(|s| if named { Needle::all(&s.exclude_kernels) } else { Vec::new() }).collect();
     let sign_needles: Vec<Vec<Needle>> = signs.iter().map(|l| Needle::all(l)).collect();
     let empty = || -> (Vec<PatternHits>, Vec<bool>) {
         let hits = needles
@@ -208,7 +212,6 @@ pub fn find_hits_with<R: FuseRow + Sync>(
         (hits, vec![false; sign_needles.len()])
     };
     let hit = |text: &RowText, list: &[Needle]| !list.is_empty() && text.matches_any(list);
-    let named = mode == KeywordMatch::Tokens;
     let chunks: Vec<(Vec<PatternHits>, Vec<bool>)> = rows
         .par_chunks(CHUNK)
         .enumerate()
@@ -218,7 +221,10 @@ pub fn find_hits_with<R: FuseRow + Sync>(
                 let i = (c * CHUNK + j) as u32;
                 let text = RowText::with_mode(row, mode);
                 let name = named.then(|| RowText::of_name(row.name(), mode));
-                for ((direct, groups), found) in needles.iter().zip(&mut hits) {
+                for (((direct, groups), excluded), found) in needles.iter().zip(&excluded).zip(&mut hits) {
+                    if name.as_ref().is_some_and(|n| hit(n, excluded)) {
+                        continue;
+                    }
                     if hit(&text, direct) {
                         found.direct.push(i);
                         found.direct_named |= name.as_ref().is_some_and(|n| hit(n, direct));

@@ -86,6 +86,11 @@ pub struct PatternSpec {
     pub keywords: Vec<String>,
     /// Every group must match some row for a split (unfused) match.
     pub split_groups: Vec<Vec<String>>,
+    /// Under whole-token matching, a row whose kernel name matches one of
+    /// these is never related to the pattern: a kernel that shares words
+    /// with the pattern's pieces but is none of them (an attention kernel
+    /// that reads a paged KV cache is no KV-cache write).
+    pub exclude_kernels: Vec<String>,
     /// Lower-cased substrings; the model path must contain one (if any).
     pub models: Vec<String>,
     /// Lower-cased substrings; the model path must contain none.
@@ -146,6 +151,8 @@ struct PatternDef {
     keywords: Vec<String>,
     #[serde(default)]
     split_groups: Vec<Vec<String>>,
+    #[serde(default)]
+    exclude_kernels: Vec<String>,
     #[serde(default)]
     models: Vec<String>,
     #[serde(default)]
@@ -240,6 +247,7 @@ impl PatternDef {
             return Err(invalid(file, label, "needs keywords or split_groups (it could never match)"));
         }
         check_keywords(file, label, "keywords", &self.keywords)?;
+        check_keywords(file, label, "exclude_kernels", &self.exclude_kernels)?;
         for (i, group) in self.split_groups.iter().enumerate() {
             if group.is_empty() {
                 return Err(invalid(file, label, format!("split_groups[{i}] is an empty keyword group")));
@@ -280,6 +288,7 @@ impl PatternDef {
             candidate_paths: self.candidate_paths,
             keywords: self.keywords,
             split_groups: self.split_groups,
+            exclude_kernels: self.exclude_kernels,
             models: lower(self.models),
             exclude_models: lower(self.exclude_models),
             min_tp_size: self.min_tp_size,

@@ -165,3 +165,28 @@ fn confirmed_needs_kernels_of_the_patterns_own_family() {
     quant.push(row("void vllm::scaled_fp8_quant_kernel<c10::BFloat16>", "", 1.0));
     assert_eq!(confidence(&quant, KeywordMatch::Tokens).as_deref(), Some("Confirmed"));
 }
+
+#[test]
+fn an_attention_kernel_reading_a_paged_kv_cache_is_no_cache_write() {
+    // ROCm's prefill attention names its paged KV cache (`PagedKVCache`),
+    // which the cache-write group's `paged kv` matches; the real pieces
+    // (RoPE, the reshape, the cache store) are small.
+    let rows = vec![
+        row("FmhaBatchPrefillWithPagedKVCacheKernel", "sglang/srt/utils/kernel_shape_profiler.py:302 impl", 4.0),
+        row("void rotary_embedding_kernel<c10::BFloat16, true>", "", 1.0),
+        row("void (anonymous namespace)::store_kvcache<2048l, 4, false, long>", "", 0.9),
+        row("gemm", "", 94.1),
+    ];
+    let pattern = "Fused QK RoPE reshape + KV cache write";
+    let get = |rows: &[KernelRow], mode| found(rows, Framework::Sglang, mode).into_iter().find(|(p, _)| p == pattern);
+    // The reference's rule counts the attention kernel as a cache write.
+    assert_eq!(get(&rows, KeywordMatch::Substring).map(|(_, c)| c).as_deref(), Some("Confirmed"));
+    // By default it is left out: 1.9 % of RoPE and cache store, above the
+    // pattern's 0.4 % but below its 2 % for `Confirmed`.
+    assert_eq!(get(&rows, KeywordMatch::Tokens).map(|(_, c)| c).as_deref(), Some("Possible"));
+    let reg = Registry::builtin();
+    let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang), KeywordMatch::Tokens);
+    let o = got.iter().find(|o| o.pattern == pattern).unwrap();
+    assert!((o.related_us - 1.9).abs() < 1e-9, "{}", o.related_us);
+    assert!(o.evidence.iter().all(|e| !e.contains("Fmha")), "{:?}", o.evidence);
+}
