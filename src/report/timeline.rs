@@ -4,7 +4,7 @@
 //! steps). Reads [`crate::analysis::timeline::Timeline`] from the report.
 
 use crate::analysis::stage::Stage;
-use crate::analysis::timeline::{Figures, HostCause, StageTimeline, StepSource, Timeline, VerdictKind};
+use crate::analysis::timeline::{Figures, HostCause, HostWorkReason, StageTimeline, StepSource, Timeline, VerdictKind};
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::TriageReport;
 
@@ -101,9 +101,20 @@ pub fn verdict_line(stage: &StageTimeline) -> String {
                 Some(HostCause::LaunchOverhead) => format!(
                     "{waits} → CPU launch-bound: kernels about as short as their launch calls ({medians}); fewer, larger launches (CUDA graphs, fusion) cut it"
                 ),
-                Some(HostCause::HostWork) => format!(
-                    "{waits} → host-bound: launch calls are short beside the kernels ({medians}), so the host is busy elsewhere between launches (synchronization, data loading, Python)"
-                ),
+                Some(HostCause::HostWork) => {
+                    let why = match v.host_work_reason() {
+                        Some(HostWorkReason::GraphLaunches) => format!(
+                            "the calls already launch graphs ({} kernels a call; {medians})",
+                            v.kernels_per_launch.map_or_else(|| "-".to_string(), |k| fixed(k, 1))
+                        ),
+                        Some(HostWorkReason::QueuedKernels) => format!(
+                            "kernels were queued ahead of the GPU (median launch delay {}; {medians})",
+                            us(v.delay_p50_us)
+                        ),
+                        _ => format!("launch calls are short beside the kernels ({medians})"),
+                    };
+                    format!("{waits} → host-bound: {why}, so the host is busy elsewhere between launches (synchronization, scheduling, data loading, Python)")
+                }
                 None => format!("{waits} → CPU launch-bound ({medians})"),
             }
         }

@@ -1,7 +1,8 @@
 //! The one-line verdicts on bundled traces: when host waits and exposed
 //! communication both pass their bars the larger share of the window
 //! decides, and host waits are called launch overhead only when kernels are
-//! about as short as their launch calls.
+//! about as short as their launch calls, start right after them and are
+//! launched one a call.
 
 use crate::common;
 
@@ -57,4 +58,22 @@ fn long_kernels_behind_short_launches_make_the_host_busy_elsewhere() {
     // Rank 0 of the DLRM job: 3 µs kernels behind 5 µs calls.
     let md = run(&trace("param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz"), "markdown");
     assert!(md.contains("→ CPU launch-bound: kernels about as short as their launch calls"), "{md}");
+}
+
+#[test]
+fn graph_launches_are_no_launch_overhead() {
+    // SGLang decode on MI300X: 555 kernels from 12 graph launches, 5.2 µs
+    // kernels behind 7.9 µs calls, queued 3.5 ms ahead; the GPU idles 98 %
+    // of the window waiting for the host. "Use CUDA graphs" would be no
+    // advice: it already does.
+    let t = trace("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    let (kind, cause, _, _) = verdict(&t);
+    assert_eq!((kind.as_str(), cause), ("cpu_launch_bound", Value::from("host_work")));
+    let report: Value = serde_json::from_str(&run(&t, "json")).unwrap();
+    let v = &report["timeline"]["stages"][0]["verdict"];
+    assert!((v["kernels_per_launch"].as_f64().unwrap() - 555.0 / 12.0).abs() < 1e-9, "{v}");
+    assert!(v["delay_p50_us"].as_f64().unwrap() > 1000.0, "{v}");
+    let md = run(&t, "markdown");
+    assert!(md.contains("→ host-bound: the calls already launch graphs (46.2 kernels a call;"), "{md}");
+    assert!(!md.contains("CUDA graphs, fusion"), "{md}");
 }

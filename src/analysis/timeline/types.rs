@@ -238,13 +238,16 @@ pub enum VerdictKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HostCause {
-    /// The kernels are about as short as their launch calls (the median
-    /// kernel under twice the median launch call): launching them is the
-    /// host's work, and fewer, larger launches (CUDA graphs, fusion) cut it.
+    /// Each kernel is launched on its own, is about as short as its
+    /// launch call (the median kernel under twice the median launch call),
+    /// and starts right after it (no queue of work on the GPU): the host's
+    /// per-kernel work (Python, dispatch, the launch call) paces the GPU,
+    /// and fewer, larger launches (CUDA graphs, fusion) cut it.
     LaunchOverhead,
-    /// The launch calls are short beside the kernels: the host could keep
-    /// the GPU fed, and is busy with other work between launches
-    /// (synchronization, data loading, Python).
+    /// The launch calls are short beside the kernels, the kernels were
+    /// queued well ahead of the GPU, or the calls already launch graphs:
+    /// the GPU's waits are the host's other work between launches
+    /// (synchronization, scheduling, data loading, Python).
     HostWork,
 }
 
@@ -261,6 +264,12 @@ pub struct Verdict {
     pub exposed_comm_pct: Option<f64>,
     pub kernel_p50_us: Option<f64>,
     pub launch_p50_us: Option<f64>,
+    /// The median launch delay ([`LaunchStats::delay_p50_us`]); `None`
+    /// when the clocks look offset.
+    pub delay_p50_us: Option<f64>,
+    /// Kernels per launch call ([`LaunchStats::kernels`] over
+    /// [`LaunchStats::launches`]): above 1 when a call launches a graph.
+    pub kernels_per_launch: Option<f64>,
     /// The trace's apparent clock offset ([`LaunchStats::clock_offset_us`]):
     /// when set, host waits were not judged.
     pub clock_offset_us: Option<f64>,

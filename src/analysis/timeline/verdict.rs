@@ -9,8 +9,10 @@
 //!    unless rule 3 holds too with `exposed` > `host` (the larger share of
 //!    the window decides) → [`VerdictKind::CpuLaunchBound`], with its
 //!    [`HostCause`]: launch overhead when the median kernel is shorter than
-//!    [`LAUNCH_OVERHEAD_RATIO`] × the median launch call, other host work
-//!    otherwise;
+//!    [`LAUNCH_OVERHEAD_RATIO`] × the median launch call, the median kernel
+//!    starts less than [`QUEUED_DELAY_RATIO`] median launch calls after
+//!    its call ends and a call launches at most [`GRAPH_KERNELS_PER_LAUNCH`]
+//!    kernels on average; other host work otherwise;
 //! 3. `exposed` ≥ [`EXPOSED_COMM_PCT`] → [`VerdictKind::CommunicationBound`];
 //! 4. `idle` ≥ [`IDLE_BOUND_PCT`] → [`VerdictKind::GpuIdle`] (other waits);
 //! 5. the stage's steps last longer than the window and no kernel runs for
@@ -39,6 +41,13 @@ pub const EXPOSED_COMM_PCT: f64 = 20.0;
 /// waits launch overhead: one host thread issues kernels barely faster than
 /// the GPU runs them.
 pub const LAUNCH_OVERHEAD_RATIO: f64 = 2.0;
+/// A median launch delay of this many median launch calls or more means
+/// the kernels were queued ahead of the GPU: the GPU did not wait for each
+/// launch, and its idle time lies in longer gaps of other host work.
+pub const QUEUED_DELAY_RATIO: f64 = 10.0;
+/// More kernels than this per launch call on average: the calls launch
+/// graphs, which already batch the launches.
+pub const GRAPH_KERNELS_PER_LAUNCH: f64 = 2.0;
 
 impl Verdict {
     /// Whether rule 5 decided: the stage is idle by its steps' time alone,
@@ -91,6 +100,8 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         exposed_comm_pct: exposed_pct,
         kernel_p50_us: launch.kernel_p50_us,
         launch_p50_us: launch.launch_p50_us,
+        delay_p50_us: launch.delays_on_one_clock().and_then(|d| d[0]),
+        kernels_per_launch: (launch.launches > 0).then(|| launch.kernels as f64 / launch.launches as f64),
         clock_offset_us: launch.clock_offset_us,
         steps_us,
         steps_idle_pct,
@@ -98,10 +109,62 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
     }
 }
 
-/// What keeps the host, from the median kernel and launch call.
+/// What keeps the host, from the median kernel, launch call and launch
+/// delay and the kernels per launch call.
 fn host_cause(launch: &LaunchStats) -> Option<HostCause> {
     let (kernel, call) = (launch.kernel_p50_us?, launch.launch_p50_us?);
-    Some(if kernel < LAUNCH_OVERHEAD_RATIO * call { HostCause::LaunchOverhead } else { HostCause::HostWork })
+    let reason = host_work_reason(
+        kernel,
+        call,
+        launch.delays_on_one_clock().and_then(|d| d[0]),
+        (launch.launches > 0).then(|| launch.kernels as f64 / launch.launches as f64),
+    );
+    Some(if reason.is_none() { HostCause::LaunchOverhead } else { HostCause::HostWork })
+}
+
+/// Why the GPU's waits for the host are not launch overhead, if they are
+/// not: checked in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostWorkReason {
+    /// The calls launch graphs ([`GRAPH_KERNELS_PER_LAUNCH`]).
+    GraphLaunches,
+    /// The median kernel is queued ahead of the GPU
+    /// ([`QUEUED_DELAY_RATIO`]).
+    QueuedKernels,
+    /// The median kernel is long beside the median launch call
+    /// ([`LAUNCH_OVERHEAD_RATIO`]).
+    LongKernels,
+}
+
+/// [`HostWorkReason`] from the median kernel, launch call and launch delay
+/// (`None` when not measured on one clock) and the kernels per launch call;
+/// `None` for launch overhead.
+pub fn host_work_reason(
+    kernel_p50: f64,
+    launch_p50: f64,
+    delay_p50: Option<f64>,
+    per_launch: Option<f64>,
+) -> Option<HostWorkReason> {
+    if per_launch.is_some_and(|k| k > GRAPH_KERNELS_PER_LAUNCH) {
+        Some(HostWorkReason::GraphLaunches)
+    } else if delay_p50.is_some_and(|d| d >= QUEUED_DELAY_RATIO * launch_p50) {
+        Some(HostWorkReason::QueuedKernels)
+    } else if kernel_p50 >= LAUNCH_OVERHEAD_RATIO * launch_p50 {
+        Some(HostWorkReason::LongKernels)
+    } else {
+        None
+    }
+}
+
+impl Verdict {
+    /// Why a [`HostCause::HostWork`] stage's waits are not launch overhead.
+    pub fn host_work_reason(&self) -> Option<HostWorkReason> {
+        (self.host_cause == Some(HostCause::HostWork))
+            .then(|| {
+                host_work_reason(self.kernel_p50_us?, self.launch_p50_us?, self.delay_p50_us, self.kernels_per_launch)
+            })
+            .flatten()
+    }
 }
 
 #[cfg(test)]
@@ -181,8 +244,11 @@ mod tests {
     #[test]
     fn host_waits_are_launch_overhead_only_when_kernels_are_as_short_as_launches() {
         let with = |kernel: f64, call: f64| LaunchStats {
+            launches: 10,
+            kernels: 10,
             kernel_p50_us: Some(kernel),
             launch_p50_us: Some(call),
+            delay_p50_us: Some(3.0),
             ..LaunchStats::default()
         };
         let cause = |launch: &LaunchStats| decide(&[fig(100.0, 38.0, 31.0, 0.0)], launch, None).host_cause;
@@ -193,6 +259,26 @@ mod tests {
         assert_eq!(cause(&with(194.0, 9.0)), Some(HostCause::HostWork));
         assert_eq!(cause(&with(10.0, 5.0)), Some(HostCause::HostWork));
         assert_eq!(cause(&LaunchStats::default()), None);
+        let reason = |launch: &LaunchStats| decide(&[fig(100.0, 38.0, 31.0, 0.0)], launch, None).host_work_reason();
+        assert_eq!(reason(&with(194.0, 9.0)), Some(HostWorkReason::LongKernels));
+        // Short kernels queued milliseconds ahead of the GPU (an MI300X
+        // vLLM trace: 5.8 µs kernels, 5.7 µs calls, a median delay of
+        // 3.3 ms): the GPU waits in longer gaps of other host work.
+        let queued = LaunchStats { delay_p50_us: Some(3293.0), ..with(5.8, 5.7) };
+        assert_eq!(cause(&queued), Some(HostCause::HostWork));
+        assert_eq!(reason(&queued), Some(HostWorkReason::QueuedKernels));
+        // Under ten launch calls of delay is no queue.
+        assert_eq!(cause(&LaunchStats { delay_p50_us: Some(56.0), ..with(5.8, 5.7) }), Some(HostCause::LaunchOverhead));
+        // On two clocks the delay is not judged (nor are host waits).
+        assert_eq!(host_work_reason(5.8, 5.7, None, Some(1.0)), None);
+        let offset = LaunchStats { clock_offset_us: Some(-5000.0), ..queued.clone() };
+        assert_eq!(decide(&[fig(100.0, 38.0, 31.0, 0.0)], &offset, None).delay_p50_us, None);
+        // Graph launches (555 kernels from 12 calls) already batch the
+        // launches: CUDA graphs are no advice for them.
+        let graphs = LaunchStats { launches: 12, kernels: 555, ..with(5.2, 7.9) };
+        assert_eq!(cause(&graphs), Some(HostCause::HostWork));
+        assert_eq!(reason(&graphs), Some(HostWorkReason::GraphLaunches));
+        assert_eq!(reason(&with(6.0, 5.0)), None);
         // Only a host-bound stage has a cause.
         assert_eq!(decide(&[fig(100.0, 5.0, 5.0, 0.0)], &with(6.0, 5.0), None).host_cause, None);
     }

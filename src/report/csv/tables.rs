@@ -100,6 +100,8 @@ const STAGES: &[&str] = &[
     "verdict.exposed_comm_pct",
     "verdict.kernel_p50_us",
     "verdict.launch_p50_us",
+    "verdict.delay_p50_us",
+    "verdict.kernels_per_launch",
     "verdict.clock_offset_us",
     "verdict.steps_us",
     "verdict.steps_idle_pct",

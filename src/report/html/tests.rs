@@ -40,6 +40,8 @@ fn verdict() -> Verdict {
         exposed_comm_pct: None,
         kernel_p50_us: None,
         launch_p50_us: None,
+        delay_p50_us: None,
+        kernels_per_launch: None,
         clock_offset_us: None,
         steps_us: None,
         steps_idle_pct: None,

@@ -55,6 +55,8 @@ fn verdict() -> Verdict {
         exposed_comm_pct: Some(2.0),
         kernel_p50_us: Some(4.0),
         launch_p50_us: Some(9.0),
+        delay_p50_us: None,
+        kernels_per_launch: None,
         clock_offset_us: None,
         steps_us: None,
         steps_idle_pct: None,
