@@ -158,8 +158,11 @@ fn compute_too_small_for_the_waits_names_no_slow_rank(dir: &Path) {
     assert!((f64_of(&unexplained["comm_spread_us"]) - spread).abs() < 1e-6);
     assert!((f64_of(&unexplained["excess_compute_us"]) - (compute[3] - median(&compute))).abs() < 1e-6);
     assert!(compute[3] - median(&compute) < 0.25 * spread, "{compute:?} {exposed:?}");
+    // No slow rank: every rank whose exposed communication is over the bar
+    // waits, the two that also compute over it (1 and 3) included.
     let roles: Vec<&str> = rows.iter().map(|r| r["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, vec!["", "", "", "", "waiting", "", "", ""]);
+    assert_eq!(roles, vec!["", "waiting", "", "waiting", "waiting", "", "", ""]);
+    assert!(compute[1] > bar(&compute), "{compute:?}");
     assert!(rows.iter().all(|r| r["waits_on"].is_null()));
     assert!(rows.iter().all(|r| r["straggler"].as_array().unwrap().is_empty()));
 
@@ -167,14 +170,20 @@ fn compute_too_small_for_the_waits_names_no_slow_rank(dir: &Path) {
     let text = String::from_utf8_lossy(&md.stdout);
     assert!(text.contains("| Rank | File | Busy | Compute |"), "{text}");
     assert!(text.contains("\nNo slow rank: rank 3 computes the most, 0.18 ms above the median 1.08 ms, but the ranks' exposed communication differs by up to 9.48 ms: GPU compute does not explain the waits"), "{text}");
-    assert!(text.contains("\nWaiting, with no slow rank among the traces: 4 "), "{text}");
+    assert!(text.contains("\nWaiting, with no slow rank among the traces: 1, 3, 4 "), "{text}");
     let row_of = |rank: u64| {
         let start = format!("| {rank} | worker{rank}_step_12.");
         text.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("rank {rank} row in:\n{text}"))
     };
-    assert!(row_of(3).ends_with(" |  |"), "{}", row_of(3));
-    assert!(row_of(4).ends_with(" | waiting |"), "{}", row_of(4));
-    assert!(row_of(1).ends_with(" |  |"), "{}", row_of(1));
+    for rank in [1, 3, 4] {
+        assert!(row_of(rank).ends_with(" | waiting |"), "{}", row_of(rank));
+    }
+    assert!(row_of(0).ends_with(" |  |"), "{}", row_of(0));
+    // The HTML page says the same, with the legend.
+    let html = common::run(&["batch", "--quiet", "--format", "html", dir.to_str().unwrap()]);
+    let page = String::from_utf8_lossy(&html.stdout);
+    assert!(page.contains("Waiting, with no slow rank among the traces: 1, 3, 4 "), "{page}");
+    assert!(page.contains("waiting = exposed communication more than 10% above the median"), "{page}");
 }
 
 fn copy_some(dir: &Path, into: &Path, n: usize) -> Vec<PathBuf> {

@@ -24,12 +24,13 @@
 //!   not hold them up by that work (the stage then records the candidate as
 //!   [`StageSummary::unexplained`]);
 //! - waiting ranks: rows whose exposed communication is positive and above
-//!   `bar(exposed communication)` while their compute time is not above
-//!   `bar(compute)`. When a slow rank exists they wait on it; without one the
-//!   wait has no cause among the GPU kernels (a late launch on the host,
-//!   say);
+//!   `bar(exposed communication)`. When a slow rank exists they wait on it,
+//!   and a row whose own compute time is above `bar(compute)` is not among
+//!   them (it holds the others up too); without one the wait has no cause
+//!   among the GPU kernels (a late launch on the host, say), whatever the
+//!   row computes, so the ranks that wait the most are never left out;
 //! - every other row has no role, including a row whose compute time is
-//!   above the bar but is not the highest.
+//!   above the bar but is not the highest, beside a slow rank.
 //!
 //! Medians of an even count average the two middle values.
 
@@ -348,7 +349,7 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
             r.role = Some(Role::Slow);
             r.straggler.push("compute");
         } else if r.facts.exposed_comm().zip(median_exposed_comm_us).is_some_and(|(e, m)| above(e, m, straggler_pct))
-            && !above(r.compute_us, median_compute_us, straggler_pct)
+            && (slow.is_none() || !above(r.compute_us, median_compute_us, straggler_pct))
         {
             r.role = Some(Role::Waiting);
             r.waits_on = slow_rank.filter(|&s| s != r.rank);
@@ -615,6 +616,12 @@ mod tests {
         assert_eq!(s.slow_rank, None);
         assert_eq!(s.unexplained, Some(Unexplained { rank: 2, excess_us: 15.0, comm_spread_us: 80.0 }));
         let waiting = (Some("waiting"), None);
+        assert_eq!(roles(&s), vec![(None, None), waiting, (None, None), waiting]);
+        // The rank that computes more by too little to explain the waits
+        // and waits the most is waiting, not left without a role (DLRM:
+        // ranks 1 and 3 wait the most and compute over the bar).
+        let s = stage_of(&[(100.0, 10.0), (112.0, 90.0), (100.0, 10.0), (100.0, 50.0)]);
+        assert_eq!(s.unexplained.map(|u| u.rank), Some(1));
         assert_eq!(roles(&s), vec![(None, None), waiting, (None, None), waiting]);
         // 30 µs more compute reaches a quarter of a 90 µs spread.
         let s = stage_of(&[(100.0, 10.0), (100.0, 50.0), (130.0, 10.0), (100.0, 100.0)]);

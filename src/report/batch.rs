@@ -132,8 +132,17 @@ fn against_median(value: f64, median: f64) -> String {
     }
 }
 
+/// What the roles of the rank table mean, at `pct` percent over the median.
+pub(crate) fn roles_legend(pct: f64) -> String {
+    format!(
+        "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median \
+         and by at least a quarter of the spread of exposed communication; \
+         waiting = exposed communication more than {pct}% above the median (beside a slow rank, only ranks whose own compute is not)"
+    )
+}
+
 /// Why a stage names no slow rank.
-pub(crate) fn no_slow_rank_line(s: &StageSummary, pct: f64) -> String {
+fn no_slow_rank_line(s: &StageSummary, pct: f64) -> String {
     match s.unexplained {
         Some(u) => format!(
             "No slow rank: rank {} computes the most, {} above the median {}, but the ranks' exposed communication differs by up to {}: GPU compute does not explain the waits (extra compute under {:.0}% of that; look at the host, the input pipeline or the network)",
@@ -233,17 +242,8 @@ fn kernel_line(k: &KernelSpread) -> String {
 
 /// The markdown summary.
 pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
-    let mut out = vec![
-        "Batch View".to_string(),
-        info.source_line(),
-        info.files_line(),
-        format!(
-            "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median \
-             and by at least a quarter of the spread of exposed communication; \
-             waiting = exposed communication more than {pct}% above the median, compute not",
-            pct = info.straggler_pct
-        ),
-    ];
+    let mut out =
+        vec!["Batch View".to_string(), info.source_line(), info.files_line(), roles_legend(info.straggler_pct)];
     for s in stages {
         out.push(String::new());
         out.push(format!("##### {}", s.stage.label()));

@@ -30,30 +30,18 @@ pub fn render(v: BatchView<'_>) -> String {
     let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(&info.source_line()));
     let _ = writeln!(
         b,
-        "<p class=\"meta\">Files: {} triaged, {} failed · slow rank: the most compute, more than {}% above the stage median and by at least a quarter of the spread of exposed communication</p>",
+        "<p class=\"meta\">Files: {} triaged, {} failed</p>",
         info.files.saturating_sub(info.failures.len()),
-        info.failures.len(),
-        info.straggler_pct
+        info.failures.len()
     );
+    let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(&crate::report::batch::roles_legend(info.straggler_pct)));
     if let Some(note) = crate::report::batch::shared_ranks_note(v.stages) {
         let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(note.strip_prefix("warning: ").unwrap_or(&note)));
     }
     for s in v.stages {
         let _ = writeln!(b, "<h2>Stage {}</h2>", esc(s.stage.label()));
-        match s.rows.iter().find(|r| r.role == Some(Role::Slow)) {
-            Some(r) => {
-                let _ = writeln!(
-                    b,
-                    "<p class=\"verdict\">Likely slow rank: {} (compute {} against the median {})</p>",
-                    r.rank,
-                    esc(&ms(r.compute_us)),
-                    esc(&ms(s.median_compute_us))
-                );
-            }
-            None => {
-                let line = crate::report::batch::no_slow_rank_line(s, info.straggler_pct);
-                let _ = writeln!(b, "<p class=\"verdict\">{}</p>", esc(&line));
-            }
+        for line in crate::report::batch::roles_lines(s, info.straggler_pct) {
+            let _ = writeln!(b, "<p class=\"verdict\">{}</p>", esc(&line));
         }
         let groups: Vec<Group> = s
             .rows

@@ -108,12 +108,7 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     o.text("torchtriage batch");
     o.text(&info.source_line());
     o.text(&info.files_line());
-    o.text(&format!(
-        "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median \
-         and by at least a quarter of the spread of exposed communication; \
-         waiting = exposed communication more than {pct}% above the median, compute not.",
-        pct = info.straggler_pct
-    ));
+    o.text(&format!("{}.", crate::report::batch::roles_legend(info.straggler_pct)));
     for s in b.stages {
         o.title(&stage_heading(s.stage));
         rank_table(&mut o, s, info.straggler_pct);
