@@ -165,8 +165,9 @@ pub struct PatternMatch<'r, R> {
 pub struct PatternHits {
     pub direct: Vec<u32>,
     pub groups: Vec<Vec<u32>>,
-    /// Under [`KeywordMatch::Tokens`]: some row's kernel name itself (not
-    /// its location or CPU op) matches the direct keywords / each group.
+    /// Under [`KeywordMatch::Tokens`]: some row's kernel name, or the CPU
+    /// op that launched it (not its Python location), matches the direct
+    /// keywords / each group.
     pub direct_named: bool,
     pub groups_named: Vec<bool>,
 }
@@ -221,18 +222,24 @@ pub fn find_hits_with<R: FuseRow + Sync>(
                 let i = (c * CHUNK + j) as u32;
                 let text = RowText::with_mode(row, mode);
                 let name = named.then(|| RowText::of_name(row.name(), mode));
+                // The kernel and the CPU op that launched it: what shows a
+                // pattern's own kernels run (a Python location does not).
+                let own = named.then(|| {
+                    let text = format!("{} {}", tokens::without_parens(row.name()), cpu_op_cell(row.cpu_op()));
+                    RowText::of_text(&text, mode)
+                });
                 for (((direct, groups), excluded), found) in needles.iter().zip(&excluded).zip(&mut hits) {
                     if name.as_ref().is_some_and(|n| hit(n, excluded)) {
                         continue;
                     }
                     if hit(&text, direct) {
                         found.direct.push(i);
-                        found.direct_named |= name.as_ref().is_some_and(|n| hit(n, direct));
+                        found.direct_named |= own.as_ref().is_some_and(|n| hit(n, direct));
                     }
                     for (g, group) in groups.iter().enumerate() {
                         if hit(&text, group) {
                             found.groups[g].push(i);
-                            found.groups_named[g] |= name.as_ref().is_some_and(|n| hit(n, group));
+                            found.groups_named[g] |= own.as_ref().is_some_and(|n| hit(n, group));
                         }
                     }
                 }

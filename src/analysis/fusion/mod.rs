@@ -174,10 +174,18 @@ pub fn tp_size_from_server_args(server_args: Option<&Value>) -> i64 {
 
 /// Our one-sentence explanation of a match (free wording; not part of
 /// the parity contract).
-fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
+/// `named` says a direct match's kernel, or the CPU op that launched it, is
+/// named after the fused path (the reference's rule takes every direct
+/// match as named).
+fn rationale(spec: &PatternSpec, direct: bool, named: bool, share: f64) -> String {
     let lead = match (spec.origin, direct) {
         // A direct match is the fused kernel itself, wherever it comes from.
-        (_, true) => format!("The fused kernel already runs here ({share:.1}% of stage GPU time)."),
+        (_, true) if named => format!("The fused kernel already runs here ({share:.1}% of stage GPU time)."),
+        // Only a Python location names the fused path: no kernel or CPU op
+        // shows that it runs.
+        (_, true) => format!(
+            "A Python location of the fused path launches kernels here, but no kernel or CPU op is named after it ({share:.1}% of stage GPU time)."
+        ),
         (Origin::Mainline, false) => {
             format!("Unfused pieces of this family take {share:.1}% of stage GPU time; the framework has a fused path.")
         }
@@ -206,8 +214,8 @@ fn rationale(spec: &PatternSpec, direct: bool, share: f64) -> String {
 /// [`KeywordMatch::Tokens`] (the default) keywords match whole tokens, a
 /// pattern limited to model families needs a sign of one of them, and
 /// `Confirmed` also needs kernels of the pattern's own family: a kernel
-/// whose name matches the direct keywords (direct match) or, for a split
-/// match, each group. Other matches are `Possible`, and a match with no
+/// whose name, or the CPU op that launched it, matches the direct keywords
+/// (direct match) or, for a split match, each group. Other matches are `Possible`, and a match with no
 /// evidence kernel to show is left out.
 pub fn detect_fusion_opportunities<R: FuseRow + Sync>(
     registry: &Registry,
@@ -277,7 +285,7 @@ pub fn detect_fusion_opportunities<R: FuseRow + Sync>(
             evidence,
             current_locations: summary::summarize_locations(locations),
             candidate_path: spec.candidate_paths.clone(),
-            rationale: rationale(spec, m.has_direct_match, share),
+            rationale: rationale(spec, m.has_direct_match, !strict || hits.direct_named, share),
             covered: m
                 .related
                 .iter()

@@ -190,3 +190,37 @@ fn an_attention_kernel_reading_a_paged_kv_cache_is_no_cache_write() {
     assert!((o.related_us - 1.9).abs() < 1e-9, "{}", o.related_us);
     assert!(o.evidence.iter().all(|e| !e.contains("Fmha")), "{:?}", o.evidence);
 }
+
+#[test]
+fn the_launching_cpu_op_names_a_fused_kernel_a_python_location_does_not() {
+    // SGLang on ROCm: the fused kernel's name is mangled and says
+    // `act_and_mul`, the CPU op that launched it `silu_and_mul`.
+    let kernel = "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16EEvPS3_i";
+    let mut fused = row(kernel, "python/sglang/srt/layers/activation.py:83 forward_cuda", 3.4);
+    fused.cpu_op = vec!["sgl_kernel::silu_and_mul".into()];
+    let rows = vec![fused.clone(), row("gemm", "", 96.6)];
+    let pattern = "Fused activation-and-mul (SwiGLU / GeGLU)";
+    let reg = Registry::builtin();
+    let get = |rows: &[KernelRow]| {
+        detect_fusion_opportunities(&reg, rows, 100.0, None, Some(Framework::Sglang), KeywordMatch::Tokens)
+            .into_iter()
+            .find(|o| o.pattern == pattern)
+            .map(|o| (o.confidence, o.rationale))
+    };
+    let (confidence, rationale) = get(&rows).unwrap();
+    assert_eq!(confidence, "Confirmed");
+    assert!(rationale.starts_with("The fused kernel already runs here (3.4% of stage GPU time)."), "{rationale}");
+    // The keyword in a Python location alone: the fused path's module
+    // launches kernels, none of which is shown to be the fused one.
+    let mut located = fused;
+    located.cpu_op = vec!["aten::mul".into()];
+    located.location = vec!["python/sglang/srt/layers/silu_and_mul.py:83 forward".into()];
+    let (confidence, rationale) = get(&[located, row("gemm", "", 96.6)]).unwrap();
+    assert_eq!(confidence, "Possible");
+    assert!(
+        rationale.starts_with(
+            "A Python location of the fused path launches kernels here, but no kernel or CPU op is named after it"
+        ),
+        "{rationale}"
+    );
+}
