@@ -294,6 +294,20 @@ fn jsonl_to_stdout_needs_the_report_elsewhere() {
     assert_eq!(lines.len(), 2);
     assert!(std::fs::read_to_string(&report).unwrap().contains("rank0.json"));
     assert!(!tmp.path().join("-").exists());
+    // A reader that stops reading the lines (`| head -c 10`): no error,
+    // and the report still goes to its file.
+    std::fs::remove_file(&report).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_torchtriage"))
+        .args(["batch", "-q", "--jsonl", "-", "-o", report.to_str().unwrap(), dir])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&report).unwrap().contains("rank0.json"));
 }
 
 fn usage_errors_exit_2() {

@@ -222,7 +222,13 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         write_summaries(dir, &outcomes)?;
     }
     if let (Some(out), Some(path)) = (jsonl.as_mut(), args.jsonl.as_deref()) {
-        write_jsonl(out, &outcomes).map_err(|e| Error::io(e).in_file(path))?;
+        match write_jsonl(out, &outcomes) {
+            Ok(()) => {}
+            // A reader of `--jsonl -` that stopped reading (`| head`) is no
+            // error, and the report still goes to its file.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && path.as_os_str() == "-" => {}
+            Err(e) => return Err(Error::io(e).in_file(path)),
+        }
     }
     let ok: Vec<&RankFacts> = outcomes.iter().filter_map(|o| o.result.as_ref().ok().map(|a| &a.facts)).collect();
     let failures: Vec<(&Path, &Error)> =
