@@ -66,20 +66,33 @@ pub(crate) fn idle_split(stage: &StageTimeline) -> (f64, f64, f64) {
     (host, kernel_part, left - kernel_part)
 }
 
-/// What most of a stage's idle time went to, in words.
-pub(crate) fn idle_cause(stage: &StageTimeline) -> &'static str {
+/// Share of a stage's idle time from which its largest cause is named
+/// alone ([`idle_cause`]).
+const DOMINANT_CAUSE: f64 = 0.75;
+
+/// What a stage's idle time went to, in words: its largest cause, or, when
+/// that is under [`DOMINANT_CAUSE`] of the idle time, the two largest with
+/// their points of the window (`waiting for the host 5.7 points, short gaps
+/// between kernels 5.0`).
+pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
     let (host, kernel, other) = idle_split(stage);
-    if host + kernel + other <= 0.0 {
-        "none"
-    } else if stage.launch.clock_offset_us.is_some() {
-        "cause not judged: the CPU's and GPU's clocks look offset"
-    } else if host >= kernel && host >= other {
-        "waiting for the host"
-    } else if kernel >= other {
-        "short gaps between kernels"
-    } else {
-        "other waits"
+    let idle = host + kernel + other;
+    if idle <= 0.0 {
+        return "none".into();
     }
+    if stage.launch.clock_offset_us.is_some() {
+        return "cause not judged: the CPU's and GPU's clocks look offset".into();
+    }
+    // Largest first; equal parts keep this order.
+    let mut parts = [(host, "waiting for the host"), (kernel, "short gaps between kernels"), (other, "other waits")];
+    parts.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let [(first, first_name), (second, second_name), _] = parts;
+    if first >= DOMINANT_CAUSE * idle {
+        return first_name.into();
+    }
+    let window = stage_sum(stage).window_us;
+    let points = |us: f64| if window > 0.0 { fixed(100.0 * us / window, 1) } else { "-".into() };
+    format!("{first_name} {} points, {second_name} {}", points(first), points(second))
 }
 
 /// The one-line verdict of a stage, e.g. `decode: GPU idle 38.0% of the

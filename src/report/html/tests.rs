@@ -298,8 +298,22 @@ fn the_idle_cause_is_the_gpus_not_its_streams() {
         idle_by_stream: vec![stream("7", 300.0, 5.0, 40.0), stream("8", 500.0, 1.0, 20.0)],
         ..Figures::default()
     };
-    let stage = one_gpu_stage(figures);
+    let stage = one_gpu_stage(figures.clone());
     assert_eq!(crate::report::timeline::idle_cause(&stage), "other waits");
+    // Two causes near each other: both are named, with their points of the
+    // window, rather than the larger one for all of the idle time.
+    let close = Figures {
+        window_us: 1000.0,
+        busy_us: 891.0,
+        idle_us: 109.0,
+        idle_host_wait_us: 57.0,
+        idle_by_stream: vec![stream("7", 57.0, 50.0, 2.0)],
+        ..figures
+    };
+    assert_eq!(
+        crate::report::timeline::idle_cause(&one_gpu_stage(close)),
+        "waiting for the host 5.7 points, short gaps between kernels 5.0"
+    );
     let parts = super::triage::timeline_parts(&stage);
     let part = |prefix: &str| parts.iter().find(|(label, ..)| label.starts_with(prefix)).unwrap().1;
     assert!((part("idle: host wait") - 0.4).abs() < 1e-9, "{parts:?}");
