@@ -119,7 +119,7 @@ fn report() -> TriageReport {
         confidence: "Confirmed".into(),
         related_us: 600.0,
         share_pct: 60.0,
-        evidence: vec![MANGLED.into()],
+        evidence: vec![format!("{MANGLED} (60.0%)")],
         current_locations: vec!["vllm/model_executor/layers/activation.py:85 forward_cuda".into()],
         candidate_path: vec!["vllm/model_executor/layers/fused_moe/fused_moe.py:1200 fused_experts".into()],
         rationale: "The activation and the multiply run as one kernel already; a fused GEMM epilogue would save a pass over memory.".into(),
@@ -195,6 +195,9 @@ fn triage_fits_every_width() {
     assert!(wide.lines().any(|l| l.starts_with(' ') && l.contains("llama.py:343")), "{wide}");
     assert!(wide.contains("CPU op") && wide.contains("Max (µs)"), "{wide}");
     assert!(wide.contains("void vllm::act_and_mul_kernel<c10"), "{wide}");
+    // The fuse table's evidence too, its share kept.
+    assert!(!wide.contains("_ZN4vllm"), "{wide}");
+    assert!(wide.contains("(60.0%)"), "{wide}");
     let narrow = text(Table { width: 60 }.triage(&r));
     let header = narrow.lines().find(|l| l.starts_with("Kernel ")).expect("kernel table");
     assert!(!header.contains("Max (µs)"), "lower-priority columns go first: {narrow}");

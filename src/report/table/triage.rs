@@ -291,7 +291,7 @@ fn fuse_table(o: &mut Out, r: &TriageReport, stage: Stage) {
     let mut any = false;
     for f in r.fuse_rows.iter().filter(|f| f.stage == stage) {
         any = true;
-        let evidence: Vec<String> = f.evidence.iter().map(|e| display_name(e)).collect();
+        let evidence: Vec<String> = f.evidence.iter().map(|e| evidence_name(e)).collect();
         t.row_lines(vec![
             vec![super::names::visible(&f.pattern)],
             vec![f.confidence.clone()],
@@ -330,4 +330,16 @@ pub fn render(r: &TriageReport, width: usize) -> Vec<String> {
         fuse_table(&mut o, r, stage);
     }
     o.lines
+}
+
+/// An evidence entry (`kernel (12.3%)`) with its kernel shown as the
+/// kernel table shows it, the share kept.
+fn evidence_name(entry: &str) -> String {
+    let share = entry
+        .rfind(" (")
+        .filter(|&i| entry[i + 2..].strip_suffix("%)").is_some_and(|n| !n.is_empty() && n.parse::<f64>().is_ok()));
+    match share {
+        Some(i) => format!("{}{}", display_name(&entry[..i]), &entry[i..]),
+        None => display_name(entry),
+    }
 }
