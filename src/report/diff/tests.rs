@@ -122,6 +122,17 @@ fn kernels_are_matched_sorted_and_marked() {
     assert_eq!(k[2].status, KernelStatus::New);
     assert_eq!(k[2].delta_pct, None);
     assert_eq!(d.stages[0].timeline.delta.kernel_us, Some(80.0));
+    // The HTML page shows no time on the side a kernel did not run on, as
+    // the markdown does.
+    use crate::report::render::{Rendered, Renderer};
+    let Rendered::Text(html) = crate::report::html::Html.diff(&d) else { panic!("HTML is text") };
+    let table = &html[html.rfind("<h3>Kernels").unwrap()..];
+    for (name, status) in [("fresh", ">new<"), ("gone", ">gone<")] {
+        let at = table.find(&format!(">{name}<")).unwrap_or_else(|| panic!("{name} row: {table}"));
+        let html = table;
+        let cells = &html[at..at + html[at..].find("</tr>").unwrap()];
+        assert!(cells.contains(status) && cells.contains(">-<") && !cells.contains(">0.00 ms<"), "{cells}");
+    }
 }
 
 #[test]

@@ -162,8 +162,8 @@ fn stage_section(b: &mut String, s: &StageDiff) {
             Cell::name(k.kernel.to_string()),
             Cell::text(k.category),
             Cell::text(k.label()),
-            Cell::num(ms(base), base),
-            Cell::num(ms(new), new),
+            Cell::num(side_ms(base, k.base_count), base),
+            Cell::num(side_ms(new, k.new_count), new),
             Cell::num(signed_ms(delta), delta),
             Cell::num(signed_pct(delta_pct), delta_pct.unwrap_or(f64::NAN)),
             Cell::num(k.base_count.to_string(), k.base_count as f64),
@@ -230,4 +230,14 @@ pub fn render(d: &DiffReport) -> String {
         let _ = writeln!(b, "<p class=\"note\">No stage on both sides.</p>");
     }
     page("torchtriage diff", &b)
+}
+
+/// A kernel's time on one side, `-` when it did not run there (a `new` or
+/// `gone` kernel), as the markdown shows it.
+fn side_ms(us: f64, count: u64) -> String {
+    if count == 0 && us == 0.0 {
+        "-".into()
+    } else {
+        ms(us)
+    }
 }
