@@ -314,7 +314,7 @@ fn usage_errors_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = common::run(&["batch", tmp.path().to_str().unwrap()]);
     assert_eq!(empty.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&empty.stderr).contains("No trace files"));
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("torchtriage: no trace files found under"));
     let missing = common::run(&["batch", tmp.path().join("nope").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(2));
     let bad = common::run(&["batch", "--straggler-pct", "-1", tmp.path().to_str().unwrap()]);
@@ -349,6 +349,18 @@ fn a_dangling_link_is_listed_as_skipped() {
     assert_eq!(skipped[0]["reason"], "dangling symbolic link");
     let text = common::run(&["batch", tmp.path().to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("rank1.pt.trace.json: dangling symbolic link"));
+    // A rank's link gone, or its file empty: the report lists them and
+    // stderr says so (unless quiet); other JSON files are only listed.
+    std::fs::write(tmp.path().join("rank2.json"), "").unwrap();
+    std::fs::write(tmp.path().join("server_args.json"), "{}").unwrap();
+    let out = common::run(&["batch", tmp.path().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rank1.pt.trace.json: skipped, dangling symbolic link"), "{err}");
+    assert!(err.contains("rank2.json: skipped, empty file"), "{err}");
+    assert!(!err.contains("server_args.json"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("rank2.json: empty file"));
+    let quiet = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
+    assert!(quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
 }
 
 /// A rank link (`rank2.json` to a trace named otherwise) takes its rank

@@ -159,6 +159,11 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     let output = args.output.resolve()?;
     let files = discover_batch_files(&args.dir)?;
     let skipped = skipped_files(&args.dir, &files);
+    if !global.quiet {
+        for (path, why) in skipped.iter().filter(|(_, why)| crate::run::batch::skip_is_suspect(why)) {
+            let _ = writeln!(std::io::stderr(), "torchtriage: warning: {}: skipped, {why}", crate::error::shown(path));
+        }
+    }
     // Open the JSON lines file before any work, so a bad path fails fast.
     let mut jsonl: Option<std::io::BufWriter<Box<dyn Write>>> = match &args.jsonl {
         // `--jsonl -` is stdout, which must then not carry the report too.

@@ -306,7 +306,7 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
     dirs.sort_by_key(|(_, m)| *m);
     dirs.pop()
         .map(|(d, _)| d)
-        .ok_or_else(|| Error::usage(format!("No trace files found under {}", crate::error::shown(path))))
+        .ok_or_else(|| Error::usage(format!("no trace files found under {}", crate::error::shown(path))))
 }
 
 /// The run a trace below a profile directory belongs to: its folder, or the
@@ -405,7 +405,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
     // Traces in the other folders below `path`, when one folder was chosen.
     let elsewhere = recursive.iter().filter(|t| !traces.contains(t)).count();
     if traces.is_empty() {
-        return Err(Error::usage(format!("No trace files found under {}", crate::error::shown(&trace_dir))));
+        return Err(Error::usage(format!("no trace files found under {}", crate::error::shown(&trace_dir))));
     }
     let non_merged: Vec<PathBuf> = traces
         .iter()

@@ -41,10 +41,21 @@ fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
     });
 }
 
+/// Why an empty trace-named file is skipped.
+pub const EMPTY_FILE: &str = "empty file";
+/// Why a link whose target is gone is skipped.
+pub const DANGLING_LINK: &str = "dangling symbolic link";
+
+/// Whether a skipped file's reason is a sign of a rank that should have
+/// been there (an empty file, a link to a moved run), worth a warning.
+pub fn skip_is_suspect(reason: &str) -> bool {
+    reason == EMPTY_FILE || reason == DANGLING_LINK
+}
+
 /// JSON files below `dir` left out of the batch, with why: `merged-`
-/// files, and files not recognised as traces (by content, or unreadable),
-/// worth a note since a truncated trace without `.trace.json` in its name
-/// ends up here rather than failing.
+/// files, empty files and files not recognised as traces (by content, or
+/// unreadable), worth a note since a truncated trace without `.trace.json`
+/// in its name ends up here rather than failing.
 pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static str)> {
     if !dir.is_dir() {
         return Vec::new();
@@ -58,7 +69,14 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static 
     let mut skipped: Vec<(PathBuf, &'static str)> = all
         .into_iter()
         .map(|p| {
-            let why = if merged(&p) { "merged trace" } else { "not recognised as a trace" };
+            let empty = std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0);
+            let why = if merged(&p) {
+                "merged trace"
+            } else if empty {
+                EMPTY_FILE
+            } else {
+                "not recognised as a trace"
+            };
             (p, why)
         })
         .collect();
@@ -68,7 +86,7 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static 
         dangling_links(dir, true)
             .into_iter()
             .filter(|p| is_json_name(p))
-            .map(|p| (std::path::absolute(&p).unwrap_or(p), "dangling symbolic link")),
+            .map(|p| (std::path::absolute(&p).unwrap_or(p), DANGLING_LINK)),
     );
     skipped.sort();
     skipped
@@ -101,7 +119,7 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
         )));
     }
     if paths.is_empty() {
-        return Err(Error::usage(format!("No trace files found under {}", crate::error::shown(dir))));
+        return Err(Error::usage(format!("no trace files found under {}", crate::error::shown(dir))));
     }
     // Canonical paths, as `triage` resolves its input (stage names in parent
     // directories depend on it); the rank is read from the name the file was
