@@ -103,6 +103,11 @@ fn server_args_model_and_tp() {
 }
 
 /// The rows' fuse matches as (pattern, confidence) under `mode`.
+/// The confidence `pattern` is reported with, if it is.
+fn confidence_of(rows: &[KernelRow], fw: Framework, mode: KeywordMatch, pattern: &str) -> Option<String> {
+    found(rows, fw, mode).into_iter().find(|(p, _)| p == pattern).map(|(_, c)| c)
+}
+
 fn found(rows: &[KernelRow], fw: Framework, mode: KeywordMatch) -> Vec<(String, String)> {
     let reg = Registry::builtin();
     detect_fusion_opportunities(&reg, rows, 100.0, None, Some(fw), mode)
@@ -151,10 +156,8 @@ fn confirmed_needs_kernels_of_the_patterns_own_family() {
         row("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, (vllm::Fp8KVCacheDataType)0>", "", 1.0),
         row("gemm", "", 93.0),
     ];
-    let pattern = "vLLM-origin Attention + Quantization";
-    let confidence = |rows: &[KernelRow], mode| {
-        found(rows, Framework::Vllm, mode).into_iter().find(|(p, _)| p == pattern).map(|(_, c)| c)
-    };
+    let confidence =
+        |rows: &[KernelRow], mode| confidence_of(rows, Framework::Vllm, mode, "vLLM-origin Attention + Quantization");
     assert_eq!(confidence(&rows, KeywordMatch::Substring).as_deref(), Some("Confirmed"));
     assert_eq!(confidence(&rows, KeywordMatch::Tokens).as_deref(), Some("Possible"));
     // The cast alone is no quantization at all.
@@ -178,12 +181,12 @@ fn an_attention_kernel_reading_a_paged_kv_cache_is_no_cache_write() {
         row("gemm", "", 94.1),
     ];
     let pattern = "Fused QK RoPE reshape + KV cache write";
-    let get = |rows: &[KernelRow], mode| found(rows, Framework::Sglang, mode).into_iter().find(|(p, _)| p == pattern);
+    let get = |rows: &[KernelRow], mode| confidence_of(rows, Framework::Sglang, mode, pattern);
     // The reference's rule counts the attention kernel as a cache write.
-    assert_eq!(get(&rows, KeywordMatch::Substring).map(|(_, c)| c).as_deref(), Some("Confirmed"));
+    assert_eq!(get(&rows, KeywordMatch::Substring).as_deref(), Some("Confirmed"));
     // By default it is left out: 1.9 % of RoPE and cache store, above the
     // pattern's 0.4 % but below its 2 % for `Confirmed`.
-    assert_eq!(get(&rows, KeywordMatch::Tokens).map(|(_, c)| c).as_deref(), Some("Possible"));
+    assert_eq!(get(&rows, KeywordMatch::Tokens).as_deref(), Some("Possible"));
     let reg = Registry::builtin();
     let got = detect_fusion_opportunities(&reg, &rows, 100.0, None, Some(Framework::Sglang), KeywordMatch::Tokens);
     let o = got.iter().find(|o| o.pattern == pattern).unwrap();
