@@ -4,7 +4,9 @@
 //! steps). Reads [`crate::analysis::timeline::Timeline`] from the report.
 
 use crate::analysis::stage::Stage;
-use crate::analysis::timeline::{Figures, HostCause, HostWorkReason, StageTimeline, StepSource, Timeline, VerdictKind};
+use crate::analysis::timeline::{
+    Figures, HostCause, HostWorkReason, StageTimeline, StepSource, Timeline, VerdictKind, ONE_GAP_SHARE,
+};
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::TriageReport;
 
@@ -34,6 +36,7 @@ pub(crate) fn stage_sum(stage: &StageTimeline) -> Figures {
         f.memory_us += x.memory_us;
         f.exposed_comm_us += x.exposed_comm_us;
         f.idle_host_wait_us += x.idle_host_wait_us;
+        f.longest_idle_gap_us = f.longest_idle_gap_us.max(x.longest_idle_gap_us);
         comm_overlap_num += x.comm_us - x.exposed_comm_us;
     }
     let share = |v: f64| (f.window_us > 0.0).then(|| 100.0 * v / f.window_us);
@@ -101,6 +104,33 @@ pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
 /// median launch 9.0 µs); fewer, larger launches (CUDA graphs, fusion) cut
 /// it`.
 pub fn verdict_line(stage: &StageTimeline) -> String {
+    let line = verdict_text(stage);
+    match one_gap_note(stage) {
+        Some(note) => format!("{line}; {note}"),
+        None => line,
+    }
+}
+
+/// For a stage idle on other waits on its window, the note that one gap
+/// holds [`ONE_GAP_SHARE`] or more of the idle time (a host-bound stage's
+/// verdict says so itself).
+fn one_gap_note(stage: &StageTimeline) -> Option<String> {
+    let v = &stage.verdict;
+    let share = v.gap_share()?;
+    (v.kind == VerdictKind::GpuIdle && !v.idle_outside_window() && share >= ONE_GAP_SHARE)
+        .then(|| one_gap_text(v.longest_gap_us, share))
+}
+
+/// `one gap of 522.00 ms holds 95% of the idle time: …`.
+fn one_gap_text(gap_us: f64, share: f64) -> String {
+    format!(
+        "one gap of {} holds {}% of the idle time: look at what happened then (a warm-up, a synchronization, the profiler starting) before the steady state",
+        format_ms(gap_us),
+        fixed(100.0 * share, 0)
+    )
+}
+
+fn verdict_text(stage: &StageTimeline) -> String {
     let v = &stage.verdict;
     let name = stage.stage.as_str();
     let idle = pct(v.idle_pct);
@@ -114,6 +144,9 @@ pub fn verdict_line(stage: &StageTimeline) -> String {
                 Some(HostCause::LaunchOverhead) => format!(
                     "{waits} → CPU launch-bound: kernels about as short as their launch calls ({medians}); fewer, larger launches (CUDA graphs, fusion) cut it"
                 ),
+                Some(HostCause::HostWork) if v.host_work_reason() == Some(HostWorkReason::OneGap) => {
+                    format!("{waits} → host-bound: {}", one_gap_text(v.longest_gap_us, v.gap_share().unwrap_or(0.0)))
+                }
                 Some(HostCause::HostWork) => {
                     let why = match v.host_work_reason() {
                         Some(HostWorkReason::GraphLaunches) => format!(

@@ -38,6 +38,7 @@ struct Acc {
     comm_or_compute: Union,
     idle: Sum,
     host_wait: Sum,
+    longest_gap: f64,
 }
 
 impl Acc {
@@ -83,6 +84,7 @@ impl Acc {
             comm_comp_overlap_pct: (comm > 0.0).then(|| 100.0 * (overlap / comm)),
             exposed_comm_us: (comm - overlap).max(0.0),
             idle_host_wait_us: self.host_wait.value(),
+            longest_idle_gap_us: self.longest_gap,
             idle_by_stream: Vec::new(),
         }
     }
@@ -145,6 +147,12 @@ pub(crate) fn compute<'a>(
             let gap = e.start - prev_end;
             overall.idle.add(gap);
             stage[s].idle.add(gap);
+            if gap > overall.longest_gap {
+                overall.longest_gap = gap;
+            }
+            if gap > stage[s].longest_gap {
+                stage[s].longest_gap = gap;
+            }
             if e.host_ts > prev_end {
                 overall.host_wait.add(gap);
                 stage[s].host_wait.add(gap);

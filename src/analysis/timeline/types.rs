@@ -98,6 +98,8 @@ pub struct Figures {
     /// The part of `idle_us` spent waiting for the host: idle gaps whose
     /// next kernel's host-side call started after the gap opened.
     pub idle_host_wait_us: f64,
+    /// The longest single idle gap; 0 without one.
+    pub longest_idle_gap_us: f64,
     /// Idle time between consecutive kernels of each stream, by cause.
     pub idle_by_stream: Vec<StreamIdle>,
 }
@@ -283,4 +285,6 @@ pub struct Verdict {
     /// For [`VerdictKind::CpuLaunchBound`], what keeps the host: `None`
     /// for another kind, or without matched launches.
     pub host_cause: Option<HostCause>,
+    /// The longest single idle gap of the stage's GPUs; 0 without one.
+    pub longest_gap_us: f64,
 }

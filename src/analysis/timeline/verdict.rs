@@ -8,7 +8,8 @@
 //! 2. `idle` ≥ [`IDLE_BOUND_PCT`] and `host` ≥ [`HOST_WAIT_SHARE`] × `idle`,
 //!    unless rule 3 holds too with `exposed` > `host` (the larger share of
 //!    the window decides) → [`VerdictKind::CpuLaunchBound`], with its
-//!    [`HostCause`]: launch overhead when the median kernel is shorter than
+//!    [`HostCause`]: launch overhead when no single gap holds
+//!    [`ONE_GAP_SHARE`] of the idle time, the median kernel is shorter than
 //!    [`LAUNCH_OVERHEAD_RATIO`] × the median launch call, the median kernel
 //!    starts less than [`QUEUED_DELAY_RATIO`] median launch calls after
 //!    its call ends and a call launches at most [`GRAPH_KERNELS_PER_LAUNCH`]
@@ -48,6 +49,10 @@ pub const QUEUED_DELAY_RATIO: f64 = 10.0;
 /// More kernels than this per launch call on average: the calls launch
 /// graphs, which already batch the launches.
 pub const GRAPH_KERNELS_PER_LAUNCH: f64 = 2.0;
+/// One idle gap holding this share of a stage's idle time or more is a
+/// single event (a warm-up, a synchronization, the profiler starting), not
+/// the launches' steady pace.
+pub const ONE_GAP_SHARE: f64 = 0.5;
 
 impl Verdict {
     /// Whether rule 5 decided: the stage is idle by its steps' time alone,
@@ -64,7 +69,9 @@ impl Verdict {
 pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchStats, steps_us: Option<f64>) -> Verdict {
     let (mut kernels, mut window, mut idle, mut host, mut exposed) =
         (0u64, Sum::default(), Sum::default(), Sum::default(), Sum::default());
+    let mut longest_gap_us: f64 = 0.0;
     for f in gpus {
+        longest_gap_us = longest_gap_us.max(f.longest_idle_gap_us);
         kernels += f.kernels;
         window.add(f.window_us);
         idle.add(f.idle_us);
@@ -105,19 +112,25 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         clock_offset_us: launch.clock_offset_us,
         steps_us,
         steps_idle_pct,
-        host_cause: (kind == VerdictKind::CpuLaunchBound).then(|| host_cause(launch)).flatten(),
+        host_cause: (kind == VerdictKind::CpuLaunchBound)
+            .then(|| host_cause(launch, gap_share(longest_gap_us, idle.value())))
+            .flatten(),
+        longest_gap_us,
     }
 }
 
 /// What keeps the host, from the median kernel, launch call and launch
 /// delay and the kernels per launch call.
-fn host_cause(launch: &LaunchStats) -> Option<HostCause> {
+fn host_cause(launch: &LaunchStats, gap_share: Option<f64>) -> Option<HostCause> {
     let (kernel, call) = (launch.kernel_p50_us?, launch.launch_p50_us?);
     let reason = host_work_reason(
-        kernel,
-        call,
-        launch.delays_on_one_clock().and_then(|d| d[0]),
-        (launch.launches > 0).then(|| launch.kernels as f64 / launch.launches as f64),
+        HostFigures {
+            kernel_p50: kernel,
+            launch_p50: call,
+            delay_p50: launch.delays_on_one_clock().and_then(|d| d[0]),
+            per_launch: (launch.launches > 0).then(|| launch.kernels as f64 / launch.launches as f64),
+        },
+        gap_share,
     );
     Some(if reason.is_none() { HostCause::LaunchOverhead } else { HostCause::HostWork })
 }
@@ -126,6 +139,8 @@ fn host_cause(launch: &LaunchStats) -> Option<HostCause> {
 /// not: checked in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostWorkReason {
+    /// One idle gap holds [`ONE_GAP_SHARE`] of the idle time or more.
+    OneGap,
     /// The calls launch graphs ([`GRAPH_KERNELS_PER_LAUNCH`]).
     GraphLaunches,
     /// The median kernel is queued ahead of the GPU
@@ -136,16 +151,29 @@ pub enum HostWorkReason {
     LongKernels,
 }
 
-/// [`HostWorkReason`] from the median kernel, launch call and launch delay
-/// (`None` when not measured on one clock) and the kernels per launch call;
-/// `None` for launch overhead.
-pub fn host_work_reason(
-    kernel_p50: f64,
-    launch_p50: f64,
-    delay_p50: Option<f64>,
-    per_launch: Option<f64>,
-) -> Option<HostWorkReason> {
-    if per_launch.is_some_and(|k| k > GRAPH_KERNELS_PER_LAUNCH) {
+/// The launch figures [`host_work_reason`] reads.
+#[derive(Clone, Copy, Debug)]
+pub struct HostFigures {
+    pub kernel_p50: f64,
+    pub launch_p50: f64,
+    /// `None` when not measured on one clock.
+    pub delay_p50: Option<f64>,
+    /// Kernels per launch call.
+    pub per_launch: Option<f64>,
+}
+
+/// The longest gap's share of the idle time, when there is idle time.
+fn gap_share(longest_gap_us: f64, idle_us: f64) -> Option<f64> {
+    (idle_us > 0.0).then(|| longest_gap_us / idle_us)
+}
+
+/// [`HostWorkReason`] from the launch figures and the longest idle gap's
+/// share of the idle time; `None` for launch overhead.
+pub fn host_work_reason(h: HostFigures, gap_share: Option<f64>) -> Option<HostWorkReason> {
+    let HostFigures { kernel_p50, launch_p50, delay_p50, per_launch } = h;
+    if gap_share.is_some_and(|g| g >= ONE_GAP_SHARE) {
+        Some(HostWorkReason::OneGap)
+    } else if per_launch.is_some_and(|k| k > GRAPH_KERNELS_PER_LAUNCH) {
         Some(HostWorkReason::GraphLaunches)
     } else if delay_p50.is_some_and(|d| d >= QUEUED_DELAY_RATIO * launch_p50) {
         Some(HostWorkReason::QueuedKernels)
@@ -159,11 +187,18 @@ pub fn host_work_reason(
 impl Verdict {
     /// Why a [`HostCause::HostWork`] stage's waits are not launch overhead.
     pub fn host_work_reason(&self) -> Option<HostWorkReason> {
-        (self.host_cause == Some(HostCause::HostWork))
-            .then(|| {
-                host_work_reason(self.kernel_p50_us?, self.launch_p50_us?, self.delay_p50_us, self.kernels_per_launch)
-            })
-            .flatten()
+        let figures = HostFigures {
+            kernel_p50: self.kernel_p50_us?,
+            launch_p50: self.launch_p50_us?,
+            delay_p50: self.delay_p50_us,
+            per_launch: self.kernels_per_launch,
+        };
+        (self.host_cause == Some(HostCause::HostWork)).then(|| host_work_reason(figures, self.gap_share())).flatten()
+    }
+
+    /// The longest idle gap's share of the stage's idle time.
+    pub fn gap_share(&self) -> Option<f64> {
+        gap_share(self.longest_gap_us, self.idle_pct? * self.window_us / 100.0)
     }
 }
 
@@ -270,7 +305,15 @@ mod tests {
         // Under ten launch calls of delay is no queue.
         assert_eq!(cause(&LaunchStats { delay_p50_us: Some(56.0), ..with(5.8, 5.7) }), Some(HostCause::LaunchOverhead));
         // On two clocks the delay is not judged (nor are host waits).
-        assert_eq!(host_work_reason(5.8, 5.7, None, Some(1.0)), None);
+        let figures = HostFigures { kernel_p50: 5.8, launch_p50: 5.7, delay_p50: None, per_launch: Some(1.0) };
+        assert_eq!(host_work_reason(figures, None), None);
+        // One gap holding half the idle time is no launches' pace.
+        assert_eq!(host_work_reason(figures, Some(0.49)), None);
+        assert_eq!(host_work_reason(figures, Some(0.5)), Some(HostWorkReason::OneGap));
+        let mut one_gap = fig(100.0, 38.0, 31.0, 0.0);
+        one_gap.longest_idle_gap_us = 20.0;
+        let v = decide(&[one_gap], &with(6.0, 5.0), None);
+        assert_eq!((v.host_cause, v.host_work_reason()), (Some(HostCause::HostWork), Some(HostWorkReason::OneGap)));
         let offset = LaunchStats { clock_offset_us: Some(-5000.0), ..queued.clone() };
         assert_eq!(decide(&[fig(100.0, 38.0, 31.0, 0.0)], &offset, None).delay_p50_us, None);
         // Graph launches (555 kernels from 12 calls) already batch the

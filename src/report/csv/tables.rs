@@ -71,6 +71,7 @@ const TIMELINE: &[&str] = &[
     "comm_comp_overlap_pct",
     "exposed_comm_us",
     "idle_host_wait_us",
+    "longest_idle_gap_us",
 ];
 const IDLE: &[&str] = &["stage", "pid", "rank", "stream", "host_wait_us", "kernel_wait_us", "other_us"];
 const STAGES: &[&str] = &[
