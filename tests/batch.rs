@@ -184,6 +184,14 @@ fn compute_too_small_for_the_waits_names_no_slow_rank(dir: &Path) {
     let page = String::from_utf8_lossy(&html.stdout);
     assert!(page.contains("Waiting, with no slow rank among the traces: 1, 3, 4 "), "{page}");
     assert!(page.contains("waiting = exposed communication more than 10% above the median"), "{page}");
+    // Every format says how its compute and overlap differ from the
+    // timeline's figures of the same names.
+    assert!(text.contains("memory copies included, unlike the timeline's Compute"), "{text}");
+    assert!(page.contains("memory copies included, unlike the timeline&#39;s Compute"), "{page}");
+    let table = common::run(&["batch", "--quiet", "--format", "table", dir.to_str().unwrap()]);
+    // (The table wraps its legend: words are compared, not lines.)
+    let words = String::from_utf8_lossy(&table.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("not the timeline's comm/compute overlap"), "{words}");
 }
 
 fn copy_some(dir: &Path, into: &Path, n: usize) -> Vec<PathBuf> {

@@ -132,6 +132,13 @@ fn against_median(value: f64, median: f64) -> String {
     }
 }
 
+/// What the rank table's columns measure, and how they differ from the
+/// triage timeline's figures of the same names.
+pub(crate) const RANK_COLUMNS_LEGEND: &str = "Busy: GPU time any kernel runs; compute: summed kernel time outside \
+     communication kernels (memory copies included, unlike the timeline's Compute); overlap: share of busy time with \
+     kernels on two or more streams at once (not the timeline's comm/compute overlap); exposed comm: communication no \
+     other stream's kernel hides (share of busy; the timeline's counts only computation as hiding it).";
+
 /// What the roles of the rank table mean, at `pct` percent over the median.
 pub(crate) fn roles_legend(pct: f64) -> String {
     format!(
@@ -252,6 +259,7 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
         out.push("| Rank | File | Busy | Compute | Overlap | Exposed comm | Exposed comm % | Top exposed comm kernel | Top headroom | Role |".into());
         out.push("| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |".into());
         out.extend(s.rows.iter().map(rank_line));
+        out.push(RANK_COLUMNS_LEGEND.to_string());
         out.push(format!(
             "Median busy {}, median compute {}, median exposed communication {}",
             opt_ms(s.median_busy_us),

@@ -105,6 +105,7 @@ pub fn render(v: BatchView<'_>) -> String {
             }
         }
         b.push_str(&t.html("No ranks."));
+        let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(crate::report::batch::RANK_COLUMNS_LEGEND));
 
         let _ = writeln!(b, "<h3>Cross-rank kernels</h3>");
         let mut t = Table::new(&[

@@ -16,10 +16,7 @@ use super::layout::{Column, Table};
 use super::names::display_name;
 use super::{ms, opt1, opt_ms, stage_heading, Out};
 
-const RANK_LEGEND: &[&str] = &[
-    "Busy: GPU time any kernel runs; compute: summed kernel time outside communication kernels; overlap: share of busy time with \
-     kernels on two or more streams at once; exposed comm: communication no other stream's kernel hides (share of busy).",
-];
+const RANK_LEGEND: &[&str] = &[crate::report::batch::RANK_COLUMNS_LEGEND];
 
 const KERNEL_LEGEND: &[&str] = &[
     "Per kernel its GPU time on each rank that runs it: Min / Median / Max over those ranks. Leads ranks: the ranks \
