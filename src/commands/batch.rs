@@ -160,7 +160,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     let files = discover_batch_files(&args.dir)?;
     let skipped = skipped_files(&args.dir, &files);
     if !global.quiet {
-        for (path, why) in skipped.iter().filter(|(_, why)| crate::run::batch::skip_is_suspect(why)) {
+        for (path, why) in skipped.iter().filter(|(_, why)| why.is_suspect()) {
             let _ = writeln!(std::io::stderr(), "torchtriage: warning: {}: skipped, {why}", crate::error::shown(path));
         }
     }

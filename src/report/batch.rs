@@ -30,7 +30,7 @@ pub struct RunInfo<'a> {
     pub straggler_pct: f64,
     pub failures: &'a [(&'a Path, &'a Error)],
     /// JSON files left out, with the reason.
-    pub skipped: &'a [(std::path::PathBuf, &'static str)],
+    pub skipped: &'a [(std::path::PathBuf, crate::report::model::SkipReason)],
 }
 
 /// Inputs of a merge named in its header before the rest are counted.
@@ -407,7 +407,7 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
         "straggler_pct": info.straggler_pct,
         "stages": stages,
         "failures": failures_value(info.failures),
-        "skipped": info.skipped.iter().map(|(p, why)| json!({"file": p.display().to_string(), "reason": why})).collect::<Vec<_>>(),
+        "skipped": info.skipped.iter().map(|(p, why)| json!({"file": p.display().to_string(), "reason": why.as_str()})).collect::<Vec<_>>(),
         "notes": notes,
     });
     crate::report::json::pretty(&v)

@@ -333,3 +333,39 @@ pub struct FileOutcome {
     pub file: BatchFile,
     pub result: Result<FileAnalysis>,
 }
+
+/// Why a JSON file below a batch directory was left out of the batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SkipReason {
+    /// A `merged-` file this tool wrote.
+    MergedTrace,
+    /// Read by content and not a trace (or unreadable).
+    NotATrace,
+    /// An empty file without `.trace.json` in its name.
+    EmptyFile,
+    /// A link whose target does not exist.
+    DanglingLink,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::MergedTrace => "merged trace",
+            SkipReason::NotATrace => "not recognised as a trace",
+            SkipReason::EmptyFile => "empty file",
+            SkipReason::DanglingLink => "dangling symbolic link",
+        }
+    }
+
+    /// A sign of a rank that should have been there (an empty file, a link
+    /// to a moved run): worth a warning, not only a line in the report.
+    pub fn is_suspect(self) -> bool {
+        matches!(self, SkipReason::EmptyFile | SkipReason::DanglingLink)
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -140,28 +140,28 @@ fn verdict_text(stage: &StageTimeline) -> String {
         VerdictKind::CpuLaunchBound => {
             let medians = format!("median kernel {}, median launch {}", us(v.kernel_p50_us), us(v.launch_p50_us));
             let waits = format!("{name}: GPU idle {idle} of the window, {host} points of it waiting for the host");
-            match v.host_cause {
-                Some(HostCause::LaunchOverhead) => format!(
+            let host_work = |why: String| {
+                format!("{waits} → host-bound: {why}, so the host is busy elsewhere between launches (synchronization, scheduling, data loading, Python)")
+            };
+            match (v.host_cause, v.host_work_reason()) {
+                (Some(HostCause::LaunchOverhead), _) => format!(
                     "{waits} → CPU launch-bound: kernels about as short as their launch calls ({medians}); fewer, larger launches (CUDA graphs, fusion) cut it"
                 ),
-                Some(HostCause::HostWork) if v.host_work_reason() == Some(HostWorkReason::OneGap) => {
+                (Some(HostCause::HostWork), Some(HostWorkReason::OneGap)) => {
                     format!("{waits} → host-bound: {}", one_gap_text(v.longest_gap_us, v.gap_share().unwrap_or(0.0)))
                 }
-                Some(HostCause::HostWork) => {
-                    let why = match v.host_work_reason() {
-                        Some(HostWorkReason::GraphLaunches) => format!(
-                            "the calls already launch graphs ({} kernels a call; {medians})",
-                            v.kernels_per_launch.map_or_else(|| "-".to_string(), |k| fixed(k, 1))
-                        ),
-                        Some(HostWorkReason::QueuedKernels) => format!(
-                            "kernels were queued ahead of the GPU (median launch delay {}; {medians})",
-                            us(v.delay_p50_us)
-                        ),
-                        _ => format!("launch calls are short beside the kernels ({medians})"),
-                    };
-                    format!("{waits} → host-bound: {why}, so the host is busy elsewhere between launches (synchronization, scheduling, data loading, Python)")
+                (Some(HostCause::HostWork), Some(HostWorkReason::GraphLaunches)) => host_work(format!(
+                    "the calls already launch graphs ({} kernels a call; {medians})",
+                    v.kernels_per_launch.map_or_else(|| "-".to_string(), |k| fixed(k, 1))
+                )),
+                (Some(HostCause::HostWork), Some(HostWorkReason::QueuedKernels)) => host_work(format!(
+                    "kernels were queued ahead of the GPU (median launch delay {}; {medians})",
+                    us(v.delay_p50_us)
+                )),
+                (Some(HostCause::HostWork), _) => {
+                    host_work(format!("launch calls are short beside the kernels ({medians})"))
                 }
-                None => format!("{waits} → CPU launch-bound ({medians})"),
+                (None, _) => format!("{waits} → CPU launch-bound ({medians})"),
             }
         }
         VerdictKind::CommunicationBound => format!(

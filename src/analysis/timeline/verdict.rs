@@ -99,7 +99,7 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
     } else {
         VerdictKind::GpuBound
     };
-    Verdict {
+    let mut v = Verdict {
         kind,
         window_us: window,
         idle_pct,
@@ -112,27 +112,17 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         clock_offset_us: launch.clock_offset_us,
         steps_us,
         steps_idle_pct,
-        host_cause: (kind == VerdictKind::CpuLaunchBound)
-            .then(|| host_cause(launch, gap_share(longest_gap_us, idle.value())))
-            .flatten(),
+        host_cause: None,
         longest_gap_us,
+    };
+    // What keeps the host, from the verdict's own figures.
+    if kind == VerdictKind::CpuLaunchBound {
+        v.host_cause = v.host_figures().map(|f| match host_work_reason(f, v.gap_share()) {
+            None => HostCause::LaunchOverhead,
+            Some(_) => HostCause::HostWork,
+        });
     }
-}
-
-/// What keeps the host, from the median kernel, launch call and launch
-/// delay and the kernels per launch call.
-fn host_cause(launch: &LaunchStats, gap_share: Option<f64>) -> Option<HostCause> {
-    let (kernel, call) = (launch.kernel_p50_us?, launch.launch_p50_us?);
-    let reason = host_work_reason(
-        HostFigures {
-            kernel_p50: kernel,
-            launch_p50: call,
-            delay_p50: launch.delays_on_one_clock().and_then(|d| d[0]),
-            per_launch: (launch.launches > 0).then(|| launch.kernels as f64 / launch.launches as f64),
-        },
-        gap_share,
-    );
-    Some(if reason.is_none() { HostCause::LaunchOverhead } else { HostCause::HostWork })
+    v
 }
 
 /// Why the GPU's waits for the host are not launch overhead, if they are
@@ -187,13 +177,21 @@ pub fn host_work_reason(h: HostFigures, gap_share: Option<f64>) -> Option<HostWo
 impl Verdict {
     /// Why a [`HostCause::HostWork`] stage's waits are not launch overhead.
     pub fn host_work_reason(&self) -> Option<HostWorkReason> {
-        let figures = HostFigures {
+        if self.host_cause != Some(HostCause::HostWork) {
+            return None;
+        }
+        host_work_reason(self.host_figures()?, self.gap_share())
+    }
+
+    /// The launch figures that decide the host cause; `None` without
+    /// matched launches.
+    fn host_figures(&self) -> Option<HostFigures> {
+        Some(HostFigures {
             kernel_p50: self.kernel_p50_us?,
             launch_p50: self.launch_p50_us?,
             delay_p50: self.delay_p50_us,
             per_launch: self.kernels_per_launch,
-        };
-        (self.host_cause == Some(HostCause::HostWork)).then(|| host_work_reason(figures, self.gap_share())).flatten()
+        })
     }
 
     /// The longest idle gap's share of the stage's idle time.

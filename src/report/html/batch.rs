@@ -147,7 +147,7 @@ pub fn render(v: BatchView<'_>) -> String {
             let _ = writeln!(b, "<li>{}: {}</li>", esc(&path.display().to_string()), esc(&why));
         }
         for (path, why) in info.skipped {
-            let _ = writeln!(b, "<li>{}: {}</li>", esc(&path.display().to_string()), esc(why));
+            let _ = writeln!(b, "<li>{}: {}</li>", esc(&path.display().to_string()), esc(why.as_str()));
         }
         b.push_str("</ul>\n");
     }

@@ -21,8 +21,8 @@ use indexmap::IndexMap;
 use crate::analysis::ranks::{RankFacts, RankSource, StageFacts};
 use crate::analysis::stage::{parse_stage, Stage};
 use crate::error::{Error, Result};
-use crate::report::model::TriageReport;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
+use crate::report::model::{SkipReason, TriageReport};
 use crate::run::discover::{
     dangling_links, discover_named_trace_files, has_trace_suffix, parse_rank, walk_regular_files,
 };
@@ -41,22 +41,11 @@ fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
     });
 }
 
-/// Why an empty trace-named file is skipped.
-pub const EMPTY_FILE: &str = "empty file";
-/// Why a link whose target is gone is skipped.
-pub const DANGLING_LINK: &str = "dangling symbolic link";
-
-/// Whether a skipped file's reason is a sign of a rank that should have
-/// been there (an empty file, a link to a moved run), worth a warning.
-pub fn skip_is_suspect(reason: &str) -> bool {
-    reason == EMPTY_FILE || reason == DANGLING_LINK
-}
-
 /// JSON files below `dir` left out of the batch, with why: `merged-`
 /// files, empty files and files not recognised as traces (by content, or
 /// unreadable), worth a note since a truncated trace without `.trace.json`
 /// in its name ends up here rather than failing.
-pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static str)> {
+pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, SkipReason)> {
     if !dir.is_dir() {
         return Vec::new();
     }
@@ -66,16 +55,16 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static 
     all.dedup();
     all.retain(|p| !files.iter().any(|f| &f.path == p));
     let merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
-    let mut skipped: Vec<(PathBuf, &'static str)> = all
+    let mut skipped: Vec<(PathBuf, SkipReason)> = all
         .into_iter()
         .map(|p| {
             let empty = std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0);
             let why = if merged(&p) {
-                "merged trace"
+                SkipReason::MergedTrace
             } else if empty {
-                EMPTY_FILE
+                SkipReason::EmptyFile
             } else {
-                "not recognised as a trace"
+                SkipReason::NotATrace
             };
             (p, why)
         })
@@ -86,7 +75,7 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, &'static 
         dangling_links(dir, true)
             .into_iter()
             .filter(|p| is_json_name(p))
-            .map(|p| (std::path::absolute(&p).unwrap_or(p), DANGLING_LINK)),
+            .map(|p| (std::path::absolute(&p).unwrap_or(p), SkipReason::DanglingLink)),
     );
     skipped.sort();
     skipped
