@@ -3,12 +3,13 @@
 //! per-GPU figures, idle time by stream and cause, launch overhead and
 //! steps). Reads [`crate::analysis::timeline::Timeline`] from the report.
 
+use crate::analysis::kernels::names::names_device_wait;
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::{
     Figures, HostCause, HostWorkReason, StageTimeline, StepSource, Timeline, VerdictKind, ONE_GAP_SHARE,
 };
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
-use crate::report::model::TriageReport;
+use crate::report::model::{KernelTableRow, TriageReport};
 
 /// `12.3%`, or `-` when undefined.
 fn pct(x: Option<f64>) -> String {
@@ -37,6 +38,7 @@ pub(crate) fn stage_sum(stage: &StageTimeline) -> Figures {
         f.exposed_comm_us += x.exposed_comm_us;
         f.idle_host_wait_us += x.idle_host_wait_us;
         f.longest_idle_gap_us = f.longest_idle_gap_us.max(x.longest_idle_gap_us);
+        f.device_wait_us += x.device_wait_us;
         comm_overlap_num += x.comm_us - x.exposed_comm_us;
     }
     let share = |v: f64| (f.window_us > 0.0).then(|| 100.0 * v / f.window_us);
@@ -174,6 +176,10 @@ fn verdict_text(stage: &StageTimeline) -> String {
             format_ms(v.window_us),
             v.steps_us.map_or_else(|| "-".to_string(), format_ms),
         ),
+        VerdictKind::GpuIdle if v.idle_by_device_waits() => format!(
+            "{name}: GPU idle {idle} of the window and busy with nothing but device-side waits {} more (a stream held until another stream or an event gets there) → GPU idle on waits between streams: look at what the waiting streams wait for",
+            pct(v.device_wait_pct)
+        ),
         VerdictKind::GpuIdle => match v.clock_offset_us {
             Some(offset) => format!(
                 "{name}: GPU idle {idle} of the window → GPU idle; waits for the host not judged: {}",
@@ -183,20 +189,65 @@ fn verdict_text(stage: &StageTimeline) -> String {
                 "{name}: GPU idle {idle} of the window, {host} points of it waiting for the host → GPU idle on other waits (synchronization, data, the previous kernel)"
             ),
         },
-        VerdictKind::GpuBound => {
-            format!("{name}: GPU busy, idle {idle} of the window → GPU-bound: the kernels themselves are the time to cut")
-        }
+        VerdictKind::GpuBound => match v.device_wait_pct.filter(|&w| w >= WAITS_NOTED_PCT) {
+            Some(w) => format!(
+                "{name}: GPU busy, idle {idle} of the window and {} more with nothing but device-side waits running → GPU-bound: the kernels themselves are the time to cut, the waits aside",
+                pct(Some(w))
+            ),
+            None => {
+                format!("{name}: GPU busy, idle {idle} of the window → GPU-bound: the kernels themselves are the time to cut")
+            }
+        },
     }
 }
 
-/// The top kernel of a stage in the kernel table: name and share.
-fn top_kernel(r: &TriageReport, stage: Stage) -> Option<(String, f64)> {
-    r.kernel_tables
-        .iter()
-        .filter(|t| t.stage == stage)
-        .flat_map(|t| t.rows.first())
-        .max_by(|a, b| a.total_us.total_cmp(&b.total_us))
-        .map(|row| (row.kernel.to_string(), row.share_pct))
+/// Busy time with nothing but device-side waits running, as a share of the
+/// window, from which a GPU-bound verdict names it.
+const WAITS_NOTED_PCT: f64 = 1.0;
+
+/// A stage's top kernel for the headline: the largest row of the kernel
+/// table that is not a device-side wait (a stream waiting is no work to
+/// cut), and the largest wait when one ranked above it.
+pub(crate) struct TopKernel<'a> {
+    pub name: &'a str,
+    pub share_pct: f64,
+    /// A device-side wait with more kernel time than `name`.
+    pub wait_above: Option<(&'a str, f64)>,
+}
+
+/// The top kernel of a stage in the kernel table.
+pub(crate) fn top_kernel(r: &TriageReport, stage: Stage) -> Option<TopKernel<'_>> {
+    let mut rows: Vec<&KernelTableRow> =
+        r.kernel_tables.iter().filter(|t| t.stage == stage).flat_map(|t| &t.rows).collect();
+    rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
+    fn named(row: &KernelTableRow) -> (&str, f64) {
+        (&row.kernel, row.share_pct)
+    }
+    let top = rows.iter().find(|row| !names_device_wait(&row.kernel)).map(|row| named(row));
+    let wait = rows.first().filter(|row| names_device_wait(&row.kernel)).map(|row| named(row));
+    let ((name, share_pct), wait_above) = match (top, wait) {
+        (Some(top), wait) => (top, wait),
+        (None, Some(wait)) => (wait, None),
+        (None, None) => return None,
+    };
+    Some(TopKernel { name, share_pct, wait_above })
+}
+
+impl TopKernel<'_> {
+    /// `merge (31.8%; event_wait, 43.4%, is a device-side wait, not work)`,
+    /// each name shown by `show`.
+    pub(crate) fn text(&self, show: impl Fn(&str) -> String) -> String {
+        match self.wait_above {
+            Some((wait, wait_share)) => format!(
+                "{} ({}%; {}, {}%, is a device-side wait, not work)",
+                show(self.name),
+                fixed(self.share_pct, 1),
+                show(wait),
+                fixed(wait_share, 1)
+            ),
+            None => format!("{} ({}%)", show(self.name), fixed(self.share_pct, 1)),
+        }
+    }
 }
 
 /// Kernel names in the headline are cut to this many characters.
@@ -221,10 +272,8 @@ pub fn headline(r: &TriageReport, t: &Timeline) -> Vec<String> {
     for stage in &t.stages {
         let f = stage_sum(stage);
         let busy = (f.window_us > 0.0).then(|| 100.0 * f.busy_us / f.window_us);
-        let top = top_kernel(r, stage.stage).map_or_else(
-            || "-".to_string(),
-            |(name, share)| format!("{} ({}%)", escape_md_cell(&short_name(&name)), fixed(share, 1)),
-        );
+        let top = top_kernel(r, stage.stage)
+            .map_or_else(|| "-".to_string(), |top| top.text(|n| escape_md_cell(&short_name(n))));
         lines.push(format!(
             "- {}: window {}, GPU busy {}, idle {} ({}), comm/compute overlap {}, top kernel {}",
             stage.stage.as_str(),

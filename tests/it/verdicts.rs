@@ -83,3 +83,25 @@ fn graph_launches_are_no_launch_overhead() {
     assert!(md.contains("→ host-bound: one gap of 463.30 ms holds 100% of the idle time"), "{md}");
     assert!(!md.contains("CUDA graphs, fusion"), "{md}");
 }
+
+#[test]
+fn a_device_side_wait_is_not_the_top_kernel() {
+    // MTIA's event_wait (a stream held until another gets there) sums to
+    // 43.4 % of the kernel time, but other streams work beside it: only
+    // 0.6 % of the window has nothing but waits running.
+    let mtia = trace("edge_cases/hta_mtia/mtia_inference_rank_0.json.gz");
+    let report: Value = serde_json::from_str(&run(&mtia, "json")).unwrap();
+    let stage = &report["timeline"]["stages"][0];
+    let waits = stage["verdict"]["device_wait_pct"].as_f64().unwrap();
+    assert!((0.5..0.7).contains(&waits), "{waits}");
+    assert!(stage["gpus"][0]["device_wait_us"].as_f64().unwrap() > 2_000.0);
+    assert_eq!(stage["verdict"]["kind"], "gpu_bound");
+    for format in ["markdown", "table"] {
+        // The table wraps long lines: compare words.
+        let text = run(&mtia, format).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains("top kernel merge (31.8%; event_wait, 43.4%, is a device-side wait, not work)"),
+            "{format}: {text}"
+        );
+    }
+}

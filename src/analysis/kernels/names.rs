@@ -113,6 +113,33 @@ fn lowered_names_communication(lowered: &str) -> bool {
     contains_any(lowered, COMMUNICATION_STRONG) || contains_any(lowered, COMMUNICATION_NAMESPACES)
 }
 
+/// Whether a GPU event's name says it is a device-side wait: a stream
+/// held until another stream or an event gets there (MTIA's `event_wait`,
+/// CUDA's `Stream Wait Event`). Such an event is busy time on the timeline
+/// but no work. The name must hold `wait` as a word of its own (split at
+/// anything but letters and digits, and at a lowercase-to-uppercase step:
+/// `waitOnEvent`), and not name communication, whose kernels wait for
+/// their peers as part of their work.
+pub fn names_device_wait(name: &str) -> bool {
+    let mut words = name.split(|c: char| !c.is_ascii_alphanumeric());
+    words.any(|w| camel_words(w).any(|w| w.eq_ignore_ascii_case("wait"))) && !names_communication(name)
+}
+
+/// The words of a camel-case identifier: `waitOnEvent` → `wait`, `On`,
+/// `Event`.
+fn camel_words(word: &str) -> impl Iterator<Item = &str> {
+    let b = word.as_bytes();
+    let mut cuts: Vec<usize> =
+        (1..b.len()).filter(|&i| b[i - 1].is_ascii_lowercase() && b[i].is_ascii_uppercase()).collect();
+    cuts.push(b.len());
+    let mut start = 0;
+    cuts.into_iter().map(move |end| {
+        let w = &word[start..end];
+        start = end;
+        w
+    })
+}
+
 /// A library name that holds the `gemm` keyword (`fbgemm_gpu::` in the
 /// template arguments of its embedding and conversion kernels).
 const LIBRARY_NOT_GEMM: &str = "fbgemm";
@@ -257,6 +284,16 @@ pub fn short_name(name: &str, max_len: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn device_waits_by_word() {
+        for name in ["event_wait", "Stream Wait Event", "waitOnEvent", "wait_kernel", "WAIT"] {
+            assert!(names_device_wait(name), "{name}");
+        }
+        for name in ["await_done", "waiting_room", "gemm_kernel", "ncclDevKernel_Wait", "all_reduce_wait", ""] {
+            assert!(!names_device_wait(name), "{name}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -27,6 +27,7 @@ use super::corr::CorrTable;
 use super::intervals::KernelType;
 use super::types::{Basis, StepFilter};
 use crate::analysis::kernels::extract::gpu_kernel_mask_without_host_calls;
+use crate::analysis::kernels::names::names_device_wait;
 use crate::analysis::stage::{RowStages, Stage};
 use crate::columns::{Sym, Trace};
 use crate::pysem::fcmp;
@@ -38,6 +39,8 @@ const HTA_IDLE_CATEGORIES: [&str; 7] =
 const STEP_NAME: &str = "ProfilerStep";
 
 const BIT_IDLE: u8 = 0x80;
+/// A device-side wait by its name (`names_device_wait`).
+const BIT_WAIT: u8 = 0x10;
 
 /// One GPU event: 40 bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -53,8 +56,8 @@ pub(crate) struct Ev {
     pub stream: u32,
     /// Index into [`EventSet::pids`].
     pub pid: u32,
-    /// Kernel type (2 bits), stage code (2 bits), read by the per-stream
-    /// idle breakdown (top bit).
+    /// Kernel type (2 bits), stage code (2 bits), a device-side wait (bit
+    /// 4), read by the per-stream idle breakdown (top bit).
     bits: u8,
 }
 
@@ -66,6 +69,16 @@ impl Ev {
 
     pub(crate) fn kind(&self) -> KernelType {
         KernelType::from_code(self.bits & 3)
+    }
+
+    /// Marks the event a device-side wait.
+    pub(crate) fn set_device_wait(&mut self) {
+        self.bits |= BIT_WAIT;
+    }
+
+    /// Whether the event is a device-side wait (no work).
+    pub(crate) fn device_wait(&self) -> bool {
+        self.bits & BIT_WAIT != 0
     }
 
     pub(crate) fn stage(&self) -> Stage {
@@ -259,8 +272,8 @@ fn collect(
 ) -> EventSet {
     let k = &trace.kernels;
     let mut set = EventSet { clock, ..EventSet::default() };
-    // Per symbol: kernel type code + 1 and idle-category flag + 1 (0: not
-    // looked at yet).
+    // Per symbol: kernel type code + 1 with the wait bit, and idle-category
+    // flag + 1 (0: not looked at yet).
     let mut kinds: Vec<u8> = vec![0; trace.strings.len()];
     let mut idle_cat: Vec<u8> = vec![0; trace.strings.len()];
     let mut pid_of_thread: Vec<u32> = vec![u32::MAX; trace.threads.len()];
@@ -289,16 +302,17 @@ fn collect(
             }
         }
         let name = k.name[row];
-        let kind = match kinds.get(name as usize).copied() {
+        let (kind, wait) = match kinds.get(name as usize).copied() {
             Some(0) | None => {
                 let text = trace.s(name);
                 let kind = if hta { KernelType::of(text) } else { KernelType::of_trace(text) };
+                let wait = names_device_wait(text);
                 if let Some(slot) = kinds.get_mut(name as usize) {
-                    *slot = kind.code() + 1;
+                    *slot = (kind.code() + 1) | if wait { BIT_WAIT } else { 0 };
                 }
-                kind
+                (kind, wait)
             }
-            Some(code) => KernelType::from_code(code - 1),
+            Some(code) => (KernelType::from_code((code & !BIT_WAIT) - 1), code & BIT_WAIT != 0),
         };
         let in_idle = !hta || {
             let cat = k.cat(row);
@@ -315,6 +329,9 @@ fn collect(
         };
         let mut ev = Ev::new(start, end, host_ts, kind, stages.get(row), in_idle);
         ev.row = row as u32;
+        if wait {
+            ev.set_device_wait();
+        }
         let thread = k.thread(row) as usize;
         if pid_of_thread[thread] == u32::MAX {
             let pid = trace.threads[thread].pid;

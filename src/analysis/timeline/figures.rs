@@ -36,6 +36,8 @@ struct Acc {
     comm: Union,
     memory: Union,
     comm_or_compute: Union,
+    /// Every event but the device-side waits.
+    work: Union,
     idle: Sum,
     host_wait: Sum,
     longest_gap: f64,
@@ -45,6 +47,9 @@ impl Acc {
     fn push(&mut self, e: &Ev) {
         self.kernels += 1;
         self.all.push(e.start, e.end);
+        if !e.device_wait() {
+            self.work.push(e.start, e.end);
+        }
         match e.kind() {
             KernelType::Computation => {
                 self.compute.push(e.start, e.end);
@@ -85,6 +90,7 @@ impl Acc {
             exposed_comm_us: (comm - overlap).max(0.0),
             idle_host_wait_us: self.host_wait.value(),
             longest_idle_gap_us: self.longest_gap,
+            device_wait_us: (busy - self.work.total()).max(0.0),
             idle_by_stream: Vec::new(),
         }
     }

@@ -618,3 +618,25 @@ fn a_step_with_a_few_kernels_and_host_work_is_not_gpu_bound() {
     let v = &run(&trace_of(&ev), Basis::Trace).stages[0].verdict;
     assert_eq!((v.kind, v.steps_us), (VerdictKind::GpuBound, None), "{v:?}");
 }
+
+#[test]
+fn device_waits_alone_count_with_the_idle_time() {
+    // Stream 8 waits 0–60 for stream 7, which works 0–40 and 60–100: from
+    // 40 to 60 only the wait runs.
+    let ev =
+        vec![kernel("event_wait", 0.0, 60.0, 8, 1), kernel("gemm", 0.0, 40.0, 7, 2), kernel("gemm", 60.0, 40.0, 7, 3)];
+    for basis in [Basis::Trace, Basis::Hta] {
+        let tl = run(&trace_of(&ev), basis);
+        let (f, v) = (&tl.trace, &tl.verdict);
+        assert!(close(f.busy_us, 100.0) && close(f.idle_us, 0.0), "{f:?}");
+        assert!(close(f.device_wait_us, 20.0), "{basis:?} {f:?}");
+        // 0 % idle, but 20 % of the window only waiting: idle, by waits.
+        assert_eq!(v.kind, VerdictKind::GpuIdle, "{v:?}");
+        assert!(v.device_wait_pct.is_some_and(|w| close(w, 20.0)) && v.idle_by_device_waits(), "{v:?}");
+    }
+    // A wait that other work covers throughout is no idle time.
+    let ev = vec![kernel("event_wait", 0.0, 60.0, 8, 1), kernel("gemm", 0.0, 100.0, 7, 2)];
+    let tl = run(&trace_of(&ev), Basis::Trace);
+    assert!(close(tl.trace.device_wait_us, 0.0));
+    assert_eq!(tl.verdict.kind, VerdictKind::GpuBound);
+}

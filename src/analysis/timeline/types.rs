@@ -100,6 +100,10 @@ pub struct Figures {
     pub idle_host_wait_us: f64,
     /// The longest single idle gap; 0 without one.
     pub longest_idle_gap_us: f64,
+    /// Busy time in which only device-side waits run (events named as a
+    /// stream waiting for another stream or an event, such as MTIA's
+    /// `event_wait`): counted busy, but no work.
+    pub device_wait_us: f64,
     /// Idle time between consecutive kernels of each stream, by cause.
     pub idle_by_stream: Vec<StreamIdle>,
 }
@@ -287,4 +291,7 @@ pub struct Verdict {
     pub host_cause: Option<HostCause>,
     /// The longest single idle gap of the stage's GPUs; 0 without one.
     pub longest_gap_us: f64,
+    /// Busy time in which only device-side waits ran
+    /// ([`Figures::device_wait_us`]), as a share of the window.
+    pub device_wait_pct: Option<f64>,
 }

@@ -15,7 +15,10 @@
 //!    its call ends and a call launches at most [`GRAPH_KERNELS_PER_LAUNCH`]
 //!    kernels on average; other host work otherwise;
 //! 3. `exposed` ≥ [`EXPOSED_COMM_PCT`] → [`VerdictKind::CommunicationBound`];
-//! 4. `idle` ≥ [`IDLE_BOUND_PCT`] → [`VerdictKind::GpuIdle`] (other waits);
+//! 4. `idle` + `waits` ≥ [`IDLE_BOUND_PCT`] → [`VerdictKind::GpuIdle`]
+//!    (other waits), with `waits` the share of the window in which only
+//!    device-side waits run ([`Figures::device_wait_us`]): busy by the
+//!    timeline's count, but doing no work;
 //! 5. the stage's steps last longer than the window and no kernel runs for
 //!    ≥ [`IDLE_BOUND_PCT`] of the step time → [`VerdictKind::GpuIdle`]: the
 //!    kernels fill only part of the steps (a step that launches a few
@@ -59,16 +62,24 @@ impl Verdict {
     /// its window being busy enough.
     pub fn idle_outside_window(&self) -> bool {
         self.kind == VerdictKind::GpuIdle
-            && !self.idle_pct.is_some_and(|i| i >= IDLE_BOUND_PCT)
+            && !self.idle_pct.is_some_and(|i| i + self.device_wait_pct.unwrap_or(0.0) >= IDLE_BOUND_PCT)
             && self.steps_idle_pct.is_some()
+    }
+
+    /// Whether device-side waits count in the idle rule: rule 4 holds with
+    /// them and would not without.
+    pub fn idle_by_device_waits(&self) -> bool {
+        self.kind == VerdictKind::GpuIdle
+            && !self.idle_outside_window()
+            && self.idle_pct.is_some_and(|i| i < IDLE_BOUND_PCT)
     }
 }
 
 /// The verdict of a stage over its GPUs' figures, with `steps_us` the
 /// stage's steps' durations summed (`None` without steps).
 pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchStats, steps_us: Option<f64>) -> Verdict {
-    let (mut kernels, mut window, mut idle, mut host, mut exposed) =
-        (0u64, Sum::default(), Sum::default(), Sum::default(), Sum::default());
+    let (mut kernels, mut window, mut idle, mut host, mut exposed, mut waits) =
+        (0u64, Sum::default(), Sum::default(), Sum::default(), Sum::default(), Sum::default());
     let mut longest_gap_us: f64 = 0.0;
     for f in gpus {
         longest_gap_us = longest_gap_us.max(f.longest_idle_gap_us);
@@ -77,10 +88,11 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         idle.add(f.idle_us);
         host.add(f.idle_host_wait_us);
         exposed.add(f.exposed_comm_us);
+        waits.add(f.device_wait_us);
     }
     let window = window.value();
     let pct = |x: Sum| (window > 0.0).then(|| 100.0 * x.value() / window);
-    let (idle_pct, host_pct, exposed_pct) = (pct(idle), pct(host), pct(exposed));
+    let (idle_pct, host_pct, exposed_pct, waits_pct) = (pct(idle), pct(host), pct(exposed), pct(waits));
     let (i, h, x) = (idle_pct.unwrap_or(0.0), host_pct.unwrap_or(0.0), exposed_pct.unwrap_or(0.0));
     // Only a step time longer than the windows adds idle time: with several
     // GPUs behind one process's steps the windows' sum exceeds it.
@@ -94,7 +106,7 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         VerdictKind::CpuLaunchBound
     } else if comm_bound {
         VerdictKind::CommunicationBound
-    } else if i >= IDLE_BOUND_PCT || steps_idle_pct.is_some_and(|p| p >= IDLE_BOUND_PCT) {
+    } else if i + waits_pct.unwrap_or(0.0) >= IDLE_BOUND_PCT || steps_idle_pct.is_some_and(|p| p >= IDLE_BOUND_PCT) {
         VerdictKind::GpuIdle
     } else {
         VerdictKind::GpuBound
@@ -114,6 +126,7 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         steps_idle_pct,
         host_cause: None,
         longest_gap_us,
+        device_wait_pct: waits_pct,
     };
     // What keeps the host, from the verdict's own figures.
     if kind == VerdictKind::CpuLaunchBound {

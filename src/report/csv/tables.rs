@@ -72,6 +72,7 @@ const TIMELINE: &[&str] = &[
     "exposed_comm_us",
     "idle_host_wait_us",
     "longest_idle_gap_us",
+    "device_wait_us",
 ];
 const IDLE: &[&str] = &["stage", "pid", "rank", "stream", "host_wait_us", "kernel_wait_us", "other_us"];
 const STAGES: &[&str] = &[
@@ -107,6 +108,8 @@ const STAGES: &[&str] = &[
     "verdict.steps_us",
     "verdict.steps_idle_pct",
     "verdict.host_cause",
+    "verdict.longest_gap_us",
+    "verdict.device_wait_pct",
 ];
 const RANKS: &[&str] = &[
     "stage",

@@ -62,6 +62,7 @@ fn verdict() -> Verdict {
         steps_idle_pct: None,
         host_cause: None,
         longest_gap_us: 0.0,
+        device_wait_pct: None,
     }
 }
 

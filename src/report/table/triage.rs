@@ -13,7 +13,7 @@ use crate::analysis::types::UNRESOLVED;
 use crate::report::markdown::{dependency_risk_label, fixed};
 use crate::report::model::{Mode, TriageReport};
 use crate::report::timeline::{
-    clock_offset_text, clocks_offset_mark, idle_cause, stage_sum, step_source_name, verdict_line,
+    clock_offset_text, clocks_offset_mark, idle_cause, stage_sum, step_source_name, top_kernel, verdict_line,
 };
 
 use super::layout::{Column, Table};
@@ -82,15 +82,6 @@ fn header(o: &mut Out, r: &TriageReport) {
     }
 }
 
-fn top_kernel(r: &TriageReport, stage: Stage) -> Option<(String, f64)> {
-    r.kernel_tables
-        .iter()
-        .filter(|t| t.stage == stage)
-        .flat_map(|t| t.rows.first())
-        .max_by(|a, b| a.total_us.total_cmp(&b.total_us))
-        .map(|row| (shorten_middle(&display_name(&row.kernel), HEADLINE_NAME_CHARS), row.share_pct))
-}
-
 fn headline(o: &mut Out, r: &TriageReport, t: &Timeline) {
     o.title("Headline");
     if t.stages.is_empty() {
@@ -100,7 +91,7 @@ fn headline(o: &mut Out, r: &TriageReport, t: &Timeline) {
     for stage in &t.stages {
         let f = stage_sum(stage);
         let top = top_kernel(r, stage.stage)
-            .map_or_else(|| "-".to_string(), |(name, share)| format!("{name} ({}%)", fixed(share, 1)));
+            .map_or_else(|| "-".to_string(), |top| top.text(|n| shorten_middle(&display_name(n), HEADLINE_NAME_CHARS)));
         let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{}%", fixed(v, 1)));
         o.item(&format!(
             "{}: window {} ms, GPU busy {}, idle {} ({}), comm/compute overlap {}, top kernel {}",
@@ -134,6 +125,10 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     add("busy (%)", opt1(pct_of(f.busy_us, f.window_us)));
     add("idle (ms)", ms(f.idle_us));
     add("idle (%)", opt1(f.idle_pct));
+    // Shown where it is a tenth of a percent of the window or more.
+    if f.device_wait_us >= 0.001 * f.window_us && f.device_wait_us > 0.0 {
+        add("busy, device waits only (ms)", ms(f.device_wait_us));
+    }
     add(&format!("stream idle, host wait{} (ms)", clocks_offset_mark(stage)), ms(host));
     add("stream idle, kernel wait (ms)", ms(kernel));
     add("stream idle, other (ms)", ms(other));
