@@ -186,6 +186,20 @@ pub fn paired_bars(items: &[Pair], colours: (&str, &str), fmt: &dyn Fn(f64) -> S
     out
 }
 
+/// The ticks of a value axis from 0 to at least `max`: about four steps of
+/// 1, 2 or 5 times a power of ten; just 0 for an axis with no positive
+/// finite value.
+pub fn axis_ticks(max: f64) -> Vec<f64> {
+    if !(max.is_finite() && max > 0.0) {
+        return vec![0.0];
+    }
+    let rough = max / 4.0;
+    let power = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * power).find(|&s| s >= rough).unwrap_or(10.0 * power);
+    let steps = (max / step).ceil().max(1.0) as usize;
+    (0..=steps).map(|i| step * i as f64).collect()
+}
+
 /// One group of [`grouped_columns`]: its label, whether to mark it (drawn
 /// in red with `mark` under the label), and one value per series.
 pub struct Group<'a> {
@@ -200,12 +214,15 @@ pub struct Group<'a> {
 /// (name, colour), all scaled to the largest value; a marked group gets a
 /// red outline and label.
 pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f64) -> String) -> String {
-    let (plot_h, top, bottom, left) = (240.0, 14.0, 44.0, 10.0);
+    let (plot_h, top, bottom, left) = (240.0, 14.0, 44.0, 78.0);
     let col_w = 16.0;
     let group_w = col_w * series.len().max(1) as f64 + 18.0;
-    let width = (left * 2.0 + group_w * groups.len().max(1) as f64).max(400.0);
+    let width = (left + 10.0 + group_w * groups.len().max(1) as f64).max(400.0);
     let height = top + plot_h + bottom;
-    let max = groups.iter().flat_map(|g| g.values.iter().flatten().copied().map(finite)).fold(0.0, f64::max);
+    let largest = groups.iter().flat_map(|g| g.values.iter().flatten().copied().map(finite)).fold(0.0, f64::max);
+    let ticks = axis_ticks(largest);
+    // The axis ends at its last tick, so the tallest column stays under it.
+    let max = ticks.last().copied().unwrap_or(largest).max(largest);
     let mut out = format!(
         "<svg viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\">",
         n(width),
@@ -214,12 +231,35 @@ pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f
         n(height)
     );
     let base_y = top + plot_h;
+    // The value axis: a gridline and a label at each tick.
+    for &t in &ticks {
+        let y = base_y - scale(t, max, plot_h);
+        let _ = write!(
+            out,
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#e4e7eb\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"tick\">{}</text>",
+            n(left),
+            n(y),
+            n(width - 10.0),
+            n(y),
+            n(left - 6.0),
+            n(y + 4.0),
+            esc(&fmt(t))
+        );
+    }
+    let _ = write!(
+        out,
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#9aa5b1\"/>",
+        n(left),
+        n(top),
+        n(left),
+        n(base_y)
+    );
     let _ = write!(
         out,
         "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#9aa5b1\"/>",
         n(left),
         n(base_y),
-        n(width - left),
+        n(width - 10.0),
         n(base_y)
     );
     for (i, g) in groups.iter().enumerate() {

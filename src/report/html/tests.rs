@@ -322,3 +322,22 @@ fn the_idle_cause_is_the_gpus_not_its_streams() {
     assert!((part("idle: kernel wait") - 24.6 * 6.0 / 66.0).abs() < 1e-9, "{parts:?}");
     assert!((part("idle: other") - 24.6 * 60.0 / 66.0).abs() < 1e-9, "{parts:?}");
 }
+
+#[test]
+fn value_axes_reach_past_the_largest_value_in_round_steps() {
+    use super::svg::axis_ticks;
+    assert_eq!(axis_ticks(9.3), vec![0.0, 5.0, 10.0]);
+    assert_eq!(axis_ticks(12_000.0), vec![0.0, 5_000.0, 10_000.0, 15_000.0]);
+    assert_eq!(axis_ticks(1.0), vec![0.0, 0.5, 1.0]);
+    assert_eq!(axis_ticks(0.0), vec![0.0]);
+    assert_eq!(axis_ticks(f64::NAN), vec![0.0]);
+    // The batch chart labels its ticks.
+    let svg = grouped_columns(
+        &[Group { label: "rank 0".into(), mark: None, values: vec![Some(12_000.0), Some(3_000.0)] }],
+        &[("busy", "#000"), ("idle", "#111")],
+        &|v| ms(v),
+    );
+    for label in ["0.00 ms", "5.00 ms", "10.00 ms", "15.00 ms"] {
+        assert!(svg.contains(&format!(">{label}</text>")), "{label}: {svg}");
+    }
+}
