@@ -465,6 +465,37 @@ fn a_stage_without_overlap_figures_shows_none() {
     assert!(table.contains("Median busy -, median compute"), "{table}");
 }
 
+/// A batch counts as communication what the kernel table does: a kernel
+/// whose name only holds the weak word `combine` (`_combined_routing_compute`,
+/// a MoE routing kernel) is compute, and no rank waits on it.
+fn exposed_communication_is_the_kernel_tables_communication() {
+    let kernel = |ts: u64, dur: u64, corr: u64, name: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": {dur}, "args": {{"stream": 7, "correlation": {corr}, "External id": {corr}}}}}"#
+        )
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for (rank, routing) in [(0, 10), (1, 10), (2, 40)] {
+        let events = [
+            kernel(0, 10, 1, "gemm_a"),
+            kernel(20, routing, 2, "_combined_routing_compute"),
+            kernel(100, 10, 3, "ncclKernel_AllReduce"),
+        ];
+        let text = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
+        std::fs::write(tmp.path().join(format!("rank{rank}.json")), text).unwrap();
+    }
+    let dir = tmp.path().to_str().unwrap();
+    let out = common::run(&["batch", "-q", "--format", "json", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    for row in report["stages"][0]["ranks"].as_array().unwrap() {
+        // Only the all-reduce's 10 µs is exposed communication.
+        assert_eq!(row["exposed_comm_us"].as_f64(), Some(10.0), "{row}");
+        assert_eq!(row["top_exposed_comm"]["kernel"], "ncclKernel_AllReduce", "{row}");
+        assert_ne!(row["role"], "waiting", "{row}");
+    }
+}
+
 /// A failed file whose name holds a line break: the markdown list keeps it
 /// on one line (escaped, as on stderr) and the JSON error does not repeat
 /// the path.
@@ -518,7 +549,11 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 7] = [
+    let plain: [(&str, fn()); 8] = [
+        (
+            "exposed_communication_is_the_kernel_tables_communication",
+            exposed_communication_is_the_kernel_tables_communication,
+        ),
         ("usage_errors_exit_2", usage_errors_exit_2),
         ("a_dangling_link_is_listed_as_skipped", a_dangling_link_is_listed_as_skipped),
         ("a_linked_rank_takes_the_link_name", a_linked_rank_takes_the_link_name),

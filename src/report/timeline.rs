@@ -55,9 +55,9 @@ pub(crate) fn stage_sum(stage: &StageTimeline) -> Figures {
 /// opened; the rest is split between the other two as the per-stream idle
 /// figures split it. (The per-stream figures count each stream's own gaps,
 /// so on a trace whose streams take turns they far exceed the GPU's idle
-/// time and cannot be compared with it directly.)
-pub(crate) fn idle_split(stage: &StageTimeline) -> (f64, f64, f64) {
-    let f = stage_sum(stage);
+/// time and cannot be compared with it directly.) `f` is the stage's
+/// [`stage_sum`].
+pub(crate) fn idle_split(stage: &StageTimeline, f: &Figures) -> (f64, f64, f64) {
     let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
     let idle = finite(f.idle_us).max(0.0);
     let host = finite(f.idle_host_wait_us).clamp(0.0, idle);
@@ -80,7 +80,8 @@ const DOMINANT_CAUSE: f64 = 0.75;
 /// their points of the window (`waiting for the host 5.7 points, short gaps
 /// between kernels 5.0`).
 pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
-    let (host, kernel, other) = idle_split(stage);
+    let f = stage_sum(stage);
+    let (host, kernel, other) = idle_split(stage, &f);
     let idle = host + kernel + other;
     if idle <= 0.0 {
         return "none".into();
@@ -95,7 +96,7 @@ pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
     if first >= DOMINANT_CAUSE * idle {
         return first_name.into();
     }
-    let window = stage_sum(stage).window_us;
+    let window = f.window_us;
     let points = |us: f64| if window > 0.0 { fixed(100.0 * us / window, 1) } else { "-".into() };
     format!("{first_name} {} points, {second_name} {}", points(first), points(second))
 }

@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use crate::analysis::framework::{detect_from_strings, Framework, FrameworkChoice, Undetected};
 use crate::analysis::fusion::{self, detect_fusion_opportunities, KeywordMatch};
 use crate::analysis::kernels::{
-    aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, total_dur, KernelRule, TraceData,
+    aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, kernel_category, total_dur,
+    KernelName, KernelRule, TraceData,
 };
 use crate::analysis::mapping::{
     build_mapping_kernel_map, formal_stage_payloads, limit_kernel_rows, pct, rank_kernels, shared_stage_maps,
@@ -892,7 +893,7 @@ fn overlap_stage(
         total_busy_us: stats.total_busy_us,
         overlap_us: stats.overlap_us,
         max_concurrent_streams: stats.max_concurrent_streams,
-        exclusive_comm_by_kernel: exclusive_comm_by_kernel(&formal_bundle.events),
+        exclusive_comm_by_kernel: exclusive_comm_by_kernel(&formal_bundle.events, opts.kernel_rule()),
     };
     // Every row is kept; the table limit, like the kernel table's, only
     // decides which are rendered (the first `limit`, at or above the bar).
@@ -927,13 +928,23 @@ fn clamp_ratios(row: &mut crate::analysis::overlap::ActionRow) {
 }
 
 /// Exclusive time of the communication kernels summed per (canonical name,
-/// category), first-seen order.
-fn exclusive_comm_by_kernel(events: &[overlap::OverlapKernel]) -> Vec<(String, &'static str, f64)> {
-    let mut sums: IndexMap<(&str, &'static str), f64> = IndexMap::new();
-    for e in events.iter().filter(|e| e.category() == "communication") {
-        *sums.entry((e.canonical_name(), e.category())).or_insert(0.0) += e.exclusive_us;
+/// category), first-seen order. A kernel is communication by the kernel
+/// table's category under `rule` (not the overlap table's coarser one), so
+/// that a batch's exposed communication and compute split the kernels as
+/// `triage` does. Each distinct name is classified once.
+fn exclusive_comm_by_kernel(events: &[overlap::OverlapKernel], rule: KernelRule) -> Vec<(String, &'static str, f64)> {
+    // Per shared name (its address): whether it is communication.
+    let mut is_comm: rustc_hash::FxHashMap<*const KernelName, bool> = Default::default();
+    let mut sums: IndexMap<&str, f64> = IndexMap::new();
+    for e in events {
+        let comm = *is_comm
+            .entry(Arc::as_ptr(&e.name))
+            .or_insert_with(|| kernel_category(e.canonical_name(), rule) == "communication");
+        if comm {
+            *sums.entry(e.canonical_name()).or_insert(0.0) += e.exclusive_us;
+        }
     }
-    sums.into_iter().map(|((n, c), us)| (n.to_string(), c, us)).collect()
+    sums.into_iter().map(|(n, us)| (n.to_string(), "communication", us)).collect()
 }
 
 #[cfg(test)]
