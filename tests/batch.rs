@@ -494,6 +494,13 @@ fn exposed_communication_is_the_kernel_tables_communication() {
         assert_eq!(row["top_exposed_comm"]["kernel"], "ncclKernel_AllReduce", "{row}");
         assert_ne!(row["role"], "waiting", "{row}");
     }
+    // Every format says what the cross-rank kernel table's Min / Median /
+    // Max are taken over.
+    for format in ["markdown", "table", "html"] {
+        let text = String::from_utf8_lossy(&common::run(&["batch", "-q", "--format", format, dir]).stdout).into_owned();
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("0 on a rank that does not run it"), "{format}: {text}");
+    }
 }
 
 /// A failed file whose name holds a line break: the markdown list keeps it

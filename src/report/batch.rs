@@ -134,6 +134,12 @@ fn against_median(value: f64, median: f64) -> String {
 
 /// What the rank table's columns measure, and how they differ from the
 /// triage timeline's figures of the same names.
+/// What the cross-rank kernel table's columns measure, under the table in
+/// every format.
+pub(crate) const KERNEL_COLUMNS_LEGEND: &str = "Per kernel its GPU time on every rank of the stage, 0 on a rank \
+     that does not run it: Min / Median / Max over those ranks. Ranks with it: how many run it. Leads ranks: the \
+     ranks where it is the kernel with the most GPU time; Max rank: the rank with the Max.";
+
 pub(crate) const RANK_COLUMNS_LEGEND: &str = "Busy: GPU time any kernel runs; compute: summed kernel time outside \
      communication kernels (memory copies included, unlike the timeline's Compute); overlap: share of busy time with \
      kernels on two or more streams at once (not the timeline's comm/compute overlap); exposed comm: communication no \
@@ -272,6 +278,10 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
         out.push("| Kernel | Category | Leads ranks | Ranks with it | Min | Median | Max | Max rank |".into());
         out.push("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |".into());
         out.extend(s.kernels.iter().map(kernel_line));
+        if !s.kernels.is_empty() {
+            out.push(String::new());
+            out.push(KERNEL_COLUMNS_LEGEND.to_string());
+        }
     }
     if !info.skipped.is_empty() {
         out.push(String::new());

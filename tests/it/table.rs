@@ -81,6 +81,14 @@ fn batch_fits() {
     assert!(out.contains("Busy (ms)") && out.contains("Cross-rank kernels"), "{out}");
     assert!(out.contains("Leads ranks:"), "legend missing: {out}");
     assert!(Path::new(RANKS).is_dir());
+    // A wide terminal shows every column markdown has: the top exposed
+    // communication kernel with its time, and the top headroom row.
+    let wide = table(400, &["batch", "--format", "table", RANKS]);
+    assert!(!wide.contains("Left out at"), "{wide}");
+    assert!(
+        wide.contains("(3.88 ms)") && wide.contains("Top headroom") && wide.contains("P1 ncclKernel_SendRecv"),
+        "{wide}"
+    );
 }
 
 #[test]

@@ -139,6 +139,9 @@ pub fn render(v: BatchView<'_>) -> String {
                 s.kernels.len() - KERNEL_ROWS
             );
         }
+        if !s.kernels.is_empty() {
+            let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(crate::report::batch::KERNEL_COLUMNS_LEGEND));
+        }
     }
     if !info.failures.is_empty() || !info.skipped.is_empty() {
         let _ = writeln!(b, "<h2>Files left out</h2><ul>");

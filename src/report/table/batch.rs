@@ -18,10 +18,7 @@ use super::{ms, opt1, opt_ms, stage_heading, Out};
 
 const RANK_LEGEND: &[&str] = &[crate::report::batch::RANK_COLUMNS_LEGEND];
 
-const KERNEL_LEGEND: &[&str] = &[
-    "Per kernel its GPU time on each rank that runs it: Min / Median / Max over those ranks. Leads ranks: the ranks \
-     where it is the kernel with the most GPU time; Max rank: the rank with the Max.",
-];
+const KERNEL_LEGEND: &[&str] = &[crate::report::batch::KERNEL_COLUMNS_LEGEND];
 
 fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
     let mut t = Table::new(vec![
@@ -33,12 +30,18 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
         Column::num("Exposed comm (ms)", 0),
         Column::num("Exposed comm (%)", 2),
         Column::name("Top exposed comm kernel", 20, 1),
+        Column::name("Top headroom", 16, 1),
         Column::text("Role", 0),
     ]);
     for r in &s.rows {
         let f = &r.facts;
         let role = r.role_text().unwrap_or_else(|| "-".to_string());
-        let top = f.top_exposed.as_ref().map_or_else(|| "-".to_string(), |(k, _)| display_name(k));
+        let top = f
+            .top_exposed
+            .as_ref()
+            .map_or_else(|| "-".to_string(), |(k, us)| format!("{} ({} ms)", display_name(k), ms(*us)));
+        let headroom =
+            f.top_headroom.as_ref().map_or_else(|| "-".to_string(), |(p, k)| format!("{p} {}", display_name(k)));
         t.row(vec![
             r.rank.to_string(),
             super::names::visible(&file_name(&r.file)),
@@ -48,6 +51,7 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
             opt_ms(f.exposed_comm()),
             opt1(r.exposed_comm_pct),
             top,
+            headroom,
             role,
         ]);
     }
