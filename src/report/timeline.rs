@@ -157,10 +157,10 @@ fn verdict_text(stage: &StageTimeline) -> String {
                     "the calls already launch graphs ({} kernels a call; {medians})",
                     v.kernels_per_launch.map_or_else(|| "-".to_string(), |k| fixed(k, 1))
                 )),
-                (Some(HostCause::HostWork), Some(HostWorkReason::QueuedKernels)) => host_work(format!(
-                    "kernels were queued ahead of the GPU (median launch delay {}; {medians})",
+                (Some(HostCause::HostWork), Some(HostWorkReason::QueuedKernels)) => format!(
+                    "{waits} → host-bound: the host launches in bursts that queue kernels ahead of the GPU (median launch delay {}; {medians}) and leaves it waiting between bursts while it works elsewhere (synchronization, scheduling, data loading, Python)",
                     us(v.delay_p50_us)
-                )),
+                ),
                 (Some(HostCause::HostWork), _) => {
                     host_work(format!("launch calls are short beside the kernels ({medians})"))
                 }

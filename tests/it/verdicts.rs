@@ -105,3 +105,19 @@ fn a_device_side_wait_is_not_the_top_kernel() {
         );
     }
 }
+
+#[test]
+fn kernels_queued_ahead_of_the_gpu_mean_bursts_of_launches() {
+    // HTA's sampled rank 0: kernels start a median 10.8 ms after their
+    // launch calls, yet 29.7 points of the window wait for the host: the
+    // host queues work in bursts and the GPU idles between them.
+    let t = trace("hta/trace_filter/sampled_rank-0.json.gz");
+    let (kind, cause, _, _) = verdict(&t);
+    assert_eq!((kind.as_str(), cause), ("cpu_launch_bound", Value::from("host_work")));
+    let md = run(&t, "markdown");
+    assert!(
+        md.contains("→ host-bound: the host launches in bursts that queue kernels ahead of the GPU (median launch delay 10802.0 µs;"),
+        "{md}"
+    );
+    assert!(md.contains("leaves it waiting between bursts while it works elsewhere"), "{md}");
+}
