@@ -450,22 +450,33 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
 /// Framework hinted by an input path: its text, its server args, then the
 /// sample text of the trace (for a directory, of its three newest traces).
 /// `sample_of` loads a trace and returns its framework sample text.
-fn detect_from_path(path: &Path, sample_of: &dyn Fn(&Path) -> Option<String>) -> Option<Framework> {
+fn detect_from_path(
+    path: &Path,
+    analysed: &[PathBuf],
+    sample_of: &dyn Fn(&Path) -> Option<String>,
+) -> Option<Framework> {
     if let Some(h) = detect_from_text(&path.to_string_lossy()) {
         return Some(h);
     }
     if let Some(h) = detect_from_server_args(load_server_args(path).as_ref()) {
         return Some(h);
     }
+    let hint = |t: &Path| sample_of(t).and_then(|s| detect_from_text(&s));
     if path.is_file() || is_stream_path(path) {
-        return sample_of(path).and_then(|s| detect_from_text(&s));
+        return hint(path);
     }
-    discover_trace_files(path, true, Some(3)).iter().find_map(|t| sample_of(t).and_then(|s| detect_from_text(&s)))
+    analysed
+        .iter()
+        .find_map(|t| hint(t))
+        .or_else(|| discover_trace_files(path, true, Some(3)).iter().find_map(|t| hint(t)))
 }
 
 /// The reference's `resolve_framework` for a local input; `undetected` is
 /// what it settles on when no hint names a framework (the reference:
-/// SGLang). With [`Undetected::Generic`], `strings_hint` (the framework the
+/// SGLang). For a directory, the first events of `analysed` (the traces
+/// the run reads) are asked before those of the first traces found in it
+/// (the reference asks only the latter, so a directory of one framework's
+/// traces beside another's could name the other). With [`Undetected::Generic`], `strings_hint` (the framework the
 /// input's loaded traces name anywhere, [`detect_from_strings`]) is asked
 /// before settling on generic PyTorch.
 ///
@@ -474,6 +485,7 @@ pub fn resolve_framework(
     requested: FrameworkChoice,
     input_path: &Path,
     server_args: Option<&serde_json::Value>,
+    analysed: &[PathBuf],
     sample_of: &dyn Fn(&Path) -> Option<String>,
     strings_hint: &dyn Fn() -> Option<Framework>,
     undetected: Undetected,
@@ -481,12 +493,12 @@ pub fn resolve_framework(
     if let FrameworkChoice::Fixed(f) = requested {
         return f;
     }
-    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, sample_of)).unwrap_or_else(|| {
-        match undetected {
+    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, analysed, sample_of)).unwrap_or_else(
+        || match undetected {
             Undetected::Generic => strings_hint().unwrap_or(Framework::Generic),
             Undetected::Sglang => Framework::Sglang,
-        }
-    })
+        },
+    )
 }
 
 #[cfg(test)]
@@ -574,7 +586,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let trace = dir.path().join("rank0.trace.json");
         std::fs::write(&trace, br#"{"traceEvents": []}"#).unwrap();
-        resolve_framework(FrameworkChoice::Auto, &trace, None, &|_| Some(sample.to_string()), &|| None, undetected)
+        resolve_framework(FrameworkChoice::Auto, &trace, None, &[], &|_| Some(sample.to_string()), &|| None, undetected)
     }
 
     #[test]
@@ -594,7 +606,7 @@ mod tests {
         std::fs::write(&trace, br#"{"traceEvents": []}"#).unwrap();
         let resolve = |undetected| {
             let sample = |_: &Path| Some(TRAINING_SAMPLE.to_string());
-            resolve_framework(FrameworkChoice::Auto, &trace, None, &sample, &|| Some(Framework::Vllm), undetected)
+            resolve_framework(FrameworkChoice::Auto, &trace, None, &[], &sample, &|| Some(Framework::Vllm), undetected)
         };
         assert_eq!(resolve(Undetected::Generic), Framework::Vllm);
         assert_eq!(resolve(Undetected::Sglang), Framework::Sglang);
@@ -610,7 +622,8 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let fixed = FrameworkChoice::Fixed(Framework::Generic);
-        let got = resolve_framework(fixed, dir.path(), None, &|_| Some(vllm.to_string()), &|| None, Undetected::Sglang);
+        let got =
+            resolve_framework(fixed, dir.path(), None, &[], &|_| Some(vllm.to_string()), &|| None, Undetected::Sglang);
         assert_eq!(got, Framework::Generic);
     }
 }

@@ -394,11 +394,17 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let strings_hint = |traces: &[PathBuf]| -> Option<Framework> {
         traces.iter().find_map(|p| find(p).and_then(|l| detect_from_strings(l.trace.strings.iter())))
     };
+    // A directory's framework is read first from the traces the run reads;
+    // the reference reads only the first traces found in it.
+    let reference = opts.compat == Compat::Reference;
+    let (mapping_read, formal_read) =
+        if reference { (&[][..], &[][..]) } else { (&mapping_traces[..], &formal_traces[..]) };
     let mapping = Target {
         framework: resolve_framework(
             opts.framework,
             &mapping_resolved,
             mapping_args.as_ref(),
+            mapping_read,
             &sample_of,
             &|| strings_hint(&mapping_traces),
             opts.undetected_framework(),
@@ -418,6 +424,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
                 opts.framework,
                 &formal_resolved,
                 formal_args.as_ref(),
+                formal_read,
                 &sample_of,
                 &|| strings_hint(&formal_traces),
                 opts.undetected_framework(),

@@ -172,3 +172,29 @@ keywords = ["gamma_kernel"]
     assert_eq!(names(Framework::Sglang), vec!["Any framework", "SGLang only"]);
     assert_eq!(names(Framework::Vllm), vec!["Any framework"]);
 }
+
+#[test]
+fn a_directory_is_read_as_the_framework_of_the_trace_it_analyses() {
+    // SGLang's decode trace beside two vLLM traces: the run reads the
+    // newest trace of the stage, a vLLM one, and names vLLM, where the
+    // reference names the framework of the first trace it finds.
+    let dir = tempfile::tempdir().unwrap();
+    let base = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/tracelens/inference");
+    for sub in ["sglang_decode", "vllm_decode_full", "vllm_prefilldecode_piecewise"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    let copy = |from: &str, to: &str| std::fs::copy(format!("{base}/{from}"), dir.path().join(to)).unwrap();
+    copy("sglang_decode/sglang_Qwen3-8B_decode.json.gz", "sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    copy("vllm_decode_full/graph_execution.json.gz", "vllm_decode_full/graph_execution.json.gz");
+    // Written last, so it is the newest trace.
+    copy(
+        "vllm_prefilldecode_piecewise/graph_execution.json.gz",
+        "vllm_prefilldecode_piecewise/graph_execution.json.gz",
+    );
+    let d = dir.path().to_str().unwrap();
+    let report = triage_json(&[d]);
+    let traces = report["formal_traces"].to_string();
+    assert!(traces.contains("vllm_"), "{traces}");
+    assert_eq!(framework_of(&report), ("vllm", "vllm"), "{traces}");
+    assert_eq!(framework_of(&triage_json(&["--compat", "reference", d])), ("sglang", "sglang"));
+}
