@@ -135,7 +135,7 @@ fn one_gap_text(gap_us: f64, share: f64) -> String {
 
 fn verdict_text(stage: &StageTimeline) -> String {
     let v = &stage.verdict;
-    let name = stage.stage.as_str();
+    let name = stage.stage.label();
     let idle = pct(v.idle_pct);
     let host = v.host_wait_pct.map_or_else(|| "-".to_string(), |h| fixed(h, 1));
     match v.kind {
@@ -277,7 +277,7 @@ pub fn headline(r: &TriageReport, t: &Timeline) -> Vec<String> {
             .map_or_else(|| "-".to_string(), |top| top.text(|n| escape_md_cell(&short_name(n))));
         lines.push(format!(
             "- {}: window {}, GPU busy {}, idle {} ({}), comm/compute overlap {}, top kernel {}",
-            stage.stage.as_str(),
+            stage.stage.label(),
             format_ms(f.window_us),
             pct(busy),
             pct(f.idle_pct),

@@ -121,3 +121,11 @@ fn kernels_queued_ahead_of_the_gpu_mean_bursts_of_launches() {
     );
     assert!(md.contains("leaves it waiting between bursts while it works elsewhere"), "{md}");
 }
+
+#[test]
+fn the_headline_and_verdict_name_a_stage_as_its_section_does() {
+    let t = trace("tracelens/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz");
+    let md = run(&t, "markdown");
+    assert!(md.contains("##### extend/prefill"), "{md}");
+    assert!(md.contains("\n- extend/prefill: window ") && md.contains("\nextend/prefill: GPU busy"), "{md}");
+}

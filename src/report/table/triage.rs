@@ -95,7 +95,7 @@ fn headline(o: &mut Out, r: &TriageReport, t: &Timeline) {
         let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{}%", fixed(v, 1)));
         o.item(&format!(
             "{}: window {} ms, GPU busy {}, idle {} ({}), comm/compute overlap {}, top kernel {}",
-            stage.stage.as_str(),
+            stage.stage.label(),
             ms(f.window_us),
             pct(pct_of(f.busy_us, f.window_us)),
             pct(f.idle_pct),
