@@ -418,6 +418,19 @@ fn a_rank_held_by_two_files_is_warned_of() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("held by more than one file"));
 }
 
+/// Writes `rank{rank}.json` in `dir` holding `events`.
+fn write_rank(dir: &Path, rank: u32, events: &[String]) {
+    let text = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
+    std::fs::write(dir.join(format!("rank{rank}.json")), text).unwrap();
+}
+
+/// `batch --format json` of `dir`, which must succeed.
+fn batch_json(dir: &str) -> Value {
+    let out = common::run(&["batch", "-q", "--format", "json", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    json_of(&out)
+}
+
 /// A stage of the kernel tables that the overlap step leaves out (kernels
 /// resolved to `all` beside a named stage): its busy, overlap and exposed
 /// figures are unknown, shown as `-` and `null`, not as zeros.
@@ -439,13 +452,10 @@ fn a_stage_without_overlap_figures_shows_none() {
             kernel(100_000, 3, "gemm_b"),
             kernel(100_000 + work, 4, "gemm_b"),
         ];
-        let text = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
-        std::fs::write(tmp.path().join(format!("rank{rank}.json")), text).unwrap();
+        write_rank(tmp.path(), rank, &events);
     }
     let dir = tmp.path().to_str().unwrap();
-    let out = common::run(&["batch", "-q", "--format", "json", dir]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = json_of(&out);
+    let report = batch_json(dir);
     let stages = report["stages"].as_array().unwrap();
     let names: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();
     assert_eq!(names, ["decode", "all"]);
@@ -481,13 +491,10 @@ fn exposed_communication_is_the_kernel_tables_communication() {
             kernel(20, routing, 2, "_combined_routing_compute"),
             kernel(100, 10, 3, "ncclKernel_AllReduce"),
         ];
-        let text = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
-        std::fs::write(tmp.path().join(format!("rank{rank}.json")), text).unwrap();
+        write_rank(tmp.path(), rank, &events);
     }
     let dir = tmp.path().to_str().unwrap();
-    let out = common::run(&["batch", "-q", "--format", "json", dir]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = json_of(&out);
+    let report = batch_json(dir);
     for row in report["stages"][0]["ranks"].as_array().unwrap() {
         // Only the all-reduce's 10 µs is exposed communication.
         assert_eq!(row["exposed_comm_us"].as_f64(), Some(10.0), "{row}");
