@@ -23,8 +23,9 @@
 //!   whose extra work is a fraction of the other ranks' extra waiting does
 //!   not hold them up by that work (the stage then records the candidate as
 //!   [`StageSummary::unexplained`]);
-//! - waiting ranks: rows whose exposed communication is positive and above
-//!   `bar(exposed communication)`. When a slow rank exists they wait on it,
+//! - waiting ranks: rows whose exposed communication is positive, above
+//!   `bar(exposed communication)` and above the median by at least
+//!   [`WAIT_FLOOR_SHARE`] of the median busy time. When a slow rank exists they wait on it,
 //!   and a row whose own compute time is above `bar(compute)` is not among
 //!   them (it holds the others up too); without one the wait has no cause
 //!   among the GPU kernels (a late launch on the host, say), whatever the
@@ -240,6 +241,11 @@ pub struct Unexplained {
 /// compute must reach to be named the cause of the waits.
 pub const EXPLAINS_SHARE: f64 = 0.25;
 
+/// The share of the stage's median busy time by which a row's exposed
+/// communication must exceed the median to count as waiting: a few
+/// microseconds over a tiny median are no wait worth a role.
+pub const WAIT_FLOOR_SHARE: f64 = 0.02;
+
 /// Everything the batch report shows for one stage.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageSummary {
@@ -348,8 +354,9 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
         if Some(i) == slow {
             r.role = Some(Role::Slow);
             r.straggler.push("compute");
-        } else if r.facts.exposed_comm().zip(median_exposed_comm_us).is_some_and(|(e, m)| above(e, m, straggler_pct))
-            && (slow.is_none() || !above(r.compute_us, median_compute_us, straggler_pct))
+        } else if r.facts.exposed_comm().zip(median_exposed_comm_us).is_some_and(|(e, m)| {
+            above(e, m, straggler_pct) && e - m >= WAIT_FLOOR_SHARE * median_busy_us.unwrap_or(0.0)
+        }) && (slow.is_none() || !above(r.compute_us, median_compute_us, straggler_pct))
         {
             r.role = Some(Role::Waiting);
             r.waits_on = slow_rank.filter(|&s| s != r.rank);
@@ -474,6 +481,29 @@ mod tests {
 
     fn analysis(rank: u64, stages: Vec<StageFacts>) -> RankFacts {
         RankFacts { file: PathBuf::new(), rank, rank_source: RankSource::FileName, stages }
+    }
+
+    #[test]
+    fn a_wait_of_a_few_microseconds_is_no_role() {
+        // Exposed communication of 0.13 ms against a median of 0.07 ms is
+        // 86 % over it, but 0.06 ms of a 10 ms stage: under the floor.
+        let a: Vec<RankFacts> = [(0, 0.13), (1, 0.07), (2, 0.07)]
+            .iter()
+            .map(|&(rank, comm_ms)| {
+                analysis(rank, vec![facts(Stage::Decode, 10_000.0, comm_ms * 1000.0, &[("gemm", 9_000.0)])])
+            })
+            .collect();
+        let s = summarize(&a.iter().collect::<Vec<_>>(), 10.0);
+        assert!(s[0].rows.iter().all(|r| r.role.is_none()), "{:?}", s[0].rows);
+        // 0.30 ms over the median is 3 % of it: waiting.
+        let a: Vec<RankFacts> = [(0, 0.37), (1, 0.07), (2, 0.07)]
+            .iter()
+            .map(|&(rank, comm_ms)| {
+                analysis(rank, vec![facts(Stage::Decode, 10_000.0, comm_ms * 1000.0, &[("gemm", 9_000.0)])])
+            })
+            .collect();
+        let s = summarize(&a.iter().collect::<Vec<_>>(), 10.0);
+        assert_eq!(s[0].rows[0].role, Some(Role::Waiting));
     }
 
     #[test]

@@ -150,7 +150,8 @@ pub(crate) fn roles_legend(pct: f64) -> String {
     format!(
         "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median \
          and by at least a quarter of the spread of exposed communication; \
-         waiting = exposed communication more than {pct}% above the median (beside a slow rank, only ranks whose own compute is not)"
+         waiting = exposed communication more than {pct}% above the median and above it by at least {floor}% of the median busy time (beside a slow rank, only ranks whose own compute is not)",
+        floor = 100.0 * crate::analysis::ranks::WAIT_FLOOR_SHARE
     )
 }
 
