@@ -218,20 +218,21 @@ pub(crate) struct TopKernel<'a> {
 
 /// The top kernel of a stage in the kernel table.
 pub(crate) fn top_kernel(r: &TriageReport, stage: Stage) -> Option<TopKernel<'_>> {
-    let mut rows: Vec<&KernelTableRow> =
-        r.kernel_tables.iter().filter(|t| t.stage == stage).flat_map(|t| &t.rows).collect();
-    rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
-    fn named(row: &KernelTableRow) -> (&str, f64) {
-        (&row.kernel, row.share_pct)
-    }
-    let top = rows.iter().find(|row| !names_device_wait(&row.kernel)).map(|row| named(row));
-    let wait = rows.first().filter(|row| names_device_wait(&row.kernel)).map(|row| named(row));
-    let ((name, share_pct), wait_above) = match (top, wait) {
-        (Some(top), wait) => (top, wait),
-        (None, Some(wait)) => (wait, None),
-        (None, None) => return None,
+    // Each table's rows are ranked by GPU time, largest first.
+    let tables = || r.kernel_tables.iter().filter(move |t| t.stage == stage);
+    let by_time = |a: &&KernelTableRow, b: &&KernelTableRow| a.total_us.total_cmp(&b.total_us);
+    let work = tables().filter_map(|t| t.rows.iter().find(|row| !names_device_wait(&row.kernel))).max_by(by_time);
+    let first = tables().filter_map(|t| t.rows.first()).max_by(by_time)?;
+    let (top, wait_above) = match work {
+        Some(top) if names_device_wait(&first.kernel) => (top, Some(first)),
+        Some(top) => (top, None),
+        None => (first, None),
     };
-    Some(TopKernel { name, share_pct, wait_above })
+    Some(TopKernel {
+        name: &top.kernel,
+        share_pct: top.share_pct,
+        wait_above: wait_above.map(|w| (&*w.kernel, w.share_pct)),
+    })
 }
 
 impl TopKernel<'_> {
