@@ -126,17 +126,21 @@ pub fn names_device_wait(name: &str) -> bool {
 }
 
 /// The words of a camel-case identifier: `waitOnEvent` → `wait`, `On`,
-/// `Event`.
+/// `Event`. The identifier is ASCII letters and digits, so every cut lies on
+/// a character boundary.
 fn camel_words(word: &str) -> impl Iterator<Item = &str> {
     let b = word.as_bytes();
-    let mut cuts: Vec<usize> =
-        (1..b.len()).filter(|&i| b[i - 1].is_ascii_lowercase() && b[i].is_ascii_uppercase()).collect();
-    cuts.push(b.len());
     let mut start = 0;
-    cuts.into_iter().map(move |end| {
+    std::iter::from_fn(move || {
+        if start >= b.len() {
+            return None;
+        }
+        let end = (start + 1..b.len())
+            .find(|&i| b[i - 1].is_ascii_lowercase() && b[i].is_ascii_uppercase())
+            .unwrap_or(b.len());
         let w = &word[start..end];
         start = end;
-        w
+        Some(w)
     })
 }
 
@@ -292,6 +296,15 @@ mod tests {
         for name in ["await_done", "waiting_room", "gemm_kernel", "ncclDevKernel_Wait", "all_reduce_wait", ""] {
             assert!(!names_device_wait(name), "{name}");
         }
+    }
+
+    #[test]
+    fn camel_case_words() {
+        let words = |w| camel_words(w).collect::<Vec<_>>();
+        assert_eq!(words("waitOnEvent"), ["wait", "On", "Event"]);
+        assert_eq!(words("WAIT"), ["WAIT"]);
+        assert_eq!(words("cudaStreamWaitEvent2"), ["cuda", "Stream", "Wait", "Event2"]);
+        assert!(words("").is_empty());
     }
 
     use super::*;
