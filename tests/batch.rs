@@ -322,7 +322,11 @@ fn usage_errors_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = common::run(&["batch", tmp.path().to_str().unwrap()]);
     assert_eq!(empty.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&empty.stderr).contains("torchtriage: no trace files found under"));
+    let stderr = String::from_utf8_lossy(&empty.stderr);
+    assert!(
+        stderr.starts_with(&format!("torchtriage: {}: no trace files in this directory", tmp.path().display())),
+        "{stderr}"
+    );
     let missing = common::run(&["batch", tmp.path().join("nope").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(2));
     let bad = common::run(&["batch", "--straggler-pct", "-1", tmp.path().to_str().unwrap()]);

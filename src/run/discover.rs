@@ -85,6 +85,10 @@ pub fn has_trace_suffix(name: &str) -> bool {
     [".json", ".json.gz", ".json.zst", ".zst"].iter().any(|s| name.ends_with(s))
 }
 
+/// The message for a directory that holds no trace, at any depth.
+pub const NO_TRACES: &str =
+    "no trace files in this directory or below it (a trace is a .json, .json.gz or .json.zst file that begins as a profiler trace)";
+
 /// Top-level keys the PyTorch profiler writes; a document opening with one
 /// of them is a trace.
 const TRACE_KEYS: &[&str] = &[
@@ -304,9 +308,7 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
         }
     }
     dirs.sort_by_key(|(_, m)| *m);
-    dirs.pop()
-        .map(|(d, _)| d)
-        .ok_or_else(|| Error::usage(format!("no trace files found under {}", crate::error::shown(path))))
+    dirs.pop().map(|(d, _)| d).ok_or_else(|| Error::usage(NO_TRACES).in_file(path))
 }
 
 /// The run a trace below a profile directory belongs to: its folder, or the
@@ -405,7 +407,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
     // Traces in the other folders below `path`, when one folder was chosen.
     let elsewhere = recursive.iter().filter(|t| !traces.contains(t)).count();
     if traces.is_empty() {
-        return Err(Error::usage(format!("no trace files found under {}", crate::error::shown(&trace_dir))));
+        return Err(Error::usage(NO_TRACES).in_file(&trace_dir));
     }
     let non_merged: Vec<PathBuf> = traces
         .iter()

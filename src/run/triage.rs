@@ -229,7 +229,8 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
         });
     }
     let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
-    let targets = discover_trace_targets(&resolved)?;
+    let targets =
+        discover_trace_targets(&resolved).map_err(|e| named_as_given(e, &[(&resolved, &path.to_path_buf())]))?;
     let server_args = targets.server_args.or_else(|| crate::run::discover::load_server_args(&resolved));
     let left_out = (targets.left_out > 0).then(|| LeftOut {
         input: path.to_path_buf(),
@@ -238,6 +239,22 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
         count: targets.left_out,
     });
     Ok(ResolvedInput { path: resolved, traces: targets.traces, server_args, left_out })
+}
+
+/// `e` naming its file by the input the user gave rather than its resolved
+/// form: `bad.json` stays `bad.json`, and a trace found in `ranks/`
+/// (resolved to `/abs/ranks`) is `ranks/rank0.json`. `inputs` pairs each
+/// resolved input with the path as given.
+fn named_as_given(mut e: Error, inputs: &[(&PathBuf, &PathBuf)]) -> Error {
+    let Some(path) = e.path.as_deref() else { return e };
+    let given = inputs.iter().find_map(|(resolved, given)| {
+        let rest = path.strip_prefix(resolved).ok()?;
+        Some(if rest.as_os_str().is_empty() { given.to_path_buf() } else { given.join(rest) })
+    });
+    if let Some(given) = given {
+        e.path = Some(given);
+    }
+    e
 }
 
 /// `stage` if present, else `all`, else the only entry.
@@ -378,9 +395,11 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             distinct.push(p);
         }
     }
+    let named = [(&mapping_resolved, &mapping_path), (&formal_resolved, &formal_path)];
     let mut loaded: Vec<Loaded> = Vec::new();
     for p in &distinct {
-        loaded.push(Loaded::load(p, opts, distinct.len() == 1)?);
+        let trace = Loaded::load(p, opts, distinct.len() == 1).map_err(|e| named_as_given(e, &named))?;
+        loaded.push(trace);
     }
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
     let sample_of = |p: &Path| -> Option<String> {

@@ -239,3 +239,29 @@ fn running_out_of_memory_is_one_line_and_exit_2() {
         assert!(out.stdout.is_empty(), "{command}: no partial report");
     }
 }
+
+/// `triage`, `stats` and `batch` name a bad file by the path the user typed,
+/// relative when it was relative, also for a trace found in a directory.
+#[test]
+fn errors_name_the_input_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("run")).unwrap();
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    write_temp(&dir, "run/rank0.pt.trace.json", &GOOD[..GOOD.len() - 10]);
+    let cut = GOOD.len() - 10;
+    for (args, want) in [
+        (&["triage", "run/rank0.pt.trace.json"][..], format!("torchtriage: run/rank0.pt.trace.json: byte {cut}: ")),
+        (&["stats", "run/rank0.pt.trace.json"], format!("torchtriage: run/rank0.pt.trace.json: byte {cut}: ")),
+        (&["triage", "run"], format!("torchtriage: run/rank0.pt.trace.json: byte {cut}: ")),
+        (&["triage", "./run/"], format!("torchtriage: ./run/rank0.pt.trace.json: byte {cut}: ")),
+        (&["triage", "empty"], "torchtriage: empty: no trace files in this directory or below it".to_string()),
+        (&["batch", "empty"], "torchtriage: empty: no trace files in this directory or below it".to_string()),
+    ] {
+        let out = common::run_in(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(&want), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

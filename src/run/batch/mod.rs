@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::report::model::{SkipReason, TriageReport};
 use crate::run::discover::{
-    dangling_links, discover_named_trace_files, has_trace_suffix, parse_rank, walk_regular_files,
+    dangling_links, discover_named_trace_files, has_trace_suffix, parse_rank, walk_regular_files, NO_TRACES,
 };
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
@@ -102,13 +102,12 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
         paths = found;
     }
     if paths.is_empty() && dir.is_file() {
-        return Err(Error::usage(format!(
-            "{}: not recognised as a trace (its start does not look like a profiler trace)",
-            crate::error::shown(dir)
-        )));
+        return Err(
+            Error::usage("not recognised as a trace (its start does not look like a profiler trace)").in_file(dir)
+        );
     }
     if paths.is_empty() {
-        return Err(Error::usage(format!("no trace files found under {}", crate::error::shown(dir))));
+        return Err(Error::usage(NO_TRACES).in_file(dir));
     }
     // Canonical paths, as `triage` resolves its input (stage names in parent
     // directories depend on it); the rank is read from the name the file was
