@@ -6,7 +6,8 @@
 use crate::analysis::kernels::names::names_device_wait;
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::{
-    Figures, HostCause, HostWorkReason, StageTimeline, StepSource, Timeline, VerdictKind, ONE_GAP_SHARE,
+    Figures, HostCause, HostWorkReason, StageTimeline, StepSource, Timeline, Verdict, VerdictKind, EXPOSED_COMM_PCT,
+    ONE_GAP_SHARE,
 };
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::{KernelTableRow, TriageReport};
@@ -76,14 +77,18 @@ pub(crate) fn idle_split(stage: &StageTimeline, f: &Figures) -> (f64, f64, f64) 
 const DOMINANT_CAUSE: f64 = 0.75;
 
 /// What a stage's idle time went to, in words: its largest cause, or, when
-/// that is under [`DOMINANT_CAUSE`] of the idle time, the two largest with
-/// their points of the window (`waiting for the host 5.7 points, short gaps
-/// between kernels 5.0`).
+/// that is under [`DOMINANT_CAUSE`] of the idle time, each cause with its
+/// points of the window, largest first, leaving out those that round to 0.0
+/// (`waiting for the host 5.7 points, short gaps between kernels 5.0, other
+/// waits 0.2`), so that the points add up to the idle share. Idle time that
+/// rounds to 0.0% of the window has no cause.
 pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
     let f = stage_sum(stage);
     let (host, kernel, other) = idle_split(stage, &f);
     let idle = host + kernel + other;
-    if idle <= 0.0 {
+    let window = f.window_us;
+    let points = |us: f64| if window > 0.0 { 100.0 * us / window } else { 0.0 };
+    if idle <= 0.0 || points(idle) < 0.05 {
         return "none".into();
     }
     if stage.launch.clock_offset_us.is_some() {
@@ -92,13 +97,35 @@ pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
     // Largest first; equal parts keep this order.
     let mut parts = [(host, "waiting for the host"), (kernel, "short gaps between kernels"), (other, "other waits")];
     parts.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let [(first, first_name), (second, second_name), _] = parts;
+    let (first, first_name) = parts[0];
     if first >= DOMINANT_CAUSE * idle {
         return first_name.into();
     }
-    let window = f.window_us;
-    let points = |us: f64| if window > 0.0 { fixed(100.0 * us / window, 1) } else { "-".into() };
-    format!("{first_name} {} points, {second_name} {}", points(first), points(second))
+    let shown: Vec<String> = parts
+        .iter()
+        .filter(|(us, _)| points(*us) >= 0.05)
+        .enumerate()
+        .map(|(i, &(us, name))| format!("{name} {}{}", fixed(points(us), 1), if i == 0 { " points" } else { "" }))
+        .collect();
+    shown.join(", ")
+}
+
+/// A headline's idle figure: `idle 10.9% (waiting for the host 5.7 points,
+/// …)`, and for a stage whose steps last longer than its busy kernels'
+/// window, the steps' idle share too (`idle 0.0% of it but 100.0% of the
+/// steps' 33.72 ms`), as its verdict reads.
+pub(crate) fn idle_text(stage: &StageTimeline) -> String {
+    let f = stage_sum(stage);
+    let v = &stage.verdict;
+    let steps = match (v.idle_outside_window(), v.steps_us) {
+        (true, Some(steps)) => format!(" but {} of the steps' {}", pct(v.steps_idle_pct), format_ms(steps)),
+        _ => String::new(),
+    };
+    let cause = idle_cause(stage);
+    if !steps.is_empty() && cause == "none" {
+        return format!("idle {} of it{steps}", pct(f.idle_pct));
+    }
+    format!("idle {} ({cause}){steps}", pct(f.idle_pct))
 }
 
 /// The one-line verdict of a stage, e.g. `decode: GPU idle 38.0% of the
@@ -133,6 +160,35 @@ fn one_gap_text(gap_us: f64, share: f64) -> String {
     )
 }
 
+/// How often a launch-bound stage's host issues a kernel (its window over
+/// the kernels matched to a launch call), and whether the launch call is
+/// most of that time or the host's other per-kernel work is: `, the host
+/// issuing one every 110.0 µs, mostly per-kernel work beside the launch call
+/// (Python, framework dispatch)`.
+fn launch_pace(stage: &StageTimeline) -> String {
+    let (v, l) = (&stage.verdict, &stage.launch);
+    if l.kernels == 0 || v.window_us <= 0.0 {
+        return String::new();
+    }
+    let pace = v.window_us / l.kernels as f64;
+    let beside = match v.launch_p50_us {
+        Some(call) if pace >= 2.0 * call => {
+            ", mostly per-kernel work beside the launch call (Python, framework dispatch)"
+        }
+        _ => "",
+    };
+    format!(", the host issuing one every {}{beside}", us(Some(pace)))
+}
+
+/// For a launch-bound stage whose exposed communication passes its own bar
+/// too (the host waits being the larger share), that it comes next.
+fn comm_next(v: &Verdict) -> String {
+    match v.exposed_comm_pct.filter(|&x| x >= EXPOSED_COMM_PCT) {
+        Some(x) => format!("; communication that no computation hides, {} of the window, comes next", pct(Some(x))),
+        None => String::new(),
+    }
+}
+
 fn verdict_text(stage: &StageTimeline) -> String {
     let v = &stage.verdict;
     let name = stage.stage.label();
@@ -146,9 +202,10 @@ fn verdict_text(stage: &StageTimeline) -> String {
             let host_work = |why: String| {
                 format!("{waits} → host-bound: {why}, so the host is busy elsewhere between launches (synchronization, scheduling, data loading, Python)")
             };
-            match (v.host_cause, v.host_work_reason()) {
+            let line = match (v.host_cause, v.host_work_reason()) {
                 (Some(HostCause::LaunchOverhead), _) => format!(
-                    "{waits} → CPU launch-bound: kernels about as short as their launch calls ({medians}); fewer, larger launches (CUDA graphs, fusion) cut it"
+                    "{waits} → CPU launch-bound: kernels about as short as their launch calls ({medians}){}; fewer, larger launches (CUDA graphs, torch.compile, fusion) cut it",
+                    launch_pace(stage)
                 ),
                 (Some(HostCause::HostWork), Some(HostWorkReason::OneGap)) => {
                     format!("{waits} → host-bound: {}", one_gap_text(v.longest_gap_us, v.gap_share().unwrap_or(0.0)))
@@ -165,7 +222,8 @@ fn verdict_text(stage: &StageTimeline) -> String {
                     host_work(format!("launch calls are short beside the kernels ({medians})"))
                 }
                 (None, _) => format!("{waits} → CPU launch-bound ({medians})"),
-            }
+            };
+            line + &comm_next(v)
         }
         VerdictKind::CommunicationBound => format!(
             "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle})",
@@ -277,12 +335,11 @@ pub fn headline(r: &TriageReport, t: &Timeline) -> Vec<String> {
         let top = top_kernel(r, stage.stage)
             .map_or_else(|| "-".to_string(), |top| top.text(|n| escape_md_cell(&short_name(n))));
         lines.push(format!(
-            "- {}: window {}, GPU busy {}, idle {} ({}), comm/compute overlap {}, top kernel {}",
+            "- {}: window {}, GPU busy {}, {}, comm/compute overlap {}, top kernel {}",
             stage.stage.label(),
             format_ms(f.window_us),
             pct(busy),
-            pct(f.idle_pct),
-            idle_cause(stage),
+            idle_text(stage),
             pct(f.comm_comp_overlap_pct),
             top
         ));
@@ -453,4 +510,75 @@ pub fn section(t: &Timeline) -> Vec<String> {
             .to_string(),
     );
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::timeline::verdict::decide;
+    use crate::analysis::timeline::{GpuTimeline, LaunchStats, Steps};
+
+    fn stage(figures: Figures, launch: LaunchStats, steps_us: Option<f64>) -> StageTimeline {
+        let verdict = decide([&figures], &launch, steps_us);
+        StageTimeline {
+            stage: Stage::Decode,
+            gpus: vec![GpuTimeline { pid: "0".into(), rank: None, figures }],
+            launch,
+            steps: Steps::default(),
+            verdict,
+        }
+    }
+
+    fn figures(window_us: f64, idle_us: f64, host_us: f64, exposed_us: f64) -> Figures {
+        Figures {
+            kernels: 768,
+            window_us,
+            busy_us: window_us - idle_us,
+            idle_us,
+            idle_host_wait_us: host_us,
+            exposed_comm_us: exposed_us,
+            ..Figures::default()
+        }
+    }
+
+    #[test]
+    fn launch_bound_verdicts_say_how_often_the_host_launches_and_what_comes_next() {
+        // Eager decode: 6.3 µs kernels behind 6.9 µs calls, one kernel every
+        // 110 µs: most of the host's time per kernel is not the call.
+        let launch = LaunchStats {
+            launches: 768,
+            kernels: 768,
+            cpu_us: 5_840.0,
+            kernel_p50_us: Some(6.3),
+            launch_p50_us: Some(6.9),
+            delay_p50_us: Some(3.1),
+            ..LaunchStats::default()
+        };
+        let eager = stage(figures(84_480.0, 72_900.0, 72_500.0, 0.0), launch.clone(), None);
+        assert_eq!(eager.verdict.host_cause, Some(HostCause::LaunchOverhead));
+        let line = verdict_line(&eager);
+        assert!(
+            line.contains("the host issuing one every 110.0 µs, mostly per-kernel work beside the launch call"),
+            "{line}"
+        );
+        assert!(!line.contains("comes next"), "{line}");
+        // A host issuing a kernel about every launch call: the calls are the time.
+        let tight = stage(figures(768.0 * 9.0, 2_000.0, 1_800.0, 0.0), launch.clone(), None);
+        let line = verdict_line(&tight);
+        assert!(line.contains("the host issuing one every 9.0 µs;"), "{line}");
+        // Exposed communication past its own bar, under the host waits.
+        let both = stage(figures(84_480.0, 60_000.0, 50_000.0, 30_000.0), launch, None);
+        let line = verdict_line(&both);
+        assert!(line.ends_with("; communication that no computation hides, 35.5% of the window, comes next"), "{line}");
+    }
+
+    #[test]
+    fn a_headline_names_the_steps_idle_time_its_verdict_reads() {
+        // 11 µs of kernels in a 33.7 ms step.
+        let short = stage(figures(11.0, 0.0, 0.0, 0.0), LaunchStats::default(), Some(33_716.8));
+        assert!(short.verdict.idle_outside_window());
+        assert_eq!(idle_text(&short), "idle 0.0% of it but 100.0% of the steps' 33.72 ms");
+        let busy = stage(figures(100.0, 5.0, 0.0, 0.0), LaunchStats::default(), Some(101.0));
+        assert_eq!(idle_text(&busy), "idle 5.0% (other waits)");
+    }
 }

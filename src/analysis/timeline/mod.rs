@@ -45,7 +45,7 @@ pub use figures::KERNEL_WAIT_US;
 pub(crate) use intervals::Union;
 pub use steps::SLOWEST_STEPS;
 pub use types::*;
-pub use verdict::{HostWorkReason, ONE_GAP_SHARE};
+pub use verdict::{HostWorkReason, EXPOSED_COMM_PCT, ONE_GAP_SHARE};
 
 use crate::analysis::stage::{RowStages, Stage};
 use crate::columns::Trace;

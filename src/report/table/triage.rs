@@ -13,7 +13,7 @@ use crate::analysis::types::UNRESOLVED;
 use crate::report::markdown::{dependency_risk_label, fixed};
 use crate::report::model::{Mode, TriageReport};
 use crate::report::timeline::{
-    clock_offset_text, clocks_offset_mark, idle_cause, stage_sum, step_source_name, top_kernel, verdict_line,
+    clock_offset_text, clocks_offset_mark, idle_text, stage_sum, step_source_name, top_kernel, verdict_line,
 };
 
 use super::layout::{Column, Table};
@@ -94,12 +94,11 @@ fn headline(o: &mut Out, r: &TriageReport, t: &Timeline) {
             .map_or_else(|| "-".to_string(), |top| top.text(|n| shorten_middle(&display_name(n), HEADLINE_NAME_CHARS)));
         let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{}%", fixed(v, 1)));
         o.item(&format!(
-            "{}: window {} ms, GPU busy {}, idle {} ({}), comm/compute overlap {}, top kernel {}",
+            "{}: window {} ms, GPU busy {}, {}, comm/compute overlap {}, top kernel {}",
             stage.stage.label(),
             ms(f.window_us),
             pct(pct_of(f.busy_us, f.window_us)),
-            pct(f.idle_pct),
-            idle_cause(stage),
+            idle_text(stage),
             pct(f.comm_comp_overlap_pct),
             top
         ));
