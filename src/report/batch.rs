@@ -175,9 +175,15 @@ fn no_slow_rank_line(s: &StageSummary, pct: f64) -> String {
 
 /// The lines under a rank table naming the slow rank and the ranks waiting.
 pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
-    let ranks = |role: Role| -> Vec<String> {
-        s.rows.iter().filter(|r| r.role == Some(role)).map(|r| r.rank.to_string()).collect()
+    // A rank number more than one file holds is named with its file.
+    let named = |r: &RankRow| {
+        if s.shared_ranks.contains(&r.rank) {
+            format!("{} in {}", r.rank, file_name(&r.file))
+        } else {
+            r.rank.to_string()
+        }
     };
+    let ranks = |role: Role| -> Vec<String> { s.rows.iter().filter(|r| r.role == Some(role)).map(named).collect() };
     let waiting = ranks(Role::Waiting);
     let mut out = Vec::new();
     if !s.shared_ranks.is_empty() {
@@ -191,7 +197,7 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
         Some(r) => {
             out.push(format!(
                 "Likely slow rank: {} (compute {}, {} against the median {}; exposed comm {}, {} against the median {})",
-                r.rank,
+                named(r),
                 format_ms(r.compute_us),
                 against_median(r.compute_us, s.median_compute_us),
                 format_ms(s.median_compute_us),
@@ -206,15 +212,14 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
                 .rows
                 .iter()
                 .filter(|o| o.role.is_none() && above(o.compute_us, s.median_compute_us, pct))
-                .map(|o| format!("{} ({})", o.rank, format_ms(o.compute_us)))
+                .map(|o| format!("{} ({})", named(o), format_ms(o.compute_us)))
                 .collect();
             if !close.is_empty() {
                 out.push(format!("Compute also more than {pct}% above the median: {}", close.join(", ")));
             }
-            let on_it: Vec<String> =
-                s.rows.iter().filter(|o| o.waits_on == Some(r.rank)).map(|o| o.rank.to_string()).collect();
+            let on_it: Vec<String> = s.rows.iter().filter(|o| o.waits_on == Some(r.rank)).map(named).collect();
             if !on_it.is_empty() {
-                out.push(format!("Waiting on rank {}: {}", r.rank, on_it.join(", ")));
+                out.push(format!("Waiting on rank {}: {}", named(r), on_it.join(", ")));
             }
             let others: Vec<String> = s
                 .rows
@@ -483,8 +488,10 @@ fn size_text(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{shared_ranks_note, size_text};
-    use crate::analysis::ranks::StageSummary;
+    use std::path::PathBuf;
+
+    use super::{roles_lines, shared_ranks_note, size_text};
+    use crate::analysis::ranks::{summarize, RankFacts, RankSource, StageFacts, StageSummary};
     use crate::analysis::stage::Stage;
 
     fn shared(stage: Stage, ranks: &[u64]) -> StageSummary {
@@ -511,6 +518,55 @@ mod tests {
             ),
             "{note}"
         );
+    }
+
+    /// One stage's facts with `compute_us` of GEMM time.
+    fn rank_file(file: &str, rank: u64, compute_us: f64) -> RankFacts {
+        let facts = StageFacts {
+            stage: Stage::Decode,
+            bundle: "formal-decode".into(),
+            busy_us: compute_us,
+            overlap_us: 0.0,
+            exposed_comm_us: 0.0,
+            top_exposed: None,
+            top_headroom: None,
+            kernels: vec![("gemm".into(), "gemm", compute_us)],
+            gpu_time_us: compute_us,
+            idle_us: None,
+        };
+        RankFacts { file: PathBuf::from(file), rank, rank_source: RankSource::Index, stages: vec![facts] }
+    }
+
+    #[test]
+    fn roles_name_the_file_of_a_rank_number_several_files_hold() {
+        // Three files that all say rank 0, and rank 1: the slow one and the
+        // one close to it are named with their files.
+        let files = [
+            rank_file("/a/graph_execution.json.gz", 0, 10_720.0),
+            rank_file("/b/decode.json.gz", 0, 9_780.0),
+            rank_file("/c/capture.json.gz", 0, 4_900.0),
+            rank_file("/d/rank1.json.gz", 1, 4_800.0),
+        ];
+        let refs: Vec<&RankFacts> = files.iter().collect();
+        let summary = &summarize(&refs, 10.0)[0];
+        let lines = roles_lines(summary, 10.0);
+        assert!(
+            lines.iter().any(|l| l.starts_with("Likely slow rank: 0 in graph_execution.json.gz (compute 10.72 ms")),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"Compute also more than 10% above the median: 0 in decode.json.gz (9.78 ms)".to_string()),
+            "{lines:?}"
+        );
+        // A rank number one file holds stays a number.
+        let files = [
+            rank_file("/a/x.json", 0, 10_720.0),
+            rank_file("/b/y.json", 1, 4_900.0),
+            rank_file("/c/z.json", 2, 4_800.0),
+        ];
+        let refs: Vec<&RankFacts> = files.iter().collect();
+        let lines = roles_lines(&summarize(&refs, 10.0)[0], 10.0);
+        assert!(lines.iter().any(|l| l.starts_with("Likely slow rank: 0 (compute")), "{lines:?}");
     }
 
     #[test]
