@@ -52,11 +52,14 @@ pub(super) fn time(us: f64) -> String {
     }
 }
 
+/// `text` with a `+` when `x` is positive; a change that rounds to zero
+/// shows no sign (`0.0 µs`, not `-0.0 µs`).
 fn signed(text: String, x: f64) -> String {
-    if x > 0.0 {
-        format!("+{text}")
-    } else {
-        text
+    let zero = !text.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    match text.strip_prefix('-') {
+        Some(rest) if zero => rest.to_string(),
+        _ if x > 0.0 && !zero => format!("+{text}"),
+        _ => text,
     }
 }
 
@@ -116,7 +119,7 @@ fn first_of(list: &[Text]) -> String {
 }
 
 fn stage_list(stages: &[Stage]) -> String {
-    stages.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+    stages.iter().map(|s| s.label()).collect::<Vec<_>>().join(", ")
 }
 
 /// The sentence that says what a stage's kernel times are per.
@@ -301,4 +304,19 @@ pub fn markdown(d: &DiffReport) -> String {
     out.push("Kernels are matched by canonical name; a kernel on one side only is `new` or `gone`. The category table sums every kernel of a category, so it compares sides whose kernel names differ (another GPU vendor, another library). Δ% is relative to base; shares are in points.".into());
     out.push(String::new());
     out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_that_round_to_zero_have_no_sign() {
+        assert_eq!(delta_cell(Some(5.0), Some(-0.01), Unit::Time), "0.0 µs (-0.2%)");
+        assert_eq!(delta_cell(None, Some(-0.01), Unit::Percent), "0.0 pt");
+        assert_eq!(delta_cell(None, Some(0.01), Unit::Percent), "0.0 pt");
+        assert_eq!(delta_cell(None, Some(0.06), Unit::Percent), "+0.1 pt");
+        assert_eq!(delta_cell(None, Some(-1.25), Unit::Time), "-1.2 µs");
+        assert_eq!(signed_pct(Some(-0.001)), "0.0%");
+    }
 }

@@ -394,7 +394,7 @@ impl DiffReport {
                 };
                 Some(format!(
                     "torchtriage: gate: {}: {}{per} {} -> {} ({}) exceeds {threshold}%",
-                    s.stage.as_str(),
+                    s.stage.label(),
                     g.basis.label(),
                     markdown::time(g.base_us),
                     markdown::time(g.new_us),

@@ -165,6 +165,9 @@ fn one_sided_stages_are_listed() {
     assert!(d.stages.is_empty());
     assert_eq!(d.only_in_base, [Stage::Extend]);
     assert_eq!(d.only_in_new, [Stage::Decode]);
+    // Named as the triage report names them.
+    let md = super::markdown::markdown(&d);
+    assert!(md.contains("- stages only in base: extend/prefill\n"), "{md}");
 }
 
 #[test]

@@ -213,7 +213,7 @@ pub fn render(d: &DiffReport) -> String {
     }
     for (what, stages) in [("base", &d.only_in_base), ("new", &d.only_in_new)] {
         if !stages.is_empty() {
-            let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
+            let names: Vec<&str> = stages.iter().map(|s| s.label()).collect();
             let _ = writeln!(b, "<p class=\"note\">Stages only in {what}: {}</p>", esc(&names.join(", ")));
         }
     }

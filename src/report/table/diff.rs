@@ -274,7 +274,7 @@ pub fn render(d: &DiffReport, width: usize) -> Vec<String> {
     o.text("torchtriage diff");
     o.text(&format!("Base: {}", paths(&d.base_traces)));
     o.text(&format!("New: {}", paths(&d.new_traces)));
-    let list = |s: &[crate::analysis::stage::Stage]| s.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+    let list = |s: &[crate::analysis::stage::Stage]| s.iter().map(|s| s.label()).collect::<Vec<_>>().join(", ");
     if !d.only_in_base.is_empty() {
         o.text(&format!("Stages only in base: {}", list(&d.only_in_base)));
     }
