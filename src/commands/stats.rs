@@ -27,7 +27,9 @@ pub struct StatsArgs {
 /// What `stats` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum StatsFormat {
-    /// Aligned text for a terminal.
+    /// Aligned text for a terminal (`table`, as the other commands call
+    /// theirs, is the same).
+    #[value(alias = "table")]
     Text,
     /// The JSON document.
     Json,
@@ -138,11 +140,14 @@ fn stats_text(v: &Value) -> String {
         Value::String(s) => out.push_str(&format!("{:<16}{s} (a time in the trace is not finite)\n", "time_span")),
         _ => {}
     }
+    // Most events first; equal counts keep the trace's order.
     for (title, key) in [("events by cat", "cat"), ("events by ph", "ph")] {
         out.push_str(&format!("\n{title}\n"));
         if let Some(m) = v[key].as_object() {
-            for (k, n) in m {
-                out.push_str(&format!("  {:>12}  {k}\n", n.as_u64().unwrap_or(0)));
+            let mut counts: Vec<(&String, u64)> = m.iter().map(|(k, n)| (k, n.as_u64().unwrap_or(0))).collect();
+            counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+            for (k, n) in counts {
+                out.push_str(&format!("  {n:>12}  {k}\n"));
             }
         }
     }

@@ -149,6 +149,20 @@ fn stats_takes_format_like_the_other_commands() {
     assert_eq!(doc["events"], 1793);
     let text = common::run(&["-q", "stats", "--format", "text", fixture]);
     assert!(String::from_utf8_lossy(&text.stdout).starts_with("file "));
+    // `table`, as the other commands call their aligned text, is the same.
+    let table = common::run(&["-q", "stats", "--format", "table", fixture]);
+    assert_eq!((table.status.code(), &table.stdout), (Some(0), &text.stdout));
+    // Counts by category, most first.
+    let text = String::from_utf8_lossy(&text.stdout);
+    let cats: Vec<u64> = text
+        .split("events by cat\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert!(cats.len() > 5 && cats.windows(2).all(|w| w[0] >= w[1]), "{cats:?}");
     for bad in [&["--format", "xml"][..], &["--format", "json", "--json"][..]] {
         let mut args = vec!["-q", "stats"];
         args.extend_from_slice(bad);
