@@ -439,7 +439,7 @@ pub(crate) fn launch_line(stage: &StageTimeline) -> String {
         }
     };
     format!(
-        "Launch: {} launch calls for {} kernels, {} of CPU time in them; {delays}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",
+        "Launch: {} launch calls for the {} kernels matched to them, {} of CPU time in the calls; {delays}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",
         l.launches,
         l.kernels,
         format_ms(l.cpu_us),
@@ -562,6 +562,13 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("comes next"), "{line}");
+        let launches = launch_line(&eager);
+        assert!(
+            launches.starts_with(
+                "Launch: 768 launch calls for the 768 kernels matched to them, 5.84 ms of CPU time in the calls;"
+            ),
+            "{launches}"
+        );
         // A host issuing a kernel about every launch call: the calls are the time.
         let tight = stage(figures(768.0 * 9.0, 2_000.0, 1_800.0, 0.0), launch.clone(), None);
         let line = verdict_line(&tight);
