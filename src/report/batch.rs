@@ -221,12 +221,8 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
             if !on_it.is_empty() {
                 out.push(format!("Waiting on rank {}: {}", named(r), on_it.join(", ")));
             }
-            let others: Vec<String> = s
-                .rows
-                .iter()
-                .filter(|o| o.role == Some(Role::Waiting) && o.waits_on.is_none())
-                .map(|o| format!("{} ({})", o.rank, file_name(&o.file)))
-                .collect();
+            let others: Vec<String> =
+                s.rows.iter().filter(|o| o.role == Some(Role::Waiting) && o.waits_on.is_none()).map(named).collect();
             if !others.is_empty() {
                 out.push(format!("Also waiting, with the slow rank's own number: {}", others.join(", ")));
             }
