@@ -228,6 +228,18 @@ fn join_paths(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
 }
 
+/// What the kernel table's terms mean.
+const KERNEL_LEGEND: &str = "Share: of the stage's total kernel time (all its kernels' durations summed). Python location: \
+     the launching site, with its share of the kernel's launches (unresolved: no Python frame found); CPU op: the launching operator.";
+
+/// What the overlap table's terms mean.
+const OVERLAP_LEGEND: &str = "Formal signal: the kernel's GPU time; share: the time any launch of it runs, of the stage's \
+     GPU busy time (the union over streams), so it differs from the kernel table's Share, which divides summed kernel time; \
+     excl (exclusive): share of its time no other stream's kernel overlaps; hid (hidden): share overlapped by another \
+     stream. Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. Dep risk: \
+     whether the neighbouring kernels on its stream depend on it (high: a tight neighbour from the same scope or launch; \
+     unclear: a tight unmapped neighbour; low: none). Priority: P1 (act first) to P5 (skip).";
+
 /// The whole triage view, without a trailing newline.
 pub fn render(r: &TriageReport) -> String {
     let mut lines = vec!["Triage View".to_string()];
@@ -257,11 +269,21 @@ pub fn render(r: &TriageReport) -> String {
         lines.extend(super::timeline::section(t));
         lines.push(String::new());
     }
+    // The reference's sections are its own; the default report says what
+    // their terms mean.
+    let legend = |lines: &mut Vec<String>, text: &str| {
+        if r.compat == Compat::Default {
+            lines.push(String::new());
+            lines.push(text.to_string());
+        }
+    };
     lines.push("Kernel Table".into());
     lines.extend(kernel_tables(r));
+    legend(&mut lines, KERNEL_LEGEND);
     lines.push(String::new());
     lines.push("Overlap Opportunity Table".into());
     lines.extend(overlap_tables(r));
+    legend(&mut lines, OVERLAP_LEGEND);
     lines.push(String::new());
     lines.push("Fuse Opportunity Table".into());
     lines.extend(fuse_tables(r));
