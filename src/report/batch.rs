@@ -143,7 +143,8 @@ pub(crate) const KERNEL_COLUMNS_LEGEND: &str = "Per kernel its GPU time on every
 pub(crate) const RANK_COLUMNS_LEGEND: &str = "Busy: GPU time any kernel runs; compute: summed kernel time outside \
      communication kernels (memory copies included, unlike the timeline's Compute); overlap: share of busy time with \
      kernels on two or more streams at once (not the timeline's comm/compute overlap); exposed comm: communication no \
-     other stream's kernel hides (share of busy; the timeline's counts only computation as hiding it).";
+     other stream's kernel hides (share of busy; the timeline's counts only computation as hiding it); top headroom: \
+     the first headroom row of the rank's overlap table, its priority (P1 act first to P5 skip) and kernel.";
 
 /// What the roles of the rank table mean, at `pct` percent over the median.
 pub(crate) fn roles_legend(pct: f64) -> String {

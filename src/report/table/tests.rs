@@ -273,5 +273,7 @@ fn batch_fits_every_width() {
         check_width(&out, width);
         assert!(out.contains("Busy (ms)") && out.contains("slow"), "{out}");
         assert!(out.contains("Leads ranks:"), "{out}");
+        let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("top headroom: the first headroom row"), "{out}");
     }
 }
