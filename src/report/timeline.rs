@@ -450,6 +450,21 @@ pub(crate) fn launch_line(stage: &StageTimeline) -> String {
     )
 }
 
+/// For a stage whose steps take less than half the time its kernels span
+/// on one GPU, that the step time is the host's pace: the GPU runs behind
+/// the host (a queue of work), or the clocks are offset.
+pub(crate) fn steps_pace_note(stage: &StageTimeline) -> Option<String> {
+    let steps = stage.steps.total_us()?;
+    let window = stage.gpus.iter().map(|g| g.figures.window_us).filter(|w| w.is_finite()).fold(0.0, f64::max);
+    (steps > 0.0 && 2.0 * steps < window).then(|| {
+        format!(
+            "the steps take {} on the host while the stage's kernels span {} on the GPU, so the step time is the host's pace, not the GPU's (the GPU runs behind the host, or the clocks are offset)",
+            format_ms(steps),
+            format_ms(window)
+        )
+    })
+}
+
 /// The steps line of a stage.
 pub(crate) fn steps_line(stage: &StageTimeline) -> String {
     let s = &stage.steps;
@@ -464,8 +479,9 @@ pub(crate) fn steps_line(stage: &StageTimeline) -> String {
         .iter()
         .map(|x| format!("{} at ts {} ({})", escape_md_cell(&x.name), fixed(x.start_us, 3), format_ms(x.dur_us)))
         .collect();
+    let pace = steps_pace_note(stage).map_or_else(String::new, |n| format!("; {n}"));
     format!(
-        "Steps ({}): {}, mean {}, p50 {}, p90 {}, max {}; slowest: {}",
+        "Steps ({}): {}, mean {}, p50 {}, p90 {}, max {}; slowest: {}{pace}",
         step_source_name(source),
         s.count,
         s.mean_us.map_or_else(|| "-".to_string(), format_ms),
@@ -577,6 +593,27 @@ mod tests {
         let both = stage(figures(84_480.0, 60_000.0, 50_000.0, 30_000.0), launch, None);
         let line = verdict_line(&both);
         assert!(line.ends_with("; communication that no computation hides, 35.5% of the window, comes next"), "{line}");
+    }
+
+    #[test]
+    fn steps_much_shorter_than_the_gpu_window_are_the_hosts_pace() {
+        let with_steps = |window_us: f64, step_us: f64| {
+            let mut st = stage(figures(window_us, 0.0, 0.0, 0.0), LaunchStats::default(), None);
+            st.steps =
+                Steps { source: Some(StepSource::VllmExecute), count: 1, mean_us: Some(step_us), ..Steps::default() };
+            st
+        };
+        // One 26.35 ms step whose kernels run for 156.47 ms on the GPU.
+        let behind = with_steps(156_470.0, 26_350.0);
+        let note = steps_pace_note(&behind).unwrap();
+        assert!(
+            note.starts_with("the steps take 26.35 ms on the host while the stage's kernels span 156.47 ms"),
+            "{note}"
+        );
+        assert!(steps_line(&behind).ends_with(&format!("; {note}")));
+        // Steps as long as half the window or more: no note.
+        assert_eq!(steps_pace_note(&with_steps(100.0, 50.0)), None);
+        assert_eq!(steps_pace_note(&with_steps(100.0, 120.0)), None);
     }
 
     #[test]

@@ -13,7 +13,8 @@ use crate::analysis::types::UNRESOLVED;
 use crate::report::markdown::{dependency_risk_label, fixed};
 use crate::report::model::{Mode, TriageReport};
 use crate::report::timeline::{
-    clock_offset_text, clocks_offset_mark, idle_text, stage_sum, step_source_name, top_kernel, verdict_line,
+    clock_offset_text, clocks_offset_mark, idle_text, stage_sum, step_source_name, steps_pace_note, top_kernel,
+    verdict_line,
 };
 
 use super::layout::{Column, Table};
@@ -159,7 +160,10 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
         o.text(&format!("Clocks: {}.", clock_offset_text(offset)));
     }
     match s.source {
-        Some(src) => o.text(&format!("Steps from {}.", step_source_name(src))),
+        Some(src) => match steps_pace_note(stage) {
+            Some(note) => o.text(&format!("Steps from {}; {note}.", step_source_name(src))),
+            None => o.text(&format!("Steps from {}.", step_source_name(src))),
+        },
         None => o.text("Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)."),
     }
     o.text(&format!("Verdict: {}", verdict_line(stage)));
