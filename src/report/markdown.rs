@@ -91,10 +91,14 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
             "| --- | --- | ---: | ---: | ---: | --- | --- |".to_string(),
         ];
         if idx.is_empty() {
-            lines.push(format!(
-                "| No kernel rows at or above {}% share. | - | - | - | - | - | - |",
-                fixed(r.min_share, 1)
-            ));
+            if r.compat == Compat::Default && r.has_no_kernels() {
+                lines.push("| No GPU kernels in this trace. | - | - | - | - | - | - |".into());
+            } else {
+                lines.push(format!(
+                    "| No kernel rows at or above {}% share. | - | - | - | - | - | - |",
+                    fixed(r.min_share, 1)
+                ));
+            }
             return lines;
         }
         for &i in idx {
@@ -272,7 +276,7 @@ pub fn render(r: &TriageReport) -> String {
     // The reference's sections are its own; the default report says what
     // their terms mean.
     let legend = |lines: &mut Vec<String>, text: &str| {
-        if r.compat == Compat::Default {
+        if r.compat == Compat::Default && !r.has_no_kernels() {
             lines.push(String::new());
             lines.push(text.to_string());
         }

@@ -235,10 +235,22 @@ impl TriageReport {
     }
 
     /// Why a stage's overlap table may be empty other than for want of rows
-    /// above the bar: the `--pid-substring` filter kept no process.
+    /// above the bar: the `--pid-substring` filter kept no process, or the
+    /// traces hold no GPU kernel.
     pub fn overlap_filtered_out(&self) -> Option<&'static str> {
-        (!self.pid_unmatched.is_empty())
-            .then_some("No process with kernels matches --pid-substring, so no kernel was analysed for overlap.")
+        if !self.pid_unmatched.is_empty() {
+            Some("No process with kernels matches --pid-substring, so no kernel was analysed for overlap.")
+        } else if self.has_no_kernels() {
+            Some("No GPU kernels in this trace, so nothing to overlap.")
+        } else {
+            None
+        }
+    }
+
+    /// Whether the kernel tables hold no kernel at all (a CPU-only trace),
+    /// not merely none above the share bar.
+    pub fn has_no_kernels(&self) -> bool {
+        self.kernel_tables.iter().all(|t| t.rows.is_empty())
     }
 
     /// Kernel rows shown in tables, table by table.

@@ -21,6 +21,7 @@ mod html;
 mod ingest_errors;
 mod layers;
 mod layout;
+mod legends;
 mod merge;
 mod options;
 mod output;
