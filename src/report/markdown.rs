@@ -233,16 +233,30 @@ fn join_paths(paths: &[PathBuf]) -> String {
 }
 
 /// What the kernel table's terms mean.
-const KERNEL_LEGEND: &str = "Share: of the stage's total kernel time (all its kernels' durations summed). Python location: \
-     the launching site, with its share of the kernel's launches (unresolved: no Python frame found); CPU op: the launching operator.";
+pub(crate) const KERNEL_LEGEND: &str = "Share: of the stage's total kernel time (all its kernels' durations summed). \
+     Python location: the launching site, with its share of the kernel's launches (unresolved: no Python frame found); \
+     CPU op: the launching operator.";
+
+/// What the overlap table's verdicts, dependency risks and priorities
+/// mean, with `dep` the name of the dependency column.
+pub(crate) fn overlap_terms(dep: &str) -> String {
+    format!(
+        "Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. {dep}: whether \
+         the neighbouring kernels on its stream depend on it (high: a tight neighbour from the same scope or launch; \
+         unclear: a tight unmapped neighbour; low: none). Priority: P1 (act first) to P5 (skip)."
+    )
+}
 
 /// What the overlap table's terms mean.
-const OVERLAP_LEGEND: &str = "Formal signal: the kernel's GPU time; share: the time any launch of it runs, of the stage's \
-     GPU busy time (the union over streams), so it differs from the kernel table's Share, which divides summed kernel time; \
-     excl (exclusive): share of its time no other stream's kernel overlaps; hid (hidden): share overlapped by another \
-     stream. Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. Dep risk: \
-     whether the neighbouring kernels on its stream depend on it (high: a tight neighbour from the same scope or launch; \
-     unclear: a tight unmapped neighbour; low: none). Priority: P1 (act first) to P5 (skip).";
+fn overlap_legend() -> String {
+    format!(
+        "Formal signal: the kernel's GPU time; share: the time any launch of it runs, of the stage's GPU busy time (the \
+         union over streams), so it differs from the kernel table's Share, which divides summed kernel time; excl \
+         (exclusive): share of its time no other stream's kernel overlaps; hid (hidden): share overlapped by another \
+         stream. {}",
+        overlap_terms("Dep risk")
+    )
+}
 
 /// The whole triage view, without a trailing newline.
 pub fn render(r: &TriageReport) -> String {
@@ -287,7 +301,7 @@ pub fn render(r: &TriageReport) -> String {
     lines.push(String::new());
     lines.push("Overlap Opportunity Table".into());
     lines.extend(overlap_tables(r));
-    legend(&mut lines, OVERLAP_LEGEND);
+    legend(&mut lines, &overlap_legend());
     lines.push(String::new());
     lines.push("Fuse Opportunity Table".into());
     lines.extend(fuse_tables(r));

@@ -1,4 +1,4 @@
-//! The default markdown report says what its tables' terms mean; the
+//! The default markdown and HTML reports say what their tables' terms mean; the
 //! reference's layout (`--compat reference`) stays line for line its own;
 //! a trace without GPU kernels says so instead of a share bar no row cleared.
 
@@ -38,4 +38,22 @@ fn a_trace_without_kernels_says_so() {
     // The reference's own words in its layout.
     let reference = markdown(&[CPU_ONLY, "--compat", "reference"]);
     assert!(reference.contains("No rows cleared the 1.0% reporting bar. Use mapping/formal mode"), "{reference}");
+}
+
+#[test]
+fn the_html_report_explains_its_tables_too() {
+    let html = |trace: &str| {
+        let out = common::run(&["-q", "triage", "--format", "html", trace]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let page = html(FIXTURE);
+    let kernels = page.find("<p class=\"note\">Share: of the stage&#39;s total kernel time").expect("kernel note");
+    let overlap = page.find("<p class=\"note\">Share: the time any launch of the kernel runs").expect("overlap note");
+    let heading = |h: &str| page.find(&format!("<h2>{h}</h2>")).unwrap();
+    assert!(heading("Kernels") < kernels && kernels < heading("Overlap opportunities"));
+    assert!(heading("Overlap opportunities") < overlap && overlap < heading("Fuse opportunities"));
+    assert!(page.contains("Dependency: whether the neighbouring kernels"));
+    let cpu_only = html(CPU_ONLY);
+    assert!(!cpu_only.contains("Share: the time any launch") && cpu_only.contains("No GPU kernels in this trace"));
 }

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::StageTimeline;
-use crate::report::markdown::hidden_rows_note;
+use crate::report::markdown::{hidden_rows_note, overlap_terms, KERNEL_LEGEND};
 use crate::report::model::{Compat, TriageReport};
 use crate::report::timeline::{
     clocks_offset_mark, headline, idle_split, launch_line, stage_sum, steps_line, verdict_line,
@@ -252,16 +252,31 @@ pub fn render(r: &TriageReport) -> String {
             top_kernels(&mut b, r, stage);
         }
     }
+    let terms = |b: &mut String, text: &str| {
+        if !r.has_no_kernels() {
+            let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(text));
+        }
+    };
     let _ = writeln!(b, "<h2>Kernels</h2>");
     b.push_str(&kernel_table(r).html(&format!("No kernel rows at or above {:.1}% share.", r.min_share)));
     for stage in r.kernel_tables.iter().map(|t| t.stage).collect::<indexmap::IndexSet<_>>() {
         if let Some(note) = hidden_rows_note(r, stage) {
-            let _ = writeln!(b, "<p class=\"meta\">{}: {}</p>", esc(stage.as_str()), esc(&note));
+            let _ = writeln!(b, "<p class=\"meta\">{}: {}</p>", esc(stage.label()), esc(&note));
         }
     }
+    terms(&mut b, KERNEL_LEGEND);
     let _ = writeln!(b, "<h2>Overlap opportunities</h2>");
     b.push_str(
         &overlap_table(r).html(r.overlap_filtered_out().unwrap_or("No overlap rows at or above the share bar.")),
+    );
+    terms(
+        &mut b,
+        &format!(
+            "Share: the time any launch of the kernel runs, of the stage's GPU busy time (the union over streams), so it \
+             differs from the Kernels table's Share, which divides summed kernel time. Exclusive: share of its time no \
+             other stream's kernel overlaps; Hidden: share overlapped by another stream. {}",
+            overlap_terms("Dependency")
+        ),
     );
     let _ = writeln!(b, "<h2>Fuse opportunities</h2>");
     b.push_str(&fuse_table(r).html("No fusion opportunities at or above the share bar."));
