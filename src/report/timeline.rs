@@ -112,8 +112,8 @@ pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
 
 /// A headline's idle figure: `idle 10.9% (waiting for the host 5.7 points,
 /// …)`, and for a stage whose steps last longer than its busy kernels'
-/// window, the steps' idle share too (`idle 0.0% of it but 100.0% of the
-/// steps' 33.72 ms`), as its verdict reads.
+/// window, the steps' idle share too (`idle 0.0% of the window but 100.0%
+/// of the steps' 33.72 ms`), as its verdict reads.
 pub(crate) fn idle_text(stage: &StageTimeline) -> String {
     let f = stage_sum(stage);
     let v = &stage.verdict;
@@ -123,7 +123,7 @@ pub(crate) fn idle_text(stage: &StageTimeline) -> String {
     };
     let cause = idle_cause(stage);
     if !steps.is_empty() && cause == "none" {
-        return format!("idle {} of it{steps}", pct(f.idle_pct));
+        return format!("idle {} of the window{steps}", pct(f.idle_pct));
     }
     format!("idle {} ({cause}){steps}", pct(f.idle_pct))
 }
@@ -160,24 +160,22 @@ fn one_gap_text(gap_us: f64, share: f64) -> String {
     )
 }
 
-/// How often a launch-bound stage's host issues a kernel (its window over
-/// the kernels matched to a launch call), and whether the launch call is
-/// most of that time or the host's other per-kernel work is: `, the host
-/// issuing one every 110.0 µs, mostly per-kernel work beside the launch call
+/// How often a launch-bound stage's host makes a launch call (its window
+/// over the launch calls behind its matched kernels), and whether the call
+/// is most of that time or the host's work between calls is: `, the host
+/// making a launch call every 110.0 µs, mostly work between the calls
 /// (Python, framework dispatch)`.
 fn launch_pace(stage: &StageTimeline) -> String {
     let (v, l) = (&stage.verdict, &stage.launch);
-    if l.kernels == 0 || v.window_us <= 0.0 {
+    if l.launches == 0 || v.window_us <= 0.0 {
         return String::new();
     }
-    let pace = v.window_us / l.kernels as f64;
+    let pace = v.window_us / l.launches as f64;
     let beside = match v.launch_p50_us {
-        Some(call) if pace >= 2.0 * call => {
-            ", mostly per-kernel work beside the launch call (Python, framework dispatch)"
-        }
+        Some(call) if pace >= 2.0 * call => ", mostly work between the calls (Python, framework dispatch)",
         _ => "",
     };
-    format!(", the host issuing one every {}{beside}", us(Some(pace)))
+    format!(", the host making a launch call every {}{beside}", us(Some(pace)))
 }
 
 /// For a launch-bound stage whose exposed communication passes its own bar
@@ -517,7 +515,8 @@ pub fn section(t: &Timeline) -> Vec<String> {
     lines.push(
         "Window: first kernel start to last kernel end. Busy: time any kernel runs (union over streams). Communication: \
          kernels whose name names a collective or a communication library (nccl, all_reduce, cross_device_reduce, \
-         deepep, …) or lies in DeepEP's namespace (deep_ep::, dpsk::ep::); under the hta bases HTA's rule, nccl…Kernel; compute: the other kernels but copies, memsets and \
+         deepep, …) or lies in DeepEP's namespace (deep_ep::, dpsk::ep::), or under `--timeline-basis hta` HTA's rule (names \
+         holding nccl and Kernel); compute: the other kernels but copies, memsets and \
          syncs. Both are unions over streams. Comm/compute overlap: \
          share of communication time that computation runs beside. Host wait: idle gaps on a stream whose next \
          kernel's launch call began after the previous kernel ended; kernel wait: other gaps under 30 µs. Each \
@@ -573,10 +572,7 @@ mod tests {
         let eager = stage(figures(84_480.0, 72_900.0, 72_500.0, 0.0), launch.clone(), None);
         assert_eq!(eager.verdict.host_cause, Some(HostCause::LaunchOverhead));
         let line = verdict_line(&eager);
-        assert!(
-            line.contains("the host issuing one every 110.0 µs, mostly per-kernel work beside the launch call"),
-            "{line}"
-        );
+        assert!(line.contains("the host making a launch call every 110.0 µs, mostly work between the calls"), "{line}");
         assert!(!line.contains("comes next"), "{line}");
         let launches = launch_line(&eager);
         assert!(
@@ -588,7 +584,7 @@ mod tests {
         // A host issuing a kernel about every launch call: the calls are the time.
         let tight = stage(figures(768.0 * 9.0, 2_000.0, 1_800.0, 0.0), launch.clone(), None);
         let line = verdict_line(&tight);
-        assert!(line.contains("the host issuing one every 9.0 µs;"), "{line}");
+        assert!(line.contains("the host making a launch call every 9.0 µs;"), "{line}");
         // Exposed communication past its own bar, under the host waits.
         let both = stage(figures(84_480.0, 60_000.0, 50_000.0, 30_000.0), launch, None);
         let line = verdict_line(&both);
@@ -621,7 +617,7 @@ mod tests {
         // 11 µs of kernels in a 33.7 ms step.
         let short = stage(figures(11.0, 0.0, 0.0, 0.0), LaunchStats::default(), Some(33_716.8));
         assert!(short.verdict.idle_outside_window());
-        assert_eq!(idle_text(&short), "idle 0.0% of it but 100.0% of the steps' 33.72 ms");
+        assert_eq!(idle_text(&short), "idle 0.0% of the window but 100.0% of the steps' 33.72 ms");
         let busy = stage(figures(100.0, 5.0, 0.0, 0.0), LaunchStats::default(), Some(101.0));
         assert_eq!(idle_text(&busy), "idle 5.0% (other waits)");
     }
