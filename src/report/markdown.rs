@@ -91,14 +91,7 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
             "| --- | --- | ---: | ---: | ---: | --- | --- |".to_string(),
         ];
         if idx.is_empty() {
-            if r.compat == Compat::Default && r.has_no_kernels() {
-                lines.push("| No GPU kernels in this trace. | - | - | - | - | - | - |".into());
-            } else {
-                lines.push(format!(
-                    "| No kernel rows at or above {}% share. | - | - | - | - | - | - |",
-                    fixed(r.min_share, 1)
-                ));
-            }
+            lines.push(format!("| {} | - | - | - | - | - | - |", r.no_kernel_rows_text()));
             return lines;
         }
         for &i in idx {

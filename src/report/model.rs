@@ -247,6 +247,16 @@ impl TriageReport {
         }
     }
 
+    /// The row an empty kernel table shows: no kernel at all (in the
+    /// default report), or none above the share bar.
+    pub fn no_kernel_rows_text(&self) -> String {
+        if self.compat == Compat::Default && self.has_no_kernels() {
+            "No GPU kernels in this trace.".into()
+        } else {
+            format!("No kernel rows at or above {}% share.", crate::report::markdown::fixed(self.min_share, 1))
+        }
+    }
+
     /// Whether the kernel tables hold no kernel at all (a CPU-only trace),
     /// not merely none above the share bar.
     pub fn has_no_kernels(&self) -> bool {

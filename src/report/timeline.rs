@@ -81,25 +81,25 @@ const DOMINANT_CAUSE: f64 = 0.75;
 /// points of the window, largest first, leaving out those that round to 0.0
 /// (`waiting for the host 5.7 points, short gaps between kernels 5.0, other
 /// waits 0.2`), so that the points add up to the idle share. Idle time that
-/// rounds to 0.0% of the window has no cause.
-pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
+/// rounds to 0.0% of the window has no cause (`None`).
+pub(crate) fn idle_cause(stage: &StageTimeline) -> Option<String> {
     let f = stage_sum(stage);
     let (host, kernel, other) = idle_split(stage, &f);
     let idle = host + kernel + other;
     let window = f.window_us;
     let points = |us: f64| if window > 0.0 { 100.0 * us / window } else { 0.0 };
     if idle <= 0.0 || points(idle) < 0.05 {
-        return "none".into();
+        return None;
     }
     if stage.launch.clock_offset_us.is_some() {
-        return "cause not judged: the CPU's and GPU's clocks look offset".into();
+        return Some("cause not judged: the CPU's and GPU's clocks look offset".into());
     }
     // Largest first; equal parts keep this order.
     let mut parts = [(host, "waiting for the host"), (kernel, "short gaps between kernels"), (other, "other waits")];
     parts.sort_by(|a, b| b.0.total_cmp(&a.0));
     let (first, first_name) = parts[0];
     if first >= DOMINANT_CAUSE * idle {
-        return first_name.into();
+        return Some(first_name.into());
     }
     let shown: Vec<String> = parts
         .iter()
@@ -107,7 +107,7 @@ pub(crate) fn idle_cause(stage: &StageTimeline) -> String {
         .enumerate()
         .map(|(i, &(us, name))| format!("{name} {}{}", fixed(points(us), 1), if i == 0 { " points" } else { "" }))
         .collect();
-    shown.join(", ")
+    Some(shown.join(", "))
 }
 
 /// A headline's idle figure: `idle 10.9% (waiting for the host 5.7 points,
@@ -121,11 +121,10 @@ pub(crate) fn idle_text(stage: &StageTimeline) -> String {
         (true, Some(steps)) => format!(" but {} of the steps' {}", pct(v.steps_idle_pct), format_ms(steps)),
         _ => String::new(),
     };
-    let cause = idle_cause(stage);
-    if !steps.is_empty() && cause == "none" {
-        return format!("idle {} of the window{steps}", pct(f.idle_pct));
+    match idle_cause(stage) {
+        None if !steps.is_empty() => format!("idle {} of the window{steps}", pct(f.idle_pct)),
+        cause => format!("idle {} ({}){steps}", pct(f.idle_pct), cause.as_deref().unwrap_or("none")),
     }
-    format!("idle {} ({cause}){steps}", pct(f.idle_pct))
 }
 
 /// The one-line verdict of a stage, e.g. `decode: GPU idle 38.0% of the
@@ -558,8 +557,8 @@ mod tests {
 
     #[test]
     fn launch_bound_verdicts_say_how_often_the_host_launches_and_what_comes_next() {
-        // Eager decode: 6.3 µs kernels behind 6.9 µs calls, one kernel every
-        // 110 µs: most of the host's time per kernel is not the call.
+        // Eager decode: 6.3 µs kernels behind 6.9 µs calls, one call every
+        // 110 µs: most of the host's time between calls is not the call.
         let launch = LaunchStats {
             launches: 768,
             kernels: 768,
@@ -581,7 +580,7 @@ mod tests {
             ),
             "{launches}"
         );
-        // A host issuing a kernel about every launch call: the calls are the time.
+        // A call every 9 µs, 6.9 of them in the call: the calls are the time.
         let tight = stage(figures(768.0 * 9.0, 2_000.0, 1_800.0, 0.0), launch.clone(), None);
         let line = verdict_line(&tight);
         assert!(line.contains("the host making a launch call every 9.0 µs;"), "{line}");

@@ -229,8 +229,7 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
         });
     }
     let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
-    let targets =
-        discover_trace_targets(&resolved).map_err(|e| named_as_given(e, &[(&resolved, &path.to_path_buf())]))?;
+    let targets = discover_trace_targets(&resolved).map_err(|e| named_as_given(e, &[(&resolved, path)]))?;
     let server_args = targets.server_args.or_else(|| crate::run::discover::load_server_args(&resolved));
     let left_out = (targets.left_out > 0).then(|| LeftOut {
         input: path.to_path_buf(),
@@ -245,7 +244,7 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
 /// form: `bad.json` stays `bad.json`, and a trace found in `ranks/`
 /// (resolved to `/abs/ranks`) is `ranks/rank0.json`. `inputs` pairs each
 /// resolved input with the path as given.
-fn named_as_given(mut e: Error, inputs: &[(&PathBuf, &PathBuf)]) -> Error {
+fn named_as_given(mut e: Error, inputs: &[(&Path, &Path)]) -> Error {
     let Some(path) = e.path.as_deref() else { return e };
     let given = inputs.iter().find_map(|(resolved, given)| {
         let rest = path.strip_prefix(resolved).ok()?;
@@ -395,7 +394,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             distinct.push(p);
         }
     }
-    let named = [(&mapping_resolved, &mapping_path), (&formal_resolved, &formal_path)];
+    let named: [(&Path, &Path); 2] = [(&mapping_resolved, &mapping_path), (&formal_resolved, &formal_path)];
     let mut loaded: Vec<Loaded> = Vec::new();
     for p in &distinct {
         let trace = Loaded::load(p, opts, distinct.len() == 1).map_err(|e| named_as_given(e, &named))?;

@@ -301,7 +301,7 @@ fn the_idle_cause_is_the_gpus_not_its_streams() {
         ..Figures::default()
     };
     let stage = one_gpu_stage(figures.clone());
-    assert_eq!(crate::report::timeline::idle_cause(&stage), "other waits");
+    assert_eq!(crate::report::timeline::idle_cause(&stage).as_deref(), Some("other waits"));
     // Two causes near each other: both are named, with their points of the
     // window, rather than the larger one for all of the idle time.
     let close = Figures {
@@ -313,13 +313,13 @@ fn the_idle_cause_is_the_gpus_not_its_streams() {
         ..figures
     };
     assert_eq!(
-        crate::report::timeline::idle_cause(&one_gpu_stage(close.clone())),
-        "waiting for the host 5.7 points, short gaps between kernels 5.0, other waits 0.2"
+        crate::report::timeline::idle_cause(&one_gpu_stage(close.clone())).as_deref(),
+        Some("waiting for the host 5.7 points, short gaps between kernels 5.0, other waits 0.2")
     );
     // Idle time that rounds to 0.0% of the window has no cause.
     let tiny =
         Figures { window_us: 100_000.0, busy_us: 99_996.0, idle_us: 4.0, idle_host_wait_us: 0.0, ..close.clone() };
-    assert_eq!(crate::report::timeline::idle_cause(&one_gpu_stage(tiny)), "none");
+    assert_eq!(crate::report::timeline::idle_cause(&one_gpu_stage(tiny)), None);
     let parts = super::triage::timeline_parts(&stage);
     let part = |prefix: &str| parts.iter().find(|(label, ..)| label.starts_with(prefix)).unwrap().1;
     assert!((part("idle: host wait") - 0.4).abs() < 1e-9, "{parts:?}");
