@@ -56,4 +56,5 @@ fn the_html_report_explains_its_tables_too() {
     assert!(page.contains("Dependency: whether the neighbouring kernels"));
     let cpu_only = html(CPU_ONLY);
     assert!(!cpu_only.contains("Share: the time any launch") && cpu_only.contains("No GPU kernels in this trace"));
+    assert!(!cpu_only.contains("No kernel rows at or above"), "the kernels table says why it is empty");
 }

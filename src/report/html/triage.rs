@@ -258,7 +258,7 @@ pub fn render(r: &TriageReport) -> String {
         }
     };
     let _ = writeln!(b, "<h2>Kernels</h2>");
-    b.push_str(&kernel_table(r).html(&format!("No kernel rows at or above {:.1}% share.", r.min_share)));
+    b.push_str(&kernel_table(r).html(&r.no_kernel_rows_text()));
     for stage in r.kernel_tables.iter().map(|t| t.stage).collect::<indexmap::IndexSet<_>>() {
         if let Some(note) = hidden_rows_note(r, stage) {
             let _ = writeln!(b, "<p class=\"meta\">{}: {}</p>", esc(stage.label()), esc(&note));
