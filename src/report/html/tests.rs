@@ -198,7 +198,7 @@ fn empty_reports_render() {
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains(CSP));
     assert!(!html.contains("<svg"));
-    assert!(html.contains("No kernel rows"));
+    assert!(html.contains("No GPU kernels in this trace."));
     assert!(!html.contains("<tbody>"));
 
     let d = crate::report::diff::diff(&report(vec![]), &report(vec![]), &Default::default());
