@@ -73,51 +73,71 @@ const KERNELS: &[(&str, &str)] = &[
     ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2"),
 ];
 
-fn main() -> std::io::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut size_kb = 16u64 << 10;
-    let mut format = "json".to_string();
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+const USAGE: &str = "usage: gen_trace (--size-mb N | --size-kb N) [--format json|gz|zst] [--seed S]
+                 [--gpu-bound] [--slow-kernel TEXT] [--drop-kernel TEXT]
+                 [--overlapping-frames [--threads N]] OUT";
+
+/// What the command line asks for.
+struct Options {
+    size_kb: u64,
+    format: String,
+    seed: u64,
+    variant: Variant,
+    out: String,
+}
+
+/// Reads the command line; `Ok(None)` for `--help`.
+fn parse_args(args: &[String]) -> Result<Option<Options>, String> {
+    let mut o = Options {
+        size_kb: 16 << 10,
+        format: "json".to_string(),
+        seed: 0x9E37_79B9_7F4A_7C15,
+        variant: Variant { threads: 8, ..Variant::default() },
+        out: String::new(),
+    };
     let mut out = None;
-    let mut variant = Variant { threads: 8, ..Variant::default() };
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--size-mb" => {
-                size_kb = args[i + 1].parse::<u64>().expect("--size-mb N") << 10;
-                i += 1;
-            }
-            "--size-kb" => {
-                size_kb = args[i + 1].parse().expect("--size-kb N");
-                i += 1;
-            }
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |what: &str| it.next().cloned().ok_or_else(|| format!("{arg} needs {what}"));
+        let number = |v: String| v.parse::<u64>().map_err(|_| format!("{arg}: not a number: {v}"));
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--size-mb" => o.size_kb = number(value("N")?)?.saturating_mul(1 << 10),
+            "--size-kb" => o.size_kb = number(value("N")?)?,
             "--format" => {
-                format = args[i + 1].clone();
-                i += 1;
+                o.format = value("json, gz or zst")?;
+                if !matches!(o.format.as_str(), "json" | "gz" | "zst") {
+                    return Err(format!("unknown format {}", o.format));
+                }
             }
-            "--seed" => {
-                seed = args[i + 1].parse().expect("--seed S");
-                i += 1;
-            }
-            "--gpu-bound" => variant.gpu_bound = true,
-            "--overlapping-frames" => variant.overlapping = true,
-            "--threads" => {
-                variant.threads = args[i + 1].parse().expect("--threads N");
-                i += 1;
-            }
-            "--slow-kernel" => {
-                variant.slow = Some(args[i + 1].clone());
-                i += 1;
-            }
-            "--drop-kernel" => {
-                variant.drop = Some(args[i + 1].clone());
-                i += 1;
-            }
+            "--seed" => o.seed = number(value("S")?)?,
+            "--gpu-bound" => o.variant.gpu_bound = true,
+            "--overlapping-frames" => o.variant.overlapping = true,
+            "--threads" => o.variant.threads = number(value("N")?)?,
+            "--slow-kernel" => o.variant.slow = Some(value("TEXT")?),
+            "--drop-kernel" => o.variant.drop = Some(value("TEXT")?),
+            p if p.starts_with('-') && p != "-" => return Err(format!("unknown option {p}")),
+            p if out.is_some() => return Err(format!("one output path only, not also {p}")),
             p => out = Some(p.to_string()),
         }
-        i += 1;
     }
-    let out = out.expect("usage: gen_trace --size-mb N [--format json|gz|zst] [--seed S] OUT");
+    o.out = out.ok_or("no output path")?;
+    Ok(Some(o))
+}
+
+fn main() -> std::io::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Options { size_kb, format, seed, variant, out } = match parse_args(&args) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        Err(e) => {
+            eprintln!("gen_trace: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
     let file = BufWriter::with_capacity(1 << 20, File::create(&out)?);
     let mut w: Box<dyn Write> = match format.as_str() {
         "gz" => Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::fast())),

@@ -242,7 +242,7 @@ fn bad_input_exits_2() {
 
 /// The generator built beside the test binaries (`cargo test` builds the
 /// examples).
-fn gen_trace() -> PathBuf {
+pub(crate) fn gen_trace() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(Path::parent).unwrap();
     let p = dir.join("examples").join(format!("gen_trace{}", std::env::consts::EXE_SUFFIX));

@@ -16,6 +16,7 @@ mod framework;
 mod fusion_dumps;
 mod fusion_registry;
 mod fuzz_regressions;
+mod gen_trace;
 mod hostile_analyses;
 mod html;
 mod ingest_errors;
