@@ -2,7 +2,7 @@
 # End-to-end speed and memory of torchtriage, and of the Python reference.
 #
 #   scripts/bench.sh [--sizes 1,4,20] [--formats json,gz,zst] [--cmd triage|stats]
-#                    [--runs 3] [--data DIR] [--no-build]
+#                    [--runs 3] [--data DIR] [--no-build] [--pgo]
 #                    [--tile TRACE [--tile-script PATH] [--synthetic]]
 #                    [--reference DIR] [--ref-timeout SECONDS] [--real DIR]
 #
@@ -44,6 +44,10 @@
 # all torchtriage runs, and prints its time and peak RSS, or where it failed
 # (exit code; 124 = stopped by --ref-timeout, default 3600 s).
 #
+# --pgo times the profile-guided build of scripts/pgo-build.sh
+# (target/pgo/torchtriage), building it first unless --no-build; the figures
+# in docs/architecture.md name the build they were taken with.
+#
 # --no-build uses the binaries already in target/ (or $CARGO_TARGET_DIR)
 # instead of running `cargo build --release` first. Relative paths are taken
 # from the repository root.
@@ -51,7 +55,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=1,4,20; formats=json,gz,zst; cmd=triage; runs=3; reference=""; ref_timeout=3600
 data=bench-data; real=""; build=1; tile=""; tile_script=${TILE_TRACE:-../shared/tools/tile-trace.py}
-synthetic=""
+synthetic=""; pgo=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) sizes=$2; shift ;;
@@ -66,6 +70,7 @@ while [ $# -gt 0 ]; do
     --tile-script) tile_script=$2; shift ;;
     --synthetic) synthetic=1 ;;
     --no-build) build="" ;;
+    --pgo) pgo=1 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -88,6 +93,10 @@ target=${CARGO_TARGET_DIR:-target}
 bin=$target/release/torchtriage
 gen=$target/release/examples/gen_trace
 [ -z "$build" ] || cargo build --quiet --release --bin torchtriage --example gen_trace
+if [ -n "$pgo" ]; then
+  bin=$target/pgo/torchtriage
+  [ -z "$build" ] || scripts/pgo-build.sh > /dev/null
+fi
 for b in "$bin" ${synthetic:+"$gen"}; do
   [ -x "$b" ] || { echo "no $b (build it, or leave out --no-build)" >&2; exit 2; }
 done
