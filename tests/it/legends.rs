@@ -1,4 +1,4 @@
-//! The default markdown and HTML reports say what their tables' terms mean; the
+//! The default markdown, table and HTML reports say what their tables' terms mean; the
 //! reference's layout (`--compat reference`) stays line for line its own;
 //! a trace without GPU kernels says so instead of a share bar no row cleared.
 
@@ -57,4 +57,17 @@ fn the_html_report_explains_its_tables_too() {
     let cpu_only = html(CPU_ONLY);
     assert!(!cpu_only.contains("Share: the time any launch") && cpu_only.contains("No GPU kernels in this trace"));
     assert!(!cpu_only.contains("No kernel rows at or above"), "the kernels table says why it is empty");
+}
+
+#[test]
+fn the_table_words_the_overlap_terms_as_markdown_does() {
+    let out = common::run(&["-q", "triage", "--format", "table", FIXTURE]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let md = markdown(&[FIXTURE]);
+    let start = md.find("Verdict: headroom = ").expect("overlap terms");
+    let terms = &md[start..start + md[start..].find("(skip).").unwrap() + "(skip).".len()];
+    // The table wraps its legend; compare the words.
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words(&table).contains(&words(terms)), "{terms}\n{table}");
 }

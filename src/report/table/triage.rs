@@ -26,14 +26,11 @@ const KERNEL_LEGEND: &[&str] = &[
      Avg, Max: per launch. Python location: launching site (share of the kernel's launches); CPU op: launching operator.",
 ];
 
-const OVERLAP_LEGEND: &[&str] = &[
-    "Share: the time any launch of the kernel runs, of the stage's GPU busy time (the union over streams), so it differs \
-     from the kernel table's Share, which divides summed kernel time. Excl (exclusive): share of the kernel's time no other stream's kernel overlaps; \
-     Hid (hidden): share overlapped by another stream.",
-    "Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. Dep risk: whether \
-     the neighbouring kernels on its stream depend on it (high: a tight neighbour from the same scope or launch; \
-     unclear: a tight unmapped neighbour; low: none). Priority P1 (act first) to P5 (skip).",
-];
+/// What the overlap table's columns mean; its verdicts, dependency risks and
+/// priorities are worded as in the markdown report (`overlap_terms`).
+const OVERLAP_COLUMNS: &str = "Share: the time any launch of the kernel runs, of the stage's GPU busy time (the union \
+     over streams), so it differs from the kernel table's Share, which divides summed kernel time. Excl (exclusive): \
+     share of the kernel's time no other stream's kernel overlaps; Hid (hidden): share overlapped by another stream.";
 
 const FUSE_LEGEND: &[&str] = &[
     "Confidence: Confirmed = kernels of the pattern's own family matched its keywords directly (or every group of a \
@@ -269,7 +266,7 @@ fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
         return;
     }
     o.table(&t);
-    o.legend(OVERLAP_LEGEND);
+    o.legend(&[OVERLAP_COLUMNS, &crate::report::markdown::overlap_terms("Dep risk")]);
 }
 
 /// Prose cut into lines of about this many characters for a table cell.
