@@ -14,20 +14,22 @@
 # 3. merges the profiles with llvm-profdata (rustup's llvm-tools component,
 #    added when missing) and builds the release binary with -Cprofile-use
 #    into target/pgo, copying it to --out PATH (default target/pgo/torchtriage;
-#    target/ is $CARGO_TARGET_DIR when set);
+#    target/ is $CARGO_TARGET_DIR when set) and printing that path in full;
 #    --install copies it to $CARGO_INSTALL_ROOT/bin (else $CARGO_HOME/bin,
-#    else ~/.cargo/bin), where `cargo install` puts the command.
+#    else ~/.cargo/bin), where `cargo install` puts the command, instead.
 #
 # The binary computes exactly what a plain `cargo build --release` one does;
 # the profile only guides the compiler's layout and inlining. The training
 # traces live in a temporary folder removed at the end (--keep keeps it and
-# prints its path). Needs rustup for llvm-tools unless llvm-profdata of the
-# compiler's LLVM version is on PATH as `llvm-profdata`.
+# prints its path). Needs rustup's llvm-tools component (added when missing,
+# which needs the network) unless llvm-profdata of the compiler's LLVM version
+# is on PATH as `llvm-profdata`.
 set -euo pipefail
 here=$PWD
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
-install=""; out=$target/pgo/torchtriage; keep=""
+case "$target" in /*) ;; *) target=$PWD/$target ;; esac
+install=""; out=""; keep=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --install) install=1 ;;
@@ -38,22 +40,28 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if [ -n "$install" ] && [ -n "$out" ]; then
+  echo "pgo-build.sh: --install and --out name two places for the binary; give one" >&2
+  exit 2
+fi
+[ -n "$out" ] || out=$target/pgo/torchtriage
 
-# llvm-profdata must read the format of the compiler's own LLVM.
+# llvm-profdata must read the format of the compiler's own LLVM: rustup's
+# llvm-tools first, then one on PATH of that LLVM version, then rustup's
+# added now.
 llvm_major=$(rustc -Vv | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
 host=$(rustc -Vv | sed -n 's/^host: //p')
 profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
+if [ ! -x "$profdata" ] && command -v llvm-profdata > /dev/null \
+  && llvm-profdata merge --version 2> /dev/null | grep -q "LLVM version $llvm_major\."; then
+  profdata=$(command -v llvm-profdata)
+fi
 if [ ! -x "$profdata" ] && command -v rustup > /dev/null; then
   rustup component add llvm-tools >&2 || true
 fi
 if [ ! -x "$profdata" ]; then
-  if command -v llvm-profdata > /dev/null \
-    && llvm-profdata --version | grep -q "LLVM version $llvm_major\."; then
-    profdata=$(command -v llvm-profdata)
-  else
-    echo "pgo-build.sh: no llvm-profdata for LLVM $llvm_major (rustup component add llvm-tools)" >&2
-    exit 2
-  fi
+  echo "pgo-build.sh: no llvm-profdata for LLVM $llvm_major (rustup component add llvm-tools)" >&2
+  exit 2
 fi
 
 work=$(mktemp -d)

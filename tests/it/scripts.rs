@@ -15,6 +15,9 @@ fn the_pgo_build_refuses_what_it_does_not_know() {
     assert_eq!((code, stderr.as_str()), (Some(2), "pgo-build.sh: unknown option --bogus\n"));
     let (code, stderr) = run("pgo-build.sh", &["--out"]);
     assert_eq!((code, stderr.as_str()), (Some(2), "pgo-build.sh: --out needs a path\n"));
+    let (code, stderr) = run("pgo-build.sh", &["--install", "--out", "tt"]);
+    let both = "pgo-build.sh: --install and --out name two places for the binary; give one\n";
+    assert_eq!((code, stderr.as_str()), (Some(2), both));
 }
 
 #[test]
