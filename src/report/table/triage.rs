@@ -10,7 +10,7 @@
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::{StageTimeline, Timeline};
 use crate::analysis::types::UNRESOLVED;
-use crate::report::markdown::{dependency_risk_label, fixed};
+use crate::report::markdown::{dependency_risk_label, fixed, overlap_terms};
 use crate::report::model::{Mode, TriageReport};
 use crate::report::timeline::{
     clock_offset_text, clocks_offset_mark, idle_text, stage_sum, step_source_name, steps_pace_note, top_kernel,
@@ -157,10 +157,10 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
         o.text(&format!("Clocks: {}.", clock_offset_text(offset)));
     }
     match s.source {
-        Some(src) => match steps_pace_note(stage) {
-            Some(note) => o.text(&format!("Steps from {}; {note}.", step_source_name(src))),
-            None => o.text(&format!("Steps from {}.", step_source_name(src))),
-        },
+        Some(src) => {
+            let pace = steps_pace_note(stage).map_or_else(String::new, |n| format!("; {n}"));
+            o.text(&format!("Steps from {}{pace}.", step_source_name(src)));
+        }
         None => o.text("Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)."),
     }
     o.text(&format!("Verdict: {}", verdict_line(stage)));
@@ -266,7 +266,7 @@ fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
         return;
     }
     o.table(&t);
-    o.legend(&[OVERLAP_COLUMNS, &crate::report::markdown::overlap_terms("Dep risk")]);
+    o.legend(&[OVERLAP_COLUMNS, &overlap_terms("Dep risk")]);
 }
 
 /// Prose cut into lines of about this many characters for a table cell.
