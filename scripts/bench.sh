@@ -92,10 +92,11 @@ fi
 target=${CARGO_TARGET_DIR:-target}
 bin=$target/release/torchtriage
 gen=$target/release/examples/gen_trace
-[ -z "$build" ] || cargo build --quiet --release --bin torchtriage --example gen_trace
 if [ -n "$pgo" ]; then
   bin=$target/pgo/torchtriage
-  [ -z "$build" ] || scripts/pgo-build.sh > /dev/null
+  [ -z "$build" ] || { cargo build --quiet --release --example gen_trace && scripts/pgo-build.sh > /dev/null; }
+else
+  [ -z "$build" ] || cargo build --quiet --release --bin torchtriage --example gen_trace
 fi
 for b in "$bin" ${synthetic:+"$gen"}; do
   [ -x "$b" ] || { echo "no $b (build it, or leave out --no-build)" >&2; exit 2; }

@@ -65,11 +65,20 @@ if [ ! -x "$profdata" ]; then
 fi
 
 work=$(mktemp -d)
-if [ -n "$keep" ]; then
-  echo "pgo-build.sh: training data kept in $work" >&2
-else
-  trap 'rm -rf "$work"' EXIT
-fi
+training=""
+# On the way out: a training run that failed (its stderr went to the log)
+# is shown, then the training data is removed unless --keep.
+finish() {
+  local status=$?
+  if [ -n "$training" ]; then
+    exec 2>&3
+    echo "pgo-build.sh: a training run failed (exit $status); the end of its log:" >&2
+    tail -n 20 "$work/train.log" >&2
+  fi
+  [ -n "$keep" ] || rm -rf "$work"
+}
+trap finish EXIT
+[ -z "$keep" ] || echo "pgo-build.sh: training data kept in $work" >&2
 
 echo "pgo-build.sh: instrumented build" >&2
 # The instrumented and the optimised builds must compile the crate alike
@@ -84,6 +93,7 @@ bin=$target/pgo-gen/release/torchtriage
 
 echo "pgo-build.sh: training runs (log: $work/train.log)" >&2
 exec 3>&2 2>"$work/train.log"
+training=1
 "$gen" --size-mb 64 --seed 11 "$work/syn.json" > /dev/null
 "$gen" --size-mb 64 --seed 12 --overlapping-frames "$work/ov.json" > /dev/null
 "$gen" --size-mb 32 --seed 13 --format gz "$work/syn.json.gz" > /dev/null
@@ -99,6 +109,7 @@ for f in fixtures/synthetic_vllm_small.json $(find tests/data/traces -name '*.js
   done
 done
 "$bin" batch -q tests/data/traces/param_dlrm_8rank > /dev/null || true
+training=""
 exec 2>&3 3>&-
 "$profdata" merge -o "$work/merged.profdata" "$work/raw"
 
