@@ -309,12 +309,12 @@ pub fn guard_mapped_reads() {
     sigbus::install();
 }
 
-/// A file that is not there is a bad input path, as `triage` words it
-/// (`cannot open input: ...`); any other failure to open it is an I/O error.
+/// A file that is not there is a bad input path; any other failure to open
+/// it (no permission) is an I/O error. Both read `cannot open input: ...`.
 fn open_error(e: std::io::Error) -> Error {
     if e.kind() == std::io::ErrorKind::NotFound {
         Error::usage(format!("cannot open input: {e}"))
     } else {
-        Error::io(e)
+        Error { message: format!("cannot open input: {e}"), ..Error::io(e) }
     }
 }

@@ -367,6 +367,8 @@ pub enum SkipReason {
     EmptyFile,
     /// A link whose target does not exist.
     DanglingLink,
+    /// A directory whose entries cannot be listed (no permission).
+    UnreadableDirectory,
 }
 
 impl SkipReason {
@@ -376,13 +378,14 @@ impl SkipReason {
             SkipReason::NotATrace => "not recognised as a trace",
             SkipReason::EmptyFile => "empty file",
             SkipReason::DanglingLink => "dangling symbolic link",
+            SkipReason::UnreadableDirectory => "unreadable directory",
         }
     }
 
     /// A sign of a rank that should have been there (an empty file, a link
     /// to a moved run): worth a warning, not only a line in the report.
     pub fn is_suspect(self) -> bool {
-        matches!(self, SkipReason::EmptyFile | SkipReason::DanglingLink)
+        matches!(self, SkipReason::EmptyFile | SkipReason::DanglingLink | SkipReason::UnreadableDirectory)
     }
 }
 

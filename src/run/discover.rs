@@ -141,7 +141,13 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     if !has_trace_suffix(&name) {
         return false;
     }
-    crate::input::head(path, SNIFF_BYTES).is_ok_and(|head| head_looks_like_trace(&head))
+    match crate::input::head(path, SNIFF_BYTES) {
+        Ok(head) => head_looks_like_trace(&head),
+        // A file of a trace's name that cannot be opened (no permission) is
+        // kept, so that reading it fails naming the file and the reason
+        // rather than the run passing over it as not a trace.
+        Err(_) => std::fs::File::open(path).is_err(),
+    }
 }
 
 /// The content rule of [`file_looks_like_trace`] on a file's first bytes.
@@ -193,9 +199,20 @@ pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn Fn
 /// Symbolic links in `dir` (and below, when `recursive`) whose target does
 /// not exist, in the order [`walk_regular_files`] would meet them.
 pub(crate) fn dangling_links(dir: &Path, recursive: bool) -> Vec<PathBuf> {
+    walk_finding(dir, recursive, Found::DanglingLink)
+}
+
+/// Directories below `dir` (when `recursive`; `dir` itself too) whose
+/// entries cannot be listed (no permission): the traces in them, if any,
+/// are out of every walk.
+pub(crate) fn unreadable_dirs(dir: &Path, recursive: bool) -> Vec<PathBuf> {
+    walk_finding(dir, recursive, Found::UnreadableDir)
+}
+
+fn walk_finding(dir: &Path, recursive: bool, wanted: Found) -> Vec<PathBuf> {
     let mut out = Vec::new();
     walk_from(dir, recursive, &mut |p, kind| {
-        if kind == Found::DanglingLink {
+        if kind == wanted {
             out.push(p)
         }
     });
@@ -207,6 +224,7 @@ pub(crate) fn dangling_links(dir: &Path, recursive: bool) -> Vec<PathBuf> {
 enum Found {
     File,
     DanglingLink,
+    UnreadableDir,
 }
 
 fn walk_from(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf, Found)) {
@@ -224,6 +242,9 @@ fn walk(
     visit: &mut dyn FnMut(PathBuf, Found),
 ) {
     let Ok(entries) = std::fs::read_dir(dir) else {
+        if dir.is_dir() {
+            visit(dir.to_path_buf(), Found::UnreadableDir);
+        }
         return;
     };
     let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
@@ -308,7 +329,18 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
         }
     }
     dirs.sort_by_key(|(_, m)| *m);
-    dirs.pop().map(|(d, _)| d).ok_or_else(|| Error::usage(NO_TRACES).in_file(path))
+    dirs.pop().map(|(d, _)| d).ok_or_else(|| no_traces(path))
+}
+
+/// Why `dir` yields no trace: a directory in it that cannot be listed,
+/// named with the system's reason, else [`NO_TRACES`].
+pub(crate) fn no_traces(dir: &Path) -> Error {
+    for d in unreadable_dirs(dir, true) {
+        if let Err(e) = std::fs::read_dir(&d) {
+            return Error::usage(format!("cannot list this directory: {e}")).in_file(&d);
+        }
+    }
+    Error::usage(NO_TRACES).in_file(dir)
 }
 
 /// The run a trace below a profile directory belongs to: its folder, or the
@@ -407,7 +439,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
     // Traces in the other folders below `path`, when one folder was chosen.
     let elsewhere = recursive.iter().filter(|t| !traces.contains(t)).count();
     if traces.is_empty() {
-        return Err(Error::usage(NO_TRACES).in_file(&trace_dir));
+        return Err(no_traces(&trace_dir));
     }
     let non_merged: Vec<PathBuf> = traces
         .iter()

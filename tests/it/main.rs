@@ -29,4 +29,5 @@ mod output;
 mod scripts;
 mod table;
 mod truncation;
+mod unreadable;
 mod verdicts;

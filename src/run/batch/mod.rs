@@ -24,7 +24,8 @@ use crate::error::{Error, Result};
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::report::model::{SkipReason, TriageReport};
 use crate::run::discover::{
-    dangling_links, discover_named_trace_files, has_trace_suffix, parse_rank, walk_regular_files, NO_TRACES,
+    dangling_links, discover_named_trace_files, has_trace_suffix, no_traces, parse_rank, unreadable_dirs,
+    walk_regular_files,
 };
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
@@ -77,6 +78,13 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, SkipReaso
             .filter(|p| is_json_name(p))
             .map(|p| (std::path::absolute(&p).unwrap_or(p), SkipReason::DanglingLink)),
     );
+    // A directory that cannot be listed may hold ranks: the batch is
+    // complete only as far as the listing went.
+    skipped.extend(
+        unreadable_dirs(dir, true)
+            .into_iter()
+            .map(|p| (p.canonicalize().unwrap_or(p), SkipReason::UnreadableDirectory)),
+    );
     skipped.sort();
     skipped
 }
@@ -107,7 +115,7 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
         );
     }
     if paths.is_empty() {
-        return Err(Error::usage(NO_TRACES).in_file(dir));
+        return Err(no_traces(dir));
     }
     // Canonical paths, as `triage` resolves its input (stage names in parent
     // directories depend on it); the rank is read from the name the file was

@@ -1,0 +1,107 @@
+//! Files and directories the user running the tool may not read: a trace
+//! that cannot be opened fails naming the file and the reason (`batch`
+//! counts it among the failures), and a directory that cannot be listed is
+//! named, never passed over as if the job had one rank fewer. Run as root,
+//! the binary is started as user `nobody` through `setpriv`, since
+//! permissions do not stop root.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+
+/// Runs the binary as a user without root's access to every file.
+fn run_unprivileged(args: &[&str]) -> Output {
+    let bin = env!("CARGO_BIN_EXE_torchtriage");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+        c
+    } else {
+        Command::new(bin)
+    };
+    cmd.args(args).output().expect("run torchtriage (as root this needs setpriv, from util-linux)")
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A directory any user may read, holding the fixture as two ranks.
+fn ranks() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    chmod(dir.path(), 0o755);
+    for r in 0..2 {
+        let p = dir.path().join(format!("rank{r}.json"));
+        std::fs::copy(FIXTURE, &p).unwrap();
+        chmod(&p, 0o644);
+    }
+    dir
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn an_unreadable_rank_fails_the_batch_naming_it() {
+    let dir = ranks();
+    let locked = dir.path().join("rank1.json");
+    chmod(&locked, 0o000);
+    let out = run_unprivileged(&["batch", "--format", "json", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failures = summary["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), 1, "{summary}");
+    assert!(failures[0].to_string().contains("rank1.json"), "{summary}");
+    assert!(failures[0].to_string().to_lowercase().contains("permission denied"), "{summary}");
+}
+
+#[test]
+fn triage_of_a_directory_fails_on_an_unreadable_rank() {
+    let dir = ranks();
+    let locked = dir.path().join("rank0.json");
+    chmod(&locked, 0o000);
+    let out = run_unprivileged(&["triage", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("rank0.json: cannot open input: Permission denied"), "{err}");
+}
+
+#[test]
+fn an_unreadable_subdirectory_is_named() {
+    let dir = ranks();
+    let sub = dir.path().join("node1");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::copy(FIXTURE, sub.join("rank2.json")).unwrap();
+    chmod(&sub, 0o000);
+    let out = run_unprivileged(&["batch", "--format", "json", dir.path().to_str().unwrap()]);
+    chmod(&sub, 0o755);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skipped = summary["skipped"].as_array().expect("skipped");
+    assert_eq!(skipped.len(), 1, "{summary}");
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("node1"), "{summary}");
+    assert_eq!(skipped[0]["reason"], "unreadable directory");
+    assert!(stderr(&out).contains("node1: skipped, unreadable directory"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_directory_that_cannot_be_listed_is_not_called_empty() {
+    let dir = ranks();
+    let sub = dir.path().join("job");
+    std::fs::create_dir(&sub).unwrap();
+    chmod(&sub, 0o311);
+    for cmd in ["triage", "batch"] {
+        let out = run_unprivileged(&[cmd, sub.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("cannot list this directory") && !err.contains("no trace files"), "{cmd}: {err}");
+    }
+    chmod(&sub, 0o755);
+}
