@@ -11,14 +11,21 @@ use std::process::{Command, Output};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
 
-/// Runs the binary as a user without root's access to every file.
-fn run_unprivileged(args: &[&str]) -> Output {
+/// Runs the binary as a user without root's access to every file. As root,
+/// a copy of the binary in `dir` (which any user may enter) runs as
+/// `nobody`, since the build directory may be private to root.
+fn run_unprivileged(dir: &Path, args: &[&str]) -> Output {
     let bin = env!("CARGO_BIN_EXE_torchtriage");
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let mut cmd = if root {
+        let copy = dir.join("torchtriage-bin");
+        if !copy.exists() {
+            std::fs::copy(bin, &copy).unwrap();
+            chmod(&copy, 0o755);
+        }
         let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(copy);
         c
     } else {
         Command::new(bin)
@@ -51,7 +58,7 @@ fn an_unreadable_rank_fails_the_batch_naming_it() {
     let dir = ranks();
     let locked = dir.path().join("rank1.json");
     chmod(&locked, 0o000);
-    let out = run_unprivileged(&["batch", "--format", "json", dir.path().to_str().unwrap()]);
+    let out = run_unprivileged(dir.path(), &["batch", "--format", "json", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let failures = summary["failures"].as_array().expect("failures");
@@ -65,7 +72,7 @@ fn triage_of_a_directory_fails_on_an_unreadable_rank() {
     let dir = ranks();
     let locked = dir.path().join("rank0.json");
     chmod(&locked, 0o000);
-    let out = run_unprivileged(&["triage", dir.path().to_str().unwrap()]);
+    let out = run_unprivileged(dir.path(), &["triage", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
     let err = stderr(&out);
@@ -80,7 +87,7 @@ fn an_unreadable_subdirectory_is_named() {
     std::fs::create_dir(&sub).unwrap();
     std::fs::copy(FIXTURE, sub.join("rank2.json")).unwrap();
     chmod(&sub, 0o000);
-    let out = run_unprivileged(&["batch", "--format", "json", dir.path().to_str().unwrap()]);
+    let out = run_unprivileged(dir.path(), &["batch", "--format", "json", dir.path().to_str().unwrap()]);
     chmod(&sub, 0o755);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -98,7 +105,7 @@ fn a_directory_that_cannot_be_listed_is_not_called_empty() {
     std::fs::create_dir(&sub).unwrap();
     chmod(&sub, 0o311);
     for cmd in ["triage", "batch"] {
-        let out = run_unprivileged(&[cmd, sub.to_str().unwrap()]);
+        let out = run_unprivileged(dir.path(), &[cmd, sub.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
         let err = stderr(&out);
         assert!(err.contains("cannot list this directory") && !err.contains("no trace files"), "{cmd}: {err}");
