@@ -26,6 +26,7 @@ mod legends;
 mod merge;
 mod options;
 mod output;
+mod schema_doc;
 mod scripts;
 mod table;
 mod truncation;
