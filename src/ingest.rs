@@ -445,8 +445,7 @@ impl Split {
 /// the position after the last complete event (or after `]`) and updates
 /// the parser's state.
 fn events_in_parallel(window: &[u8], doc: &mut DocParser, split: &mut Split) -> std::result::Result<usize, DocError> {
-    let Some((first, top_array)) = doc.events_state() else { return Ok(0) };
-    let from = if first { EventsFrom::AfterOpen } else { EventsFrom::AfterEvent };
+    let Some((from, top_array)) = doc.events_state() else { return Ok(0) };
     let mid = (window.len() as f64 * split.first_share) as usize;
     let Some(cut) = find_event_boundary(window, mid, 8 << 20) else { return Ok(0) };
     // Each half packs its Python frames where it was parsed, so that the

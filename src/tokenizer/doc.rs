@@ -11,16 +11,13 @@ use crate::columns::{ColumnsBuilder, TraceMeta};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum State {
-    Start,
+    /// Before the document; `bom` while nothing, not even whitespace, has
+    /// been read (a byte order mark is taken only there).
+    Start { bom: bool },
     /// Inside the top-level object, before a key (or the closing brace).
-    ObjKey {
-        first: bool,
-    },
-    /// Inside the event array, before an event (or the closing bracket).
-    Events {
-        first: bool,
-        top_array: bool,
-    },
+    ObjKey { first: bool },
+    /// Inside the event array: what comes next is as `at` says.
+    Events { at: EventsFrom, top_array: bool },
     /// After the whole document; only whitespace may follow.
     End,
 }
@@ -88,7 +85,7 @@ impl Default for DocParser {
 impl DocParser {
     pub fn new() -> Self {
         DocParser {
-            state: State::Start,
+            state: State::Start { bom: true },
             builder: ColumnsBuilder::new(),
             scratch: EventScratch::default(),
             saw_events: false,
@@ -107,11 +104,11 @@ impl DocParser {
         self.state = if top_array { State::End } else { State::ObjKey { first: false } };
     }
 
-    /// Inside the event array: `Some((first, top_array))`, where `first` means
-    /// no event has been read yet (the position is just after `[`).
-    pub fn events_state(&self) -> Option<(bool, bool)> {
+    /// Inside the event array: `Some((at, top_array))`, where `at` says
+    /// what the position is just after (`[`, an event, or a comma).
+    pub fn events_state(&self) -> Option<(EventsFrom, bool)> {
         match self.state {
-            State::Events { first, top_array } => Some((first, top_array)),
+            State::Events { at, top_array } => Some((at, top_array)),
             _ => None,
         }
     }
@@ -119,7 +116,7 @@ impl DocParser {
     /// Continues inside the event array after the caller parsed events
     /// itself; the position is just after the last complete event.
     pub fn resume_after_event(&mut self, top_array: bool) {
-        self.state = State::Events { first: false, top_array };
+        self.state = State::Events { at: EventsFrom::AfterEvent, top_array };
     }
 
     /// Parses as far as `buf` allows from `pos`. With `eof`, running out of
@@ -135,7 +132,16 @@ impl DocParser {
                 Err(ScanError::Incomplete) if eof => {
                     return Err(DocError { pos: buf.len(), msg: self.truncated_msg() });
                 }
-                Err(ScanError::Incomplete) => return Ok(Step::NeedMore(unit_start)),
+                Err(ScanError::Incomplete) => {
+                    // Whitespace before a unit is never read again: a
+                    // stream need not hold a long run of it.
+                    let mut ws = Scanner::new(buf, unit_start);
+                    ws.skip_ws();
+                    if let State::Start { bom } = &mut self.state {
+                        *bom &= ws.pos == unit_start;
+                    }
+                    return Ok(Step::NeedMore(ws.pos));
+                }
                 Err(ScanError::Syntax { pos, msg }) => return Err(DocError { pos, msg }),
             }
             let _ = unit_start;
@@ -145,7 +151,7 @@ impl DocParser {
     fn truncated_msg(&self) -> String {
         match self.state {
             State::Events { .. } => "unexpected end of input inside traceEvents (truncated file?)".into(),
-            State::Start => "empty input: expected a JSON object or array".into(),
+            State::Start { .. } => "empty input: expected a JSON object or array".into(),
             _ => "unexpected end of input (truncated file?)".into(),
         }
     }
@@ -153,12 +159,12 @@ impl DocParser {
     /// Parses one unit (a key and its value, an event, a bracket).
     fn unit(&mut self, s: &mut Scanner<'_>, stop_at_events: bool) -> ScanResult<Option<Step>> {
         match self.state {
-            State::Start => {
+            State::Start { bom } => {
                 const BOM: &[u8] = b"\xEF\xBB\xBF";
                 let rest = &s.buf[s.pos..];
-                if rest.starts_with(BOM) {
+                if bom && rest.starts_with(BOM) {
                     s.pos += 3;
-                } else if !rest.is_empty() && BOM.starts_with(rest) {
+                } else if bom && !rest.is_empty() && BOM.starts_with(rest) {
                     // A stream window that ends inside the BOM.
                     return Err(ScanError::Incomplete);
                 }
@@ -169,7 +175,7 @@ impl DocParser {
                     b'[' => {
                         self.saw_events = true;
                         self.builder.meta_mut().top_level_array = true;
-                        self.state = State::Events { first: true, top_array: true };
+                        self.state = State::Events { at: EventsFrom::AfterOpen, top_array: true };
                         if stop_at_events {
                             return Ok(Some(Step::AtEvents(s.pos)));
                         }
@@ -232,7 +238,7 @@ impl DocParser {
                     self.saw_events = true;
                     self.seen_keys.insert(key.clone());
                     self.builder.meta_mut().top_level_keys.push(key);
-                    self.state = State::Events { first: true, top_array: false };
+                    self.state = State::Events { at: EventsFrom::AfterOpen, top_array: false };
                     if stop_at_events {
                         return Ok(Some(Step::AtEvents(s.pos)));
                     }
@@ -260,21 +266,25 @@ impl DocParser {
                 }
                 self.state = State::ObjKey { first: false };
             }
-            State::Events { first, top_array } => {
+            State::Events { at, top_array } => {
                 let b = s.peek()?;
-                if b == b']' {
+                if b == b']' && at != EventsFrom::AtEvent {
                     s.pos += 1;
                     self.resume_after_events(top_array);
                     return Ok(None);
                 }
-                if !first {
+                if at == EventsFrom::AfterEvent {
                     if b != b',' {
                         return syntax(s.pos, format!("expected ',' or ']' in traceEvents, found {}", show(b)));
                     }
+                    // The comma is a unit of its own, so that whitespace
+                    // after it is left behind like whitespace before it.
                     s.pos += 1;
+                    self.state = State::Events { at: EventsFrom::AtEvent, top_array };
+                    return Ok(None);
                 }
                 parse_event(s, &mut self.builder, &mut self.scratch)?;
-                self.state = State::Events { first: false, top_array };
+                self.state = State::Events { at: EventsFrom::AfterEvent, top_array };
             }
             State::End => {
                 s.skip_ws();
@@ -405,14 +415,15 @@ pub fn find_event_boundary(buf: &[u8], from: usize, limit: usize) -> Option<usiz
     None
 }
 
-/// Where [`parse_events_partial`] starts.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Where in the event array a parse starts ([`parse_events_partial`],
+/// [`DocParser::events_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventsFrom {
     /// Just after the array's `[`.
     AfterOpen,
     /// Just after a complete event (a `,` or `]` comes next).
     AfterEvent,
-    /// At a (guessed) event start `{`.
+    /// Where an event must start: after a comma, or at a guessed `{`.
     AtEvent,
 }
 
