@@ -74,18 +74,35 @@ fn last_parts(path: &Path) -> Vec<String> {
 }
 
 /// The stage a path names (`-extend`, `_prefill`, a `decode/` directory,
-/// ...), or `all`.
+/// ...), or `all`, as the reference reads it.
 pub fn parse_stage(path: &Path) -> Stage {
+    parse_stage_with(path, StageRule::Reference)
+}
+
+/// [`parse_stage`] with the marks read by `rule`: by default a mark such as
+/// `_prefill` counts only where no letter follows it, so that
+/// `sglang_prefilldecode/` (prefill and decode in one trace) names no
+/// stage, while `_decode.json`, `-EXTEND.trace.json` and `_decode_full/`
+/// still do.
+pub fn parse_stage_with(path: &Path, rule: StageRule) -> Stage {
     let parts = last_parts(path);
     let name = parts.join(" ");
     let segments = format!("/{}/", parts.join("/"));
-    if ["-extend", "-prefill", "_extend", "_prefill"].iter().any(|m| name.contains(m)) {
+    let marked = |marks: &[&str]| {
+        marks.iter().any(|m| match rule {
+            StageRule::Reference => name.contains(m),
+            StageRule::Default => name
+                .match_indices(m)
+                .any(|(i, _)| name.as_bytes().get(i + m.len()).is_none_or(|c| !c.is_ascii_alphabetic())),
+        })
+    };
+    if marked(&["-extend", "-prefill", "_extend", "_prefill"]) {
         return Stage::Extend;
     }
     if ["extend", "prefill"].iter().any(|s| segments.contains(&format!("/{s}/"))) {
         return Stage::Extend;
     }
-    if ["-decode", "_decode"].iter().any(|m| name.contains(m)) {
+    if marked(&["-decode", "_decode"]) {
         return Stage::Decode;
     }
     if segments.contains("/decode/") {
@@ -363,6 +380,12 @@ impl RowStages {
     pub fn get(&self, row: usize) -> Stage {
         Stage::from_code(self.codes.get(row).copied().unwrap_or(2))
     }
+
+    /// Whether some row is in a stage other than `stage` and `all`.
+    pub fn names_other_than(&self, stage: Stage) -> bool {
+        let (own, all) = (stage.code(), Stage::All.code());
+        self.codes.iter().any(|&c| c != own && c != all)
+    }
 }
 
 /// Whether the pid of any kernel row contains `sub` (the `--pid-substring`
@@ -427,6 +450,27 @@ pub fn select_heaviest_pid<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_name_stages_as_words() {
+        let by = |rule: StageRule, p: &str| parse_stage_with(Path::new(p), rule);
+        for (path, default, reference) in [
+            ("/x/sglang_prefilldecode/t.json.gz", Stage::All, Stage::Extend),
+            ("/x/vllm_prefilldecode_piecewise/g.json.gz", Stage::All, Stage::Extend),
+            ("/x/sglang_Qwen3-8B_decode.json.gz", Stage::Decode, Stage::Decode),
+            ("/x/vllm_decode_full/g.json.gz", Stage::Decode, Stage::Decode),
+            ("/x/1700000-TP-0-EXTEND.trace.json.gz", Stage::Extend, Stage::Extend),
+            ("/x/chunked_prefill_off/trace.json.gz", Stage::Extend, Stage::Extend),
+            ("/x/decoder_runs/t.json", Stage::All, Stage::All),
+            ("/x/run_decoder/t.json", Stage::All, Stage::Decode),
+            ("/x/decode/t.json", Stage::Decode, Stage::Decode),
+            ("/x/t.json", Stage::All, Stage::All),
+        ] {
+            assert_eq!(by(StageRule::Default, path), default, "{path}");
+            assert_eq!(by(StageRule::Reference, path), reference, "{path}");
+            assert_eq!(parse_stage(Path::new(path)), reference, "{path}");
+        }
+    }
 
     #[test]
     fn annotation_names() {

@@ -22,7 +22,7 @@ use crate::analysis::mapping::{
 use crate::analysis::overlap::render_stages;
 use crate::analysis::overlap::{self, BundleSource, StageBundle};
 use crate::analysis::sites::SiteIndex;
-use crate::analysis::stage::{parse_stage, Stage};
+use crate::analysis::stage::{parse_stage, parse_stage_with, Stage};
 use crate::analysis::stage::{RowStages, StageRule};
 use crate::analysis::text::Masking;
 use crate::analysis::timeline::{timeline, Timeline, TimelineOptions};
@@ -142,6 +142,8 @@ struct Loaded {
     trace: Trace,
     /// Stage of every kernel row, shared by the kernel and overlap steps.
     stages: RowStages,
+    /// The stage the trace's path names, when it is taken ([`path_stage`]).
+    path_stage: Stage,
     data: TraceData,
     index: SiteIndex,
     /// The timeline, unless it is to be computed beside the overlap step.
@@ -162,6 +164,7 @@ impl Loaded {
         release_free_memory(bytes);
         crate::run::progress::phase("loaded");
         let stages = RowStages::build(&trace, opts.stage_rule());
+        let path_stage = path_stage(path, &stages, opts.compat);
         let timeline = if may_defer && timeline_beside_overlap(&trace, opts.schedule) {
             // Computed later, beside the overlap step, which leaves a core
             // idle much of the time.
@@ -169,7 +172,7 @@ impl Loaded {
         } else {
             // Computed first, while only the columns are held: its event
             // arrays then never add to a later step's peak.
-            let timeline = trace_timeline(path, &trace, &stages, opts);
+            let timeline = trace_timeline(path_stage, &trace, &stages, opts);
             // Its arrays are freed: hand their pages back before the
             // extraction allocates.
             release_free_memory(bytes);
@@ -180,24 +183,19 @@ impl Loaded {
         let (data, index) =
             rayon::join(|| extract_trace_data(&trace, &stages, masking, rule), || SiteIndex::build(&trace));
         crate::run::progress::phase("kernels extracted, site index built");
-        Ok(Loaded { path: path.to_path_buf(), trace, stages, data, index, timeline, bytes })
+        Ok(Loaded { path: path.to_path_buf(), trace, stages, path_stage, data, index, timeline, bytes })
     }
 
     /// The timeline, computed now if the load left it for later.
     fn timeline(&self, opts: &TriageOptions) -> std::borrow::Cow<'_, Timeline> {
         match &self.timeline {
             Some(t) => std::borrow::Cow::Borrowed(t),
-            None => std::borrow::Cow::Owned(trace_timeline(&self.path, &self.trace, &self.stages, opts)),
+            None => std::borrow::Cow::Owned(trace_timeline(self.path_stage, &self.trace, &self.stages, opts)),
         }
     }
 
     fn attributed(&self) -> AttributedTrace<'_> {
-        AttributedTrace {
-            trace: &self.trace,
-            data: &self.data,
-            index: &self.index,
-            default_stage: parse_stage(&self.path),
-        }
+        AttributedTrace { trace: &self.trace, data: &self.data, index: &self.index, default_stage: self.path_stage }
     }
 }
 
@@ -578,10 +576,26 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     Ok(report)
 }
 
+/// The stage a trace's path names (`-decode`, `_prefill`, a `decode/`
+/// folder), which then holds all of its kernels, as in the reference. By
+/// default a mark followed by a letter names nothing
+/// (`vllm_prefilldecode_piecewise/` holds both stages), and the path is
+/// not taken when the trace's own annotations name another stage: a
+/// folder named for a setting (`chunked_prefill_off/`) does not relabel
+/// the decode steps a trace marks as such.
+fn path_stage(path: &Path, stages: &RowStages, compat: Compat) -> Stage {
+    match compat {
+        Compat::Reference => parse_stage(path),
+        Compat::Default => match parse_stage_with(path, StageRule::Default) {
+            named if named != Stage::All && stages.names_other_than(named) => Stage::All,
+            named => named,
+        },
+    }
+}
+
 /// The timeline of one trace. A trace whose path names its stage is that
 /// stage throughout, as in the kernel table.
-fn trace_timeline(path: &Path, trace: &Trace, stages: &RowStages, opts: &TriageOptions) -> Timeline {
-    let path_stage = parse_stage(path);
+fn trace_timeline(path_stage: Stage, trace: &Trace, stages: &RowStages, opts: &TriageOptions) -> Timeline {
     if path_stage == Stage::All {
         timeline(trace, stages, &opts.timeline)
     } else {
@@ -790,7 +804,7 @@ fn overlap_rows<'a>(
         // at a time, so that only one stage's records exist at once.
         let Some(l) = find(path) else { return report };
         let pid = opts.pid_substring.as_deref();
-        let Some(mut source) = BundleSource::new(&l.trace, &l.stages, pid, parse_stage(path), opts.masking) else {
+        let Some(mut source) = BundleSource::new(&l.trace, &l.stages, pid, l.path_stage, opts.masking) else {
             return report;
         };
         let mut stages = render_stages(source.sizes());
@@ -843,7 +857,7 @@ fn overlap_rows<'a>(
             for (stage, bundle) in overlap::stage_bundles_with(
                 &l.trace,
                 &l.stages,
-                parse_stage(p),
+                l.path_stage,
                 prefix,
                 opts.pid_substring.as_deref(),
                 opts.masking,

@@ -17,9 +17,21 @@ const ONE_CLOCK: &str = concat!(
     "/tests/data/traces/param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz"
 );
 
-/// A trace on one clock with, like [`OFFSET`], an extend stage only.
+/// A trace on one clock with an extend stage only.
 const ONE_CLOCK_EXTEND: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/tracelens/b200/eager_trace.json.gz");
+
+/// [`OFFSET`] in a folder that names its stage, extend (its annotations
+/// name none), so that a diff against [`ONE_CLOCK_EXTEND`] has a stage on
+/// both sides.
+fn offset_extend() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run_prefill");
+    std::fs::create_dir(&run).unwrap();
+    let p = run.join("graph_execution.json.gz");
+    std::fs::copy(OFFSET, &p).unwrap();
+    (dir, p.to_str().unwrap().to_string())
+}
 
 fn report(trace: &str, format: &str) -> String {
     let out = common::run(&["-q", "triage", "--format", format, trace]);
@@ -97,7 +109,8 @@ fn a_diff_does_not_compare_launch_delays_across_two_clocks() {
 
 #[test]
 fn a_diff_gives_each_sides_clock_offset() {
-    let out = common::run(&["-q", "diff", "--format", "json", ONE_CLOCK_EXTEND, OFFSET]);
+    let (_dir, offset) = offset_extend();
+    let out = common::run(&["-q", "diff", "--format", "json", ONE_CLOCK_EXTEND, &offset]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let tl = &v["stages"][0]["timeline"];
@@ -122,7 +135,8 @@ fn a_diff_says_why_a_launch_delay_is_not_compared() {
             text.contains("Launch delay not compared") && text.contains("clocks look offset on both sides"),
             "{format}"
         );
-        let text = diff_text(ONE_CLOCK_EXTEND, OFFSET, format);
+        let (_dir, offset) = offset_extend();
+        let text = diff_text(ONE_CLOCK_EXTEND, &offset, format);
         assert!(text.contains("clocks look offset on the new side"), "{format}");
         assert!(!diff_text(ONE_CLOCK, ONE_CLOCK, format).contains("not compared"), "{format}");
     }

@@ -339,3 +339,53 @@ fn a_decoder_tower_is_no_decode_stage() {
     assert_eq!(stages(&reference), ["decode", "all"]);
     assert_eq!(embedding(&reference), "gemm");
 }
+
+/// Deviation 23: a folder named for a setting (`chunked_prefill_off/`)
+/// does not relabel a trace whose annotations mark its steps as decode,
+/// and a folder named for both stages (`…_prefilldecode/`) names neither;
+/// `--compat reference` reads both names as prefill. A diff of two copies
+/// of one trace, one under such a folder, compares their stage.
+#[test]
+fn a_folder_named_for_a_setting_or_a_mix_does_not_relabel_a_trace() {
+    let source =
+        common::Corpus::bundled().traces_dir().join("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let place = |folder: &str| -> String {
+        let run = dir.path().join(folder);
+        std::fs::create_dir_all(&run).unwrap();
+        let p = run.join("trace.json.gz");
+        std::fs::copy(&source, &p).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let (base, setting, mix) =
+        (place("exp/baseline"), place("exp/chunked_prefill_off"), place("exp/run_prefilldecode"));
+    let stages = |extra: &[&str], trace: &str| -> Vec<String> {
+        let mut args = vec!["-q", "triage", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(trace);
+        let r: serde_json::Value = serde_json::from_str(&triage(&args)).unwrap();
+        r["kernel_tables"].as_array().unwrap().iter().map(|t| t["stage"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(stages(&[], &base), ["decode"]);
+    assert_eq!(stages(&[], &setting), ["decode"]);
+    assert_eq!(stages(&[], &mix), ["decode"]);
+    assert_eq!(stages(&["--compat", "reference"], &setting), ["extend"]);
+    assert_eq!(stages(&["--compat", "reference"], &mix), ["extend"]);
+    let gate = common::run(&["-q", "diff", "--gate", "5", &base, &setting]);
+    assert_eq!(gate.status.code(), Some(0), "{}", String::from_utf8_lossy(&gate.stderr));
+    // A trace whose annotations name no stage takes its folder's, when the
+    // folder names one stage as a word.
+    let unmarked =
+        common::Corpus::bundled().traces_dir().join("param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz");
+    let place_unmarked = |folder: &str| -> String {
+        let run = dir.path().join(folder);
+        std::fs::create_dir_all(&run).unwrap();
+        let p = run.join("worker0.pt.trace.json.gz");
+        std::fs::copy(&unmarked, &p).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let (one, both) = (place_unmarked("train_prefill"), place_unmarked("train_prefilldecode"));
+    assert_eq!(stages(&[], &one), ["extend"]);
+    assert_eq!(stages(&[], &both), ["all"]);
+    assert_eq!(stages(&["--compat", "reference"], &both), ["extend"]);
+}
