@@ -448,17 +448,30 @@ pub(crate) fn launch_line(stage: &StageTimeline) -> String {
 }
 
 /// For a stage whose steps take less than half the time its kernels span
-/// on one GPU, that the step time is the host's pace: the GPU runs behind
-/// the host (a queue of work), or the clocks are offset.
+/// on one GPU, why: the clocks look offset; the steps launched only part of
+/// the stage's kernels (under nine in ten), so they time part of its work;
+/// else the step time is the host's pace, the GPU running behind the host.
 pub(crate) fn steps_pace_note(stage: &StageTimeline) -> Option<String> {
     let steps = stage.steps.total_us()?;
     let window = stage.gpus.iter().map(|g| g.figures.window_us).filter(|w| w.is_finite()).fold(0.0, f64::max);
-    (steps > 0.0 && 2.0 * steps < window).then(|| {
-        format!(
-            "the steps take {} on the host while the stage's kernels span {} on the GPU, so the step time is the host's pace, not the GPU's (the GPU runs behind the host, or the clocks are offset)",
-            format_ms(steps),
-            format_ms(window)
-        )
+    if !(steps > 0.0 && 2.0 * steps < window) {
+        return None;
+    }
+    let span = format!(
+        "the steps take {} on the host while the stage's kernels span {} on the GPU",
+        format_ms(steps),
+        format_ms(window)
+    );
+    let kernels: u64 = stage.gpus.iter().map(|g| g.figures.kernels).sum();
+    let inside = stage.launch.kernels_per_step.map(|k| (k * stage.steps.count as f64).round());
+    Some(match inside {
+        _ if stage.launch.clock_offset_us.is_some() => {
+            format!("{span}, so the step time is the host's pace, not the GPU's (the clocks look offset)")
+        }
+        Some(inside) if inside < 0.9 * kernels as f64 => format!(
+            "{span}, and only {inside:.0} of the stage's {kernels} kernels were launched inside them: the steps time part of the stage's work, not all of it"
+        ),
+        _ => format!("{span}, so the step time is the host's pace, not the GPU's: the GPU runs behind the host"),
     })
 }
 
@@ -606,6 +619,32 @@ mod tests {
             "{note}"
         );
         assert!(steps_line(&behind).ends_with(&format!("; {note}")));
+        assert!(
+            note.ends_with("so the step time is the host's pace, not the GPU's: the GPU runs behind the host"),
+            "{note}"
+        );
+        // Clocks that look offset are named as the likelier cause.
+        let mut offset = with_steps(156_470.0, 26_350.0);
+        offset.launch.clock_offset_us = Some(146_000.0);
+        let note = steps_pace_note(&offset).unwrap();
+        assert!(note.ends_with("(the clocks look offset)"), "{note}");
+        // Steps that launched 46 of the stage's 85 kernels time part of
+        // its work; with all of them inside, the GPU is behind.
+        let partial = |per_step: f64| {
+            let mut st = with_steps(4_130.0, 21.5);
+            st.steps.count = 46;
+            st.gpus[0].figures.kernels = 85;
+            st.launch.kernels_per_step = Some(per_step);
+            steps_pace_note(&st).unwrap()
+        };
+        assert!(
+            partial(1.0).ends_with(
+                "and only 46 of the stage's 85 kernels were launched inside them: the steps time part of the stage's work, not all of it"
+            ),
+            "{}",
+            partial(1.0)
+        );
+        assert!(partial(85.0 / 46.0).ends_with("the GPU runs behind the host"), "{}", partial(85.0 / 46.0));
         // Steps as long as half the window or more: no note.
         assert_eq!(steps_pace_note(&with_steps(100.0, 50.0)), None);
         assert_eq!(steps_pace_note(&with_steps(100.0, 120.0)), None);
