@@ -212,7 +212,8 @@ pub struct TriageReport {
 
 /// The warning for events skipped in `path` for a non-numeric `ts` or `dur`.
 pub fn skipped_note(path: &std::path::Path, skipped: u64) -> String {
-    format!("warning: {}: {skipped} complete events skipped (non-numeric ts or dur)", crate::error::shown(path))
+    let events = if skipped == 1 { "event" } else { "events" };
+    format!("warning: {}: {skipped} complete {events} skipped (non-numeric ts or dur)", crate::error::shown(path))
 }
 
 /// The warning for a trace none of whose kernels' processes the
@@ -392,5 +393,17 @@ impl SkipReason {
 impl std::fmt::Display for SkipReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_skipped_events_warning_counts_in_words() {
+        let p = std::path::Path::new("t.json");
+        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 complete event skipped (non-numeric ts or dur)");
+        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 complete events skipped (non-numeric ts or dur)");
     }
 }
