@@ -448,13 +448,18 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
         .collect();
     let mut selected = if non_merged.is_empty() { traces } else { non_merged };
     let found = selected.len();
-    let mut ranks: Vec<u64> = selected.iter().filter_map(|t| parse_tp_rank(t)).collect();
+    // A trace's rank is read from the name it was found by, as `batch` reads
+    // it: a link named `rank0.json` to `worker7….json` is rank 0.
+    let found_as: std::collections::HashMap<PathBuf, PathBuf> =
+        discover_named_trace_files(path, true).into_iter().collect();
+    let rank_of = |t: &PathBuf| found_as.get(t).and_then(|named| parse_tp_rank(named)).or_else(|| parse_tp_rank(t));
+    let mut ranks: Vec<u64> = selected.iter().filter_map(rank_of).collect();
     ranks.sort_unstable();
     ranks.dedup();
     let mut chosen_rank = None;
     if let Some(&first) = ranks.first() {
         let rank = if ranks.contains(&0) { 0 } else { first };
-        selected.retain(|t| parse_tp_rank(t) == Some(rank));
+        selected.retain(|t| rank_of(t) == Some(rank));
         chosen_rank = (ranks.len() > 1).then_some(rank);
     }
     let mut groups: Vec<(Stage, Vec<PathBuf>)> = Vec::new();

@@ -226,3 +226,30 @@ fn the_stages_of_a_folder_of_runs_come_from_one_run() {
     put("run_b/decode/z.json");
     assert_eq!(analysed(tmp.path()), ["run_b/decode/z.json", "run_b/prefill/y.json"]);
 }
+
+/// A directory of links named by rank, to traces named by another rank
+/// (`rank0.json` → `worker7.json`): `triage` analyses the link named rank 0,
+/// the trace `batch` calls rank 0.
+#[test]
+fn ranks_are_read_from_the_names_links_give_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let links = dir.path().join("links");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::create_dir_all(&links).unwrap();
+    for (link, target) in [(0, 7), (1, 0)] {
+        let t = store.join(format!("worker{target}.pt.trace.json"));
+        std::fs::copy(FIXTURE, &t).unwrap();
+        std::os::unix::fs::symlink(&t, links.join(format!("rank{link}.json"))).unwrap();
+    }
+    let out = common::run(&["-q", "triage", "--format", "json", links.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let traces = report["formal_traces"].as_array().unwrap();
+    assert_eq!(traces.len(), 1);
+    assert!(traces[0].as_str().unwrap().ends_with("worker7.pt.trace.json"), "{traces:?}");
+    let batch = common::run(&["-q", "batch", "--format", "json", links.to_str().unwrap()]);
+    let summary: serde_json::Value = serde_json::from_slice(&batch.stdout).unwrap();
+    let rank0 = summary["stages"][0]["ranks"].as_array().unwrap().iter().find(|r| r["rank"] == 0).unwrap();
+    assert!(rank0["file"].as_str().unwrap().ends_with("worker7.pt.trace.json"), "{rank0}");
+}
