@@ -350,13 +350,15 @@ fn a_folder_named_for_a_setting_or_a_mix_does_not_relabel_a_trace() {
     let source =
         common::Corpus::bundled().traces_dir().join("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
     let dir = tempfile::tempdir().unwrap();
-    let place = |folder: &str| -> String {
+    // A copy of `trace` as `folder/file.json.gz`.
+    let copy = |trace: &std::path::Path, folder: &str| -> String {
         let run = dir.path().join(folder);
         std::fs::create_dir_all(&run).unwrap();
-        let p = run.join("trace.json.gz");
-        std::fs::copy(&source, &p).unwrap();
+        let p = run.join("file.json.gz");
+        std::fs::copy(trace, &p).unwrap();
         p.to_str().unwrap().to_string()
     };
+    let place = |folder: &str| copy(&source, folder);
     let (base, setting, mix) =
         (place("exp/baseline"), place("exp/chunked_prefill_off"), place("exp/run_prefilldecode"));
     let stages = |extra: &[&str], trace: &str| -> Vec<String> {
@@ -377,14 +379,7 @@ fn a_folder_named_for_a_setting_or_a_mix_does_not_relabel_a_trace() {
     // folder names one stage as a word.
     let unmarked =
         common::Corpus::bundled().traces_dir().join("param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz");
-    let place_unmarked = |folder: &str| -> String {
-        let run = dir.path().join(folder);
-        std::fs::create_dir_all(&run).unwrap();
-        let p = run.join("worker0.pt.trace.json.gz");
-        std::fs::copy(&unmarked, &p).unwrap();
-        p.to_str().unwrap().to_string()
-    };
-    let (one, both) = (place_unmarked("train_prefill"), place_unmarked("train_prefilldecode"));
+    let (one, both) = (copy(&unmarked, "train_prefill"), copy(&unmarked, "train_prefilldecode"));
     assert_eq!(stages(&[], &one), ["extend"]);
     assert_eq!(stages(&[], &both), ["all"]);
     assert_eq!(stages(&["--compat", "reference"], &both), ["extend"]);
