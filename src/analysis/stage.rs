@@ -111,6 +111,19 @@ pub fn parse_stage_with(path: &Path, rule: StageRule) -> Stage {
     Stage::All
 }
 
+/// The stage that holds every kernel of the trace at `path` whose rows are
+/// in `stages`, as its path names it ([`parse_stage_with`]); `all` when the
+/// path names none. By default the path is not taken when the trace's own
+/// annotations put kernels in another stage: a folder named for a setting
+/// (`chunked_prefill_off/`) does not relabel the decode steps a trace
+/// marks as such. The reference's rule always takes it.
+pub fn path_stage(path: &Path, stages: &RowStages, rule: StageRule) -> Stage {
+    match parse_stage_with(path, rule) {
+        named if rule == StageRule::Default && named != Stage::All && stages.names_other_than(named) => Stage::All,
+        named => named,
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Annotation {
     stage: Stage,

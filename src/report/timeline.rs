@@ -464,14 +464,14 @@ pub(crate) fn steps_pace_note(stage: &StageTimeline) -> Option<String> {
     );
     let kernels: u64 = stage.gpus.iter().map(|g| g.figures.kernels).sum();
     let inside = stage.launch.kernels_per_step.map(|k| (k * stage.steps.count as f64).round());
-    Some(match inside {
-        _ if stage.launch.clock_offset_us.is_some() => {
-            format!("{span}, so the step time is the host's pace, not the GPU's (the clocks look offset)")
-        }
-        Some(inside) if inside < 0.9 * kernels as f64 => format!(
+    Some(if stage.launch.clock_offset_us.is_some() {
+        format!("{span}, so the step time is the host's pace, not the GPU's (the clocks look offset)")
+    } else if let Some(inside) = inside.filter(|&i| i < 0.9 * kernels as f64) {
+        format!(
             "{span}, and only {inside:.0} of the stage's {kernels} kernels were launched inside them: the steps time part of the stage's work, not all of it"
-        ),
-        _ => format!("{span}, so the step time is the host's pace, not the GPU's: the GPU runs behind the host"),
+        )
+    } else {
+        format!("{span}, so the step time is the host's pace, not the GPU's: the GPU runs behind the host")
     })
 }
 

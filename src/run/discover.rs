@@ -196,25 +196,24 @@ pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn Fn
     });
 }
 
-/// Symbolic links in `dir` (and below, when `recursive`) whose target does
-/// not exist, in the order [`walk_regular_files`] would meet them.
-pub(crate) fn dangling_links(dir: &Path, recursive: bool) -> Vec<PathBuf> {
-    walk_finding(dir, recursive, Found::DanglingLink)
+/// What a walk of a directory passes over, in the order
+/// [`walk_regular_files`] would meet it.
+#[derive(Default)]
+pub(crate) struct PassedOver {
+    /// Symbolic links whose target does not exist.
+    pub dangling_links: Vec<PathBuf>,
+    /// Directories whose entries cannot be listed (no permission), `dir`
+    /// itself included: the traces in them, if any, are out of every walk.
+    pub unreadable_dirs: Vec<PathBuf>,
 }
 
-/// Directories below `dir` (when `recursive`; `dir` itself too) whose
-/// entries cannot be listed (no permission): the traces in them, if any,
-/// are out of every walk.
-pub(crate) fn unreadable_dirs(dir: &Path, recursive: bool) -> Vec<PathBuf> {
-    walk_finding(dir, recursive, Found::UnreadableDir)
-}
-
-fn walk_finding(dir: &Path, recursive: bool, wanted: Found) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    walk_from(dir, recursive, &mut |p, kind| {
-        if kind == wanted {
-            out.push(p)
-        }
+/// What a walk of `dir` (and below, when `recursive`) passes over.
+pub(crate) fn passed_over(dir: &Path, recursive: bool) -> PassedOver {
+    let mut out = PassedOver::default();
+    walk_from(dir, recursive, &mut |p, kind| match kind {
+        Found::DanglingLink => out.dangling_links.push(p),
+        Found::UnreadableDir => out.unreadable_dirs.push(p),
+        Found::File => {}
     });
     out
 }
@@ -277,14 +276,20 @@ pub fn is_stream_path(path: &Path) -> bool {
 
 /// Trace files in a directory (or the file itself), oldest first.
 pub fn discover_trace_files(path: &Path, recursive: bool, limit: Option<usize>) -> Vec<PathBuf> {
-    let mut candidates: Vec<PathBuf> =
-        discover_named_trace_files(path, recursive).into_iter().map(|(p, _)| p).collect();
-    candidates.sort_by_key(|p| mtime(p));
+    let mut candidates = oldest_first(&discover_named_trace_files(path, recursive));
     match limit {
         Some(0) => vec![],
         Some(n) => candidates.split_off(candidates.len().saturating_sub(n)),
         None => candidates,
     }
+}
+
+/// The canonical paths of `found` ([`discover_named_trace_files`]), oldest
+/// first.
+fn oldest_first(found: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = found.iter().map(|(p, _)| p.clone()).collect();
+    paths.sort_by_key(|p| mtime(p));
+    paths
 }
 
 /// Trace files in a directory (or the file itself), in walk order: each as
@@ -335,7 +340,7 @@ fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
 /// Why `dir` yields no trace: a directory in it that cannot be listed,
 /// named with the system's reason, else [`NO_TRACES`].
 pub(crate) fn no_traces(dir: &Path) -> Error {
-    for d in unreadable_dirs(dir, true) {
+    for d in passed_over(dir, true).unreadable_dirs {
         if let Err(e) = std::fs::read_dir(&d) {
             return Error::usage(format!("cannot list this directory: {e}")).in_file(&d);
         }
@@ -425,7 +430,8 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(path))));
     }
     let direct = discover_trace_files(path, false, None);
-    let recursive = discover_trace_files(path, true, None);
+    let found_below = discover_named_trace_files(path, true);
+    let recursive = oldest_first(&found_below);
     let (traces, trace_dir) =
         if direct.is_empty() && !recursive.is_empty() && recursive.iter().any(|t| parse_stage(t) != Stage::All) {
             // Stage traces below: the run holding the newest of them, so that
@@ -450,8 +456,7 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
     let found = selected.len();
     // A trace's rank is read from the name it was found by, as `batch` reads
     // it: a link named `rank0.json` to `worker7….json` is rank 0.
-    let found_as: std::collections::HashMap<PathBuf, PathBuf> =
-        discover_named_trace_files(path, true).into_iter().collect();
+    let found_as: std::collections::HashMap<PathBuf, PathBuf> = found_below.into_iter().collect();
     let rank_of = |t: &PathBuf| found_as.get(t).and_then(|named| parse_tp_rank(named)).or_else(|| parse_tp_rank(t));
     let mut ranks: Vec<u64> = selected.iter().filter_map(rank_of).collect();
     ranks.sort_unstable();

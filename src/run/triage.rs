@@ -22,7 +22,7 @@ use crate::analysis::mapping::{
 use crate::analysis::overlap::render_stages;
 use crate::analysis::overlap::{self, BundleSource, StageBundle};
 use crate::analysis::sites::SiteIndex;
-use crate::analysis::stage::{parse_stage, parse_stage_with, Stage};
+use crate::analysis::stage::{parse_stage, path_stage, Stage};
 use crate::analysis::stage::{RowStages, StageRule};
 use crate::analysis::text::Masking;
 use crate::analysis::timeline::{timeline, Timeline, TimelineOptions};
@@ -164,7 +164,7 @@ impl Loaded {
         release_free_memory(bytes);
         crate::run::progress::phase("loaded");
         let stages = RowStages::build(&trace, opts.stage_rule());
-        let path_stage = path_stage(path, &stages, opts.compat);
+        let path_stage = path_stage(path, &stages, opts.stage_rule());
         let timeline = if may_defer && timeline_beside_overlap(&trace, opts.schedule) {
             // Computed later, beside the overlap step, which leaves a core
             // idle much of the time.
@@ -574,23 +574,6 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     }
     crate::run::progress::phase("overlap rows");
     Ok(report)
-}
-
-/// The stage a trace's path names (`-decode`, `_prefill`, a `decode/`
-/// folder), which then holds all of its kernels, as in the reference. By
-/// default a mark followed by a letter names nothing
-/// (`vllm_prefilldecode_piecewise/` holds both stages), and the path is
-/// not taken when the trace's own annotations name another stage: a
-/// folder named for a setting (`chunked_prefill_off/`) does not relabel
-/// the decode steps a trace marks as such.
-fn path_stage(path: &Path, stages: &RowStages, compat: Compat) -> Stage {
-    match compat {
-        Compat::Reference => parse_stage(path),
-        Compat::Default => match parse_stage_with(path, StageRule::Default) {
-            named if named != Stage::All && stages.names_other_than(named) => Stage::All,
-            named => named,
-        },
-    }
 }
 
 /// The timeline of one trace. A trace whose path names its stage is that

@@ -144,7 +144,6 @@ impl DocParser {
                 }
                 Err(ScanError::Syntax { pos, msg }) => return Err(DocError { pos, msg }),
             }
-            let _ = unit_start;
         }
     }
 

@@ -24,8 +24,7 @@ use crate::error::{Error, Result};
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::report::model::{SkipReason, TriageReport};
 use crate::run::discover::{
-    dangling_links, discover_named_trace_files, has_trace_suffix, no_traces, parse_rank, unreadable_dirs,
-    walk_regular_files,
+    discover_named_trace_files, has_trace_suffix, no_traces, parse_rank, passed_over, walk_regular_files,
 };
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
@@ -72,8 +71,10 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, SkipReaso
         .collect();
     // A rank's link whose target is gone (a moved or deleted run) is worth
     // naming: the batch would otherwise just have one rank fewer.
+    let passed = passed_over(dir, true);
     skipped.extend(
-        dangling_links(dir, true)
+        passed
+            .dangling_links
             .into_iter()
             .filter(|p| is_json_name(p))
             .map(|p| (std::path::absolute(&p).unwrap_or(p), SkipReason::DanglingLink)),
@@ -81,9 +82,7 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, SkipReaso
     // A directory that cannot be listed may hold ranks: the batch is
     // complete only as far as the listing went.
     skipped.extend(
-        unreadable_dirs(dir, true)
-            .into_iter()
-            .map(|p| (p.canonicalize().unwrap_or(p), SkipReason::UnreadableDirectory)),
+        passed.unreadable_dirs.into_iter().map(|p| (p.canonicalize().unwrap_or(p), SkipReason::UnreadableDirectory)),
     );
     skipped.sort();
     skipped
