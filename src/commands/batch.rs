@@ -259,7 +259,8 @@ fn warn_shared_ranks(summary: &[StageSummary]) {
 }
 
 /// Prints the cross-rank report and, on stderr (unless run from a
-/// library), the files that failed; exit code 1 when some did.
+/// library), the files that failed; exit code 1 when some did, or when a
+/// directory below the batch could not be listed (the batch may lack ranks).
 pub(super) fn print_batch(
     output: &Output,
     summary: &[StageSummary],
@@ -272,10 +273,18 @@ pub(super) fn print_batch(
     // The failures go to stderr even when stdout could not take the report.
     let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));
     let failures = info.failures;
-    if failures.is_empty() {
+    let incomplete = render::incomplete_note(info);
+    if failures.is_empty() && incomplete.is_none() {
         return printed.map(|()| 0);
     }
     if global.embedded {
+        return printed.map(|()| 1);
+    }
+    if let Some(note) = incomplete {
+        // Printed even with --quiet, like the failures: it explains exit code 1.
+        let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
+    }
+    if failures.is_empty() {
         return printed.map(|()| 1);
     }
     let _ = writeln!(std::io::stderr(), "torchtriage: {} of {} files failed:", failures.len(), info.files);

@@ -370,9 +370,21 @@ pub fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
     ))
 }
 
+/// The warning that the batch may lack ranks, when directories below it
+/// could not be listed (they are among the skipped files), or `None`.
+/// Printed on stderr and carried in the JSON's `notes`; the exit code is
+/// then 1.
+pub fn incomplete_note(info: &RunInfo) -> Option<String> {
+    let n = info.skipped.iter().filter(|(_, why)| why.leaves_batch_incomplete()).count();
+    let dirs = if n == 1 { "directory" } else { "directories" };
+    (n > 0).then(|| {
+        format!("warning: the batch is incomplete: {n} {dirs} below it could not be listed, and any ranks in them are left out")
+    })
+}
+
 /// The summary as pretty JSON.
 pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
-    let notes: Vec<String> = shared_ranks_note(stages).into_iter().collect();
+    let notes: Vec<String> = shared_ranks_note(stages).into_iter().chain(incomplete_note(info)).collect();
     let stages: Vec<Value> = stages
         .iter()
         .map(|s| {

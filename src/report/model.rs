@@ -388,6 +388,14 @@ impl SkipReason {
     pub fn is_suspect(self) -> bool {
         matches!(self, SkipReason::EmptyFile | SkipReason::DanglingLink | SkipReason::UnreadableDirectory)
     }
+
+    /// Whether the batch may lack ranks it was meant to hold: a directory
+    /// that could not be listed may have held any number of them, so the
+    /// batch is reported as incomplete (exit code 1), like one with failed
+    /// files.
+    pub fn leaves_batch_incomplete(self) -> bool {
+        matches!(self, SkipReason::UnreadableDirectory)
+    }
 }
 
 impl std::fmt::Display for SkipReason {

@@ -88,14 +88,25 @@ fn an_unreadable_subdirectory_is_named() {
     std::fs::copy(FIXTURE, sub.join("rank2.json")).unwrap();
     chmod(&sub, 0o000);
     let out = run_unprivileged(dir.path(), &["batch", "--format", "json", dir.path().to_str().unwrap()]);
-    chmod(&sub, 0o755);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The two ranks it could read are reported; the exit code says the
+    // batch may lack others.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let skipped = summary["skipped"].as_array().expect("skipped");
     assert_eq!(skipped.len(), 1, "{summary}");
     assert!(skipped[0]["file"].as_str().unwrap().ends_with("node1"), "{summary}");
     assert_eq!(skipped[0]["reason"], "unreadable directory");
-    assert!(stderr(&out).contains("node1: skipped, unreadable directory"), "{}", stderr(&out));
+    assert_eq!(summary["files"], 2, "{summary}");
+    let err = stderr(&out);
+    assert!(err.contains("node1: skipped, unreadable directory"), "{err}");
+    let incomplete = "warning: the batch is incomplete: 1 directory below it could not be listed";
+    assert!(err.contains(incomplete), "{err}");
+    assert!(summary["notes"].to_string().contains(incomplete), "{summary}");
+    // Quiet drops the warnings, not the reason for the exit code.
+    let out = run_unprivileged(dir.path(), &["batch", "-q", dir.path().to_str().unwrap()]);
+    chmod(&sub, 0o755);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stderr(&out).trim(), format!("torchtriage: {incomplete}, and any ranks in them are left out"));
 }
 
 #[test]
