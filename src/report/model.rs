@@ -189,11 +189,13 @@ pub struct TriageReport {
     /// Complete events skipped for a `ts` or `dur` that is not a number,
     /// over every trace read.
     pub skipped_events: u64,
-    /// The same count per trace file, for the warnings on stderr.
+    /// The same count per trace file (named as the user named the input),
+    /// for the warnings on stderr.
     #[serde(skip)]
     pub skipped_by_trace: Vec<(PathBuf, u64)>,
     /// Traces none of whose kernels' processes the `--pid-substring` filter
-    /// matches (their overlap tables are empty), for the warnings on stderr.
+    /// matches (their overlap tables are empty), named as the user named
+    /// the input, for the warnings on stderr.
     #[serde(skip)]
     pub pid_unmatched: Vec<PathBuf>,
     /// Inputs (directories) whose traces were not all analysed, for the

@@ -243,15 +243,20 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
 /// (resolved to `/abs/ranks`) is `ranks/rank0.json`. `inputs` pairs each
 /// resolved input with the path as given.
 fn named_as_given(mut e: Error, inputs: &[(&Path, &Path)]) -> Error {
-    let Some(path) = e.path.as_deref() else { return e };
+    if let Some(path) = e.path.as_deref() {
+        e.path = Some(as_given(path, inputs));
+    }
+    e
+}
+
+/// `path` (a trace found below a resolved input) as the user would name it
+/// from the input they gave; `path` itself when it is below none of them.
+fn as_given(path: &Path, inputs: &[(&Path, &Path)]) -> PathBuf {
     let given = inputs.iter().find_map(|(resolved, given)| {
         let rest = path.strip_prefix(resolved).ok()?;
         Some(if rest.as_os_str().is_empty() { given.to_path_buf() } else { given.join(rest) })
     });
-    if let Some(given) = given {
-        e.path = Some(given);
-    }
-    e
+    given.unwrap_or_else(|| path.to_path_buf())
 }
 
 /// `stage` if present, else `all`, else the only entry.
@@ -502,13 +507,13 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         skipped_by_trace: loaded
             .iter()
             .filter(|l| l.trace.counts.skipped > 0)
-            .map(|l| (l.path.clone(), l.trace.counts.skipped))
+            .map(|l| (as_given(&l.path, &named), l.trace.counts.skipped))
             .collect(),
         pid_unmatched: match opts.pid_substring.as_deref() {
             Some(sub) => loaded
                 .iter()
                 .filter(|l| !crate::analysis::stage::kernel_pid_contains(&l.trace, sub))
-                .map(|l| l.path.clone())
+                .map(|l| as_given(&l.path, &named))
                 .collect(),
             None => Vec::new(),
         },

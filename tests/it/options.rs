@@ -172,3 +172,30 @@ fn stats_takes_format_like_the_other_commands() {
         assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{bad:?}");
     }
 }
+
+#[test]
+fn warnings_name_a_trace_as_the_input_was_given() {
+    // A relative file, a relative directory, and one event whose `ts` is
+    // text (skipped, with a warning of its own).
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("job");
+    std::fs::create_dir(&ranks).unwrap();
+    let text = std::fs::read_to_string(FIXTURE).unwrap();
+    let odd =
+        r#""traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 1, "ts": "soon", "dur": 1},"#;
+    let with_odd = text.replacen(r#""traceEvents": ["#, odd, 1);
+    assert_ne!(with_odd, text, "the fixture's traceEvents key moved");
+    std::fs::write(ranks.join("rank0.json"), with_odd).unwrap();
+    for (input, shown) in
+        [("job/rank0.json", "job/rank0.json"), ("job", "job/rank0.json"), ("./job/", "./job/rank0.json")]
+    {
+        let out = common::run_in(dir.path(), &["triage", "--pid-substring", "zzzz", input]);
+        assert_eq!(out.status.code(), Some(0), "{:?}", stderr_lines(&out));
+        let warnings: Vec<String> = stderr_lines(&out).into_iter().filter(|l| l.contains("warning: ")).collect();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        for w in &warnings {
+            assert!(w.starts_with(&format!("torchtriage: warning: {shown}: ")), "{input}: {w}");
+        }
+        assert!(warnings.iter().any(|w| w.contains("1 complete event skipped")), "{warnings:?}");
+    }
+}
