@@ -40,6 +40,19 @@ pub(crate) fn fixed(x: f64, digits: usize) -> String {
     format!("{:.*}", digits, x)
 }
 
+/// Microseconds in the unit that suits them: `812.4 µs`, `12.34 ms`,
+/// `3.210 s`.
+pub(crate) fn time(us: f64) -> String {
+    let a = us.abs();
+    if a >= 1e6 {
+        format!("{} s", fixed(us / 1e6, 3))
+    } else if a >= 1e3 {
+        format!("{} ms", fixed(us / 1e3, 2))
+    } else {
+        format!("{} µs", fixed(us, 1))
+    }
+}
+
 /// Microseconds as `12.34 ms`.
 pub(crate) fn format_ms(us: f64) -> String {
     format!("{} ms", fixed(us / 1000.0, 2))

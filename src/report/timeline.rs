@@ -17,9 +17,9 @@ fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |v| format!("{}%", fixed(v, 1)))
 }
 
-/// Microseconds with one decimal and the unit, or `-`.
+/// A time in the unit that suits it (`12.3 µs`, `228.84 ms`), or `-`.
 fn us(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_string(), |v| format!("{} µs", fixed(v, 1)))
+    x.map_or_else(|| "-".to_string(), crate::report::markdown::time)
 }
 
 /// The figures of a stage, its GPUs' summed.

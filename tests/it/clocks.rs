@@ -85,7 +85,7 @@ fn kernels_queued_behind_a_busy_gpu_are_not_an_offset() {
     assert!(launch["delay_p50_us"].as_f64().unwrap() > 20_000.0, "{launch}");
     // The queue's delays are shown as they are.
     let text = report(QUEUED, "markdown");
-    assert!(text.contains("launch delay p50 27001.6 µs") && !text.contains("clocks look offset"), "{text}");
+    assert!(text.contains("launch delay p50 27.00 ms") && !text.contains("clocks look offset"), "{text}");
 }
 
 /// The launch delay of each side's stages in a diff of `trace` against itself.

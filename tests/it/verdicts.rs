@@ -116,7 +116,7 @@ fn kernels_queued_ahead_of_the_gpu_mean_bursts_of_launches() {
     assert_eq!((kind.as_str(), cause), ("cpu_launch_bound", Value::from("host_work")));
     let md = run(&t, "markdown");
     assert!(
-        md.contains("→ host-bound: the host launches in bursts that queue kernels ahead of the GPU (median launch delay 10802.0 µs;"),
+        md.contains("→ host-bound: the host launches in bursts that queue kernels ahead of the GPU (median launch delay 10.80 ms;"),
         "{md}"
     );
     assert!(md.contains("leaves it waiting between bursts while it works elsewhere"), "{md}");

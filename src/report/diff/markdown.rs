@@ -5,6 +5,7 @@ use crate::error::shown;
 use std::path::PathBuf;
 
 use super::*;
+pub(super) use crate::report::markdown::time;
 use crate::report::markdown::{escape_md_cell, fixed};
 
 /// How a figure is printed.
@@ -38,18 +39,6 @@ fn figure_rows(f: &StageFigures) -> [FigureRow; 13] {
         ("kernels per step", Unit::Mean, f.kernels_per_step),
         ("kernel time", Unit::Time, f.kernel_us),
     ]
-}
-
-/// A time in the unit that suits it: `812.4 µs`, `12.34 ms`, `3.210 s`.
-pub(super) fn time(us: f64) -> String {
-    let a = us.abs();
-    if a >= 1e6 {
-        format!("{} s", fixed(us / 1e6, 3))
-    } else if a >= 1e3 {
-        format!("{} ms", fixed(us / 1e3, 2))
-    } else {
-        format!("{} µs", fixed(us, 1))
-    }
 }
 
 /// `text` with a `+` when `x` is positive; a change that rounds to zero
