@@ -274,9 +274,40 @@ pub fn is_stream_path(path: &Path) -> bool {
     path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
+/// What one discovery has learned of the files it met: whether each looks
+/// like a trace ([`file_looks_like_trace`]), by canonical path, so that a
+/// file several walks meet (the folder's own files, then the tree below
+/// it) is read once.
+#[derive(Default)]
+struct Sniffs {
+    seen: std::collections::HashMap<PathBuf, bool>,
+    /// Files read to decide (each once).
+    #[cfg(test)]
+    reads: usize,
+}
+
+impl Sniffs {
+    fn looks_like_trace(&mut self, path: &Path) -> bool {
+        if let Some(&known) = self.seen.get(path) {
+            return known;
+        }
+        #[cfg(test)]
+        {
+            self.reads += 1;
+        }
+        let is = file_looks_like_trace(path);
+        self.seen.insert(path.to_path_buf(), is);
+        is
+    }
+}
+
 /// Trace files in a directory (or the file itself), oldest first.
 pub fn discover_trace_files(path: &Path, recursive: bool, limit: Option<usize>) -> Vec<PathBuf> {
-    let mut candidates = oldest_first(&discover_named_trace_files(path, recursive));
+    trace_files(path, recursive, limit, &mut Sniffs::default())
+}
+
+fn trace_files(path: &Path, recursive: bool, limit: Option<usize>, sniffs: &mut Sniffs) -> Vec<PathBuf> {
+    let mut candidates = oldest_first(&named_trace_files(path, recursive, sniffs));
     match limit {
         Some(0) => vec![],
         Some(n) => candidates.split_off(candidates.len().saturating_sub(n)),
@@ -297,9 +328,13 @@ fn oldest_first(found: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
 /// name, which may carry a rank its target's does not). A file reached by
 /// several paths is listed once, by the first.
 pub fn discover_named_trace_files(path: &Path, recursive: bool) -> Vec<(PathBuf, PathBuf)> {
+    named_trace_files(path, recursive, &mut Sniffs::default())
+}
+
+fn named_trace_files(path: &Path, recursive: bool, sniffs: &mut Sniffs) -> Vec<(PathBuf, PathBuf)> {
     if path.is_file() {
         let p = path.to_path_buf();
-        return if file_looks_like_trace(path) { vec![(p.clone(), p)] } else { vec![] };
+        return if sniffs.looks_like_trace(path) { vec![(p.clone(), p)] } else { vec![] };
     }
     let mut found = Vec::new();
     walk_regular_files(path, recursive, &mut |p| {
@@ -312,18 +347,18 @@ pub fn discover_named_trace_files(path: &Path, recursive: bool) -> Vec<(PathBuf,
         .into_iter()
         .map(|p| (p.canonicalize().unwrap_or_else(|_| p.clone()), p))
         .filter(|(c, _)| seen.insert(c.clone()))
-        .filter(|(c, _)| c.exists() && file_looks_like_trace(c))
+        .filter(|(c, _)| c.exists() && sniffs.looks_like_trace(c))
         .collect()
 }
 
-fn newest_trace_dir(path: &Path) -> Result<PathBuf> {
+fn newest_trace_dir(path: &Path, sniffs: &mut Sniffs) -> Result<PathBuf> {
     if path.is_file() {
         return Ok(path.parent().map(Path::to_path_buf).unwrap_or_default());
     }
-    if !discover_trace_files(path, false, None).is_empty() {
+    if !trace_files(path, false, None, sniffs).is_empty() {
         return Ok(path.to_path_buf());
     }
-    let traces = discover_trace_files(path, true, None);
+    let traces = trace_files(path, true, None, sniffs);
     let mut dirs: Vec<(PathBuf, SystemTime)> = Vec::new();
     for t in &traces {
         let parent = t.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -419,6 +454,10 @@ pub struct Targets {
 /// The traces an input path stands for, in (stage, file name) order, and the
 /// server arguments found with them.
 pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
+    trace_targets(path, &mut Sniffs::default())
+}
+
+fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
     if path.is_file() {
         return Ok(Targets {
             traces: vec![path.to_path_buf()],
@@ -429,8 +468,8 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
     if !path.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(path))));
     }
-    let direct = discover_trace_files(path, false, None);
-    let found_below = discover_named_trace_files(path, true);
+    let direct = trace_files(path, false, None, sniffs);
+    let found_below = named_trace_files(path, true, sniffs);
     let recursive = oldest_first(&found_below);
     let (traces, trace_dir) =
         if direct.is_empty() && !recursive.is_empty() && recursive.iter().any(|t| parse_stage(t) != Stage::All) {
@@ -439,8 +478,8 @@ pub fn discover_trace_targets(path: &Path) -> Result<Targets> {
             let run = newest_stage_run(&recursive);
             (recursive.iter().filter(|t| run_dir(t) == run).cloned().collect(), run)
         } else {
-            let dir = newest_trace_dir(path)?;
-            (discover_trace_files(&dir, false, None), dir)
+            let dir = newest_trace_dir(path, sniffs)?;
+            (trace_files(&dir, false, None, sniffs), dir)
         };
     // Traces in the other folders below `path`, when one folder was chosen.
     let elsewhere = recursive.iter().filter(|t| !traces.contains(t)).count();
@@ -585,6 +624,32 @@ mod tests {
         let names: std::collections::BTreeSet<String> =
             found.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(names, ["a.json.gz", "b.json.zst", "c.zst"].iter().map(|s| s.to_string()).collect());
+    }
+
+    #[test]
+    fn one_discovery_reads_each_file_once() {
+        // Names without `.trace.json` are read to decide: the folder's own
+        // files, a folder below with traces only, and a file that is not a
+        // trace, whichever walks meet them.
+        let doc = br#"{"traceEvents": [{"ph": "X", "name": "k", "cat": "kernel", "ts": 1, "dur": 2}]}"#;
+        let flat = tempfile::tempdir().unwrap();
+        for name in ["rank0.json", "rank1.json"] {
+            std::fs::write(flat.path().join(name), doc).unwrap();
+        }
+        std::fs::write(flat.path().join("notes.json"), br#"{"not": "a trace"}"#).unwrap();
+        let nested = tempfile::tempdir().unwrap();
+        let run = nested.path().join("run1");
+        std::fs::create_dir(&run).unwrap();
+        for name in ["rank0.json", "rank1.json", "other.json"] {
+            std::fs::write(run.join(name), if name == "other.json" { &br#"[1]"#[..] } else { doc }).unwrap();
+        }
+        for (dir, files, traces) in [(flat.path(), 3, 1), (nested.path(), 3, 1)] {
+            let mut sniffs = Sniffs::default();
+            let targets = trace_targets(dir, &mut sniffs).unwrap();
+            assert_eq!(targets.traces.len(), traces, "{dir:?}");
+            assert_eq!(targets.rank, Some(0), "{dir:?}");
+            assert_eq!(sniffs.reads, files, "{dir:?}");
+        }
     }
 
     #[test]
