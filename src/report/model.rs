@@ -317,7 +317,9 @@ pub struct FileAnalysis {
 pub struct LeftOut {
     /// The input as given.
     pub input: PathBuf,
-    pub analysed: Vec<PathBuf>,
+    /// The traces analysed, each named from the input (`rank0.json`,
+    /// `run2/rank0.json`), by the name it was found by.
+    pub analysed: Vec<String>,
     /// The rank analysed, when the file names carry ranks.
     pub rank: Option<u64>,
     /// Traces found and not analysed.
@@ -327,17 +329,7 @@ pub struct LeftOut {
 impl LeftOut {
     /// The one-line note (`note: ...`).
     pub fn note(&self) -> String {
-        // Below the input, as the path from it (a trace of a subfolder
-        // chosen as the newest); else the file name.
-        let base = self.input.canonicalize().unwrap_or_else(|_| self.input.clone());
-        let names: Vec<String> = self
-            .analysed
-            .iter()
-            .map(|p| match p.strip_prefix(&base) {
-                Ok(rel) => crate::error::shown(rel),
-                Err(_) => crate::error::shown(p.file_name().map_or(p.as_path(), std::path::Path::new)),
-            })
-            .collect();
+        let names = &self.analysed;
         let what = match self.rank {
             Some(rank) => format!("analysed rank {rank} only ({})", names.join(", ")),
             None => format!("analysed the newest trace of each stage ({})", names.join(", ")),

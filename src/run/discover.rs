@@ -442,6 +442,10 @@ pub(crate) fn load_server_args(path: &Path) -> Option<serde_json::Value> {
 pub struct Targets {
     /// The traces to analyse, in (stage, file name) order.
     pub traces: Vec<PathBuf>,
+    /// Each trace by the path the walk found it by (a link's own name,
+    /// which carries the rank; the trace itself otherwise), in `traces`'s
+    /// order.
+    pub found_as: Vec<PathBuf>,
     pub server_args: Option<serde_json::Value>,
     /// The rank analysed when the directory holds several (from the file
     /// names).
@@ -461,6 +465,7 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
     if path.is_file() {
         return Ok(Targets {
             traces: vec![path.to_path_buf()],
+            found_as: vec![path.to_path_buf()],
             server_args: load_server_args(path),
             ..Targets::default()
         });
@@ -522,8 +527,10 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
         })
         .collect();
     selected.sort_by(|a, b| parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name())));
+    let named_by = |t: &PathBuf| found_as.get(t).cloned().unwrap_or_else(|| t.clone());
     Ok(Targets {
         left_out: found - selected.len() + elsewhere,
+        found_as: selected.iter().map(named_by).collect(),
         traces: selected,
         server_args: load_server_args(&trace_dir),
         rank: chosen_rank,

@@ -229,9 +229,16 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
     let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
     let targets = discover_trace_targets(&resolved).map_err(|e| named_as_given(e, &[(&resolved, path)]))?;
     let server_args = targets.server_args.or_else(|| crate::run::discover::load_server_args(&resolved));
+    // Each analysed trace below the input as the path from it (a trace of
+    // a subfolder chosen as the newest), else by its file name; by the name
+    // it was found by, which a link to a trace elsewhere carries.
+    let shown_from_input = |p: &PathBuf| match p.strip_prefix(&resolved) {
+        Ok(rel) => crate::error::shown(rel),
+        Err(_) => crate::error::shown(p.file_name().map_or(p.as_path(), Path::new)),
+    };
     let left_out = (targets.left_out > 0).then(|| LeftOut {
         input: path.to_path_buf(),
-        analysed: targets.traces.clone(),
+        analysed: targets.found_as.iter().map(shown_from_input).collect(),
         rank: targets.rank,
         count: targets.left_out,
     });

@@ -248,6 +248,9 @@ fn ranks_are_read_from_the_names_links_give_them() {
     let traces = report["formal_traces"].as_array().unwrap();
     assert_eq!(traces.len(), 1);
     assert!(traces[0].as_str().unwrap().ends_with("worker7.pt.trace.json"), "{traces:?}");
+    // The note says which rank was read by the name that gave it the rank.
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("analysed rank 0 only (rank0.json)"), "{notes}");
     let batch = common::run(&["-q", "batch", "--format", "json", links.to_str().unwrap()]);
     let summary: serde_json::Value = serde_json::from_slice(&batch.stdout).unwrap();
     let rank0 = summary["stages"][0]["ranks"].as_array().unwrap().iter().find(|r| r["rank"] == 0).unwrap();
