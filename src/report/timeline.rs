@@ -462,11 +462,11 @@ pub(crate) fn steps_pace_note(stage: &StageTimeline) -> Option<String> {
         format_ms(steps),
         format_ms(window)
     );
-    let kernels: u64 = stage.gpus.iter().map(|g| g.figures.kernels).sum();
-    let inside = stage.launch.kernels_per_step.map(|k| (k * stage.steps.count as f64).round());
+    let kernels = stage.kernels();
+    let inside = stage.kernels_launched_in_steps().filter(|_| stage.steps_launch_part_of_the_work());
     Some(if stage.launch.clock_offset_us.is_some() {
         format!("{span}, so the step time is the host's pace, not the GPU's (the clocks look offset)")
-    } else if let Some(inside) = inside.filter(|&i| i < 0.9 * kernels as f64) {
+    } else if let Some(inside) = inside {
         format!(
             "{span}, and only {inside:.0} of the stage's {kernels} kernels were launched inside them: the steps time part of the stage's work, not all of it"
         )

@@ -291,3 +291,30 @@ fn a_generated_pair_with_a_slowed_and_a_removed_kernel() {
     let (code, _, stderr) = json(&["--gate", "200", base, new]);
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+#[test]
+fn a_slower_kernel_on_a_host_bound_run_trips_the_default_gate() {
+    // The generator's default run is host-bound: its model steps last
+    // longer than their kernels, so a kernel twice as slow leaves the step
+    // median as it was, and busy time shows it.
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = (dir.path().join("base.json"), dir.path().join("new.json"));
+    for (out, extra) in [(&base, &[][..]), (&new, &["--slow-kernel", "flash"][..])] {
+        let status = std::process::Command::new(gen_trace())
+            .args(["--size-kb", "3000", "--seed", "42"])
+            .args(extra)
+            .arg(out)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let (code, v, stderr) = json(&["--gate", "2", base.to_str().unwrap(), new.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    for s in v["stages"].as_array().unwrap() {
+        let step = num(&s["timeline"]["delta"]["step_p50_us"]) / num(&s["timeline"]["base"]["step_p50_us"]);
+        assert!(step.abs() < 0.02, "the steps moved: {}", s["timeline"]);
+        assert_eq!(s["gate"]["basis"], "busy", "{}", s["gate"]);
+        assert_eq!(s["gate"]["tripped"], true, "{}", s["gate"]);
+    }
+}

@@ -131,6 +131,28 @@ pub struct StageTimeline {
     pub verdict: Verdict,
 }
 
+/// Share of a stage's GPU events its steps must have launched for the steps
+/// to time the stage's work rather than part of it.
+pub const STEPS_LAUNCH_SHARE: f64 = 0.9;
+
+impl StageTimeline {
+    /// GPU events of the stage, over its GPUs.
+    pub fn kernels(&self) -> u64 {
+        self.gpus.iter().map(|g| g.figures.kernels).sum()
+    }
+
+    /// GPU events launched inside the stage's steps, when it has steps.
+    pub fn kernels_launched_in_steps(&self) -> Option<f64> {
+        self.launch.kernels_per_step.map(|k| (k * self.steps.count as f64).round())
+    }
+
+    /// Whether the steps launched only part of the stage's GPU events
+    /// (under [`STEPS_LAUNCH_SHARE`]): they then time part of its work.
+    pub fn steps_launch_part_of_the_work(&self) -> bool {
+        self.kernels_launched_in_steps().is_some_and(|inside| inside < STEPS_LAUNCH_SHARE * self.kernels() as f64)
+    }
+}
+
 /// The figures of one GPU (one kernel process) within a stage.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GpuTimeline {

@@ -9,6 +9,11 @@ use crate::analysis::timeline::StageTimeline;
 use crate::report::model::TriageReport;
 use crate::report::timeline::stage_sum;
 
+/// Below this share of the steps' total time busy on the busiest GPU, the
+/// GPU sits idle within the steps: the run is host-bound, and its step time
+/// hides a change in GPU work.
+const HOST_BOUND_BUSY_SHARE: f64 = 0.9;
+
 impl StageFigures {
     fn of(timeline: Option<&StageTimeline>, kernel_us: Option<f64>) -> Self {
         let mut f = StageFigures { kernel_us, ..StageFigures::default() };
@@ -30,7 +35,8 @@ impl StageFigures {
             f.kernels_per_step = t.launch.kernels_per_step;
             let busiest = t.gpus.iter().map(|g| g.figures.busy_us).fold(0.0, f64::max);
             let steps_total = t.steps.mean_us.map_or(0.0, |m| m * t.steps.count as f64);
-            f.steps_span_gpu = t.steps.count > 0 && steps_total >= busiest;
+            f.steps_span_gpu = t.steps.count > 0 && steps_total >= busiest && !t.steps_launch_part_of_the_work();
+            f.gpu_idles_in_steps = f.steps_span_gpu && busiest < HOST_BOUND_BUSY_SHARE * steps_total;
         }
         f
     }
@@ -52,6 +58,7 @@ impl StageFigures {
             kernels_per_step: f(a.kernels_per_step, b.kernels_per_step),
             kernel_us: f(a.kernel_us, b.kernel_us),
             steps_span_gpu: a.steps_span_gpu && b.steps_span_gpu,
+            gpu_idles_in_steps: a.gpu_idles_in_steps || b.gpu_idles_in_steps,
             // An offset is a side's, not a change.
             clock_offset_us: None,
         }
@@ -274,10 +281,41 @@ fn category_rows(base: &SideKernels, new: &SideKernels, norm: &Normalization) ->
     rows
 }
 
-/// The gate's verdict on a stage with these figures.
+/// The gate's verdict on a stage with these figures. Without a basis asked
+/// for: the step median where both sides have steps that span their GPU
+/// work, else busy time; and where the GPU also sits idle within the steps
+/// on either side (a host-bound run, whose step time a slower kernel does
+/// not change), busy time as well, the worse change deciding.
 fn gate_stage(gate: &GateOptions, base: &StageFigures, new: &StageFigures, norm: &Normalization) -> Option<StageGate> {
+    if let Some(basis) = gate.basis {
+        return gate_on(basis, gate.threshold_pct, base, new, norm);
+    }
     let steps = |f: &StageFigures| f.step_p50_us.is_some() && f.steps_span_gpu;
-    let basis = gate.basis.unwrap_or(if steps(base) && steps(new) { GateBasis::Step } else { GateBasis::Busy });
+    let busy = gate_on(GateBasis::Busy, gate.threshold_pct, base, new, norm);
+    if !(steps(base) && steps(new)) {
+        return busy;
+    }
+    let step = gate_on(GateBasis::Step, gate.threshold_pct, base, new, norm);
+    if !(base.gpu_idles_in_steps || new.gpu_idles_in_steps) {
+        return step;
+    }
+    let change = |g: &Option<StageGate>| g.as_ref().and_then(|g| g.change_pct).unwrap_or(f64::NEG_INFINITY);
+    // The step median first, on a tie or when neither could be compared.
+    if change(&busy) > change(&step) {
+        busy
+    } else {
+        step.or(busy)
+    }
+}
+
+/// The gate's verdict on `basis`'s figure.
+fn gate_on(
+    basis: GateBasis,
+    threshold_pct: f64,
+    base: &StageFigures,
+    new: &StageFigures,
+    norm: &Normalization,
+) -> Option<StageGate> {
     let pick = |f: &StageFigures| match basis {
         GateBasis::Busy => f.busy_us,
         GateBasis::Step => f.step_p50_us,
@@ -291,7 +329,7 @@ fn gate_stage(gate: &GateOptions, base: &StageFigures, new: &StageFigures, norm:
         }
     }
     let change_pct = pct_change(base_us, new_us - base_us);
-    let tripped = change_pct.is_some_and(|c| c > gate.threshold_pct);
+    let tripped = change_pct.is_some_and(|c| c > threshold_pct);
     Some(StageGate { basis, per, base_us, new_us, change_pct, tripped })
 }
 

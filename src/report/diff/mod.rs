@@ -51,7 +51,9 @@ impl GateBasis {
 pub struct GateOptions {
     pub threshold_pct: f64,
     /// `None`: the step median where both sides have steps that span their
-    /// GPU work ([`StageFigures::steps_span_gpu`]), else busy time.
+    /// GPU work ([`StageFigures::steps_span_gpu`]), else busy time; where
+    /// the GPU idles within those steps ([`StageFigures::gpu_idles_in_steps`]),
+    /// the worse of the step median and busy time.
     pub basis: Option<GateBasis>,
 }
 
@@ -128,11 +130,18 @@ pub struct StageFigures {
     /// Total time of the stage's kernel table.
     pub kernel_us: Option<f64>,
     /// The steps last together at least as long as the busiest GPU's busy
-    /// time, as steps that enclose the GPU work they launch do. Steps that
-    /// end before their kernels (a server's host-side ranges, which return
-    /// once the work is queued) time the host, not the GPU.
+    /// time, as steps that enclose the GPU work they launch do, and launched
+    /// at least nine in ten of the stage's GPU events. Steps that end before
+    /// their kernels (a server's host-side ranges, which return once the
+    /// work is queued) time the host, not the GPU; steps that launched part
+    /// of the kernels time part of the work.
     #[serde(skip)]
     pub steps_span_gpu: bool,
+    /// The steps span the GPU work, but the busiest GPU is busy for under
+    /// nine tenths of their total time: the host sets the pace, and a slower
+    /// kernel leaves the step time as it was.
+    #[serde(skip)]
+    pub gpu_idles_in_steps: bool,
     /// How far apart the side's CPU and GPU clocks look
     /// ([`LaunchStats::clock_offset_us`](crate::analysis::timeline::LaunchStats::clock_offset_us)):
     /// its launch delay is then not compared. Always `None` in a change.

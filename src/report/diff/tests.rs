@@ -247,6 +247,42 @@ fn the_default_gate_leaves_steps_that_end_before_their_gpu_work() {
 }
 
 #[test]
+fn the_default_gate_reads_busy_time_too_where_the_gpu_idles_within_the_steps() {
+    // Ten steps of 2 ms over 1.46 ms of kernels each (a host-bound run):
+    // a kernel 13% slower leaves the steps as they were; busy time decides.
+    let base = with_steps(report(Stage::Decode, vec![row("a", 14_600.0, 10)], 14_600.0, None), 10, 2000.0);
+    let new = with_steps(report(Stage::Decode, vec![row("a", 16_500.0, 10)], 16_500.0, None), 10, 2000.0);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.basis, g.tripped), (GateBasis::Busy, true));
+    // A slower host decides through the step median.
+    let slower = with_steps(report(Stage::Decode, vec![row("a", 14_600.0, 10)], 14_600.0, None), 10, 2400.0);
+    let g = diff(&base, &slower, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.basis, g.tripped), (GateBasis::Step, true));
+    // A GPU-bound run (busy for all of its steps) reads the steps alone,
+    // though busy time changes by more in percent.
+    let base = with_steps(report(Stage::Decode, vec![row("a", 950.0, 10)], 950.0, None), 10, 100.0);
+    let new = with_steps(report(Stage::Decode, vec![row("a", 1050.0, 10)], 1050.0, None), 10, 106.0);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.basis, g.tripped), (GateBasis::Step, true));
+    assert!((g.change_pct.unwrap() - 6.0).abs() < 1e-9, "{g:?}");
+}
+
+#[test]
+fn the_default_gate_leaves_steps_that_launched_part_of_the_kernels() {
+    // Steps as long as the GPU's work, but only 40 of the stage's 100
+    // kernels launched inside them: they time part of the work.
+    let mut base = with_steps(report(Stage::Decode, vec![row("a", 1000.0, 100)], 1000.0, None), 10, 100.0);
+    let mut new = with_steps(report(Stage::Decode, vec![row("a", 2000.0, 100)], 2000.0, None), 10, 100.0);
+    for r in [&mut base, &mut new] {
+        let stage = &mut r.timeline.as_mut().unwrap().stages[0];
+        stage.gpus[0].figures.kernels = 100;
+        stage.launch.kernels_per_step = Some(4.0);
+    }
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.basis, g.tripped), (GateBasis::Busy, true));
+}
+
+#[test]
 fn step_counts_are_written_as_whole_numbers() {
     let base = with_steps(report(Stage::Decode, vec![row("a", 1.0, 1)], 1.0, None), 6, 150.0);
     let new = with_steps(report(Stage::Decode, vec![row("a", 1.0, 1)], 1.0, None), 4, 150.0);
