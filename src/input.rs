@@ -224,6 +224,22 @@ pub fn head(path: &Path, limit: usize) -> Result<Vec<u8>> {
     }
 }
 
+/// The leading bytes of a file as [`head`] reads them, and whether its
+/// decoder failed before `limit` bytes or the end (a gzip or zstd stream
+/// that is corrupt or cut short): the bytes are then those it decoded
+/// before the failure. An error only when the file cannot be opened.
+pub fn head_as_far_as_it_decodes(path: &Path, limit: usize) -> Result<(Vec<u8>, bool)> {
+    let opened = open(path)?;
+    match opened.source {
+        Source::Mapped { map, .. } => Ok((map[..limit.min(map.len())].to_vec(), false)),
+        Source::Stream { reader, .. } => {
+            let mut out = Vec::with_capacity(limit.min(1 << 20));
+            let broken = reader.take(limit as u64).read_to_end(&mut out).is_err();
+            Ok((out, broken))
+        }
+    }
+}
+
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {

@@ -141,11 +141,15 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     if !has_trace_suffix(&name) {
         return false;
     }
-    match crate::input::head(path, SNIFF_BYTES) {
-        Ok(head) => head_looks_like_trace(&head),
+    match crate::input::head_as_far_as_it_decodes(path, SNIFF_BYTES) {
+        // A compressed file of a trace's name that is damaged (corrupt or
+        // cut short) is judged by what decodes of it, and kept when nothing
+        // does: reading it then fails naming the file and the decoder's
+        // reason, rather than the run passing over a damaged rank as not a
+        // trace.
+        Ok((head, broken)) => head_looks_like_trace(&head) || (broken && head.is_empty()),
         // A file of a trace's name that cannot be opened (no permission) is
-        // kept, so that reading it fails naming the file and the reason
-        // rather than the run passing over it as not a trace.
+        // kept, for the same reason.
         Err(_) => std::fs::File::open(path).is_err(),
     }
 }

@@ -256,3 +256,35 @@ fn ranks_are_read_from_the_names_links_give_them() {
     let rank0 = summary["stages"][0]["ranks"].as_array().unwrap().iter().find(|r| r["rank"] == 0).unwrap();
     assert!(rank0["file"].as_str().unwrap().ends_with("worker7.pt.trace.json"), "{rank0}");
 }
+
+#[test]
+fn a_damaged_compressed_rank_fails_instead_of_vanishing() {
+    // Three good ranks and a fourth that is a gzip cut short, or a gzip
+    // header followed by garbage: batch counts it among the failures with
+    // the decoder's reason, and triage of a folder holding only it names it.
+    let text = std::fs::read(FIXTURE).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &text).unwrap();
+    let gz = gz.finish().unwrap();
+    let cut = gz[..gz.len() / 2].to_vec();
+    let garbage = [&gz[..10], b"not a deflate stream at all".as_slice()].concat();
+    for (damaged, reason) in [(cut, "incomplete deflate stream"), (garbage, "corrupt deflate stream")] {
+        let dir = tempfile::tempdir().unwrap();
+        for r in 0..3 {
+            std::fs::write(dir.path().join(format!("rank{r}.json")), &text).unwrap();
+        }
+        std::fs::write(dir.path().join("rank3.json.gz"), &damaged).unwrap();
+        let out = common::run(&["batch", "--format", "json", dir.path().to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let failures = summary["failures"].to_string();
+        assert!(failures.contains("rank3.json.gz") && failures.contains(reason), "{summary}");
+        assert_eq!(summary["skipped"], serde_json::json!([]), "{summary}");
+        let alone = tempfile::tempdir().unwrap();
+        std::fs::write(alone.path().join("rank3.json.gz"), &damaged).unwrap();
+        let out = common::run(&["triage", alone.path().to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("rank3.json.gz: byte ") && err.contains(reason), "{err}");
+    }
+}
