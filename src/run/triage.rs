@@ -211,6 +211,8 @@ struct Target {
 struct ResolvedInput {
     path: PathBuf,
     traces: Vec<PathBuf>,
+    /// Each trace by the path discovery found it by (a link's own name).
+    found_as: Vec<PathBuf>,
     server_args: Option<serde_json::Value>,
     left_out: Option<LeftOut>,
 }
@@ -222,6 +224,7 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
         return Ok(ResolvedInput {
             path: path.to_path_buf(),
             traces: vec![path.to_path_buf()],
+            found_as: vec![path.to_path_buf()],
             server_args: None,
             left_out: None,
         });
@@ -242,7 +245,7 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
         rank: targets.rank,
         count: targets.left_out,
     });
-    Ok(ResolvedInput { path: resolved, traces: targets.traces, server_args, left_out })
+    Ok(ResolvedInput { path: resolved, traces: targets.traces, found_as: targets.found_as, server_args, left_out })
 }
 
 /// `e` naming its file by the input the user gave rather than its resolved
@@ -386,15 +389,24 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let ResolvedInput {
         path: mapping_resolved,
         traces: mapping_traces,
+        found_as: mapping_found_as,
         server_args: mapping_args,
         left_out: mapping_left_out,
     } = resolve_input(&mapping_path)?;
-    let (formal_resolved, formal_traces, formal_args, formal_left_out) = if single {
-        (mapping_resolved.clone(), mapping_traces.clone(), mapping_args.clone(), None)
+    let (formal_resolved, formal_traces, formal_found_as, formal_args, formal_left_out) = if single {
+        (mapping_resolved.clone(), mapping_traces.clone(), Vec::new(), mapping_args.clone(), None)
     } else {
         let r = resolve_input(&formal_path)?;
-        (r.path, r.traces, r.server_args, r.left_out)
+        (r.path, r.traces, r.found_as, r.server_args, r.left_out)
     };
+    // Each trace by the name discovery found it by, for messages: a link
+    // in a rank folder to a trace elsewhere is named as the link.
+    let found_as: std::collections::HashMap<PathBuf, PathBuf> = mapping_traces
+        .iter()
+        .cloned()
+        .zip(mapping_found_as)
+        .chain(formal_traces.iter().cloned().zip(formal_found_as))
+        .collect();
 
     // Load each distinct trace once. A single trace's timeline may wait
     // for the overlap step; with several, each is computed as it loads.
@@ -405,9 +417,13 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         }
     }
     let named: [(&Path, &Path); 2] = [(&mapping_resolved, &mapping_path), (&formal_resolved, &formal_path)];
+    let as_given = |p: &Path| as_given(found_as.get(p).map_or(p, PathBuf::as_path), &named);
     let mut loaded: Vec<Loaded> = Vec::new();
     for p in &distinct {
-        let trace = Loaded::load(p, opts, distinct.len() == 1).map_err(|e| named_as_given(e, &named))?;
+        let trace = Loaded::load(p, opts, distinct.len() == 1).map_err(|mut e| {
+            e.path = e.path.as_deref().map(as_given);
+            e
+        })?;
         loaded.push(trace);
     }
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
@@ -514,13 +530,13 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         skipped_by_trace: loaded
             .iter()
             .filter(|l| l.trace.counts.skipped > 0)
-            .map(|l| (as_given(&l.path, &named), l.trace.counts.skipped))
+            .map(|l| (as_given(&l.path), l.trace.counts.skipped))
             .collect(),
         pid_unmatched: match opts.pid_substring.as_deref() {
             Some(sub) => loaded
                 .iter()
                 .filter(|l| !crate::analysis::stage::kernel_pid_contains(&l.trace, sub))
-                .map(|l| as_given(&l.path, &named))
+                .map(|l| as_given(&l.path))
                 .collect(),
             None => Vec::new(),
         },

@@ -288,3 +288,18 @@ fn a_damaged_compressed_rank_fails_instead_of_vanishing() {
         assert!(err.contains("rank3.json.gz: byte ") && err.contains(reason), "{err}");
     }
 }
+
+#[test]
+fn messages_name_a_linked_rank_by_its_link() {
+    // rank0.json in the folder given is a link to a truncated trace kept
+    // elsewhere: the error names the link, as the user finds it.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read(FIXTURE).unwrap();
+    std::fs::write(dir.path().join("kept-elsewhere.json"), &text[..5000]).unwrap();
+    std::fs::create_dir(dir.path().join("job")).unwrap();
+    std::os::unix::fs::symlink("../kept-elsewhere.json", dir.path().join("job/rank0.json")).unwrap();
+    let out = common::run_in(dir.path(), &["triage", "job"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("torchtriage: job/rank0.json: byte 5000: "), "{err}");
+}
