@@ -547,7 +547,6 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             .and_then(|l| l.trace.meta.distributed_info.clone()),
         notes: Vec::new(),
     };
-    report.notes = report.make_notes(opts.pid_substring.as_deref());
 
     let mut payloads: IndexMap<Stage, &StagePayload> = IndexMap::new();
     for (stage, payload) in per_trace.iter().flatten() {
@@ -600,6 +599,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         report.timeline = timeline;
         overlap_part.fill(&mut report);
     }
+    report.notes = report.make_notes(opts.pid_substring.as_deref());
     crate::run::progress::phase("overlap rows");
     Ok(report)
 }

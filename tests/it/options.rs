@@ -199,3 +199,31 @@ fn warnings_name_a_trace_as_the_input_was_given() {
         assert!(warnings.iter().any(|w| w.contains("1 complete event skipped")), "{warnings:?}");
     }
 }
+
+#[test]
+fn gpu_events_the_timeline_cannot_place_are_warned_about() {
+    // One kernel at 1e999 µs (infinite once read), one at 100 µs: the
+    // kernel table keeps both, as the reference does; the timeline counts
+    // one, and says so on stderr and in the JSON's notes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let kernel = |name: &str, ts: &str, corr: u32| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 5, "args": {{"stream": 7, "correlation": {corr}}}}}"#
+        )
+    };
+    std::fs::write(
+        &path,
+        format!(r#"{{"traceEvents": [{}, {}]}}"#, kernel("gemm_a", "1e999", 1), kernel("gemm_b", "100", 2)),
+    )
+    .unwrap();
+    let out = common::run(&["triage", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let want = "warning: 1 GPU event left out of the timeline: its start or end is not a finite number (the kernel table keeps it)";
+    assert_eq!(stderr_lines(&out), [format!("torchtriage: {want}")]);
+    let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["notes"], serde_json::json!([want]));
+    assert_eq!(v["timeline"]["skipped_non_finite"], 1);
+    assert_eq!(v["kernel_tables"][0]["rows"].as_array().map(Vec::len), Some(2), "{}", v["kernel_tables"]);
+}
