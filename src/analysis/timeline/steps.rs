@@ -13,8 +13,12 @@
 //!
 //! A step belongs to the stage of most of the GPU events launched inside it
 //! (host-side call start, else kernel start, within the step's interval;
-//! ties go to the earlier stage in report order). A step that launched no
-//! GPU event belongs to no stage. Steps use the trace's own times.
+//! ties go to the earlier stage in report order), unless its own name
+//! names a stage some of those events are in (SGLang's `step[EXTEND …]`,
+//! `step[DECODE …]`): a GPU far behind its host can run most of an extend
+//! step's kernels after the stage's annotations end. A step that launched
+//! no GPU event belongs to no stage. A stage's steps count the GPU events
+//! of that stage launched inside them. Steps use the trace's own times.
 
 use super::events::EventSet;
 use super::intervals::{percentiles, Sum};
@@ -33,6 +37,20 @@ pub(crate) struct Span {
     pub name: Sym,
     pub ts: f64,
     pub dur: f64,
+    /// The stage the step's own name names, if any.
+    pub named: Option<Stage>,
+}
+
+/// The stage an SGLang step annotation names by its forward mode.
+fn sglang_step_stage(name: &str) -> Option<Stage> {
+    let mode = name.strip_prefix("step[")?;
+    if mode.starts_with("EXTEND") || mode.starts_with("PREFILL") {
+        Some(Stage::Extend)
+    } else if mode.starts_with("DECODE") {
+        Some(Stage::Decode)
+    } else {
+        None
+    }
 }
 
 fn rule_matches(source: StepSource, name: &str) -> bool {
@@ -61,13 +79,19 @@ pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
         let mut hit = |name: Sym| *cache.entry(name).or_insert_with(|| rule_matches(source, trace.s(name)));
         let mut spans: Vec<Span> = (0..a.len())
             .filter(|&i| !a.is_gpu[i] && hit(a.name[i]))
-            .map(|i| Span { name: a.name[i], ts: a.ts[i], dur: a.dur[i] })
+            .map(|i| Span {
+                name: a.name[i],
+                ts: a.ts[i],
+                dur: a.dur[i],
+                named: (source == StepSource::SglangStep).then(|| sglang_step_stage(trace.s(a.name[i]))).flatten(),
+            })
             .collect();
         if source == StepSource::ProfilerStep {
             spans.extend((0..m.len()).filter(|&i| hit(m.name[i])).map(|i| Span {
                 name: m.name[i],
                 ts: m.ts[i],
                 dur: m.dur[i],
+                named: None,
             }));
         }
         spans.retain(|s| s.ts.is_finite() && s.dur.is_finite() && s.dur >= 0.0);
@@ -99,7 +123,7 @@ fn frame_steps(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
         if !frames.is_empty() {
             // Outer calls first; equal calls in trace order.
             frames.par_sort_unstable_by(|x, y| fcmp(x.ts, y.ts).then(fcmp(y.dur, x.dur)).then(x.row.cmp(&y.row)));
-            let spans = frames.into_iter().map(|f| Span { name: f.name, ts: f.ts, dur: f.dur });
+            let spans = frames.into_iter().map(|f| Span { name: f.name, ts: f.ts, dur: f.dur, named: None });
             // A nested call of the same function (a wrapper) is the same step.
             let mut outer: Vec<Span> = Vec::with_capacity(spans.len());
             for s in spans {
@@ -119,8 +143,8 @@ fn frame_steps(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
 pub(crate) struct Assigned {
     /// The stage of each span (`None`: no GPU event launched inside).
     pub stages: Vec<Option<Stage>>,
-    /// The GPU events launched inside the spans of each stage code, and
-    /// inside any span.
+    /// The GPU events of each stage code launched inside that stage's
+    /// spans, and the GPU events launched inside any span.
     pub events: [u64; 3],
     pub all_events: u64,
     /// Spans that launched some GPU event (those with a stage).
@@ -145,12 +169,13 @@ pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Assigned {
         }
     }
     let mut out = Assigned::default();
-    for c in &counts {
-        let best = (0..3).fold(0, |b, i| if c[i] > c[b] { i } else { b });
+    for (c, span) in counts.iter().zip(spans) {
+        let most = (0..3).fold(0, |b, i| if c[i] > c[b] { i } else { b });
+        let best = span.named.map(|s| s.code() as usize).filter(|&named| c[named] > 0).unwrap_or(most);
         let inside: u64 = c.iter().sum();
         out.all_events += inside;
         if inside > 0 {
-            out.events[best] += inside;
+            out.events[best] += c[best];
             out.with_events += 1;
         }
         out.stages.push((inside > 0).then(|| Stage::from_code(best as u8)));
@@ -243,7 +268,7 @@ mod tests {
         for n in [0usize, 1, 2, 3, 7, 64, 300] {
             let mut starts: Vec<f64> = (0..n).map(|_| (next() % 50) as f64).collect();
             starts.sort_by(|a, b| fcmp(*a, *b));
-            let spans: Vec<Span> = starts.iter().map(|&ts| Span { name: 0, ts, dur: 1.0 }).collect();
+            let spans: Vec<Span> = starts.iter().map(|&ts| Span { name: 0, ts, dur: 1.0, named: None }).collect();
             for _ in 0..400 {
                 let probe = (next() % 60) as f64 - 5.0 + if next() % 2 == 0 { 0.5 } else { 0.0 };
                 let hint = (next() % (n as u64 + 3)) as usize;

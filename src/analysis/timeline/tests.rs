@@ -284,6 +284,39 @@ fn kernels_per_step_counts_the_kernels_launched_inside_the_steps() {
 }
 
 #[test]
+fn a_step_named_for_a_stage_belongs_to_it_and_counts_its_kernels() {
+    // An SGLang extend step launches five kernels; the GPU runs the last
+    // three 100 ms later, past the prefill annotation (stage `all`). The
+    // step is the extend stage's, by its name, and counts the two extend
+    // kernels it launched; a step named for decode, which launched no
+    // decode kernel, goes by its kernels' stage.
+    let mut ev = vec![
+        annotation("gpu_user_annotation", "prefill", 0.0, 50.0),
+        annotation("user_annotation", "step[EXTEND bs=4 toks=64]", -10.0, 30.0),
+        annotation("user_annotation", "step[DECODE bs=4]", 200_000.0, 30.0),
+    ];
+    for (i, ts) in [0.0, 30.0, 100_000.0, 110_000.0, 120_000.0, 300_000.0].into_iter().enumerate() {
+        let corr = i as i64 + 1;
+        let host = if i < 5 { -5.0 + i as f64 } else { 200_001.0 };
+        ev.push(launch(host, 0.5, corr));
+        ev.push(kernel("gemm", ts, 10.0, 7, corr));
+    }
+    let tl = run(&trace_of(&ev), Basis::Trace);
+    let stages: Vec<Stage> = tl.stages.iter().map(|s| s.stage).collect();
+    assert_eq!(stages, [Stage::Extend, Stage::All]);
+    let (extend, all) = (&tl.stages[0], &tl.stages[1]);
+    assert_eq!(extend.kernels(), 2);
+    assert_eq!(extend.steps.count, 1);
+    assert_eq!(extend.steps.slowest[0].name, "step[EXTEND bs=4 toks=64]");
+    assert!(close(extend.launch.kernels_per_step.unwrap(), 2.0), "{:?}", extend.launch);
+    assert_eq!(all.steps.count, 1);
+    assert_eq!(all.steps.slowest[0].name, "step[DECODE bs=4]");
+    assert!(close(all.launch.kernels_per_step.unwrap(), 1.0), "{:?}", all.launch);
+    // Over the whole trace, every kernel launched inside a step counts.
+    assert!(close(tl.launch.kernels_per_step.unwrap(), 3.0), "{:?}", tl.launch);
+}
+
+#[test]
 fn step_detection_rules() {
     let mut ev = four_kernels();
     ev.push(annotation("user_annotation", "step[DECODE bs=1]", -10.0, 30.0));
