@@ -137,7 +137,7 @@ const MAX_JOBS_PER_CORE: usize = 4;
 /// by [`file_options`]).
 pub fn check_args(args: &BatchArgs) -> Result<()> {
     if !args.straggler_pct.is_finite() || args.straggler_pct < 0.0 {
-        return Err(Error::usage("--straggler-pct must be a non-negative number"));
+        return Err(Error::usage("--straggler-pct must be a finite number, 0 or more"));
     }
     if args.jobs == Some(0) {
         return Err(Error::usage("--jobs must be at least 1"));

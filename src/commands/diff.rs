@@ -53,7 +53,7 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
     }
     let gate = match args.gate {
         Some(pct) if !pct.is_finite() || pct < 0.0 => {
-            return Err(Error::usage("--gate must be a non-negative number"));
+            return Err(Error::usage("--gate must be a finite number, 0 or more"));
         }
         Some(threshold_pct) => Some(GateOptions { threshold_pct, basis: args.gate_on }),
         None => None,

@@ -278,3 +278,40 @@ fn tracemap_h100_mi300x_diff_page() {
         browser_checks(&chrome, &file, svgs, rows);
     }
 }
+
+/// A small trace: one GEMM launched `delay_us` before it starts, and with
+/// `comm` an all-reduce as well.
+fn small_trace(dir: &Path, name: &str, delay_us: f64, comm: bool) -> String {
+    let kernel = |name: &str, ts: f64, corr: u32| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 50, "args": {{"stream": 7, "correlation": {corr}}}}},
+{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 1, "args": {{"correlation": {corr}}}}}"#,
+            ts - delay_us - 1.0
+        )
+    };
+    let mut events = vec![kernel("sm90_gemm", 100_000.0, 1)];
+    if comm {
+        events.push(kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 100_100.0, 2));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"))).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn diff_page_writes_times_as_the_markdown_does() {
+    // A launch delay of 585 µs against 41.2 ms is written in the unit that
+    // suits each; a category on one side only has "-" on the other.
+    let dir = tempfile::tempdir().unwrap();
+    let base = small_trace(dir.path(), "base.json", 585.0, false);
+    let new = small_trace(dir.path(), "new.json", 41_198.0, true);
+    let (_, html) = write_html(dir.path(), "d", &["diff", &base, &new]);
+    let markdown = String::from_utf8(common::run(&["-q", "diff", &base, &new]).stdout).unwrap();
+    for shown in ["585.0 µs", "41.20 ms"] {
+        assert!(markdown.contains(shown), "markdown lacks {shown}: {markdown}");
+        assert!(html.contains(shown), "html lacks {shown}");
+    }
+    let category = html.split("<h3>Categories").nth(1).expect("a categories table");
+    let comm_row = category.split("<tr").find(|r| r.contains(">communication<")).expect("a communication row");
+    assert!(!comm_row.contains("0.00 ms"), "{comm_row}");
+}

@@ -128,7 +128,12 @@ fn usage_errors_are_one_line_and_exit_2() {
 fn a_negative_number_reaches_the_options_own_check() {
     for (args, want) in [
         (&["triage", "--min-share", "-1", FIXTURE][..], "torchtriage: --min-share must be a percentage from 0 to 100"),
-        (&["diff", "--gate", "-3", FIXTURE, FIXTURE][..], "torchtriage: --gate must be a non-negative number"),
+        (&["diff", "--gate", "-3", FIXTURE, FIXTURE][..], "torchtriage: --gate must be a finite number, 0 or more"),
+        (&["diff", "--gate", "inf", FIXTURE, FIXTURE][..], "torchtriage: --gate must be a finite number, 0 or more"),
+        (
+            &["batch", "--straggler-pct=-1", FIXTURE][..],
+            "torchtriage: --straggler-pct must be a finite number, 0 or more",
+        ),
     ] {
         let out = common::run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

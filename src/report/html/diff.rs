@@ -53,8 +53,10 @@ fn figure(x: Option<f64>, kind: Kind, signed: bool) -> String {
     match (kind, signed) {
         (Kind::Time, false) => ms(v),
         (Kind::Time, true) => signed_ms(v),
-        (Kind::Micro, false) => format!("{v:.1} µs"),
-        (Kind::Micro, true) => format!("{v:+.1} µs"),
+        // The unit that suits the value, as the markdown shows it.
+        (Kind::Micro, false) => crate::report::markdown::time(v),
+        (Kind::Micro, true) if v > 0.0 => format!("+{}", crate::report::markdown::time(v)),
+        (Kind::Micro, true) => crate::report::markdown::time(v),
         (Kind::Pct, false) => format!("{v:.1}%"),
         (Kind::Pct, true) => format!("{v:+.1} pts"),
         (Kind::Mean, false) => format!("{v:.1}"),
@@ -189,8 +191,8 @@ fn stage_section(b: &mut String, s: &StageDiff) {
         };
         t.push(vec![
             Cell::text(c.category),
-            Cell::num(ms(base), base),
-            Cell::num(ms(new), new),
+            Cell::num(side_ms(base, c.base_count), base),
+            Cell::num(side_ms(new, c.new_count), new),
             Cell::num(signed_ms(delta), delta),
             Cell::num(signed_pct(pct), pct.unwrap_or(f64::NAN)),
         ]);
