@@ -126,6 +126,10 @@ fn the_kernels_left_out_are_counted_as_in_markdown() {
     r.kernel_tables[0].total_us = 100.0;
     let html = text(Html.triage(&r));
     assert!(html.contains("decode: 1 more kernel below the 1.0% share cut-off holds 2.0% of this stage"), "{html}");
+    // Nor does the chart of top kernels show it.
+    let chart = html.split("Top kernels by share of GPU time").nth(1).expect("the chart");
+    let chart = &chart[..chart.find("</svg>").expect("the chart's end")];
+    assert!(chart.contains("big") && !chart.contains("small"), "{chart}");
     // Every row shown: no such line.
     assert!(!text(Html.triage(&report(vec![row("big", 98.0)]))).contains("more kernel"));
 }

@@ -105,7 +105,15 @@ fn timeline_section(out: &mut String, stage: &StageTimeline) {
 }
 
 fn top_kernels(out: &mut String, r: &TriageReport, stage: Stage) {
-    let mut rows: Vec<_> = r.kernel_tables.iter().filter(|t| t.stage == stage).flat_map(|t| t.rows.iter()).collect();
+    // The rows the kernel table shows: those under the share bar are
+    // counted there as left out, so the chart leaves them out too.
+    let mut rows: Vec<_> = r
+        .kernel_tables
+        .iter()
+        .filter(|t| t.stage == stage)
+        .flat_map(|t| t.rows.iter())
+        .filter(|k| k.rendered)
+        .collect();
     rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
     let bars: Vec<Bar> = rows.iter().take(TOP_KERNELS).map(|k| Bar { label: &k.kernel, value: k.share_pct }).collect();
     let _ = writeln!(out, "<h3>Top kernels by share of GPU time</h3>");
