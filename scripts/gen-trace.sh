@@ -5,9 +5,11 @@
 # --drop-kernel (that kernel left out) make the second trace of a pair for
 # `torchtriage diff`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 size=${1:?size in MB}
 out=${2:?output path}
+# OUT is relative to where the script was run from, not the repository.
+case "$out" in /*) ;; *) out=$PWD/$out ;; esac
+cd "$(dirname "$0")/.."
 fmt=${3:-json}
 seed=${4:-11400714819323198485}
 cargo build --quiet --release --example gen_trace

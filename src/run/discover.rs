@@ -87,7 +87,7 @@ pub fn has_trace_suffix(name: &str) -> bool {
 
 /// The message for a directory that holds no trace, at any depth.
 pub const NO_TRACES: &str =
-    "no trace files in this directory or below it (a trace is a .json, .json.gz or .json.zst file that begins as a profiler trace)";
+    "no trace files in this directory or below it (a trace is a .json, .json.gz, .json.zst or .zst file that begins as a profiler trace, or whose name holds .trace.json)";
 
 /// Top-level keys the PyTorch profiler writes; a document opening with one
 /// of them is a trace.

@@ -254,7 +254,7 @@ fn errors_name_the_input_as_given() {
         (&["stats", "run/rank0.pt.trace.json"], format!("torchtriage: run/rank0.pt.trace.json: byte {cut}: ")),
         (&["triage", "run"], format!("torchtriage: run/rank0.pt.trace.json: byte {cut}: ")),
         (&["triage", "./run/"], format!("torchtriage: ./run/rank0.pt.trace.json: byte {cut}: ")),
-        (&["triage", "empty"], "torchtriage: empty: no trace files in this directory or below it".to_string()),
+        (&["triage", "empty"], "torchtriage: empty: no trace files in this directory or below it (a trace is a .json, .json.gz, .json.zst or .zst file that begins as a profiler trace, or whose name holds .trace.json)".to_string()),
         (&["batch", "empty"], "torchtriage: empty: no trace files in this directory or below it".to_string()),
     ] {
         let out = common::run_in(dir.path(), args);
