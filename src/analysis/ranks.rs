@@ -170,6 +170,19 @@ pub struct RankFacts {
     pub rank: u64,
     pub rank_source: RankSource,
     pub stages: Vec<StageFacts>,
+    /// `distributedInfo.world_size` in the trace, when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_size: Option<u64>,
+}
+
+/// The world sizes the files' traces give, each with how many files give
+/// it, smallest first: more than one means files of different jobs.
+pub fn world_sizes<'a>(files: impl IntoIterator<Item = &'a RankFacts>) -> Vec<(u64, usize)> {
+    let mut counts: std::collections::BTreeMap<u64, usize> = Default::default();
+    for size in files.into_iter().filter_map(|f| f.world_size) {
+        *counts.entry(size).or_default() += 1;
+    }
+    counts.into_iter().collect()
 }
 
 /// One file's row in a stage table.
@@ -480,7 +493,7 @@ mod tests {
     }
 
     fn analysis(rank: u64, stages: Vec<StageFacts>) -> RankFacts {
-        RankFacts { file: PathBuf::new(), rank, rank_source: RankSource::FileName, stages }
+        RankFacts { file: PathBuf::new(), rank, rank_source: RankSource::FileName, stages, world_size: None }
     }
 
     #[test]

@@ -245,15 +245,17 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         straggler_pct: args.straggler_pct,
         failures: &failures,
         skipped: &skipped,
+        world_sizes: crate::analysis::ranks::world_sizes(ok.iter().copied()),
     };
     print_batch(&output, &summary, &info, global)
 }
 
 /// One warning line for rank numbers that more than one file holds (two
 /// profiling cycles of one rank, say): the report compares each file as a
-/// rank of its own, so the medians count that rank twice.
-fn warn_shared_ranks(summary: &[StageSummary]) {
-    if let Some(note) = render::shared_ranks_note(summary) {
+/// rank of its own, so the medians count that rank twice; and one for
+/// traces of jobs of different sizes.
+fn warn_shared_ranks(summary: &[StageSummary], info: &render::RunInfo) {
+    for note in render::shared_ranks_note(summary).into_iter().chain(render::mixed_worlds_note(info)) {
         let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
 }
@@ -268,7 +270,7 @@ pub(super) fn print_batch(
     global: &Global,
 ) -> Result<i32> {
     if !global.quiet && !global.embedded {
-        warn_shared_ranks(summary);
+        warn_shared_ranks(summary, info);
     }
     // The failures go to stderr even when stdout could not take the report.
     let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));

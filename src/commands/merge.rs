@@ -42,6 +42,7 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
         straggler_pct: args.straggler_pct,
         failures: &failures,
         skipped: &[],
+        world_sizes: crate::analysis::ranks::world_sizes(summaries.iter().filter_map(|s| s.facts.as_ref())),
     };
     super::batch::print_batch(&output, &summary, &info, global)
 }

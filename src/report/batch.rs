@@ -31,6 +31,9 @@ pub struct RunInfo<'a> {
     pub failures: &'a [(&'a Path, &'a Error)],
     /// JSON files left out, with the reason.
     pub skipped: &'a [(std::path::PathBuf, crate::report::model::SkipReason)],
+    /// The world sizes the traces give, with how many files give each
+    /// ([`crate::analysis::ranks::world_sizes`]).
+    pub world_sizes: Vec<(u64, usize)>,
 }
 
 /// Inputs of a merge named in its header before the rest are counted.
@@ -382,9 +385,33 @@ pub fn incomplete_note(info: &RunInfo) -> Option<String> {
     })
 }
 
+/// The warning that the files' traces give different world sizes (files
+/// of different jobs, compared as ranks of one), or `None`. Printed on
+/// stderr and carried in the JSON's `notes`.
+pub fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
+    if info.world_sizes.len() < 2 {
+        return None;
+    }
+    let sizes: Vec<String> = info
+        .world_sizes
+        .iter()
+        .map(|(size, n)| format!("{size} in {n} {}", if *n == 1 { "file" } else { "files" }))
+        .collect();
+    Some(format!(
+        "warning: the traces give different world sizes ({}): files of different jobs are compared as ranks of one",
+        sizes.join(", ")
+    ))
+}
+
+/// The notes of a batch report: shared rank numbers, mixed jobs, and
+/// directories that could not be listed.
+pub fn notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
+    shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).chain(incomplete_note(info)).collect()
+}
+
 /// The summary as pretty JSON.
 pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
-    let notes: Vec<String> = shared_ranks_note(stages).into_iter().chain(incomplete_note(info)).collect();
+    let notes = notes(stages, info);
     let stages: Vec<Value> = stages
         .iter()
         .map(|s| {
@@ -543,7 +570,13 @@ mod tests {
             gpu_time_us: compute_us,
             idle_us: None,
         };
-        RankFacts { file: PathBuf::from(file), rank, rank_source: RankSource::Index, stages: vec![facts] }
+        RankFacts {
+            file: PathBuf::from(file),
+            rank,
+            rank_source: RankSource::Index,
+            stages: vec![facts],
+            world_size: None,
+        }
     }
 
     #[test]

@@ -143,3 +143,34 @@ fn the_merged_report_names_its_inputs() {
     let out = common::run(&["-q", "batch", RANKS, "--format", "markdown"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("Directory: {RANKS}")));
 }
+
+#[test]
+fn traces_of_jobs_of_different_sizes_are_warned_about() {
+    // Two ranks of a 2-GPU job and one whose trace says 128: the batch and
+    // the merge of its summaries warn that jobs are mixed.
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let info = r#""distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2}"#;
+    assert!(text.contains(info), "the fixture's distributedInfo changed");
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("ranks");
+    std::fs::create_dir(&ranks).unwrap();
+    for (rank, size) in [(0, 2), (1, 2), (2, 128)] {
+        let own = format!(r#""distributedInfo": {{"backend": "nccl", "rank": {rank}, "world_size": {size}}}"#);
+        std::fs::write(ranks.join(format!("rank{rank}.json")), text.replace(info, &own)).unwrap();
+    }
+    let want = "warning: the traces give different world sizes (2 in 2 files, 128 in 1 file): files of different jobs are compared as ranks of one";
+    let sums = dir.path().join("sums");
+    let out = common::run(&["batch", s(&ranks), "--summaries", s(&sums)]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("torchtriage: {want}")));
+    for args in [&["batch", s(&ranks)][..], &["merge", s(&sums)]] {
+        let (code, v, stderr) = json(args);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(v["notes"].as_array().unwrap().iter().any(|n| n == want), "{args:?}: {}", v["notes"]);
+    }
+    // One job's ranks: no such warning.
+    std::fs::remove_file(ranks.join("rank2.json")).unwrap();
+    let (_, v, _) = json(&["batch", s(&ranks)]);
+    assert_eq!(v["notes"], serde_json::json!([]));
+}

@@ -35,8 +35,7 @@ pub fn render(v: BatchView<'_>) -> String {
         info.failures.len()
     );
     let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(&crate::report::batch::roles_legend(info.straggler_pct)));
-    let notes = crate::report::batch::shared_ranks_note(v.stages).into_iter();
-    for note in notes.chain(crate::report::batch::incomplete_note(info)) {
+    for note in crate::report::batch::notes(v.stages, info) {
         let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(note.strip_prefix("warning: ").unwrap_or(&note)));
     }
     for s in v.stages {

@@ -216,6 +216,7 @@ fn empty_reports_render() {
         straggler_pct: 10.0,
         failures: &[],
         skipped: &[],
+        world_sizes: vec![],
     };
     let html = text(Html.batch(BatchView { stages: &[], info: &info }));
     assert_eq!(scripts(&html), 1);
@@ -234,6 +235,7 @@ fn a_failed_file_is_named_once() {
         straggler_pct: 10.0,
         failures: &failures,
         skipped: &[],
+        world_sizes: vec![],
     };
     let html = text(Html.batch(BatchView { stages: &[], info: &info }));
     assert_eq!(html.matches("worker2.pt.trace.json").count(), 1, "{html}");

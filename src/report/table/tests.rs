@@ -234,6 +234,7 @@ fn facts(rank: u64, compute: f64, exposed: f64) -> RankFacts {
         file: PathBuf::from(format!("worker{rank}_step_12.1694128201545.pt.trace.json.gz")),
         rank,
         rank_source: RankSource::FileName,
+        world_size: None,
         stages: vec![StageFacts {
             stage: Stage::All,
             bundle: "formal-all".into(),
@@ -267,6 +268,7 @@ fn batch_fits_every_width() {
         straggler_pct: 10.0,
         failures: &failures,
         skipped: &[],
+        world_sizes: vec![],
     };
     for width in WIDTHS {
         let out = text(Table { width }.batch(BatchView { stages: &stages, info: &info }));

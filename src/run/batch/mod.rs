@@ -137,7 +137,13 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
 /// `distributedInfo.rank` as a non-negative integer (or integral float /
 /// numeric string).
 fn distributed_rank(info: Option<&serde_json::Value>) -> Option<u64> {
-    match info?.get("rank")? {
+    distributed_number(info, "rank")
+}
+
+/// `distributedInfo.<key>` as a non-negative integer (or integral float /
+/// numeric string).
+fn distributed_number(info: Option<&serde_json::Value>, key: &str) -> Option<u64> {
+    match info?.get(key)? {
         serde_json::Value::Number(n) => n.as_u64().or_else(|| {
             n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0 && *f < 1e15).map(|f| f as u64)
         }),
@@ -252,7 +258,13 @@ pub fn analyze_file(
         })
         .collect();
     Ok(FileAnalysis {
-        facts: RankFacts { file: file.path.clone(), rank, rank_source, stages: stage_facts(&report, &exposure) },
+        facts: RankFacts {
+            file: file.path.clone(),
+            rank,
+            rank_source,
+            stages: stage_facts(&report, &exposure),
+            world_size: distributed_number(report.distributed_info.as_ref(), "world_size"),
+        },
         path_stage: parse_stage(&file.path),
         triage_ms,
         skipped_events: report.skipped_events,
