@@ -215,14 +215,18 @@ def test_a_path_starting_with_a_dash_is_a_path(tmp_path, monkeypatch):
 
 
 def test_a_negative_option_is_refused_by_its_check():
-    for call in [
-        lambda: torchtriage.triage(FIXTURE, min_share=-5),
-        lambda: torchtriage.diff(FIXTURE, FIXTURE, gate=-1),
-        lambda: torchtriage.batch(str(FIXTURE), jobs=-1),
+    for call, name in [
+        (lambda: torchtriage.triage(FIXTURE, min_share=-5), "min_share"),
+        (lambda: torchtriage.diff(FIXTURE, FIXTURE, gate=-1), "gate"),
+        (lambda: torchtriage.batch(str(FIXTURE), jobs=-1), "jobs"),
+        (lambda: torchtriage.batch(str(FIXTURE), straggler_pct=float("inf")), "straggler_pct"),
+        (lambda: torchtriage.summarize(FIXTURE, min_share=200), "min_share"),
     ]:
         with pytest.raises(ValueError) as e:
             call()
         assert "unexpected argument" not in str(e.value), e.value
+        # Named as the keyword argument, not as the command line's option.
+        assert name in str(e.value) and "--" not in str(e.value), e.value
     with pytest.raises(ValueError, match="whole number"):
         torchtriage.batch(str(FIXTURE), jobs=2.7)
 

@@ -17,8 +17,10 @@ nothing, a rank held by two files of a batch) is issued as a Python
 warning (``UserWarning``) and is in the report too.
 """
 
+import contextlib
 import json
 import os
+import re
 import tempfile
 import warnings
 
@@ -127,12 +129,33 @@ def _columns(rows, first):
     return cols
 
 
+# The command-line options the keyword arguments set, longest first.
+_OPTIONS = re.compile(r"--(timeline-basis|pid-substring|straggler-pct|min-share|framework|gate-on|patterns|jobs|gate)\b")
+
+
+@contextlib.contextmanager
+def _keyword_names():
+    """Names a bad option in a ``ValueError`` from the command line's
+    checks by the keyword argument that set it (``--min-share`` becomes
+    ``min_share``)."""
+    try:
+        yield
+    except ValueError as e:
+        text = str(e)
+        named = _OPTIONS.sub(lambda m: m.group(1).replace("-", "_"), text)
+        # A bad trace (TraceError) keeps its type and its path.
+        if type(e) is not ValueError or named == text:
+            raise
+        raise ValueError(named) from None
+
+
 def _run_json(args):
     """Runs a report command with ``--format json`` into a temporary file;
     returns (exit code, parsed document)."""
     with tempfile.TemporaryDirectory(prefix="torchtriage-") as tmp:
         out = os.path.join(tmp, "report.json")
-        code = _native.run(["--quiet"] + list(args) + ["--format", "json", "--output", out])
+        with _keyword_names():
+            code = _native.run(["--quiet"] + list(args) + ["--format", "json", "--output", out])
         with open(out, encoding="utf-8") as f:
             return code, Report(json.load(f))
 
@@ -296,9 +319,10 @@ def summarize(
     otherwise); it is read before the path's name."""
     if name_rank is not None and (isinstance(name_rank, bool) or not isinstance(name_rank, int) or name_rank < 0):
         raise ValueError("name_rank must be a non-negative whole number or None")
-    text = _native.summarize(
-        _path(path), int(index), _analysis_args(framework, min_share, pid_substring, timeline_basis), name_rank
-    )
+    with _keyword_names():
+        text = _native.summarize(
+            _path(path), int(index), _analysis_args(framework, min_share, pid_substring, timeline_basis), name_rank
+        )
     return json.loads(text)
 
 

@@ -48,7 +48,8 @@ def batch(
     ``ValueError`` here, before any task is submitted."""
     options = dict(framework=framework, min_share=min_share, pid_substring=pid_substring, timeline_basis=timeline_basis)
     straggler = torchtriage._option("straggler-pct", repr(float(straggler_pct)))
-    torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
+    with torchtriage._keyword_names():
+        torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
     # The traces are listed where they are read: on a worker, whose file
     # system the client need not share.
     entries = client.submit(_list, dir_or_paths, pure=False).result()
