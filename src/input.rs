@@ -210,25 +210,12 @@ pub fn open_with(path: &Path, mode: ReadMode) -> Result<Opened> {
     })
 }
 
-/// Up to `limit` leading bytes of a file, decoded (gzip and zstd
-/// undone). Reads no further than that, whatever the file's size.
-pub fn head(path: &Path, limit: usize) -> Result<Vec<u8>> {
-    let opened = open(path)?;
-    match opened.source {
-        Source::Mapped { map, .. } => Ok(map[..limit.min(map.len())].to_vec()),
-        Source::Stream { reader, .. } => {
-            let mut out = Vec::with_capacity(limit.min(1 << 20));
-            reader.take(limit as u64).read_to_end(&mut out).map_err(|e| Error::io(e).in_file(path))?;
-            Ok(out)
-        }
-    }
-}
-
-/// The leading bytes of a file as [`head`] reads them, and whether its
-/// decoder failed before `limit` bytes or the end (a gzip or zstd stream
-/// that is corrupt or cut short): the bytes are then those it decoded
-/// before the failure. An error only when the file cannot be opened.
-pub fn head_as_far_as_it_decodes(path: &Path, limit: usize) -> Result<(Vec<u8>, bool)> {
+/// Up to `limit` leading bytes of a file, decoded (gzip and zstd undone),
+/// and whether its decoder failed before `limit` bytes or the end (a gzip
+/// or zstd stream that is corrupt or cut short): the bytes are then those
+/// it decoded before the failure. Reads no further than `limit`, whatever
+/// the file's size; an error only when the file cannot be opened.
+pub fn head(path: &Path, limit: usize) -> Result<(Vec<u8>, bool)> {
     let opened = open(path)?;
     match opened.source {
         Source::Mapped { map, .. } => Ok((map[..limit.min(map.len())].to_vec(), false)),

@@ -254,7 +254,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
 /// profiling cycles of one rank, say): the report compares each file as a
 /// rank of its own, so the medians count that rank twice; and one for
 /// traces of jobs of different sizes.
-fn warn_shared_ranks(summary: &[StageSummary], info: &render::RunInfo) {
+fn warn_rank_notes(summary: &[StageSummary], info: &render::RunInfo) {
     for note in render::shared_ranks_note(summary).into_iter().chain(render::mixed_worlds_note(info)) {
         let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
@@ -270,7 +270,7 @@ pub(super) fn print_batch(
     global: &Global,
 ) -> Result<i32> {
     if !global.quiet && !global.embedded {
-        warn_shared_ranks(summary, info);
+        warn_rank_notes(summary, info);
     }
     // The failures go to stderr even when stdout could not take the report.
     let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));

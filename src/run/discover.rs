@@ -129,7 +129,7 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     // A batch's own summaries are named after their trace
     // (`<trace>.<hash>.summary.json`) but are not traces.
     if name.ends_with(SUMMARY_SUFFIX)
-        && crate::input::head(path, 256).is_ok_and(|h| memchr::memmem::find(&h, SUMMARY_KIND.as_bytes()).is_some())
+        && crate::input::head(path, 256).is_ok_and(|(h, _)| memchr::memmem::find(&h, SUMMARY_KIND.as_bytes()).is_some())
     {
         return false;
     }
@@ -141,7 +141,7 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     if !has_trace_suffix(&name) {
         return false;
     }
-    match crate::input::head_as_far_as_it_decodes(path, SNIFF_BYTES) {
+    match crate::input::head(path, SNIFF_BYTES) {
         // A compressed file of a trace's name that is damaged (corrupt or
         // cut short) is judged by what decodes of it, and kept when nothing
         // does: reading it then fails naming the file and the decoder's

@@ -230,7 +230,7 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
         });
     }
     let resolved = path.canonicalize().map_err(|e| Error::usage(format!("cannot open input: {e}")).in_file(path))?;
-    let targets = discover_trace_targets(&resolved).map_err(|e| named_as_given(e, &[(&resolved, path)]))?;
+    let targets = discover_trace_targets(&resolved).map_err(|e| named_by(e, |p| as_given(p, &[(&resolved, path)])))?;
     let server_args = targets.server_args.or_else(|| crate::run::discover::load_server_args(&resolved));
     // Each analysed trace below the input as the path from it (a trace of
     // a subfolder chosen as the newest), else by its file name; by the name
@@ -248,19 +248,17 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
     Ok(ResolvedInput { path: resolved, traces: targets.traces, found_as: targets.found_as, server_args, left_out })
 }
 
-/// `e` naming its file by the input the user gave rather than its resolved
-/// form: `bad.json` stays `bad.json`, and a trace found in `ranks/`
-/// (resolved to `/abs/ranks`) is `ranks/rank0.json`. `inputs` pairs each
-/// resolved input with the path as given.
-fn named_as_given(mut e: Error, inputs: &[(&Path, &Path)]) -> Error {
-    if let Some(path) = e.path.as_deref() {
-        e.path = Some(as_given(path, inputs));
-    }
+/// `e` naming its file as `name` names it.
+fn named_by(mut e: Error, name: impl Fn(&Path) -> PathBuf) -> Error {
+    e.path = e.path.as_deref().map(name);
     e
 }
 
 /// `path` (a trace found below a resolved input) as the user would name it
-/// from the input they gave; `path` itself when it is below none of them.
+/// from the input they gave rather than its resolved form: `bad.json` stays
+/// `bad.json`, and a trace found in `ranks/` (resolved to `/abs/ranks`) is
+/// `ranks/rank0.json`; `path` itself when it is below none of them.
+/// `inputs` pairs each resolved input with the path as given.
 fn as_given(path: &Path, inputs: &[(&Path, &Path)]) -> PathBuf {
     let given = inputs.iter().find_map(|(resolved, given)| {
         let rest = path.strip_prefix(resolved).ok()?;
@@ -420,10 +418,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     let as_given = |p: &Path| as_given(found_as.get(p).map_or(p, PathBuf::as_path), &named);
     let mut loaded: Vec<Loaded> = Vec::new();
     for p in &distinct {
-        let trace = Loaded::load(p, opts, distinct.len() == 1).map_err(|mut e| {
-            e.path = e.path.as_deref().map(as_given);
-            e
-        })?;
+        let trace = Loaded::load(p, opts, distinct.len() == 1).map_err(|e| named_by(e, as_given))?;
         loaded.push(trace);
     }
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
