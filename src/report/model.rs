@@ -273,6 +273,13 @@ impl TriageReport {
         }
     }
 
+    /// The timeline a rendered view shows: none under `--compat reference`,
+    /// whose report holds only the reference's sections (the JSON and CSV
+    /// forms keep it as data).
+    pub fn shown_timeline(&self) -> Option<&crate::analysis::timeline::Timeline> {
+        self.timeline.as_ref().filter(|_| self.compat == Compat::Default)
+    }
+
     /// Whether the kernel tables hold no kernel at all (a CPU-only trace),
     /// not merely none above the share bar.
     pub fn has_no_kernels(&self) -> bool {

@@ -97,3 +97,24 @@ fn markdown_is_unchanged_by_the_table_format() {
     assert!(out.starts_with("Triage View"), "{out}");
     assert!(out.contains("| Kernel | Category | GPU time |"), "{out}");
 }
+
+/// Under `--compat reference` the table and HTML views hold the reference's
+/// sections only, as the markdown does: no headline and no timeline.
+#[test]
+fn the_reference_compat_shows_no_timeline_in_any_view() {
+    let default = table(120, &["triage", "--format", "table", SGLANG]);
+    assert!(default.contains("Headline") && default.contains("Timeline"), "{default}");
+    let out = table(120, &["triage", "--compat", "reference", "--format", "table", SGLANG]);
+    assert!(!out.contains("Headline") && !out.contains("Timeline"), "{out}");
+    assert!(out.contains("Kernels"), "{out}");
+    let html = table(120, &["triage", "--compat", "reference", "--format", "html", SGLANG]);
+    assert!(
+        !html.contains("class=\"headline\"") && !html.contains("class=\"verdict\""),
+        "timeline in the reference HTML"
+    );
+    let html = table(120, &["triage", "--format", "html", SGLANG]);
+    assert!(
+        html.contains("class=\"headline\"") && html.contains("class=\"verdict\""),
+        "no timeline in the default HTML"
+    );
+}

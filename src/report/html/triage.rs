@@ -10,7 +10,7 @@ use std::fmt::Write;
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::StageTimeline;
 use crate::report::markdown::{hidden_rows_note, overlap_terms, KERNEL_LEGEND};
-use crate::report::model::{Compat, TriageReport};
+use crate::report::model::TriageReport;
 use crate::report::timeline::{
     clocks_offset_mark, headline, idle_split, launch_line, stage_sum, steps_line, verdict_line,
 };
@@ -123,7 +123,7 @@ fn top_kernels(out: &mut String, r: &TriageReport, stage: Stage) {
 /// Stages of the report in order: the timeline's, then any other stage
 /// with kernel rows.
 fn stages(r: &TriageReport) -> Vec<Stage> {
-    let mut out: Vec<Stage> = r.timeline.iter().flat_map(|t| t.stages.iter().map(|s| s.stage)).collect();
+    let mut out: Vec<Stage> = r.shown_timeline().into_iter().flat_map(|t| t.stages.iter().map(|s| s.stage)).collect();
     for t in r.kernel_tables.iter().filter(|t| !t.rows.is_empty()) {
         if !out.contains(&t.stage) {
             out.push(t.stage);
@@ -243,7 +243,7 @@ pub fn render(r: &TriageReport) -> String {
         r.framework.formal.display_name(),
         r.min_share
     );
-    if let Some(t) = r.timeline.as_ref().filter(|_| r.compat == Compat::Default) {
+    if let Some(t) = r.shown_timeline() {
         let lines = headline(r, t);
         b.push_str("<div class=\"headline\"><ul>");
         for line in lines.iter().skip(1) {
@@ -253,7 +253,7 @@ pub fn render(r: &TriageReport) -> String {
     }
     for stage in stages(r) {
         let _ = writeln!(b, "<h2>Stage {}</h2>", esc(stage.label()));
-        if let Some(st) = r.timeline.as_ref().and_then(|t| t.stages.iter().find(|s| s.stage == stage)) {
+        if let Some(st) = r.shown_timeline().and_then(|t| t.stages.iter().find(|s| s.stage == stage)) {
             timeline_section(&mut b, st);
         }
         if r.kernel_tables.iter().any(|t| t.stage == stage && !t.rows.is_empty()) {

@@ -54,7 +54,7 @@ fn pct_of(v: f64, of: f64) -> Option<f64> {
 /// The stages the report covers, in report order.
 fn stages(r: &TriageReport) -> Vec<Stage> {
     let mut out: Vec<Stage> = Vec::new();
-    let from_timeline = r.timeline.iter().flat_map(|t| t.stages.iter().map(|s| s.stage));
+    let from_timeline = r.shown_timeline().into_iter().flat_map(|t| t.stages.iter().map(|s| s.stage));
     let from_tables = r.kernel_tables.iter().map(|t| t.stage);
     let from_rows = r.overlap_rows.iter().map(|o| o.stage).chain(r.fuse_rows.iter().map(|f| f.stage));
     for s in from_timeline.chain(from_tables).chain(from_rows) {
@@ -311,12 +311,12 @@ fn fuse_table(o: &mut Out, r: &TriageReport, stage: Stage) {
 pub fn render(r: &TriageReport, width: usize) -> Vec<String> {
     let mut o = Out::new(width);
     header(&mut o, r);
-    if let Some(t) = &r.timeline {
+    if let Some(t) = r.shown_timeline() {
         headline(&mut o, r, t);
     }
     for stage in stages(r) {
         o.title(&stage_heading(stage));
-        if let Some(st) = r.timeline.as_ref().and_then(|t| t.stages.iter().find(|s| s.stage == stage)) {
+        if let Some(st) = r.shown_timeline().and_then(|t| t.stages.iter().find(|s| s.stage == stage)) {
             o.heading("Timeline");
             timeline_table(&mut o, st);
         }
