@@ -43,9 +43,29 @@ pub struct Output {
     pub render: RenderOptions,
 }
 
-/// The terminal width: `COLUMNS` when set to a number, else 120.
+/// The width the table format fits: `COLUMNS` when set to a number, else the
+/// width of the terminal stdout is, else 120 (a pipe or a file).
 fn terminal_width() -> usize {
-    std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|&w| w >= 40).unwrap_or(120)
+    width_from(std::env::var("COLUMNS").ok().as_deref(), stdout_terminal_columns())
+}
+
+/// `COLUMNS` (a positive number) before the terminal's own width, each at
+/// least the narrowest table the format lays out.
+fn width_from(columns: Option<&str>, terminal: Option<usize>) -> usize {
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&w| w > 0)
+        .or(terminal)
+        .map_or(120, |w| w.max(crate::report::table::MIN_WIDTH))
+}
+
+/// The columns of the terminal stdout writes to, if it is one.
+fn stdout_terminal_columns() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills the `winsize` it is given and reads nothing else;
+    // on a descriptor that is not a terminal it fails and leaves it zeroed.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
 }
 
 impl OutputArgs {
@@ -173,6 +193,19 @@ fn write_files(dir: &Path, files: &[(&'static str, String)]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_width_is_columns_then_the_terminal_then_120() {
+        assert_eq!(width_from(Some("100"), Some(80)), 100);
+        assert_eq!(width_from(None, Some(80)), 80);
+        assert_eq!(width_from(Some("wide"), Some(80)), 80);
+        assert_eq!(width_from(Some("0"), None), 120);
+        assert_eq!(width_from(None, None), 120);
+        // A terminal narrower than the narrowest layout gets that layout,
+        // not the 120 columns of a pipe.
+        assert_eq!(width_from(Some("20"), None), crate::report::table::MIN_WIDTH);
+        assert_eq!(width_from(None, Some(30)), crate::report::table::MIN_WIDTH);
+    }
 
     #[test]
     fn atomic_write_leaves_nothing_on_failure() {

@@ -88,12 +88,10 @@ impl Table {
     /// characters.
     pub fn render(&self, width: usize) -> Vec<String> {
         let n = self.columns.len();
-        let natural: Vec<usize> = (0..n)
-            .map(|c| {
-                let cells = self.rows.iter().flat_map(|r| r.get(c).into_iter().flatten()).map(|s| chars(s));
-                cells.chain([chars(&self.columns[c].header)]).max().unwrap_or(0)
-            })
+        let values: Vec<usize> = (0..n)
+            .map(|c| self.rows.iter().flat_map(|r| r.get(c).into_iter().flatten()).map(|s| chars(s)).max().unwrap_or(0))
             .collect();
+        let natural: Vec<usize> = (0..n).map(|c| values[c].max(chars(&self.columns[c].header))).collect();
         let mut shown: Vec<bool> = vec![true; n];
         let mut widths = natural.clone();
         let total = |widths: &[usize], shown: &[bool]| -> usize {
@@ -123,7 +121,14 @@ impl Table {
             shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to);
         }
         shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to.map(|_| 8));
-        shrink(&mut widths, &shown, &|_| Some(3));
+        // The last resort: a header wraps to its longest word, and a number
+        // keeps all its digits (cut in the middle it would read as another
+        // number); other text is shortened down to three characters.
+        shrink(&mut widths, &shown, &|c| {
+            let word = self.columns[c].header.split_whitespace().map(chars).max().unwrap_or(0);
+            let text = if self.columns[c].align == Align::Right { values[c] } else { 3 };
+            Some(word.max(text))
+        });
         let visible: Vec<usize> = (0..n).filter(|&c| shown[c]).collect();
         let apart = self.kept_apart(&visible, &widths);
         let line = |cells: &[String]| -> String {
@@ -158,8 +163,21 @@ impl Table {
             let trimmed = out.trim_end().to_string();
             shorten_middle(&trimmed, width)
         };
-        let headers: Vec<String> = self.columns.iter().map(|c| c.header.clone()).collect();
-        let mut lines = vec![line(&headers)];
+        // A header wider than its column goes on as many lines as it needs.
+        let headers: Vec<Vec<String>> = (0..n)
+            .map(|c| if shown[c] { header_lines(&self.columns[c].header, widths[c]) } else { Vec::new() })
+            .collect();
+        let height = headers.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        let mut lines: Vec<String> = (0..height)
+            .map(|k| {
+                // Bottom-aligned, so the last line of each header sits on the rule.
+                let cells: Vec<String> = headers
+                    .iter()
+                    .map(|h| h.get((k + h.len()).wrapping_sub(height)).cloned().unwrap_or_default())
+                    .collect();
+                line(&cells)
+            })
+            .collect();
         let rule: Vec<String> = visible.iter().map(|&c| "─".repeat(widths[c])).collect();
         lines.push(shorten_middle(&rule.join(GAP), width));
         for row in &self.rows {
@@ -257,6 +275,25 @@ pub fn shorten_head(text: &str, width: usize) -> String {
     out
 }
 
+/// A column header as lines of at most `width` characters, words kept whole
+/// where they fit (one longer than the column is shortened in the middle).
+fn header_lines(header: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in header.split_whitespace() {
+        match lines.last_mut() {
+            Some(last) if chars(last) + 1 + chars(word) <= width => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => lines.push(shorten_middle(word, width)),
+        }
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    lines
+}
+
 /// `text` word-wrapped to `width` characters; continuation lines start
 /// with `indent`; a word longer than a line is broken.
 pub fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
@@ -343,6 +380,25 @@ mod tests {
         let note = only[4..].join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(note.contains("Max (µs)") && note.contains("Category"), "{only:?}");
         assert!(!wide.iter().any(|l| l.starts_with("Left out")), "{wide:?}");
+    }
+
+    #[test]
+    fn a_narrow_column_wraps_its_header_and_keeps_its_digits() {
+        let mut t = Table::new(vec![
+            Column::text("Rank", 0),
+            Column::num("Busy (ms)", 0),
+            Column::num("Exposed comm (ms)", 0),
+            Column::text("Role", 0),
+        ]);
+        t.row(vec!["0".into(), "1234.56".into(), "987654.32".into(), "slowest".into()]);
+        let lines = t.render(36);
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 36 && !l.contains('…')), "{lines:?}");
+        assert!(lines[0].trim_end().ends_with("Exposed") && lines[1].contains("comm (ms)"), "{lines:?}");
+        assert!(lines[3].contains("1234.56") && lines[3].contains("987654.32"), "{lines:?}");
+        // Header words longer than the column are still cut, never the
+        // whole table wider than asked.
+        assert_eq!(header_lines("Exposed comm (ms)", 5), ["Ex…ed", "comm", "(ms)"]);
     }
 
     #[test]

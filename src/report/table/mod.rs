@@ -22,7 +22,7 @@ pub struct Table {
 
 /// Narrowest layout the renderer attempts; narrower terminals get lines
 /// this long.
-const MIN_WIDTH: usize = 40;
+pub(crate) const MIN_WIDTH: usize = 40;
 
 impl Table {
     fn width(&self) -> usize {
