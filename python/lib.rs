@@ -98,6 +98,26 @@ fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Vec<(PathBuf, Option<u6
     Ok(files.into_iter().map(|f| (f.path, f.name_rank)).collect())
 }
 
+/// Files or directories a batch left out, each with the reason.
+type Skipped = Vec<(PathBuf, String)>;
+
+/// What `batch` would leave out below each of `dirs` (files too are taken,
+/// and leave nothing out): each file or directory with the reason `batch`
+/// gives (`skipped` in its report), in its order, and the warning that the
+/// batch is incomplete when a directory below could not be listed.
+#[pyfunction]
+fn batch_skipped(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Skipped, Option<String>)> {
+    let mut skipped = Vec::new();
+    for dir in dirs {
+        let files = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
+        skipped.extend(torchtriage::run::batch::skipped_files(&dir, &files));
+    }
+    skipped.sort();
+    skipped.dedup();
+    let note = torchtriage::report::batch::incomplete_note_of(&skipped);
+    Ok((skipped.into_iter().map(|(p, why)| (p, why.as_str().to_string())).collect(), note))
+}
+
 /// The map step of a batch: one trace triaged as `batch` triages it, with
 /// `batch`'s analysis options in `args`, as the JSON text of its summary
 /// (the file `batch --summaries` writes). A trace that fails gives a
@@ -155,6 +175,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(stats_json, m)?)?;
     m.add_function(wrap_pyfunction!(batch_files, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_skipped, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
     m.add_function(wrap_pyfunction!(check_batch_options, m)?)?;
     Ok(())

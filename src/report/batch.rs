@@ -378,7 +378,13 @@ pub fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
 /// Printed on stderr and carried in the JSON's `notes`; the exit code is
 /// then 1.
 pub fn incomplete_note(info: &RunInfo) -> Option<String> {
-    let n = info.skipped.iter().filter(|(_, why)| why.leaves_batch_incomplete()).count();
+    incomplete_note_of(info.skipped)
+}
+
+/// [`incomplete_note`] from the skipped files alone (what a batch spread
+/// over a cluster has of its listing).
+pub fn incomplete_note_of(skipped: &[(std::path::PathBuf, crate::report::model::SkipReason)]) -> Option<String> {
+    let n = skipped.iter().filter(|(_, why)| why.leaves_batch_incomplete()).count();
     let dirs = if n == 1 { "directory" } else { "directories" };
     (n > 0).then(|| {
         format!("warning: the batch is incomplete: {n} {dirs} below it could not be listed, and any ranks in them are left out")

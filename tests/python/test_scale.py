@@ -9,6 +9,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,7 +27,7 @@ SHARED_RANKS = SHARED / "traces" / "param_dlrm_8rank"
 
 # The keys that say what the batch found; `dir`, `jobs` and
 # `memory_budget_bytes` describe how it ran.
-SAME = ["mode", "files", "failed", "straggler_pct", "stages", "failures", "notes"]
+SAME = ["mode", "files", "failed", "straggler_pct", "stages", "failures", "skipped", "notes"]
 
 
 def _same_report(got, want):
@@ -158,6 +160,55 @@ def test_dask_batch_reads_ranks_from_the_links_names(dask_client, tmp_path):
     _same_report(report, want)
     by_file = {os.path.basename(r["file"]): r["rank"] for r in report["stages"][0]["ranks"]}
     assert by_file[traces[0].name] == len(traces) - 1, by_file
+
+
+def test_dask_batch_lists_what_batch_leaves_out(dask_client, tmp_path):
+    import torchtriage.dask
+
+    ranks = tmp_path / "ranks"
+    shutil.copytree(BUNDLED_RANKS, ranks)
+    (ranks / "settings.json").write_text('{"model": "x"}')
+    (ranks / "rank9.json").write_text("")
+    proc = subprocess.run([_binary(), "-q", "batch", str(ranks), "--format", "json"], stdout=subprocess.PIPE)
+    assert proc.returncode == 0
+    want = json.loads(proc.stdout)
+    assert [os.path.basename(s["file"]) for s in want["skipped"]] == ["rank9.json", "settings.json"]
+    report = torchtriage.dask.batch(str(ranks), dask_client)
+    _same_report(report, want)
+
+
+def _as_nobody(argv):
+    # Root lists any directory: run as an unprivileged user to meet one
+    # that cannot be listed.
+    if os.geteuid() == 0:
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + argv
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_directory_that_cannot_be_listed_leaves_the_cluster_batch_incomplete():
+    # What dask.batch's worker lists: the directory as skipped, and the
+    # warning batch gives for it. (Outside pytest's own folder, which only
+    # its owner may enter.)
+    with tempfile.TemporaryDirectory() as tmp:
+        _unlistable_below(Path(tmp))
+
+
+def _unlistable_below(tmp_path):
+    os.chmod(tmp_path, 0o755)
+    shutil.copytree(BUNDLED_RANKS, tmp_path / "node0")
+    (tmp_path / "node1").mkdir()
+    for p in tmp_path.rglob("*"):
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    os.chmod(tmp_path / "node1", 0o311)
+    try:
+        script = "import json, sys, torchtriage; print(json.dumps(torchtriage._batch_skipped(sys.argv[1])))"
+        proc = _as_nobody([sys.executable, "-c", script, str(tmp_path)])
+    finally:
+        os.chmod(tmp_path / "node1", 0o755)
+    assert proc.returncode == 0, proc.stderr
+    skipped, note = json.loads(proc.stdout)
+    assert skipped == [{"file": str(tmp_path / "node1"), "reason": "unreadable directory"}]
+    assert note.startswith("warning: the batch is incomplete: 1 directory below it could not be listed")
 
 
 def test_dask_batch_checks_its_options_before_submitting(dask_client):

@@ -301,6 +301,15 @@ def _batch_entries(dir_or_paths):
     return sorted(found.items(), key=lambda entry: _path_key(entry[0]))
 
 
+def _batch_skipped(dir_or_paths):
+    # What batch leaves out below the directories given, as its report's
+    # "skipped" entries, and the warning that it is incomplete (or None).
+    if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
+        dir_or_paths = [dir_or_paths]
+    skipped, note = _native.batch_skipped([_path(p) for p in dir_or_paths])
+    return [{"file": os.fspath(f), "reason": why} for f, why in skipped], note
+
+
 def _path_key(path):
     # The order of Rust's PathBuf: component by component.
     return [part for part in path.split(os.sep) if part]

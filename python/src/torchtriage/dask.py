@@ -27,8 +27,10 @@ def _summarize(entry, index, options):
 
 
 def _list(dir_or_paths):
-    # Runs on a worker: the traces, each with the rank its name carries.
-    return torchtriage._batch_entries(dir_or_paths)
+    # Runs on a worker: the traces, each with the rank its name carries, and
+    # what batch leaves out (with the warning that it is incomplete, when a
+    # directory could not be listed).
+    return torchtriage._batch_entries(dir_or_paths), torchtriage._batch_skipped(dir_or_paths)
 
 
 def batch(
@@ -52,10 +54,14 @@ def batch(
         torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
     # The traces are listed where they are read: on a worker, whose file
     # system the client need not share.
-    entries = client.submit(_list, dir_or_paths, pure=False).result()
+    entries, (skipped, incomplete) = client.submit(_list, dir_or_paths, pure=False).result()
     futures = client.map(_summarize, entries, range(len(entries)), options=options, pure=False)
     summaries = client.gather(futures)
     report = torchtriage.merge(summaries, straggler_pct=straggler_pct)
+    report["skipped"] = skipped
+    if incomplete is not None:
+        report["notes"].append(incomplete)
+        torchtriage._warn_notes({"notes": [incomplete]}, 1)
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         report["dir"] = os.fspath(dir_or_paths)
     threads = client.nthreads()
