@@ -59,9 +59,13 @@ impl Acc {
                 self.comm.push(e.start, e.end);
                 self.comm_or_compute.push(e.start, e.end);
             }
-            KernelType::Memory => {
+            // A kernel that rounding to whole µs leaves no time (its end
+            // before its start) copies nothing in that time: no negative
+            // memory time.
+            KernelType::Memory if e.end >= e.start => {
                 self.memory.push(e.start, e.end);
             }
+            KernelType::Memory => {}
             KernelType::Other => {}
         }
     }
@@ -69,11 +73,18 @@ impl Acc {
     /// Figures with the given window and idle time.
     fn figures(&self, window: f64, idle: f64) -> Figures {
         let busy = self.all.total();
-        let compute = self.compute.total();
+        let mut compute = self.compute.total();
         let comm = self.comm.total();
         let overlap = (comm + compute - self.comm_or_compute.total()).max(0.0);
         let pct = |x: f64| (window > 0.0).then(|| 100.0 * (x / window));
-        let non_compute = window - compute - idle;
+        let mut non_compute = window - compute - idle;
+        if non_compute < 0.0 {
+            // Only µs rounding (the `hta` basis) gets here, where HTA itself
+            // raises: computation is the rest of the window, none of it
+            // non-compute, so the shares stay within 0–100 and add up.
+            compute = window - idle;
+            non_compute = 0.0;
+        }
         Figures {
             kernels: self.kernels,
             window_us: window,

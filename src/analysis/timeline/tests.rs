@@ -673,3 +673,19 @@ fn device_waits_alone_count_with_the_idle_time() {
     assert!(close(tl.trace.device_wait_us, 0.0));
     assert_eq!(tl.verdict.kind, VerdictKind::GpuBound);
 }
+
+#[test]
+fn rounding_to_whole_microseconds_leaves_no_impossible_figure() {
+    // On the `hta` basis a kernel under a µs can round to an end before its
+    // start: here the memset ends at 20 and starts at 21. HTA counts that
+    // group as -1 µs of busy time and then raises, its non-compute time
+    // being negative; the figures stay possible instead.
+    let t = trace_of(&[kernel("gemm", 0.5, 10.0, 7, 1), kernel("Memset (Device)", 20.2, 0.5, 7, 2)]);
+    let f = run(&t, Basis::Hta).trace;
+    assert!(close(f.busy_us, 8.0) && close(f.window_us, 19.0) && close(f.idle_us, 11.0), "{f:?}");
+    assert!(close(f.compute_us, 8.0) && close(f.non_compute_us, 0.0) && close(f.memory_us, 0.0), "{f:?}");
+    assert!(f.compute_us <= f.busy_us && f.non_compute_pct.unwrap() >= 0.0, "{f:?}");
+    // The trace's own times: nothing to round.
+    let f = run(&t, Basis::Trace).trace;
+    assert!(close(f.compute_us, 10.0) && close(f.memory_us, 0.5), "{f:?}");
+}
