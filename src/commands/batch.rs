@@ -219,6 +219,10 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
                 if a.pid_unmatched {
                     super::warn_pid_unmatched(&o.file.path, opts.pid_substring.as_deref());
                 }
+                if a.non_finite_events > 0 {
+                    let note = crate::report::model::non_finite_note(Some(&o.file.path), a.non_finite_events);
+                    let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
+                }
             }
         }
     }

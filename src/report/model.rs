@@ -231,23 +231,31 @@ pub fn pid_unmatched_note(path: &std::path::Path, sub: Option<&str>) -> String {
 /// The warning for GPU events the timeline left out for a start or end
 /// that is not a finite number (`1e999`, `NaN`): the kernel table, as the
 /// reference's, still counts them.
-pub fn non_finite_note(events: u64) -> String {
+pub fn non_finite_note(path: Option<&std::path::Path>, events: u64) -> String {
     let (what, times, them) = if events == 1 {
         ("event", "its start or end is", "it")
     } else {
         ("events", "their starts or ends are", "them")
     };
-    format!("warning: {events} GPU {what} left out of the timeline: {times} not a finite number (the kernel table keeps {them})")
+    let named = path.map_or_else(String::new, |p| format!("{}: ", crate::error::shown(p)));
+    format!(
+        "warning: {named}{events} GPU {what} left out of the timeline: {times} not a finite number (the kernel table keeps {them})"
+    )
 }
 
 impl TriageReport {
-    /// [`TriageReport::notes`] from the report's other fields.
-    pub fn make_notes(&self, pid_substring: Option<&str>) -> Vec<String> {
+    /// [`TriageReport::notes`] from the report's other fields; `timeline_trace`
+    /// names the trace the timeline covers, when it covers one.
+    pub fn make_notes(&self, pid_substring: Option<&str>, timeline_trace: Option<&std::path::Path>) -> Vec<String> {
         let left_out = self.left_out.iter().map(LeftOut::note);
         let skipped = self.skipped_by_trace.iter().map(|(p, n)| skipped_note(p, *n));
         let pid = self.pid_unmatched.iter().map(|p| pid_unmatched_note(p, pid_substring));
         let non_finite = self.timeline.as_ref().map_or(0, |t| t.skipped_non_finite);
-        left_out.chain(skipped).chain(pid).chain((non_finite > 0).then(|| non_finite_note(non_finite))).collect()
+        left_out
+            .chain(skipped)
+            .chain(pid)
+            .chain((non_finite > 0).then(|| non_finite_note(timeline_trace, non_finite)))
+            .collect()
     }
 
     /// Why a stage's overlap table may be empty other than for want of rows
@@ -325,6 +333,8 @@ pub struct FileAnalysis {
     pub skipped_events: u64,
     /// The `--pid-substring` filter matched no process with kernels.
     pub pid_unmatched: bool,
+    /// GPU events the timeline left out for a time that is not a finite number.
+    pub non_finite_events: u64,
     /// The file's triage report as compact JSON text, kept only when the
     /// JSON lines file will show it: a report with hundreds of thousands of
     /// kernel rows is large, and more so as a JSON value.

@@ -594,7 +594,11 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         report.timeline = timeline;
         overlap_part.fill(&mut report);
     }
-    report.notes = report.make_notes(opts.pid_substring.as_deref());
+    let timeline_trace = match &formal.traces[..] {
+        [one] => Some(as_given(one)),
+        _ => None,
+    };
+    report.notes = report.make_notes(opts.pid_substring.as_deref(), timeline_trace.as_deref());
     crate::run::progress::phase("overlap rows");
     Ok(report)
 }

@@ -224,11 +224,23 @@ fn gpu_events_the_timeline_cannot_place_are_warned_about() {
     .unwrap();
     let out = common::run(&["triage", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
-    let want = "warning: 1 GPU event left out of the timeline: its start or end is not a finite number (the kernel table keeps it)";
+    let want = format!(
+        "warning: {}: 1 GPU event left out of the timeline: its start or end is not a finite number (the kernel table keeps it)",
+        path.display()
+    );
     assert_eq!(stderr_lines(&out), [format!("torchtriage: {want}")]);
     let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["notes"], serde_json::json!([want]));
     assert_eq!(v["timeline"]["skipped_non_finite"], 1);
     assert_eq!(v["kernel_tables"][0]["rows"].as_array().map(Vec::len), Some(2), "{}", v["kernel_tables"]);
+    // A batch says it of the rank file too.
+    let out = common::run(&["batch", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let canonical = path.canonicalize().unwrap();
+    let err = stderr_lines(&out);
+    assert!(
+        err.iter().any(|l| l.contains(&format!("{}: 1 GPU event left out of the timeline", canonical.display()))),
+        "{err:?}"
+    );
 }

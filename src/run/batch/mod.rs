@@ -269,6 +269,7 @@ pub fn analyze_file(
         triage_ms,
         skipped_events: report.skipped_events,
         pid_unmatched: !report.pid_unmatched.is_empty(),
+        non_finite_events: report.timeline.as_ref().map_or(0, |t| t.skipped_non_finite),
         report_json: keep_json.then(|| crate::report::json::compact(&report)),
     })
 }
