@@ -315,3 +315,17 @@ fn diff_page_writes_times_as_the_markdown_does() {
     let comm_row = category.split("<tr").find(|r| r.contains(">communication<")).expect("a communication row");
     assert!(!comm_row.contains("0.00 ms"), "{comm_row}");
 }
+
+/// The batch page's rank table has every column its legend explains (the
+/// markdown's columns).
+#[test]
+fn batch_page_rank_table_has_the_legends_columns() {
+    let ranks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let out = common::run(&["-q", "batch", "--format", "html", ranks]);
+    assert_eq!(out.status.code(), Some(0));
+    let html = String::from_utf8(out.stdout).unwrap();
+    for column in ["Busy", "Compute", "Overlap", "Exposed comm", "Top exposed comm kernel", "Top headroom", "Role"] {
+        assert!(html.contains(&format!(">{column}<")) || html.contains(&format!(">{column} ")), "no {column} column");
+    }
+    assert!(html.contains("top headroom:"), "the legend explains it");
+}

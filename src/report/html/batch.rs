@@ -82,6 +82,7 @@ pub fn render(v: BatchView<'_>) -> String {
             ("Exposed comm", true),
             ("Exposed comm %", true),
             ("Top exposed comm kernel", false),
+            ("Top headroom", false),
             ("Role", false),
         ]);
         for r in &s.rows {
@@ -98,6 +99,7 @@ pub fn render(v: BatchView<'_>) -> String {
                 Cell::name(
                     f.top_exposed.as_ref().map_or_else(|| "-".to_string(), |(k, us)| format!("{k} ({})", ms(*us))),
                 ),
+                Cell::name(f.top_headroom.as_ref().map_or_else(|| "-".to_string(), |(p, k)| format!("{p} {k}"))),
                 Cell::text(role),
             ]);
             if r.role == Some(Role::Slow) {
