@@ -194,7 +194,9 @@ fn matched_base_pct(base: &SideKernels, new: &SideKernels) -> Option<f64> {
         }
         None => 0.0,
     };
-    (*total > 0.0).then(|| 100.0 * matched / total)
+    // The stage's total is summed in another order than the matched rows:
+    // all of them matched is 100, not a rounding error above it.
+    (*total > 0.0).then(|| (100.0 * matched / total).min(100.0))
 }
 
 fn kernel_rows(base: SideKernels, new: SideKernels, min_share: f64, norm: &Normalization) -> (Vec<KernelDiff>, usize) {
@@ -396,4 +398,27 @@ pub fn shared_once(base: &[String], new: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_matched_is_at_most_100_percent() {
+        let row = |us: f64| KernelTotals {
+            category: "gemm",
+            total_us: us,
+            launches: 1,
+            location: TextList::from([]),
+            cpu_op: TextList::from([]),
+        };
+        let rows = |v: &[(&str, f64)]| v.iter().map(|&(n, us)| (Text::from(n), row(us))).collect::<BTreeMap<_, _>>();
+        // 0.1 + 0.2 summed is a little over the stage's total of 0.3.
+        let base = Some((rows(&[("a", 0.1), ("b", 0.2)]), 0.3));
+        let new = Some((rows(&[("a", 1.0), ("b", 1.0)]), 2.0));
+        assert_eq!(matched_base_pct(&base, &new), Some(100.0));
+        let new = Some((rows(&[("a", 1.0)]), 1.0));
+        assert!((matched_base_pct(&base, &new).unwrap() - 100.0 / 3.0).abs() < 1e-9);
+    }
 }
