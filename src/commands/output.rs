@@ -116,9 +116,12 @@ impl OutputArgs {
                 // than when the report is written.
                 let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
                 if !parent.is_dir() {
-                    return Err(
-                        Error::usage("--output: the directory to write the report in does not exist").in_file(parent)
-                    );
+                    let why = if parent.exists() {
+                        "--output: this is not a directory, so no report can be written in it"
+                    } else {
+                        "--output: the directory to write the report in does not exist"
+                    };
+                    return Err(Error::usage(why).in_file(parent));
                 }
                 Destination::File(p.clone())
             }
@@ -253,7 +256,8 @@ mod tests {
         let missing = resolve(None, dir.path().join("no/such/r.md")).err().expect("missing directory");
         assert!(missing.message.contains("does not exist"), "{}", missing.message);
         assert!(missing.to_string().contains("no/such"), "{missing}");
-        assert!(resolve(None, file.join("r.md")).is_err());
+        let under_file = resolve(None, file.join("r.md")).err().expect("a file as the directory");
+        assert!(under_file.message.contains("not a directory"), "{under_file}");
         // A CSV directory is created with its parents, unless one is a file.
         assert!(resolve(Some(Format::Csv), dir.path().join("a/b/c")).is_ok());
         let under_file = resolve(Some(Format::Csv), file.join("a/b")).err().expect("file in the path");
