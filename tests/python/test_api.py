@@ -214,19 +214,22 @@ def test_a_path_starting_with_a_dash_is_a_path(tmp_path, monkeypatch):
     assert torchtriage.diff("-x.json", "-")["stages"]
 
 
-def test_a_negative_option_is_refused_by_its_check():
+def test_a_bad_option_is_refused_and_named_as_its_keyword():
     for call, name in [
         (lambda: torchtriage.triage(FIXTURE, min_share=-5), "min_share"),
         (lambda: torchtriage.diff(FIXTURE, FIXTURE, gate=-1), "gate"),
         (lambda: torchtriage.batch(str(FIXTURE), jobs=-1), "jobs"),
         (lambda: torchtriage.batch(str(FIXTURE), straggler_pct=float("inf")), "straggler_pct"),
         (lambda: torchtriage.summarize(FIXTURE, min_share=200), "min_share"),
+        (lambda: torchtriage.triage(FIXTURE, framework="bogus"), "framework"),
+        (lambda: torchtriage.triage(FIXTURE, timeline_basis="x"), "timeline_basis"),
     ]:
         with pytest.raises(ValueError) as e:
             call()
         assert "unexpected argument" not in str(e.value), e.value
         # Named as the keyword argument, not as the command line's option.
         assert name in str(e.value) and "--" not in str(e.value), e.value
+        assert "<" not in str(e.value), e.value  # no placeholder of the command line's help
     with pytest.raises(ValueError, match="whole number"):
         torchtriage.batch(str(FIXTURE), jobs=2.7)
 

@@ -130,7 +130,11 @@ def _columns(rows, first):
 
 
 # The command-line options the keyword arguments set, longest first.
-_OPTIONS = re.compile(r"--(timeline-basis|pid-substring|straggler-pct|min-share|framework|gate-on|patterns|jobs|gate)\b")
+# An option as the command line's messages name it, with the placeholder of
+# its value after it (`--framework <FRAMEWORK>`).
+_OPTIONS = re.compile(
+    r"--(timeline-basis|pid-substring|straggler-pct|min-share|framework|gate-on|patterns|jobs|gate)\b(?: <[A-Z_]+>)?"
+)
 
 
 @contextlib.contextmanager
