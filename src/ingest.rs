@@ -377,8 +377,12 @@ fn load_stream(mut reader: Box<dyn Read + Send>, buffer: usize, budget: Option<B
             // What was decoded before the failure is parsed first, so that
             // the error's offset is where the data really ends.
             st.take_in(&mut carry, &mut buf, head, n)?;
-            return Err(Error::bad_input(format!("corrupt or truncated compressed stream ({e})"))
-                .at(st.base + carry.len() as u64));
+            let text = if e.get_ref().is_some_and(|x| x.is::<crate::input::TrailingData>()) {
+                e.to_string()
+            } else {
+                format!("corrupt or truncated compressed stream ({e})")
+            };
+            return Err(Error::bad_input(text).at(st.base + carry.len() as u64));
         }
         // The next buffer is decoded while this one is parsed, as one more
         // task of the pool: the pool's threads share the cores with no

@@ -87,9 +87,26 @@ fn decoder(reader: Box<dyn Read + Send>, enc: Encoding) -> Result<Box<dyn Read +
     })
 }
 
+/// The error for bytes after a gzip member that are neither zeros nor
+/// another member: the data is whole, but something was appended to it.
+#[derive(Debug)]
+pub struct TrailingData;
+
+impl std::fmt::Display for TrailingData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "the gzip data is followed by bytes that are not another gzip member \
+             (`gzip -d` ignores them as trailing garbage; Python's gzip refuses the file)",
+        )
+    }
+}
+
+impl std::error::Error for TrailingData {}
+
 /// Gzip members one after another, as `gzip -d` and Python's `gzip` read
 /// them: zero bytes between or after members (tape padding, preallocated
-/// files) are skipped; anything else must be another member.
+/// files) are skipped; anything else must be another member, and bytes
+/// that cannot start one are [`TrailingData`].
 struct GzipMembers<R: BufRead> {
     member: Option<flate2::bufread::GzDecoder<R>>,
 }
@@ -118,6 +135,9 @@ impl<R: BufRead> Read for GzipMembers<R> {
                 }
                 let zeros = avail.iter().take_while(|&&b| b == 0).count();
                 let more = zeros < avail.len();
+                if more && avail[zeros] != 0x1f {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, TrailingData));
+                }
                 inner.consume(zeros);
                 if more {
                     self.member = Some(flate2::bufread::GzDecoder::new(inner));

@@ -129,6 +129,23 @@ fn trailing_garbage() {
 }
 
 #[test]
+fn bytes_appended_to_gzip_data_are_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = gzip(GOOD);
+    bytes.extend_from_slice(b"garbage\n");
+    let p = write_temp(&dir, "tail.json.gz", &bytes);
+    assert_bad(&p, Some(GOOD.len() as u64), "followed by bytes that are not another gzip member");
+    // Zeros after the data (padding) and a second member are read.
+    for tail in [vec![0u8; 100], gzip(b" ")] {
+        let mut bytes = gzip(GOOD);
+        bytes.extend_from_slice(&tail);
+        let p = write_temp(&dir, "ok.json.gz", &bytes);
+        let out = common::run(&["stats", p.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
 fn missing_file_and_directory() {
     let out = common::run(&["stats", "/nonexistent/trace.json"]);
     assert_eq!(out.status.code(), Some(2));
