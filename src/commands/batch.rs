@@ -145,6 +145,10 @@ pub fn check_args(args: &BatchArgs) -> Result<()> {
     if args.mem_budget_mb == Some(0) {
         return Err(Error::usage("--mem-budget-mb must be at least 1"));
     }
+    if args.dir.as_os_str() == "-" && !args.dir.exists() {
+        // `-` is standard input to triage and stats; a batch reads files.
+        return Err(Error::usage("batch reads the trace files below a directory, not standard input (-)"));
+    }
     Ok(())
 }
 

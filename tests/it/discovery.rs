@@ -115,6 +115,11 @@ fn triage_reads_standard_input() {
     let bad = common::run_stdin(&["-q", "triage", "-"], b"{\"traceEvents\": [");
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).starts_with("torchtriage: -: "));
+    // A batch reads files: `-` is refused as standard input, not as a
+    // missing file.
+    let out = common::run_stdin(&["-q", "batch", "-"], &text);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not standard input"), "{out:?}");
 }
 
 /// A named pipe with `bytes` written into it by a thread once a reader
