@@ -623,11 +623,20 @@ fn zstd_skippable_frames_and_gzip_zero_padding() {
         assert_eq!(o.code, Some(0), "{name}: {}", o.stderr);
         assert_eq!(o.json().pointer("/columns/0/rows"), Some(&Value::from(2u64)), "{name}");
     }
-    // Padding followed by something that is not a gzip member is damage.
+    // Padding followed by something that is not a gzip member is refused,
+    // and named as bytes appended to the data.
     let junk = [gzip(&data), zeros, b"junk".to_vec()].concat();
     let p = write(dir.path(), "junk.json.gz", &junk);
     let o = stats(&p);
     assert_sane(&o, "junk after padding");
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("followed by bytes that are not another gzip member"), "{}", o.stderr);
+    // A damaged member after the first is still a corrupt stream.
+    let second = gzip(b);
+    let bad = [gzip(a), second[..second.len() - 6].to_vec()].concat();
+    let p = write(dir.path(), "cut.json.gz", &bad);
+    let o = stats(&p);
+    assert_sane(&o, "cut second member");
     assert_eq!(o.code, Some(2), "{}", o.stderr);
     assert!(o.stderr.contains("corrupt or truncated compressed stream"), "{}", o.stderr);
 }
