@@ -177,12 +177,12 @@ def test_dask_batch_lists_what_batch_leaves_out(dask_client, tmp_path):
     _same_report(report, want)
 
 
-def _as_nobody(argv):
+def _as_nobody(argv, env):
     # Root lists any directory: run as an unprivileged user to meet one
     # that cannot be listed.
     if os.geteuid() == 0:
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + argv
-    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def test_a_directory_that_cannot_be_listed_leaves_the_cluster_batch_incomplete():
@@ -195,19 +195,25 @@ def test_a_directory_that_cannot_be_listed_leaves_the_cluster_batch_incomplete()
 
 def _unlistable_below(tmp_path):
     os.chmod(tmp_path, 0o755)
-    shutil.copytree(BUNDLED_RANKS, tmp_path / "node0")
-    (tmp_path / "node1").mkdir()
+    ranks = tmp_path / "ranks"
+    shutil.copytree(BUNDLED_RANKS, ranks / "node0")
+    (ranks / "node1").mkdir()
+    # The package as the unprivileged user can read it (the virtual
+    # environment may sit in a folder only its owner enters), run by the
+    # interpreter the environment was made from.
+    shutil.copytree(os.path.dirname(torchtriage.__file__), tmp_path / "lib" / "torchtriage")
     for p in tmp_path.rglob("*"):
         os.chmod(p, 0o755 if p.is_dir() else 0o644)
-    os.chmod(tmp_path / "node1", 0o311)
+    os.chmod(ranks / "node1", 0o311)
     try:
         script = "import json, sys, torchtriage; print(json.dumps(torchtriage._batch_skipped(sys.argv[1])))"
-        proc = _as_nobody([sys.executable, "-c", script, str(tmp_path)])
+        env = dict(os.environ, PYTHONPATH=str(tmp_path / "lib"))
+        proc = _as_nobody([os.path.realpath(sys.executable), "-c", script, str(ranks)], env)
     finally:
-        os.chmod(tmp_path / "node1", 0o755)
+        os.chmod(ranks / "node1", 0o755)
     assert proc.returncode == 0, proc.stderr
     skipped, note = json.loads(proc.stdout)
-    assert skipped == [{"file": str(tmp_path / "node1"), "reason": "unreadable directory"}]
+    assert skipped == [{"file": str(ranks / "node1"), "reason": "unreadable directory"}]
     assert note.startswith("warning: the batch is incomplete: 1 directory below it could not be listed")
 
 
