@@ -41,6 +41,8 @@ pub struct Output {
     pub format: Format,
     pub destination: Destination,
     pub render: RenderOptions,
+    /// No warnings on stderr (`--quiet`).
+    pub quiet: bool,
 }
 
 /// The width the table format fits: `COLUMNS` when set to a number, else the
@@ -126,7 +128,7 @@ impl OutputArgs {
                 Destination::File(p.clone())
             }
         };
-        Ok(Output { format, destination, render: RenderOptions { width: terminal_width() } })
+        Ok(Output { format, destination, render: RenderOptions { width: terminal_width() }, quiet: false })
     }
 }
 
@@ -153,7 +155,21 @@ impl Output {
             (Destination::Stdout, Rendered::Stream(w)) => super::print_report_with(w),
             (Destination::File(p), Rendered::Text(t)) => write_atomic(p, |out| write_text(out, &t)),
             (Destination::File(p), Rendered::Stream(w)) => write_atomic(p, w),
-            (Destination::Dir(dir), Rendered::Files(files)) => write_files(dir, &files),
+            (Destination::Dir(dir), Rendered::Files(files)) => {
+                write_files(dir, &files)?;
+                let stale = stale_files(dir, &files);
+                if !self.quiet && !stale.is_empty() {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "torchtriage: warning: {}: {} {} left from an earlier report (this one does not write {})",
+                        crate::error::shown(dir),
+                        stale.join(", "),
+                        if stale.len() == 1 { "is" } else { "are" },
+                        if stale.len() == 1 { "it" } else { "them" },
+                    );
+                }
+                Ok(())
+            }
             (Destination::Dir(dir), Rendered::Text(t)) => write_files(dir, &[("report.txt", t)]),
             (Destination::Dir(dir), Rendered::Stream(w)) => write_atomic(&dir.join("report.txt"), w),
             (_, Rendered::Files(files)) => {
@@ -191,6 +207,16 @@ fn write_files(dir: &Path, files: &[(&'static str, String)]) -> Result<()> {
         write_atomic(&dir.join(name), |out| out.write_all(body.as_bytes()))?;
     }
     Ok(())
+}
+
+/// The CSV files of another kind of report in `dir` (a triage's beside a
+/// batch's just written), which a reader would take for part of this one.
+fn stale_files(dir: &Path, files: &[(&'static str, String)]) -> Vec<&'static str> {
+    crate::report::csv::FILE_NAMES
+        .iter()
+        .copied()
+        .filter(|name| !files.iter().any(|(written, _)| written == name) && dir.join(name).is_file())
+        .collect()
 }
 
 #[cfg(test)]

@@ -250,3 +250,37 @@ fn csv_without_a_directory_is_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--output DIR"), "{err}");
 }
+
+/// A directory that held another command's CSV report: the files this
+/// report does not write are named on stderr as left over (not with
+/// `--quiet`), and a second run of the same command names none.
+#[test]
+fn files_left_from_another_report_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let ranks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    csv_of(dir.path(), &["triage", BUNDLED]);
+    let out = common::run(&["batch", ranks, "--format", "csv", "-o", d]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warning = err.lines().find(|l| l.contains("left from an earlier report")).unwrap_or_else(|| panic!("{err}"));
+    for name in ["fuse.csv", "idle.csv", "overlap.csv", "timeline.csv"] {
+        assert!(warning.contains(name), "{warning}");
+    }
+    // The files both write, and the batch's own, are not named.
+    for name in ["kernels.csv", "stages.csv", "ranks.csv"] {
+        assert!(!warning.contains(name), "{warning}");
+    }
+    // They stay named until removed; a report written again over its own
+    // files names none.
+    let again = common::run(&["batch", ranks, "--format", "csv", "-o", d]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("earlier report"));
+    let fresh = tempfile::tempdir().unwrap();
+    let f = fresh.path().to_str().unwrap();
+    for _ in 0..2 {
+        let out = common::run(&["batch", ranks, "--format", "csv", "-o", f]);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("earlier report"));
+    }
+    let quiet = common::run(&["-q", "triage", BUNDLED, "--format", "csv", "-o", d]);
+    assert!(quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
+}

@@ -16,6 +16,21 @@ use crate::report::render::{BatchView, Rendered, Renderer};
 
 pub struct Csv;
 
+/// Every file a CSV report of any command writes.
+pub const FILE_NAMES: &[&str] = &[
+    "kernels.csv",
+    "overlap.csv",
+    "overlap_stats.csv",
+    "fuse.csv",
+    "timeline.csv",
+    "idle.csv",
+    "stages.csv",
+    "ranks.csv",
+    "failures.csv",
+    "skipped.csv",
+    "categories.csv",
+];
+
 impl Renderer for Csv {
     fn triage<'a>(&self, r: &'a TriageReport) -> Rendered<'a> {
         Rendered::Files(tables::triage(&crate::report::json::to_value(r)))
