@@ -54,6 +54,8 @@ fn the_html_report_explains_its_tables_too() {
     assert!(heading("Kernels") < kernels && kernels < heading("Overlap opportunities"));
     assert!(heading("Overlap opportunities") < overlap && overlap < heading("Fuse opportunities"));
     assert!(page.contains("Dependency: whether the neighbouring kernels"));
+    // The overlap table's category is its own, and says so.
+    assert!(page.contains(">Overlap category<") && page.contains("Overlap category: the overlap analysis"));
     let cpu_only = html(CPU_ONLY);
     assert!(!cpu_only.contains("Share: the time any launch") && cpu_only.contains("No GPU kernels in this trace"));
     assert!(!cpu_only.contains("No kernel rows at or above"), "the kernels table says why it is empty");

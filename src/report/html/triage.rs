@@ -280,11 +280,11 @@ pub fn render(r: &TriageReport) -> String {
     terms(
         &mut b,
         &format!(
-            "Overlap category: the overlap analysis's coarse class of the kernel (the reference tool's), which can \
-             differ from the Kernels table's Category (a GEMM the overlap analysis calls elementwise). Share: the time \
-             any launch of the kernel runs, of the stage's GPU busy time (the union over streams), so it differs from \
-             the Kernels table's Share, which divides summed kernel time. Exclusive: share of its time no other \
-             stream's kernel overlaps; Hidden: share overlapped by another stream. {}",
+            "Share: the time any launch of the kernel runs, of the stage's GPU busy time (the union over streams), so it \
+             differs from the Kernels table's Share, which divides summed kernel time. Exclusive: share of its time no \
+             other stream's kernel overlaps; Hidden: share overlapped by another stream. Overlap category: the overlap \
+             analysis's coarse class of the kernel (the reference tool's), which can differ from the Kernels table's \
+             Category (a GEMM the overlap analysis calls elementwise). {}",
             overlap_terms("Dependency")
         ),
     );
