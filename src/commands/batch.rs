@@ -160,7 +160,7 @@ pub fn file_options(args: &BatchArgs) -> Result<TriageOptions> {
 
 pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     check_args(args)?;
-    let output = Output { quiet: global.quiet, ..args.output.resolve()? };
+    let output = args.output.resolve(global.quiet)?;
     let files = discover_batch_files(&args.dir)?;
     let skipped = skipped_files(&args.dir, &files);
     if !global.quiet {

@@ -58,7 +58,7 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
         Some(threshold_pct) => Some(GateOptions { threshold_pct, basis: args.gate_on }),
         None => None,
     };
-    let output = super::output::Output { quiet: global.quiet, ..args.output.resolve()? };
+    let output = args.output.resolve(global.quiet)?;
     let opts = args.analysis.triage_options(global.quiet)?;
     let (base, new) = rayon::join(|| side(&args.base, &opts), || side(&args.new, &opts));
     if !opts.quiet {

@@ -27,7 +27,7 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
     if !args.straggler_pct.is_finite() || args.straggler_pct < 0.0 {
         return Err(Error::usage("--straggler-pct must be a finite number, 0 or more"));
     }
-    let output = super::output::Output { quiet: global.quiet, ..args.output.resolve()? };
+    let output = args.output.resolve(global.quiet)?;
     let summaries = read_summaries(&args.inputs)?;
     if !global.quiet {
         for s in &summaries {

@@ -46,9 +46,11 @@ pub struct Output {
 }
 
 /// The width the table format fits: `COLUMNS` when set to a number, else the
-/// width of the terminal stdout is, else 120 (a pipe or a file).
-fn terminal_width() -> usize {
-    width_from(std::env::var("COLUMNS").ok().as_deref(), stdout_terminal_columns())
+/// width of the terminal stdout is when the report goes there, else 120 (a
+/// pipe or a file).
+fn terminal_width(to_stdout: bool) -> usize {
+    let terminal = if to_stdout { stdout_terminal_columns() } else { None };
+    width_from(std::env::var("COLUMNS").ok().as_deref(), terminal)
 }
 
 /// `COLUMNS` (a positive number) before the terminal's own width, each at
@@ -63,16 +65,17 @@ fn width_from(columns: Option<&str>, terminal: Option<usize>) -> usize {
 
 /// The columns of the terminal stdout writes to, if it is one.
 fn stdout_terminal_columns() -> Option<usize> {
+    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: TIOCGWINSZ fills the `winsize` it is given and reads nothing else;
-    // on a descriptor that is not a terminal it fails and leaves it zeroed.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // on a descriptor that is not a terminal it fails and leaves it as it was.
     let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
     (ok && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
 }
 
 impl OutputArgs {
-    /// Resolves the defaults and checks the combination.
-    pub fn resolve(&self) -> Result<Output> {
+    /// Resolves the defaults and checks the combination; `quiet` (`--quiet`)
+    /// keeps the output's warnings off stderr.
+    pub fn resolve(&self, quiet: bool) -> Result<Output> {
         // `-o -` is stdout, as `-` is stdin for an input.
         let output = self.output.as_ref().filter(|p| p.as_os_str() != "-");
         let format = match (self.format, output) {
@@ -128,7 +131,8 @@ impl OutputArgs {
                 Destination::File(p.clone())
             }
         };
-        Ok(Output { format, destination, render: RenderOptions { width: terminal_width() }, quiet: false })
+        let to_stdout = matches!(destination, Destination::Stdout);
+        Ok(Output { format, destination, render: RenderOptions { width: terminal_width(to_stdout) }, quiet })
     }
 }
 
@@ -256,20 +260,20 @@ mod tests {
     #[test]
     fn csv_needs_a_directory_and_extensions_pick_formats() {
         let csv = OutputArgs { format: Some(Format::Csv), output: None };
-        assert!(csv.resolve().is_err());
+        assert!(csv.resolve(false).is_err());
         let html = OutputArgs { format: None, output: Some(PathBuf::from("r.html")) };
-        assert_eq!(html.resolve().unwrap().format, Format::Html);
+        assert_eq!(html.resolve(false).unwrap().format, Format::Html);
         let other = OutputArgs { format: None, output: Some(PathBuf::from("r.out")) };
-        assert_eq!(other.resolve().unwrap().format, Format::Markdown);
+        assert_eq!(other.resolve(false).unwrap().format, Format::Markdown);
         // A `.csv` file name alone is refused rather than given markdown.
         let one_csv = OutputArgs { format: None, output: Some(PathBuf::from("r.CSV")) };
-        assert!(one_csv.resolve().err().is_some_and(|e| e.message.contains("--format csv")));
+        assert!(one_csv.resolve(false).err().is_some_and(|e| e.message.contains("--format csv")));
         let csv_dir = OutputArgs { format: Some(Format::Csv), output: Some(PathBuf::from("tables.csv")) };
-        assert_eq!(csv_dir.resolve().unwrap().format, Format::Csv);
+        assert_eq!(csv_dir.resolve(false).unwrap().format, Format::Csv);
         // An existing file is not a directory to write the tables into.
         let file = tempfile::NamedTempFile::new().unwrap();
         let csv_file = OutputArgs { format: Some(Format::Csv), output: Some(file.path().to_path_buf()) };
-        assert!(csv_file.resolve().err().is_some_and(|e| e.message.contains("not one")));
+        assert!(csv_file.resolve(false).err().is_some_and(|e| e.message.contains("not one")));
     }
 
     #[test]
@@ -277,7 +281,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("plain");
         std::fs::write(&file, "x").unwrap();
-        let resolve = |format, p: PathBuf| OutputArgs { format, output: Some(p) }.resolve();
+        let resolve = |format, p: PathBuf| OutputArgs { format, output: Some(p) }.resolve(false);
         // A report file in a directory that does not exist, or under a file.
         let missing = resolve(None, dir.path().join("no/such/r.md")).err().expect("missing directory");
         assert!(missing.message.contains("does not exist"), "{}", missing.message);

@@ -64,7 +64,7 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         compat,
         ..args.analysis.triage_options(global.quiet)?
     };
-    let output = super::output::Output { quiet: global.quiet, ..args.output.resolve()? };
+    let output = args.output.resolve(global.quiet)?;
     let rep = run_triage(&input, &opts)?;
     if !global.quiet {
         super::warn_report(&rep);

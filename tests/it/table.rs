@@ -118,3 +118,25 @@ fn the_reference_compat_shows_no_timeline_in_any_view() {
         "no timeline in the default HTML"
     );
 }
+
+/// In a terminal of 60 columns (`script` gives the command one), the table
+/// on stdout fits it; the same table written to a file keeps 120 columns,
+/// whatever terminal it was written from.
+#[test]
+fn the_terminal_width_applies_to_stdout_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.txt");
+    let bin = env!("CARGO_BIN_EXE_torchtriage");
+    let in_terminal = |args: &str| {
+        let cmd = format!("stty cols 60; env -u COLUMNS {bin} -q triage {SGLANG} --format table {args}");
+        let out = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().expect("script (util-linux) runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().replace('\r', "")
+    };
+    let widest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let shown = in_terminal("");
+    assert!(widest(&shown) <= 60 && shown.contains("Kernels"), "{shown}");
+    in_terminal(&format!("-o {}", file.display()));
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(widest(&written) > 60 && widest(&written) <= 120, "{written}");
+}
