@@ -73,18 +73,15 @@ impl Acc {
     /// Figures with the given window and idle time.
     fn figures(&self, window: f64, idle: f64) -> Figures {
         let busy = self.all.total();
-        let mut compute = self.compute.total();
+        let compute = self.compute.total();
         let comm = self.comm.total();
         let overlap = (comm + compute - self.comm_or_compute.total()).max(0.0);
         let pct = |x: f64| (window > 0.0).then(|| 100.0 * (x / window));
-        let mut non_compute = window - compute - idle;
-        if non_compute < 0.0 {
-            // Only µs rounding (the `hta` basis) gets here, where HTA itself
-            // raises: computation is the rest of the window, none of it
-            // non-compute, so the shares stay within 0–100 and add up.
-            compute = window - idle;
-            non_compute = 0.0;
-        }
+        // Below 0 only where µs rounding (the `hta` basis) counts a kernel
+        // that ends before it starts as negative busy time, and HTA raises:
+        // no busy time is then outside computation. Computation stays the
+        // union of its kernels, HTA's kernel-type figure.
+        let non_compute = (window - compute - idle).max(0.0);
         Figures {
             kernels: self.kernels,
             window_us: window,
