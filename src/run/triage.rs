@@ -619,6 +619,8 @@ fn trace_timeline(path_stage: Stage, trace: &Trace, stages: &RowStages, opts: &T
 fn merged_timeline<'a>(mut timelines: impl Iterator<Item = std::borrow::Cow<'a, Timeline>>) -> Option<Timeline> {
     let mut out = timelines.next()?.into_owned();
     for t in timelines {
+        // Every trace's GPU events that no timeline could place.
+        out.skipped_non_finite += t.skipped_non_finite;
         for stage in &t.stages {
             if !out.stages.iter().any(|s| s.stage == stage.stage) {
                 out.stages.push(stage.clone());

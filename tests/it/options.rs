@@ -234,6 +234,16 @@ fn gpu_events_the_timeline_cannot_place_are_warned_about() {
     assert_eq!(v["notes"], serde_json::json!([want]));
     assert_eq!(v["timeline"]["skipped_non_finite"], 1);
     assert_eq!(v["kernel_tables"][0]["rows"].as_array().map(Vec::len), Some(2), "{}", v["kernel_tables"]);
+    // A directory of one trace per stage: the events of every trace count,
+    // not only the first's.
+    let stages = tempfile::tempdir().unwrap();
+    let good = format!(r#"{{"traceEvents": [{}]}}"#, kernel("gemm_b", "100", 2));
+    std::fs::write(stages.path().join("t_extend.json"), &good).unwrap();
+    std::fs::copy(&path, stages.path().join("t_decode.json")).unwrap();
+    let out = common::run(&["-q", "triage", "--format", "json", stages.path().to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["timeline"]["skipped_non_finite"], 1, "{}", v["notes"]);
+    assert!(v["notes"].to_string().contains("1 GPU event left out of the timeline"), "{}", v["notes"]);
     // A batch says it of the rank file too.
     let out = common::run(&["batch", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
