@@ -129,6 +129,9 @@ impl Table {
             let text = if self.columns[c].align == Align::Right { values[c] } else { 3 };
             Some(word.max(text))
         });
+        // Floors that still do not fit: any column down to three characters,
+        // rather than every line cut in the middle across its columns.
+        shrink(&mut widths, &shown, &|_| Some(3));
         let visible: Vec<usize> = (0..n).filter(|&c| shown[c]).collect();
         let apart = self.kept_apart(&visible, &widths);
         let line = |cells: &[String]| -> String {
@@ -399,6 +402,16 @@ mod tests {
         // Header words longer than the column are still cut, never the
         // whole table wider than asked.
         assert_eq!(header_lines("Exposed comm (ms)", 5), ["Ex…ed", "comm", "(ms)"]);
+        // Narrower than the floors: columns, not lines, are cut, so the
+        // columns stay aligned under the rule.
+        let lines = t.render(30);
+        assert!(lines.iter().all(|l| l.chars().count() <= 30), "{lines:?}");
+        let rule = lines.iter().find(|l| l.starts_with('─')).expect("rule");
+        let gaps: Vec<usize> = rule.char_indices().filter(|&(_, c)| c == ' ').map(|(i, _)| i).collect();
+        let row = lines.last().unwrap();
+        for i in gaps {
+            assert_eq!(row[..].chars().nth(rule[..i].chars().count()), Some(' '), "{lines:?}");
+        }
     }
 
     #[test]
