@@ -88,7 +88,7 @@ fn decoder(reader: Box<dyn Read + Send>, enc: Encoding) -> Result<Box<dyn Read +
 }
 
 /// The error for bytes after a gzip member that are neither zeros nor
-/// another member: the data is whole, but something was appended to it.
+/// another member: something was appended to the compressed data.
 #[derive(Debug)]
 pub struct TrailingData;
 
@@ -135,7 +135,13 @@ impl<R: BufRead> Read for GzipMembers<R> {
                 }
                 let zeros = avail.iter().take_while(|&&b| b == 0).count();
                 let more = zeros < avail.len();
-                if more && avail[zeros] != 0x1f {
+                // A member starts `1f 8b`; one byte left in the buffer is
+                // judged by the decoder.
+                let starts_member = match (avail.get(zeros..zeros + 2), avail.get(zeros)) {
+                    (Some(two), _) => two == [0x1f, 0x8b],
+                    (None, first) => first == Some(&0x1f),
+                };
+                if more && !starts_member {
                     return Err(io::Error::new(io::ErrorKind::InvalidData, TrailingData));
                 }
                 inner.consume(zeros);

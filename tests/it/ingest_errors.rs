@@ -135,6 +135,11 @@ fn bytes_appended_to_gzip_data_are_named_as_such() {
     bytes.extend_from_slice(b"garbage\n");
     let p = write_temp(&dir, "tail.json.gz", &bytes);
     assert_bad(&p, Some(GOOD.len() as u64), "followed by bytes that are not another gzip member");
+    // Bytes that start as a member's magic number would, but not as a whole.
+    let mut bytes = gzip(GOOD);
+    bytes.extend_from_slice(b"\x1f\x00junk");
+    let p = write_temp(&dir, "tail2.json.gz", &bytes);
+    assert_bad(&p, Some(GOOD.len() as u64), "followed by bytes that are not another gzip member");
     // Zeros after the data (padding) and a second member are read.
     for tail in [vec![0u8; 100], gzip(b" ")] {
         let mut bytes = gzip(GOOD);
