@@ -99,7 +99,7 @@ fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Vec<(PathBuf, Option<u6
 }
 
 /// Files or directories a batch left out, each with the reason.
-type Skipped = Vec<(PathBuf, String)>;
+type Skipped = Vec<(String, String)>;
 
 /// What `batch` would leave out below each of `dirs` (files too are taken,
 /// and leave nothing out): each file or directory with the reason `batch`
@@ -115,7 +115,9 @@ fn batch_skipped(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Skipped, Optio
     skipped.sort();
     skipped.dedup();
     let note = torchtriage::report::batch::incomplete_note_of(&skipped);
-    Ok((skipped.into_iter().map(|(p, why)| (p, why.as_str().to_string())).collect(), note))
+    // Paths as `batch`'s JSON writes them (a name that is not UTF-8 shown
+    // with replacement characters), so the two reports are equal.
+    Ok((skipped.into_iter().map(|(p, why)| (p.display().to_string(), why.as_str().to_string())).collect(), note))
 }
 
 /// The map step of a batch: one trace triaged as `batch` triages it, with

@@ -61,7 +61,7 @@ def batch(
     report["skipped"] = skipped
     if incomplete is not None:
         report["notes"].append(incomplete)
-        torchtriage._warn_notes({"notes": [incomplete]}, 1)
+        torchtriage._warn_notes({"notes": [incomplete]}, 2)
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         report["dir"] = os.fspath(dir_or_paths)
     threads = client.nthreads()
