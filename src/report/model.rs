@@ -244,18 +244,14 @@ pub fn non_finite_note(path: Option<&std::path::Path>, events: u64) -> String {
 }
 
 impl TriageReport {
-    /// [`TriageReport::notes`] from the report's other fields; `timeline_trace`
-    /// names the trace the timeline covers, when it covers one.
-    pub fn make_notes(&self, pid_substring: Option<&str>, timeline_trace: Option<&std::path::Path>) -> Vec<String> {
+    /// [`TriageReport::notes`] from the report's other fields and the GPU
+    /// events each trace's timeline left out (`non_finite`, by trace).
+    pub fn make_notes(&self, pid_substring: Option<&str>, non_finite: &[(PathBuf, u64)]) -> Vec<String> {
         let left_out = self.left_out.iter().map(LeftOut::note);
         let skipped = self.skipped_by_trace.iter().map(|(p, n)| skipped_note(p, *n));
         let pid = self.pid_unmatched.iter().map(|p| pid_unmatched_note(p, pid_substring));
-        let non_finite = self.timeline.as_ref().map_or(0, |t| t.skipped_non_finite);
-        left_out
-            .chain(skipped)
-            .chain(pid)
-            .chain((non_finite > 0).then(|| non_finite_note(timeline_trace, non_finite)))
-            .collect()
+        let non_finite = non_finite.iter().filter(|(_, n)| *n > 0).map(|(p, n)| non_finite_note(Some(p), *n));
+        left_out.chain(skipped).chain(pid).chain(non_finite).collect()
     }
 
     /// Why a stage's overlap table may be empty other than for want of rows

@@ -594,11 +594,16 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         report.timeline = timeline;
         overlap_part.fill(&mut report);
     }
-    let timeline_trace = match &formal.traces[..] {
-        [one] => Some(as_given(one)),
-        _ => None,
+    // GPU events each trace's timeline left out, the trace named as given.
+    let non_finite: Vec<(PathBuf, u64)> = match &formal.traces[..] {
+        [one] => vec![(as_given(one), report.timeline.as_ref().map_or(0, |t| t.skipped_non_finite))],
+        several => several
+            .iter()
+            .filter_map(|p| loaded.iter().find(|l| &l.path == p))
+            .map(|l| (as_given(&l.path), l.timeline.as_ref().map_or(0, |t| t.skipped_non_finite)))
+            .collect(),
     };
-    report.notes = report.make_notes(opts.pid_substring.as_deref(), timeline_trace.as_deref());
+    report.notes = report.make_notes(opts.pid_substring.as_deref(), &non_finite);
     crate::run::progress::phase("overlap rows");
     Ok(report)
 }

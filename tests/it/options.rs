@@ -243,7 +243,9 @@ fn gpu_events_the_timeline_cannot_place_are_warned_about() {
     let out = common::run(&["-q", "triage", "--format", "json", stages.path().to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["timeline"]["skipped_non_finite"], 1, "{}", v["notes"]);
-    assert!(v["notes"].to_string().contains("1 GPU event left out of the timeline"), "{}", v["notes"]);
+    // Named as the input gives it: the directory, then the trace.
+    let named = format!("{}: 1 GPU event left out of the timeline", stages.path().join("t_decode.json").display());
+    assert!(v["notes"].to_string().contains(&named), "{}", v["notes"]);
     // A batch says it of the rank file too.
     let out = common::run(&["batch", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
