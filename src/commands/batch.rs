@@ -219,12 +219,9 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     if !global.quiet {
         for o in &outcomes {
             if let Ok(a) = &o.result {
-                super::warn_skipped(&o.file.path, a.skipped_events);
-                if a.pid_unmatched {
-                    super::warn_pid_unmatched(&o.file.path, opts.pid_substring.as_deref());
-                }
-                if a.non_finite_events > 0 {
-                    let note = crate::report::model::non_finite_note(Some(&o.file.path), a.non_finite_events);
+                // The notes the file's triage report carries, as `triage`
+                // prints them.
+                for note in &a.notes {
                     let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
                 }
             }

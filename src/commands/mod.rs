@@ -90,13 +90,6 @@ pub fn warn_skipped(path: &std::path::Path, skipped: u64) {
     }
 }
 
-/// The one-line warning for a trace none of whose kernels' processes
-/// `--pid-substring` matches: its overlap tables are empty for that reason,
-/// not for want of opportunities.
-pub fn warn_pid_unmatched(path: &std::path::Path, sub: Option<&str>) {
-    let _ = writeln!(std::io::stderr(), "torchtriage: {}", crate::report::model::pid_unmatched_note(path, sub));
-}
-
 /// The notes on stderr a triage report carries: directories not wholly
 /// analysed, events skipped, a pid filter that kept nothing.
 pub fn warn_report(rep: &crate::report::model::TriageReport) {

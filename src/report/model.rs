@@ -231,15 +231,15 @@ pub fn pid_unmatched_note(path: &std::path::Path, sub: Option<&str>) -> String {
 /// The warning for GPU events the timeline left out for a start or end
 /// that is not a finite number (`1e999`, `NaN`): the kernel table, as the
 /// reference's, still counts them.
-pub fn non_finite_note(path: Option<&std::path::Path>, events: u64) -> String {
+pub fn non_finite_note(path: &std::path::Path, events: u64) -> String {
     let (what, times, them) = if events == 1 {
         ("event", "its start or end is", "it")
     } else {
         ("events", "their starts or ends are", "them")
     };
-    let named = path.map_or_else(String::new, |p| format!("{}: ", crate::error::shown(p)));
     format!(
-        "warning: {named}{events} GPU {what} left out of the timeline: {times} not a finite number (the kernel table keeps {them})"
+        "warning: {}: {events} GPU {what} left out of the timeline: {times} not a finite number (the kernel table keeps {them})",
+        crate::error::shown(path)
     )
 }
 
@@ -250,7 +250,7 @@ impl TriageReport {
         let left_out = self.left_out.iter().map(LeftOut::note);
         let skipped = self.skipped_by_trace.iter().map(|(p, n)| skipped_note(p, *n));
         let pid = self.pid_unmatched.iter().map(|p| pid_unmatched_note(p, pid_substring));
-        let non_finite = non_finite.iter().filter(|(_, n)| *n > 0).map(|(p, n)| non_finite_note(Some(p), *n));
+        let non_finite = non_finite.iter().filter(|(_, n)| *n > 0).map(|(p, n)| non_finite_note(p, *n));
         left_out.chain(skipped).chain(pid).chain(non_finite).collect()
     }
 
@@ -327,10 +327,9 @@ pub struct FileAnalysis {
     pub triage_ms: f64,
     /// Complete events skipped for a non-numeric `ts` or `dur`.
     pub skipped_events: u64,
-    /// The `--pid-substring` filter matched no process with kernels.
-    pub pid_unmatched: bool,
-    /// GPU events the timeline left out for a time that is not a finite number.
-    pub non_finite_events: u64,
+    /// The notes of the file's triage report (events skipped, a pid filter
+    /// that kept nothing, GPU events the timeline left out), for stderr.
+    pub notes: Vec<String>,
     /// The file's triage report as compact JSON text, kept only when the
     /// JSON lines file will show it: a report with hundreds of thousands of
     /// kernel rows is large, and more so as a JSON value.

@@ -268,8 +268,7 @@ pub fn analyze_file(
         path_stage: parse_stage(&file.path),
         triage_ms,
         skipped_events: report.skipped_events,
-        pid_unmatched: !report.pid_unmatched.is_empty(),
-        non_finite_events: report.timeline.as_ref().map_or(0, |t| t.skipped_non_finite),
+        notes: report.notes.clone(),
         report_json: keep_json.then(|| crate::report::json::compact(&report)),
     })
 }
