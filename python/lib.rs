@@ -114,7 +114,7 @@ fn batch_skipped(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Skipped, Optio
     }
     skipped.sort();
     skipped.dedup();
-    let note = torchtriage::report::batch::incomplete_note_of(&skipped);
+    let note = torchtriage::report::batch::incomplete_note(&skipped);
     // Paths as `batch`'s JSON writes them (a name that is not UTF-8 shown
     // with replacement characters), so the two reports are equal.
     Ok((skipped.into_iter().map(|(p, why)| (p.display().to_string(), why.as_str().to_string())).collect(), note))

@@ -280,7 +280,7 @@ pub(super) fn print_batch(
     // The failures go to stderr even when stdout could not take the report.
     let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));
     let failures = info.failures;
-    let incomplete = render::incomplete_note(info);
+    let incomplete = render::incomplete_note(info.skipped);
     if failures.is_empty() && incomplete.is_none() {
         return printed.map(|()| 0);
     }

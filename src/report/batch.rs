@@ -376,14 +376,9 @@ pub fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
 /// The warning that the batch may lack ranks, when directories below it
 /// could not be listed (they are among the skipped files), or `None`.
 /// Printed on stderr and carried in the JSON's `notes`; the exit code is
-/// then 1.
-pub fn incomplete_note(info: &RunInfo) -> Option<String> {
-    incomplete_note_of(info.skipped)
-}
-
-/// [`incomplete_note`] from the skipped files alone (what a batch spread
-/// over a cluster has of its listing).
-pub fn incomplete_note_of(skipped: &[(std::path::PathBuf, crate::report::model::SkipReason)]) -> Option<String> {
+/// then 1. From the skipped files alone, which is what a batch spread over a
+/// cluster has of its listing.
+pub fn incomplete_note(skipped: &[(std::path::PathBuf, crate::report::model::SkipReason)]) -> Option<String> {
     let n = skipped.iter().filter(|(_, why)| why.leaves_batch_incomplete()).count();
     let dirs = if n == 1 { "directory" } else { "directories" };
     (n > 0).then(|| {
@@ -412,7 +407,7 @@ pub fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
 /// The notes of a batch report: shared rank numbers, mixed jobs, and
 /// directories that could not be listed.
 pub fn notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
-    shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).chain(incomplete_note(info)).collect()
+    shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).chain(incomplete_note(info.skipped)).collect()
 }
 
 /// The summary as pretty JSON.

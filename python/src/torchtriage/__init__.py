@@ -129,9 +129,9 @@ def _columns(rows, first):
     return cols
 
 
-# The command-line options the keyword arguments set, longest first.
-# An option as the command line's messages name it, with the placeholder of
-# its value after it (`--framework <FRAMEWORK>`).
+# The command-line options the keyword arguments set (longest first), as the
+# command line's messages name them: with the placeholder of the value after
+# the option (`--framework <FRAMEWORK>`).
 _OPTIONS = re.compile(
     r"--(timeline-basis|pid-substring|straggler-pct|min-share|framework|gate-on|patterns|jobs|gate)\b(?: <[A-Z_]+>)?"
 )
@@ -311,7 +311,7 @@ def _batch_skipped(dir_or_paths):
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         dir_or_paths = [dir_or_paths]
     skipped, note = _native.batch_skipped([_path(p) for p in dir_or_paths])
-    return [{"file": os.fspath(f), "reason": why} for f, why in skipped], note
+    return [{"file": f, "reason": why} for f, why in skipped], note
 
 
 def _path_key(path):
