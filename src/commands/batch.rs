@@ -260,7 +260,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
 /// rank of its own, so the medians count that rank twice; and one for
 /// traces of jobs of different sizes.
 fn warn_rank_notes(summary: &[StageSummary], info: &render::RunInfo) {
-    for note in render::shared_ranks_note(summary).into_iter().chain(render::mixed_worlds_note(info)) {
+    for note in render::rank_notes(summary, info) {
         let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::analysis::ranks::{above, KernelSpread, RankRow, Role, StageSummary, EXPLAINS_SHARE};
+use crate::analysis::ranks::{above, KernelSpread, RankRow, Role, StageFacts, StageSummary, EXPLAINS_SHARE};
 use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::FileOutcome;
@@ -91,10 +91,7 @@ fn rank_line(r: &RankRow) -> String {
         Some((k, us)) => format!("{} ({})", cell(k), format_ms(*us)),
         None => "-".into(),
     };
-    let headroom = match &f.top_headroom {
-        Some((p, k)) => format!("{p} {}", cell(k)),
-        None => "-".into(),
-    };
+    let headroom = headroom_text(f, cell);
     let role = match (r.role, r.waits_on) {
         (Some(Role::Slow), _) => "**slow**".to_string(),
         (Some(Role::Waiting), Some(on)) => format!("waiting on {on}"),
@@ -114,6 +111,12 @@ fn rank_line(r: &RankRow) -> String {
         headroom,
         role,
     )
+}
+
+/// The top headroom cell of a rank's stage: its priority and kernel, the
+/// kernel's name as `name` shows it in the format at hand; `-` without one.
+pub(crate) fn headroom_text(f: &StageFacts, name: impl Fn(&str) -> String) -> String {
+    f.top_headroom.as_ref().map_or_else(|| "-".to_string(), |(p, k)| format!("{p} {}", name(k)))
 }
 
 /// Milliseconds, or `-` for a figure not measured.
@@ -349,7 +352,7 @@ fn failures_value(failures: &[(&Path, &Error)]) -> Value {
 /// The warning for rank numbers that more than one file holds (each file
 /// is still compared as a rank of its own), or `None` when every file has
 /// its own. Printed on stderr and carried in the JSON's `notes`.
-pub fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
+fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
     // Each rank once, with the stages it is shared in.
     let mut by_rank: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
     for s in stages {
@@ -389,7 +392,7 @@ pub fn incomplete_note(skipped: &[(std::path::PathBuf, crate::report::model::Ski
 /// The warning that the files' traces give different world sizes (files
 /// of different jobs, compared as ranks of one), or `None`. Printed on
 /// stderr and carried in the JSON's `notes`.
-pub fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
+fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
     if info.world_sizes.len() < 2 {
         return None;
     }
@@ -404,10 +407,18 @@ pub fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
     ))
 }
 
-/// The notes of a batch report: shared rank numbers, mixed jobs, and
-/// directories that could not be listed.
+/// The notes of a batch report about its ranks: shared rank numbers and
+/// mixed jobs.
+pub fn rank_notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
+    shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).collect()
+}
+
+/// The notes of a batch report: [`rank_notes`], and directories that could
+/// not be listed.
 pub fn notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
-    shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).chain(incomplete_note(info.skipped)).collect()
+    let mut notes = rank_notes(stages, info);
+    notes.extend(incomplete_note(info.skipped));
+    notes
 }
 
 /// The summary as pretty JSON.

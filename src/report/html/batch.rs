@@ -99,7 +99,7 @@ pub fn render(v: BatchView<'_>) -> String {
                 Cell::name(
                     f.top_exposed.as_ref().map_or_else(|| "-".to_string(), |(k, us)| format!("{k} ({})", ms(*us))),
                 ),
-                Cell::name(f.top_headroom.as_ref().map_or_else(|| "-".to_string(), |(p, k)| format!("{p} {k}"))),
+                Cell::name(crate::report::batch::headroom_text(f, str::to_string)),
                 Cell::text(role),
             ]);
             if r.role == Some(Role::Slow) {

@@ -40,8 +40,7 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
             .top_exposed
             .as_ref()
             .map_or_else(|| "-".to_string(), |(k, us)| format!("{} ({} ms)", display_name(k), ms(*us)));
-        let headroom =
-            f.top_headroom.as_ref().map_or_else(|| "-".to_string(), |(p, k)| format!("{p} {}", display_name(k)));
+        let headroom = crate::report::batch::headroom_text(f, display_name);
         t.row(vec![
             r.rank.to_string(),
             super::names::visible(&file_name(&r.file)),
