@@ -93,7 +93,7 @@ fn run(py: Python<'_>, args: Vec<String>) -> PyResult<i32> {
 /// `index` that `summarize` takes), each with the rank the name it was
 /// found by carries (a symbolic link's own name), if any.
 #[pyfunction]
-fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Vec<(PathBuf, Option<u64>)>> {
+fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Traces> {
     let files = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
     Ok(files.into_iter().map(|f| (f.path, f.name_rank)).collect())
 }
@@ -101,23 +101,31 @@ fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Vec<(PathBuf, Option<u6
 /// Files or directories a batch left out, each with the reason.
 type Skipped = Vec<(String, String)>;
 
-/// What `batch` would leave out below each of `dirs` (files too are taken,
-/// and leave nothing out): each file or directory with the reason `batch`
-/// gives (`skipped` in its report), in its order, and the warning that the
-/// batch is incomplete when a directory below could not be listed.
+/// Traces a batch reads, each with the rank its name carries.
+type Traces = Vec<(PathBuf, Option<u64>)>;
+
+/// What `batch` reads below each of `dirs` (files too are taken), one walk
+/// of each: the traces it would triage, each with the rank the name it was
+/// found by carries ([`batch_files`]); each file or directory it would leave
+/// out with the reason `batch` gives (`skipped` in its report), in its order;
+/// and the warning that the batch is incomplete when a directory below
+/// could not be listed.
 #[pyfunction]
-fn batch_skipped(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Skipped, Option<String>)> {
+fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skipped, Option<String>)> {
+    let mut traces = Vec::new();
     let mut skipped = Vec::new();
     for dir in dirs {
         let files = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
         skipped.extend(torchtriage::run::batch::skipped_files(&dir, &files));
+        traces.extend(files.into_iter().map(|f| (f.path, f.name_rank)));
     }
     skipped.sort();
     skipped.dedup();
     let note = torchtriage::report::batch::incomplete_note(&skipped);
     // Paths as `batch`'s JSON writes them (a name that is not UTF-8 shown
     // with replacement characters), so the two reports are equal.
-    Ok((skipped.into_iter().map(|(p, why)| (p.display().to_string(), why.as_str().to_string())).collect(), note))
+    let skipped = skipped.into_iter().map(|(p, why)| (p.display().to_string(), why.as_str().to_string())).collect();
+    Ok((traces, skipped, note))
 }
 
 /// The map step of a batch: one trace triaged as `batch` triages it, with
@@ -177,7 +185,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(stats_json, m)?)?;
     m.add_function(wrap_pyfunction!(batch_files, m)?)?;
-    m.add_function(wrap_pyfunction!(batch_skipped, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_listing, m)?)?;
     m.add_function(wrap_pyfunction!(summarize, m)?)?;
     m.add_function(wrap_pyfunction!(check_batch_options, m)?)?;
     Ok(())

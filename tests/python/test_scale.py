@@ -141,6 +141,7 @@ def test_dask_batch_lists_the_traces_on_a_worker(dask_client, monkeypatch):
 
     monkeypatch.setattr(torchtriage, "batch_files", not_here)
     monkeypatch.setattr(torchtriage, "_batch_entries", not_here)
+    monkeypatch.setattr(torchtriage, "_batch_listing", not_here)
     report = torchtriage.dask.batch(str(BUNDLED_RANKS), dask_client)
     assert report["files"] == len(list(BUNDLED_RANKS.iterdir()))
 
@@ -206,13 +207,14 @@ def _unlistable_below(tmp_path):
         os.chmod(p, 0o755 if p.is_dir() else 0o644)
     os.chmod(ranks / "node1", 0o311)
     try:
-        script = "import json, sys, torchtriage; print(json.dumps(torchtriage._batch_skipped(sys.argv[1])))"
+        script = "import json, sys, torchtriage; print(json.dumps(torchtriage._batch_listing(sys.argv[1])))"
         env = dict(os.environ, PYTHONPATH=str(tmp_path / "lib"))
         proc = _as_nobody([os.path.realpath(sys.executable), "-c", script, str(ranks)], env)
     finally:
         os.chmod(ranks / "node1", 0o755)
     assert proc.returncode == 0, proc.stderr
-    skipped, note = json.loads(proc.stdout)
+    entries, skipped, note = json.loads(proc.stdout)
+    assert [os.path.dirname(f) for f, _ in entries] == [str(ranks / "node0")] * len(os.listdir(BUNDLED_RANKS))
     assert skipped == [{"file": str(ranks / "node1"), "reason": "unreadable directory"}]
     assert note.startswith("warning: the batch is incomplete: 1 directory below it could not be listed")
 

@@ -298,20 +298,30 @@ def _batch_entries(dir_or_paths):
     # a symbolic link's own name (rank2.json) before its target's.
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         dir_or_paths = [dir_or_paths]
-    found = {}
+    found = []
     for p in dir_or_paths:
-        for f, rank in _native.batch_files(_path(p)):
-            found.setdefault(os.fspath(f), rank)
-    return sorted(found.items(), key=lambda entry: _path_key(entry[0]))
+        found.extend(_native.batch_files(_path(p)))
+    return _in_batch_order(found)
 
 
-def _batch_skipped(dir_or_paths):
-    # What batch leaves out below the directories given, as its report's
-    # "skipped" entries, and the warning that it is incomplete (or None).
+def _in_batch_order(found):
+    # (path, rank) pairs once each, the first rank found kept, in batch's
+    # order.
+    first = {}
+    for f, rank in found:
+        first.setdefault(os.fspath(f), rank)
+    return sorted(first.items(), key=lambda entry: _path_key(entry[0]))
+
+
+def _batch_listing(dir_or_paths):
+    # What batch reads below the directories given, one walk of each: the
+    # traces as _batch_entries gives them, what it leaves out as its
+    # report's "skipped" entries, and the warning that it is incomplete (or
+    # None).
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         dir_or_paths = [dir_or_paths]
-    skipped, note = _native.batch_skipped([_path(p) for p in dir_or_paths])
-    return [{"file": f, "reason": why} for f, why in skipped], note
+    found, skipped, note = _native.batch_listing([_path(p) for p in dir_or_paths])
+    return _in_batch_order(found), [{"file": f, "reason": why} for f, why in skipped], note
 
 
 def _path_key(path):

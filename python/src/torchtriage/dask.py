@@ -30,7 +30,7 @@ def _list(dir_or_paths):
     # Runs on a worker: the traces, each with the rank its name carries, and
     # what batch leaves out (with the warning that it is incomplete, when a
     # directory could not be listed).
-    return torchtriage._batch_entries(dir_or_paths), torchtriage._batch_skipped(dir_or_paths)
+    return torchtriage._batch_listing(dir_or_paths)
 
 
 def batch(
@@ -54,7 +54,7 @@ def batch(
         torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
     # The traces are listed where they are read: on a worker, whose file
     # system the client need not share.
-    entries, (skipped, incomplete) = client.submit(_list, dir_or_paths, pure=False).result()
+    entries, skipped, incomplete = client.submit(_list, dir_or_paths, pure=False).result()
     futures = client.map(_summarize, entries, range(len(entries)), options=options, pure=False)
     summaries = client.gather(futures)
     report = torchtriage.merge(summaries, straggler_pct=straggler_pct)
