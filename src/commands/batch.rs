@@ -152,6 +152,36 @@ pub fn check_args(args: &BatchArgs) -> Result<()> {
     Ok(())
 }
 
+/// Checks `--jsonl` and `--summaries` before the run: neither may be the
+/// report's file or one of the traces, and the summaries' directory must
+/// take files.
+fn check_side_outputs(args: &BatchArgs, output: &Output, files: &[BatchFile]) -> Result<()> {
+    use crate::run::atomic::same_file;
+    let report = match &output.destination {
+        Destination::File(p) | Destination::Dir(p) => Some(p.as_path()),
+        Destination::Stdout => None,
+    };
+    if let Some(jsonl) = args.jsonl.as_deref().filter(|p| p.as_os_str() != "-") {
+        if report.is_some_and(|r| same_file(r, jsonl)) {
+            return Err(Error::usage("--jsonl and --output name the same file; give each its own").in_file(jsonl));
+        }
+        if let Some(f) = files.iter().find(|f| same_file(&f.path, jsonl)) {
+            return Err(Error::usage("--jsonl names a trace of the batch, which it would replace").in_file(&f.path));
+        }
+    }
+    if let Some(dir) = &args.summaries {
+        if report.is_some_and(|r| same_file(r, dir)) {
+            return Err(Error::usage("--summaries and --output name the same path; give each its own").in_file(dir));
+        }
+        if dir.exists() && !dir.is_dir() {
+            return Err(Error::usage("--summaries: this is not a directory").in_file(dir));
+        }
+        crate::run::atomic::check_directory_writable(dir)
+            .map_err(|e| super::output::unwritable("--summaries", e, dir))?;
+    }
+    Ok(())
+}
+
 /// How `batch` triages each file: the analysis options, quiet, and files
 /// read rather than mapped. The Python package's map step uses the same.
 pub fn file_options(args: &BatchArgs) -> Result<TriageOptions> {
@@ -162,6 +192,8 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     check_args(args)?;
     let output = args.output.resolve(global.quiet)?;
     let files = discover_batch_files(&args.dir)?;
+    output.check_not_input(files.iter().map(|f| f.path.as_path()))?;
+    check_side_outputs(args, &output, &files)?;
     let skipped = skipped_files(&args.dir, &files);
     if !global.quiet {
         for (path, why) in skipped.iter().filter(|(_, why)| why.is_suspect()) {
@@ -180,7 +212,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
             Some(std::io::BufWriter::new(Box::new(std::io::stdout())))
         }
         Some(p) => Some(std::io::BufWriter::new(Box::new(
-            std::fs::File::create(p).map_err(|e| Error::usage(format!("cannot create: {e}")).in_file(p))?,
+            crate::run::atomic::create_stream(p).map_err(|e| Error::usage(format!("cannot create: {e}")).in_file(p))?,
         ))),
         None => None,
     };
@@ -234,9 +266,11 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     if let (Some(out), Some(path)) = (jsonl.as_mut(), args.jsonl.as_deref()) {
         match write_jsonl(out, &outcomes) {
             Ok(()) => {}
-            // A reader of `--jsonl -` that stopped reading (`| head`) is no
+            // A reader of `--jsonl -` (or `/dev/stdout`) that stopped reading (`| head`) is no
             // error, and the report still goes to its file.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && path.as_os_str() == "-" => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::BrokenPipe
+                    && (path.as_os_str() == "-" || crate::run::atomic::is_descriptor(path)) => {}
             Err(e) => return Err(Error::io(e).in_file(path)),
         }
     }

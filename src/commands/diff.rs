@@ -59,12 +59,17 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
         None => None,
     };
     let output = args.output.resolve(global.quiet)?;
+    output.check_not_input([args.base.as_path(), args.new.as_path()])?;
     let opts = args.analysis.triage_options(global.quiet)?;
     let (base, new) = rayon::join(|| side(&args.base, &opts), || side(&args.new, &opts));
     if !opts.quiet {
         warn_sides(base.as_ref().ok(), new.as_ref().ok());
     }
     let (base, new) = (base?, new?);
+    // The traces found in an input directory, too.
+    output.check_not_input(
+        [&base, &new].into_iter().flat_map(|r| r.mapping_traces.iter().chain(&r.formal_traces)).map(PathBuf::as_path),
+    )?;
     let d = diff(&base, &new, &DiffOptions { min_share: opts.min_share, gate });
     output.emit(output.renderer().diff(&d))?;
     let failures = d.gate_failures();

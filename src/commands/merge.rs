@@ -28,6 +28,7 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
         return Err(Error::usage("--straggler-pct must be a finite number, 0 or more"));
     }
     let output = args.output.resolve(global.quiet)?;
+    output.check_not_input(args.inputs.iter().map(PathBuf::as_path))?;
     let summaries = read_summaries(&args.inputs)?;
     if !global.quiet {
         for s in &summaries {

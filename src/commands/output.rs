@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::report::render::{renderer, Format, RenderOptions, Rendered, Renderer};
 pub use crate::run::atomic::write_atomic;
+use crate::run::atomic::{check_directory_writable, check_writable, same_file};
 
 /// `--format` and `--output`, shared by the report commands.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -21,8 +22,9 @@ pub struct OutputArgs {
     /// Write the report to this file, in a directory that exists (for
     /// `--format csv`: this directory, created when missing) instead of
     /// stdout; `-` is stdout. A regular file is written
-    /// atomically (through a symbolic link, to the file it names); a pipe or
-    /// device is written directly.
+    /// atomically (through a symbolic link, to the file it names); a pipe,
+    /// device or open descriptor (`/dev/stdout`) is written directly. A
+    /// trace the report reads is never written over.
     #[arg(long, short = 'o', value_name = "PATH")]
     pub output: Option<PathBuf>,
 }
@@ -111,6 +113,7 @@ impl OutputArgs {
                 if let Some(file) = p.ancestors().skip(1).find(|a| a.exists()).filter(|a| !a.is_dir()) {
                     return Err(Error::usage("--output: this is not a directory to create one in").in_file(file));
                 }
+                check_directory_writable(p).map_err(|e| unwritable("--output", e, p))?;
                 Destination::Dir(p.clone())
             }
             (Some(p), false) if p.is_dir() => {
@@ -128,6 +131,7 @@ impl OutputArgs {
                     };
                     return Err(Error::usage(why).in_file(parent));
                 }
+                check_writable(p).map_err(|e| unwritable("--output", e, p))?;
                 Destination::File(p.clone())
             }
         };
@@ -136,7 +140,26 @@ impl OutputArgs {
     }
 }
 
+/// The error for an output `option` names that cannot be written, found
+/// before the run.
+pub fn unwritable(option: &str, e: std::io::Error, path: &Path) -> Error {
+    Error::usage(format!("{option}: cannot write here: {e}")).in_file(path)
+}
+
 impl Output {
+    /// Refuses a report file that is one of `inputs`, the traces the report
+    /// is made from: writing it would replace the trace.
+    pub fn check_not_input<'a>(&self, inputs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+        let Destination::File(out) = &self.destination else { return Ok(()) };
+        let trace = |input: &&Path| std::fs::metadata(input).is_ok_and(|m| m.is_file()) && same_file(out, input);
+        if inputs.into_iter().any(|input| trace(&input)) {
+            return Err(
+                Error::usage("--output names a trace this report is made from, which it would replace").in_file(out)
+            );
+        }
+        Ok(())
+    }
+
     pub fn renderer(&self) -> Box<dyn Renderer> {
         renderer(self.format, self.render)
     }

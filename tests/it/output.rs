@@ -3,6 +3,7 @@
 use crate::common;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+const RANKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
 
 fn stdout_of(args: &[&str]) -> Vec<u8> {
     let out = common::run(args);
@@ -127,13 +128,131 @@ fn a_pipe_is_written_in_place() {
     assert_eq!(reader.join().unwrap().unwrap(), printed);
 }
 
-/// `/proc` exists but takes no new files, even for root.
+/// `/proc` exists but takes no new files, even for root: the report's
+/// file is refused before the trace (cut short here) is read.
 #[cfg(target_os = "linux")]
 #[test]
-fn a_report_that_cannot_be_written_is_named_as_the_report() {
-    let out = common::run(&["-q", "triage", FIXTURE, "-o", "/proc/torchtriage-report.html"]);
+fn a_report_that_cannot_be_written_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"traceEvents\": [ {\"ph\": \"X\"").unwrap();
+    for format in ["html", "csv"] {
+        let out =
+            common::run(&["-q", "triage", bad.to_str().unwrap(), "--format", format, "-o", "/proc/torchtriage-report"]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("/proc/torchtriage-report: --output: cannot write here: "), "{format}: {err}");
+    }
+}
+
+/// Runs the binary, its stdout appended to `file`.
+#[cfg(unix)]
+fn run_appending_to(file: &std::path::Path, args: &[&str]) -> std::process::ExitStatus {
+    let out = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_torchtriage")).args(args).stdout(out).status().unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn dev_stdout_is_the_open_stdout_not_the_file_behind_it() {
+    let printed = stdout_of(&["-q", "triage", FIXTURE, "--format", "json"]);
+    // Into a pipe (the test's capture), as stdout itself.
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        assert_eq!(stdout_of(&["-q", "triage", FIXTURE, "--format", "json", "-o", name]), printed, "{name}");
+    }
+    // Into a file opened to append (`>> log`): after what it held, which
+    // stays.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.txt");
+    std::fs::write(&log, "HEADER\n").unwrap();
+    assert!(run_appending_to(&log, &["-q", "triage", FIXTURE, "--format", "json", "-o", "/dev/stdout"]).success());
+    assert!(run_appending_to(&log, &["-q", "batch", RANKS, "--jsonl", "/dev/stdout", "-o", "/dev/null"]).success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("HEADER\n{"), "{}", &text[..40]);
+    assert_eq!(&text[7..7 + printed.len()], String::from_utf8_lossy(&printed));
+    assert!(text[7 + printed.len()..].starts_with("{\"file\":"), "the JSON lines follow the report");
+}
+
+#[test]
+fn a_report_is_never_written_over_a_trace_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    std::fs::copy(FIXTURE, &trace).unwrap();
+    let ranks = dir.path().join("ranks");
+    copy_dir(std::path::Path::new(RANKS), &ranks);
+    // Rank 0, the trace `triage` reads of a directory of ranks.
+    let rank = ranks.join("worker0_step_12.1694128201545.pt.trace.json.gz");
+    let t = trace.to_str().unwrap();
+    let r = rank.to_str().unwrap();
+    let link = dir.path().join("latest.json");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    let before = (std::fs::read(&trace).unwrap(), std::fs::read(&rank).unwrap());
+    let ranks_dir = ranks.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["triage", t, "-o", t],
+        vec!["triage", t, "-o", link.to_str().unwrap()],
+        vec!["triage", "--mapping", t, "--formal", FIXTURE, "-o", t],
+        vec!["diff", FIXTURE, t, "--format", "json", "-o", t],
+        // A trace found in a directory given as the input.
+        vec!["triage", ranks_dir, "-o", r],
+        vec!["diff", ranks_dir, FIXTURE, "-o", r],
+        vec!["batch", ranks_dir, "-o", r],
+        vec!["batch", ranks_dir, "--jsonl", r],
+    ];
+    for args in cases {
+        let out = common::run(&[&["-q"][..], &args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("would replace"), "{args:?}: {err}");
+        assert_eq!((std::fs::read(&trace).unwrap(), std::fs::read(&rank).unwrap()), before, "{args:?}");
+    }
+    // A summary `merge` reads is not its report either.
+    let sums = dir.path().join("sums");
+    assert!(common::run(&["-q", "batch", ranks_dir, "--summaries", sums.to_str().unwrap(), "-o", "/dev/null"])
+        .status
+        .success());
+    let summary = std::fs::read_dir(&sums).unwrap().next().unwrap().unwrap().path();
+    let s = summary.to_str().unwrap();
+    let out = common::run(&["-q", "merge", s, "-o", s]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("/proc/torchtriage-report.html: cannot write the report: "), "{err}");
+    assert!(std::fs::read_to_string(&summary).unwrap().contains("\"kind\""));
+}
+
+#[test]
+fn batch_side_outputs_are_checked_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = RANKS;
+    let x = dir.path().join("x.jsonl");
+    let x = x.to_str().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let sums = dir.path().join("sums");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--jsonl", x, "-o", x], "--jsonl and --output name the same file"),
+        (vec!["--summaries", sums.to_str().unwrap(), "-o", sums.to_str().unwrap()], "--summaries and --output"),
+        (vec!["--summaries", file.to_str().unwrap()], "--summaries: this is not a directory"),
+        #[cfg(target_os = "linux")]
+        (vec!["--summaries", "/proc/torchtriage-sums"], "--summaries: cannot write here"),
+        #[cfg(target_os = "linux")]
+        (vec!["-o", "/proc/torchtriage.md"], "--output: cannot write here"),
+    ];
+    for (args, want) in cases {
+        let out = common::run(&[&["-q", "batch", ranks][..], &args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    assert!(!sums.exists() && !std::path::Path::new(x).exists(), "nothing written");
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
 }
