@@ -316,3 +316,25 @@ fn a_slower_kernel_on_a_host_bound_run_trips_the_default_gate() {
         assert_eq!(s["gate"]["tripped"], true, "{}", s["gate"]);
     }
 }
+
+#[test]
+fn kernels_under_the_share_bar_are_said_to_need_a_lower_bar_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = slowed_pair(dir.path());
+    let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
+    // The norm and activation kernels are under 30% on both sides.
+    let (_, v, _) = json(&[base, new, "--min-share", "30"]);
+    assert_eq!(v["stages"][0]["kernels"].as_array().unwrap().len(), 1);
+    assert_eq!(v["stages"][0]["kernels_hidden"], 2);
+    let (_, all, _) = json(&[base, new, "--min-share", "0"]);
+    assert_eq!(all["stages"][0]["kernels"].as_array().unwrap().len(), 3, "--min-share 0 lists them");
+    let note =
+        "2 kernels below 30.0% of the stage's kernel time on both sides are not shown (--min-share 0 shows them).";
+    for format in ["markdown", "table", "html"] {
+        let (code, out, err) = run(&["-q", "diff", base, new, "--min-share", "30", "--format", format]);
+        assert_eq!(code, Some(0), "{err}");
+        let shown = if format == "html" { note.replace('\'', "&#39;") } else { note.to_string() };
+        assert!(out.contains(&shown), "{format}: {out}");
+        assert!(!out.contains("JSON format lists"), "{format}: the JSON does not list them");
+    }
+}

@@ -213,14 +213,9 @@ fn kernel_table(out: &mut Vec<String>, s: &StageDiff, min_share: f64) {
             escape_md_cell(&first_of(&k.location))
         ));
     }
-    if s.kernels_hidden > 0 {
+    if let Some(note) = crate::report::diff::hidden_kernels_note(s.kernels_hidden, min_share) {
         out.push(String::new());
-        out.push(format!(
-            "{} below {}% of the stage's kernel time on both sides {} not shown.",
-            crate::report::diff::kernels_count(s.kernels_hidden),
-            fixed(min_share, 1),
-            if s.kernels_hidden == 1 { "is" } else { "are" }
-        ));
+        out.push(note);
     }
 }
 

@@ -106,6 +106,20 @@ pub(crate) fn kernels_count(n: usize) -> String {
     }
 }
 
+/// The line under a stage's kernel table for the kernels under the share
+/// bar on both sides, which no format lists; `None` when there are none.
+pub(crate) fn hidden_kernels_note(hidden: usize, min_share: f64) -> Option<String> {
+    (hidden > 0).then(|| {
+        format!(
+            "{} below {}% of the stage's kernel time on both sides {} not shown (--min-share 0 shows {}).",
+            kernels_count(hidden),
+            crate::report::markdown::fixed(min_share, 1),
+            if hidden == 1 { "is" } else { "are" },
+            if hidden == 1 { "it" } else { "them" },
+        )
+    })
+}
+
 /// The timeline figures of one stage on one side (GPUs summed), or their
 /// change. A figure is `None` when the side does not define it (no steps,
 /// no communication, no timeline) or, for a change, when either side does

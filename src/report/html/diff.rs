@@ -78,7 +78,7 @@ fn compared(k: &KernelDiff) -> (f64, f64, f64) {
     }
 }
 
-fn stage_section(b: &mut String, s: &StageDiff) {
+fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
     let per = match s.normalization.basis {
         NormBasis::None => String::new(),
         basis => format!(" {}", basis.per()),
@@ -173,13 +173,15 @@ fn stage_section(b: &mut String, s: &StageDiff) {
         ]);
     }
     b.push_str(&t.html("No kernels at or above the share bar on either side."));
-    if s.kernels.len() > KERNEL_ROWS || s.kernels_hidden > 0 {
+    if s.kernels.len() > KERNEL_ROWS {
         let _ = writeln!(
             b,
-            "<p class=\"note\">{} kernel rows not shown ({} under the share bar on both sides); the JSON format lists them.</p>",
-            s.kernels.len().saturating_sub(KERNEL_ROWS) + s.kernels_hidden,
-            s.kernels_hidden
+            "<p class=\"note\">{} more kernel rows not shown (the JSON format lists them all).</p>",
+            s.kernels.len() - KERNEL_ROWS
         );
+    }
+    if let Some(note) = crate::report::diff::hidden_kernels_note(s.kernels_hidden, min_share) {
+        let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(&note));
     }
 
     let _ = writeln!(b, "<h3>Categories{}</h3>", esc(&per));
@@ -226,7 +228,7 @@ pub fn render(d: &DiffReport) -> String {
         let _ = writeln!(b, "<p class=\"verdict\">Gate: {} ({basis}threshold {t}%)</p>", esc(&outcome));
     }
     for s in &d.stages {
-        stage_section(&mut b, s);
+        stage_section(&mut b, s, d.min_share);
     }
     if d.stages.is_empty() {
         let _ = writeln!(b, "<p class=\"note\">No stage on both sides.</p>");

@@ -192,13 +192,8 @@ fn kernel_table(o: &mut Out, s: &StageDiff, min_share: f64) {
     } else {
         o.table(&t);
     }
-    if s.kernels_hidden > 0 {
-        o.text(&format!(
-            "{} below {}% of the stage's kernel time on both sides {} not shown.",
-            crate::report::diff::kernels_count(s.kernels_hidden),
-            fixed(min_share, 1),
-            if s.kernels_hidden == 1 { "is" } else { "are" }
-        ));
+    if let Some(note) = crate::report::diff::hidden_kernels_note(s.kernels_hidden, min_share) {
+        o.text(&note);
     }
     o.legend(&[
         "Kernels are matched by canonical name: changed = on both sides, new = only in new, gone = only in base. \
