@@ -380,6 +380,11 @@ fn release_free_memory(bytes: usize) {
 
 /// Runs the triage.
 pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageReport> {
+    // The pattern files first: a bad one fails before any trace is read.
+    let mut registry = crate::analysis::fusion::Registry::builtin();
+    for file in &opts.patterns {
+        registry = registry.with_user_file(file)?;
+    }
     let (single, mapping_path, formal_path) = match input {
         TriageInput::Single(p) => (true, p.clone(), p.clone()),
         TriageInput::Pair { mapping, formal } => (false, mapping.clone(), formal.clone()),
@@ -570,7 +575,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             || merged_timeline(formal.traces.iter().filter_map(|p| find(p)).map(|l| l.timeline(opts))),
             || {
                 rayon::join(
-                    || kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts),
+                    || kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, &registry, opts),
                     || overlap_rows(&mapping, &formal, &find, &kernel_map, &payloads, opts, true),
                 )
             },
@@ -579,7 +584,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         kernel_part?.fill(&mut report);
         overlap_part.fill(&mut report);
     } else {
-        kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, opts)?.fill(&mut report);
+        kernel_and_fuse_rows(&formal, &find, &per_trace, &kernel_map, server_args, &registry, opts)?.fill(&mut report);
         // Free the kernel events too before the overlap step.
         for l in &mut loaded {
             l.data = TraceData::default();
@@ -714,13 +719,9 @@ fn kernel_and_fuse_rows<'a>(
     per_trace: &[Vec<(Stage, Arc<MapPayload>)>],
     kernel_map: &KernelMap,
     server_args: Option<&serde_json::Value>,
+    registry: &crate::analysis::fusion::Registry,
     opts: &TriageOptions,
 ) -> Result<KernelPart> {
-    let mut registry = crate::analysis::fusion::Registry::builtin();
-    for file in &opts.patterns {
-        registry = registry.with_user_file(file)?;
-    }
-    let registry = &registry;
     let mut report = KernelPart::default();
     let mut payloads: IndexMap<Stage, &StagePayload> = IndexMap::new();
     for (path, trace_payloads) in formal.traces.iter().zip(per_trace) {

@@ -127,7 +127,8 @@ def test_the_library_leaves_stderr_to_its_caller(tmp_path, capfd):
     ranks.mkdir()
     shutil.copy(FIXTURE, ranks / "rank0.json")
     (ranks / "worker9.pt.trace.json").write_text('{"traceEvents": [ {"ph": "X"')
-    report = torchtriage.batch(str(ranks))
+    with pytest.warns(UserWarning, match="1 of 2 files failed"):
+        report = torchtriage.batch(str(ranks))
     assert report["failed"] == 1 and report["failures"][0]["file"].endswith("worker9.pt.trace.json")
     slow = _slower_copy(tmp_path)
     d = torchtriage.diff(FIXTURE, slow, gate=5, gate_on="kernel")
@@ -232,6 +233,24 @@ def test_a_bad_option_is_refused_and_named_as_its_keyword():
         assert "<" not in str(e.value), e.value  # no placeholder of the command line's help
     with pytest.raises(ValueError, match="whole number"):
         torchtriage.batch(str(FIXTURE), jobs=2.7)
+    # A value that is no number at all, named too.
+    for call, name in [
+        (lambda: torchtriage.triage(FIXTURE, min_share="abc"), "min_share"),
+        (lambda: torchtriage.diff(FIXTURE, FIXTURE, gate=[5]), "gate"),
+        (lambda: torchtriage.batch(str(FIXTURE), straggler_pct=True), "straggler_pct"),
+        (lambda: torchtriage.merge([{}], straggler_pct="x"), "straggler_pct"),
+    ]:
+        with pytest.raises(ValueError, match="^%s must be a number" % name):
+            call()
+
+
+def test_a_missing_pattern_file_is_a_missing_input(tmp_path):
+    # As a missing trace is: ValueError, before the trace is read.
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"traceEvents": [ {"ph": "X"')
+    with pytest.raises(ValueError, match="cannot open the pattern file") as e:
+        torchtriage.triage(cut, patterns=tmp_path / "nope.toml")
+    assert not isinstance(e.value, torchtriage.TraceError)
 
 
 def test_cli_help_and_version():
@@ -292,11 +311,29 @@ def test_notes_are_python_warnings(tmp_path):
     with pytest.warns(UserWarning, match="rank 0 in stages? .* held by more than one file"):
         report = torchtriage.batch(str(two))
     assert len(report["notes"]) == 1 and "held by more than one file" in report["notes"][0]
+    # diff says what each side's triage says.
+    with pytest.warns(UserWarning, match="analysed rank 0 only"):
+        report = torchtriage.diff(ranks, FIXTURE)
+    assert any("analysed rank 0 only" in n for n in report["notes"])
+    # Files a batch could not triage, as the command line says on stderr.
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    shutil.copy(FIXTURE, mixed / "rank0.pt.trace.json")
+    (mixed / "rank1.pt.trace.json").write_text('{"traceEvents": [ {"ph": "X"')
+    for call in [
+        lambda: torchtriage.batch(str(mixed)),
+        lambda: torchtriage.batch([str(p) for p in sorted(mixed.iterdir())]),
+        lambda: torchtriage.merge([torchtriage.summarize(p, i) for i, p in enumerate(sorted(mixed.iterdir()))]),
+    ]:
+        with pytest.warns(UserWarning, match=r"1 of 2 files failed .*rank1\.pt\.trace\.json: byte"):
+            report = call()
+        assert len(report["failures"]) == 1
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert torchtriage.triage(FIXTURE)["notes"] == []
+        assert torchtriage.batch(str(FIXTURE))["failures"] == []
 
 
 def test_a_bad_summary_is_named_by_its_place_in_the_list():

@@ -60,7 +60,8 @@ def test_summary_of_a_bad_trace_is_a_failure(tmp_path):
     bad.write_text('{"traceEvents": [ {"ph": "X"')
     s = torchtriage.summarize(bad, 3)
     assert s["facts"] is None and "byte" in s["error"], s["error"]
-    report = torchtriage.merge([s])
+    with pytest.warns(UserWarning, match="1 of 1 files failed"):
+        report = torchtriage.merge([s])
     assert report["failed"] == 1
     assert report["failures"][0]["file"] == str(bad)
 
@@ -127,7 +128,10 @@ def test_dask_batch_equals_batch_on_bundled_ranks(dask_client, tmp_path):
     proc = subprocess.run([_binary(), "-q", "batch", str(ranks), "--format", "json"], stdout=subprocess.PIPE)
     assert proc.returncode == 1
     want = json.loads(proc.stdout)
-    report = torchtriage.dask.batch(sorted(str(p) for p in ranks.iterdir()), dask_client)
+    with pytest.warns(UserWarning, match="1 of 9 files failed") as caught:
+        report = torchtriage.dask.batch(sorted(str(p) for p in ranks.iterdir()), dask_client)
+    # Issued at the caller's line, not inside the package.
+    assert [w.filename for w in caught] == [__file__]
     _same_report(report, want)
     assert report["failed"] == 1
 

@@ -13,8 +13,9 @@ Bad input raises :class:`TraceError` (a ``ValueError``) with ``path`` and
 that cannot be read raises ``OSError``; bad options and a missing input
 raise ``ValueError``. What the command line notes on stderr (a directory
 of which one rank was analysed, events skipped, a pid filter that kept
-nothing, a rank held by two files of a batch) is issued as a Python
-warning (``UserWarning``) and is in the report too.
+nothing, a rank held by two files of a batch, files a batch could not
+triage) is issued as a Python warning (``UserWarning``) and is in the
+report too.
 """
 
 import contextlib
@@ -168,12 +169,23 @@ def _analysis_args(framework, min_share, pid_substring=None, timeline_basis="tra
     """The analysis options ``triage``, ``batch``, ``diff`` and ``summarize`` share."""
     args = [
         _option("framework", str(framework)),
-        _option("min-share", repr(float(min_share))),
+        _option("min-share", _number("min_share", min_share)),
         _option("timeline-basis", str(timeline_basis)),
     ]
     if pid_substring is not None:
         args.append(_option("pid-substring", str(pid_substring)))
     return args
+
+
+def _number(name, value):
+    # A numeric option's value as the command line takes it; one that is no
+    # number is refused naming the keyword (not float()'s bare message).
+    if isinstance(value, bool):
+        raise ValueError("%s must be a number, not %r" % (name, value))
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        raise ValueError("%s must be a number, not %r" % (name, value)) from None
 
 
 def _option(name, value):
@@ -234,6 +246,19 @@ def _warn_notes(report, stacklevel):
         warnings.warn(text, stacklevel=stacklevel + 1)
 
 
+def _warn_failures(report, stacklevel):
+    # The command line says on stderr which files failed (and exits 1): a
+    # batch report that covers fewer ranks than were given says so too.
+    failures = report.get("failures", [])
+    if failures:
+        first = failures[0]
+        warnings.warn(
+            "%d of %d files failed (the report's failures lists them), %s: %s"
+            % (len(failures), report.get("files", len(failures)), first["file"], first["error"]),
+            stacklevel=stacklevel + 1,
+        )
+
+
 def stats(path):
     """``torchtriage stats --json``: event counts, metadata and column sizes of one trace."""
     return Report(json.loads(_native.stats_json(_path(path))))
@@ -251,13 +276,14 @@ def batch(
 ):
     """``torchtriage batch``: triage every per-rank trace below a directory
     (or of a list of trace files) and compare the ranks. Files that fail are
-    listed in the report's ``failures``. For a list, the report's ``dir`` is
+    listed in the report's ``failures`` and warned of. For a list, the report's ``dir`` is
     the deepest directory holding all the traces."""
     options = _analysis_args(framework, min_share, pid_substring, timeline_basis)
-    options.append(_option("straggler-pct", repr(float(straggler_pct))))
+    options.append(_option("straggler-pct", _number("straggler_pct", straggler_pct)))
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         report = _batch(_path(dir_or_paths), jobs, options)
         _warn_notes(report, 2)
+        _warn_failures(report, 2)
         return report
     paths = [os.path.abspath(os.fsdecode(os.fspath(p))) for p in dir_or_paths]
     if not paths:
@@ -274,6 +300,7 @@ def batch(
     # The links' folder is gone: name where the traces are instead.
     report["dir"] = os.path.commonpath([os.path.dirname(p) for p in paths])
     _warn_notes(report, 2)
+    _warn_failures(report, 2)
     return report
 
 
@@ -362,13 +389,14 @@ def merge(summaries, *, straggler_pct=10.0):
             with open(os.path.join(tmp, "%06d.summary.json" % i), "w", encoding="utf-8") as f:
                 json.dump(s, f)
         try:
-            _, report = _run_json(["merge", tmp, _option("straggler-pct", repr(float(straggler_pct)))])
+            _, report = _run_json(["merge", tmp, _option("straggler-pct", _number("straggler_pct", straggler_pct))])
         except TraceError as e:
             raise _summary_error(e, tmp) from None
     # The summaries' folder is gone: name where the traces are instead.
     files = [s["file"] for s in summaries if isinstance(s, dict) and isinstance(s.get("file"), str)]
     report["dir"] = os.path.commonpath([os.path.abspath(os.path.dirname(f)) for f in files]) if files else None
     _warn_notes(report, 2)
+    _warn_failures(report, 2)
     return report
 
 
@@ -401,10 +429,11 @@ def diff(
     ``"kernel"``) picks the figure compared."""
     args = ["diff", _path(base), _path(new)] + _analysis_args(framework, min_share, pid_substring, timeline_basis)
     if gate is not None:
-        args.append(_option("gate", repr(float(gate))))
+        args.append(_option("gate", _number("gate", gate)))
     if gate_on is not None:
         if gate is None:
             raise ValueError("gate_on needs gate")
         args.append(_option("gate-on", str(gate_on)))
     _, report = _run_json(args)
+    _warn_notes(report, 2)
     return report

@@ -16,6 +16,7 @@ Dask's to manage).
 """
 
 import os
+import warnings
 
 import torchtriage
 
@@ -49,7 +50,7 @@ def batch(
     the batch report (a :class:`torchtriage.Report`). Bad options raise
     ``ValueError`` here, before any task is submitted."""
     options = dict(framework=framework, min_share=min_share, pid_substring=pid_substring, timeline_basis=timeline_basis)
-    straggler = torchtriage._option("straggler-pct", repr(float(straggler_pct)))
+    straggler = torchtriage._option("straggler-pct", torchtriage._number("straggler_pct", straggler_pct))
     with torchtriage._keyword_names():
         torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
     # The traces are listed where they are read: on a worker, whose file
@@ -57,7 +58,12 @@ def batch(
     entries, skipped, incomplete = client.submit(_list, dir_or_paths, pure=False).result()
     futures = client.map(_summarize, entries, range(len(entries)), options=options, pure=False)
     summaries = client.gather(futures)
-    report = torchtriage.merge(summaries, straggler_pct=straggler_pct)
+    # merge's warnings (rank notes, failed files), at the caller's line.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = torchtriage.merge(summaries, straggler_pct=straggler_pct)
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=2)
     report["skipped"] = skipped
     if incomplete is not None:
         report["notes"].append(incomplete)

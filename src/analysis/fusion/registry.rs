@@ -330,7 +330,11 @@ pub const MAX_PATTERN_FILE_BYTES: u64 = 16 << 20;
 /// Reads a pattern file of at most [`MAX_PATTERN_FILE_BYTES`].
 fn read_pattern_file(path: &Path) -> Result<String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| Error::from(e).in_file(path))?;
+    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        // A missing file is a usage error, as a missing trace is.
+        std::io::ErrorKind::NotFound => Error::usage(format!("cannot open the pattern file: {e}")).in_file(path),
+        _ => Error::from(e).in_file(path),
+    })?;
     let mut bytes = Vec::new();
     file.take(MAX_PATTERN_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| Error::from(e).in_file(path))?;
     if bytes.len() as u64 > MAX_PATTERN_FILE_BYTES {
