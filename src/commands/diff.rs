@@ -71,6 +71,12 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
         [&base, &new].into_iter().flat_map(|r| r.mapping_traces.iter().chain(&r.formal_traces)).map(PathBuf::as_path),
     )?;
     let d = diff(&base, &new, &DiffOptions { min_share: opts.min_share, gate });
+    if !opts.quiet {
+        // The diff's own notes (stages the gate did not compare).
+        for note in d.notes.iter().filter(|n| !base.notes.contains(n) && !new.notes.contains(n)) {
+            let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
+        }
+    }
     output.emit(output.renderer().diff(&d))?;
     let failures = d.gate_failures();
     if !global.embedded {

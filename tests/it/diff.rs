@@ -174,7 +174,7 @@ fn a_gate_that_compared_nothing_has_not_passed() {
     // CPU-only trace has no stage in common with a GPU one.
     for (args, why) in [
         (vec!["--gate", "5", "--gate-on", "step", base, new], "no stage has the gate's figure on both sides"),
-        (vec!["--gate", "5", cpu_only, new], "no stage is present on both sides"),
+        (vec!["--gate", "5", cpu_only, new], "no stage is present on both sides (base: no GPU kernels; new: all)"),
         // Two CPU-only traces: the same trace on both sides still has
         // nothing to compare, and says why.
         (vec!["--gate", "5", cpu_only, cpu_only], "neither side has GPU kernels"),
@@ -337,4 +337,29 @@ fn kernels_under_the_share_bar_are_said_to_need_a_lower_bar_in_every_format() {
         assert!(out.contains(&shown), "{format}: {out}");
         assert!(!out.contains("JSON format lists"), "{format}: the JSON does not list them");
     }
+}
+
+#[test]
+fn a_gate_says_which_stages_it_did_not_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_cublas";
+    // BASE: a prefill and a decode trace of one run; NEW: the decode one.
+    let (base, new) = (dir.path().join("base"), dir.path().join("new"));
+    for d in [&base, &new] {
+        std::fs::create_dir(d).unwrap();
+        write_trace(d, "run-decode.trace.json", &[(gemm, 100)], 10);
+    }
+    write_trace(&base, "run-prefill.trace.json", &[(gemm, 300)], 10);
+    let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let (code, v, stderr) = json(&["--gate", "5", base, new]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(v["gate"]["tripped"], false);
+    let note = "warning: the gate did not compare the stages only one side has (base: extend/prefill): a trace's \
+                stages come from its annotations, else from its file and folder names";
+    assert!(v["notes"].as_array().unwrap().iter().any(|n| n == note), "{}", v["notes"]);
+    let (_, _, stderr) = run(&["diff", "--gate", "5", base, new]);
+    assert_eq!(stderr, format!("torchtriage: {note}\n"));
+    // Without a gate there is nothing to warn of.
+    let (_, v, stderr) = json(&[base, new]);
+    assert!(v["notes"].as_array().unwrap().is_empty() && stderr.is_empty(), "{stderr}");
 }

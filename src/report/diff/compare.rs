@@ -377,15 +377,19 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
             .any(|s| s.gate.as_ref().is_some_and(|g| g.change_pct.is_some()))
             .then(|| stages.iter().any(|s| s.gate.as_ref().is_some_and(|g| g.tripped))),
     });
+    let only_in_base: Vec<Stage> = base_stages.iter().copied().filter(|s| !new_stages.contains(s)).collect();
+    let only_in_new: Vec<Stage> = new_stages.iter().copied().filter(|s| !base_stages.contains(s)).collect();
+    let mut notes = shared_once(&base.notes, &new.notes);
+    notes.extend(super::uncompared_stages_note(&gate, &only_in_base, &only_in_new));
     DiffReport {
         base_traces: base.formal_traces.clone(),
         new_traces: new.formal_traces.clone(),
         min_share: opts.min_share,
-        only_in_base: base_stages.iter().copied().filter(|s| !new_stages.contains(s)).collect(),
-        only_in_new: new_stages.iter().copied().filter(|s| !base_stages.contains(s)).collect(),
+        only_in_base,
+        only_in_new,
         stages,
         gate,
-        notes: shared_once(&base.notes, &new.notes),
+        notes,
     }
 }
 

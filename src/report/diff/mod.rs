@@ -106,6 +106,36 @@ pub(crate) fn kernels_count(n: usize) -> String {
     }
 }
 
+/// Where a trace's stages come from, for a diff whose sides' stages differ.
+const STAGE_SOURCE: &str = ": a trace's stages come from its annotations, else from its file and folder names";
+
+/// Stage names joined with `, `.
+fn stage_labels(stages: &[Stage]) -> String {
+    stages.iter().map(|s| s.label()).collect::<Vec<_>>().join(", ")
+}
+
+/// The note of a gate that compared some stages while others are on one
+/// side only: those passed the gate unseen. `None` without a gate, when
+/// the gate compared nothing (its reason says why), or when both sides
+/// have the same stages.
+pub(crate) fn uncompared_stages_note(
+    gate: &GateSummary,
+    only_in_base: &[Stage],
+    only_in_new: &[Stage],
+) -> Option<String> {
+    if gate.threshold_pct.is_none() || gate.not_evaluated() || (only_in_base.is_empty() && only_in_new.is_empty()) {
+        return None;
+    }
+    let mut sides = Vec::new();
+    if !only_in_base.is_empty() {
+        sides.push(format!("base: {}", stage_labels(only_in_base)));
+    }
+    if !only_in_new.is_empty() {
+        sides.push(format!("new: {}", stage_labels(only_in_new)));
+    }
+    Some(format!("warning: the gate did not compare the stages only one side has ({}){STAGE_SOURCE}", sides.join("; ")))
+}
+
 /// The line under a stage's kernel table for the kernels under the share
 /// bar on both sides, which no format lists; `None` when there are none.
 pub(crate) fn hidden_kernels_note(hidden: usize, min_share: f64) -> Option<String> {
@@ -378,14 +408,23 @@ impl GateSummary {
 
 impl DiffReport {
     /// Why a gate that compared nothing was not evaluated.
-    pub fn gate_not_evaluated_reason(&self) -> &'static str {
+    pub fn gate_not_evaluated_reason(&self) -> String {
         if self.stages.is_empty() && self.only_in_base.is_empty() && self.only_in_new.is_empty() {
             // A stage is where kernels ran: two CPU-only traces have none.
-            "neither side has GPU kernels"
+            "neither side has GPU kernels".to_string()
         } else if self.stages.is_empty() {
-            "no stage is present on both sides"
+            let side = |stages: &[Stage]| match stages {
+                [] => "no GPU kernels".to_string(),
+                _ => stage_labels(stages),
+            };
+            let source = if self.only_in_base.is_empty() || self.only_in_new.is_empty() { "" } else { STAGE_SOURCE };
+            format!(
+                "no stage is present on both sides (base: {}; new: {}){source}",
+                side(&self.only_in_base),
+                side(&self.only_in_new)
+            )
         } else {
-            "no stage has the gate's figure on both sides"
+            "no stage has the gate's figure on both sides".to_string()
         }
     }
 
