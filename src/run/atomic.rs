@@ -152,7 +152,7 @@ fn duplicate(fd: RawFd) -> std::io::Result<std::fs::File> {
 /// Writes a file through a temporary file beside it, renamed into place
 /// once complete; on any error the temporary file is removed and `path`
 /// is untouched. A symbolic link is written through; a pipe, device or
-/// socket is written directly; an open descriptor ([`descriptor_of`]) is
+/// socket is written directly; an open descriptor (`/dev/stdout`) is
 /// written through.
 pub fn write_atomic(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     let target = match sink_of(path).map_err(|e| Error::io(e).in_file(path))? {

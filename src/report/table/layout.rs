@@ -3,7 +3,8 @@
 //! terminal width. When the natural layout is too wide, the name columns
 //! (kernel, pattern, location) shrink first, widest first, down to their
 //! minimum, their cells shortened in the middle; then the columns with the
-//! lowest keep rank are dropped one at a time; as a last resort the name
+//! lowest keep rank are dropped one at a time (one dropped while wider ones
+//! still overflowed comes back if it fits beside those kept); as a last resort the name
 //! columns shrink below their minimum, and a line under the table names the
 //! columns left out. Also word-wrapping of prose lines.
 
@@ -109,25 +110,45 @@ impl Table {
                 }
             }
         };
-        shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to);
+        let word: Vec<usize> =
+            (0..n).map(|c| self.columns[c].header.split_whitespace().map(chars).max().unwrap_or(0)).collect();
+        // Name columns shrink to their minimum before any column is left out.
+        let fit = |widths: &mut Vec<usize>, shown: &[bool]| shrink(widths, shown, &|c| self.columns[c].shrink_to);
+        fit(&mut widths, &shown);
+        let mut dropped = Vec::new();
         while total(&widths, &shown) > width {
             let drop = (0..n)
                 .filter(|&c| shown[c] && self.columns[c].keep > 0)
                 .min_by_key(|&c| (self.columns[c].keep, std::cmp::Reverse(c)));
             let Some(c) = drop else { break };
             shown[c] = false;
-            // A dropped column may leave room: name columns grow back.
+            dropped.push(c);
+            // A dropped column may leave room: the others grow back.
             widths = natural.clone();
-            shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to);
+            fit(&mut widths, &shown);
+        }
+        // A column left out while wider ones still overflowed may fit beside
+        // the ones kept: the most kept first.
+        if total(&widths, &shown) <= width {
+            for &c in dropped.iter().rev() {
+                shown[c] = true;
+                let mut tried = natural.clone();
+                fit(&mut tried, &shown);
+                if total(&tried, &shown) <= width {
+                    widths = tried;
+                } else {
+                    shown[c] = false;
+                }
+            }
         }
         shrink(&mut widths, &shown, &|c| self.columns[c].shrink_to.map(|_| 8));
-        // The last resort: a header wraps to its longest word, and a number
-        // keeps all its digits (cut in the middle it would read as another
-        // number); other text is shortened down to three characters.
+        // The last resort: a name column's header wraps to its longest
+        // word, and a number keeps all its digits (cut in the middle it
+        // would read as another number); other text is shortened down to
+        // three characters.
         shrink(&mut widths, &shown, &|c| {
-            let word = self.columns[c].header.split_whitespace().map(chars).max().unwrap_or(0);
             let text = if self.columns[c].align == Align::Right { values[c] } else { 3 };
-            Some(word.max(text))
+            Some(word[c].max(text))
         });
         // Floors that still do not fit: any column down to three characters,
         // rather than every line cut in the middle across its columns.
@@ -355,6 +376,20 @@ mod tests {
         ]);
         t.row_lines(vec![vec!["short".into()], vec!["2.00".into()], vec!["memory".into(), "second".into()], vec![]]);
         t
+    }
+
+    #[test]
+    fn a_narrow_column_left_out_comes_back_when_it_fits() {
+        let mut t =
+            Table::new(vec![Column::name("Kernel", 6, 0), Column::num("N", 1), Column::num("A much wider header", 2)]);
+        t.row(vec!["abcdefghij".into(), "7".into(), "123".into()]);
+        // N goes first, the wide column after it; N then fits beside the
+        // kernel again.
+        let lines = t.render(12);
+        assert_eq!(lines[0], "Kernel     N", "{lines:?}");
+        assert_eq!(lines[2], "abcd…ghij  7", "{lines:?}");
+        let note = lines[3..].join(" ");
+        assert!(note.starts_with("Left out at") && !note.contains(" N,"), "{lines:?}");
     }
 
     #[test]
