@@ -123,7 +123,7 @@ pub fn render(v: BatchView<'_>) -> String {
         for k in s.kernels.iter().take(KERNEL_ROWS) {
             let leads: Vec<String> = k.leads.iter().map(u64::to_string).collect();
             t.push(vec![
-                Cell::name(k.kernel.clone()),
+                Cell::kernel(&k.kernel),
                 Cell::text(k.category.clone()),
                 Cell::text(leads.join(", ")),
                 Cell::num(k.present.to_string(), k.present as f64),

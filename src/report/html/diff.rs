@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::report::diff::{DiffReport, KernelDiff, NormBasis, StageDiff, StageFigures};
 
 use super::svg::{paired_bars, Pair};
-use super::{esc, finite, legend, ms, page, signed_ms, signed_pct, Cell, Table};
+use super::{esc, finite, kernel_label, legend, ms, page, signed_ms, signed_pct, Cell, Table};
 
 /// Kernels in a stage's before/after chart.
 pub const TOP_CHANGES: usize = 10;
@@ -98,7 +98,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
     // Few kernel names in common (another GPU vendor, another library):
     // the categories tell the story, the kernels only come and go.
     let by_category = s.matched_base_pct.is_some_and(|m| m < 50.0) && !s.categories.is_empty();
-    let pairs: Vec<Pair> = if by_category {
+    let pairs: Vec<(String, f64, f64)> = if by_category {
         let _ = writeln!(b, "<h3>Categories that changed most{}</h3>", esc(&per));
         let _ = writeln!(
             b,
@@ -110,7 +110,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
             .take(TOP_CHANGES)
             .map(|c| {
                 let (base, new) = c.normalized.as_ref().map_or((c.base_us, c.new_us), |p| (p.base_us, p.new_us));
-                Pair { label: c.category, base, new }
+                (c.category.to_string(), base, new)
             })
             .collect()
     } else {
@@ -122,10 +122,11 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
             .take(TOP_CHANGES)
             .map(|k| {
                 let (base, new, _) = compared(k);
-                Pair { label: &k.kernel, base, new }
+                (kernel_label(&k.kernel), base, new)
             })
             .collect()
     };
+    let pairs: Vec<Pair> = pairs.iter().map(|(label, base, new)| Pair { label, base: *base, new: *new }).collect();
     b.push_str(&paired_bars(&pairs, (BASE, NEW), &|v| ms(v)));
     b.push_str(&legend(&[("base", String::from("before"), BASE), ("new", String::from("after"), NEW)]));
 
@@ -161,7 +162,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
         let (base, new, delta) = compared(k);
         let delta_pct = k.normalized.as_ref().map_or(k.delta_pct, |p| p.delta_pct);
         t.push(vec![
-            Cell::name(k.kernel.to_string()),
+            Cell::kernel(&k.kernel),
             Cell::text(k.category),
             Cell::text(k.label()),
             Cell::num(side_ms(base, k.base_count), base),

@@ -19,6 +19,7 @@ use std::fmt::Write;
 use crate::report::diff::DiffReport;
 use crate::report::model::TriageReport;
 use crate::report::render::{BatchView, Rendered, Renderer};
+use crate::report::table::names::shorten_apart;
 
 /// The HTML renderer.
 pub struct Html;
@@ -61,13 +62,10 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// `text` cut to `max` characters with an ellipsis, or whole.
-pub fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let head: String = text.chars().take(max.saturating_sub(1)).collect();
-    format!("{head}…")
+/// A kernel's name as the charts and tables show it: demangled as the
+/// table view shows it.
+pub fn kernel_label(raw: &str) -> String {
+    crate::report::table::names::display_name(raw)
 }
 
 /// A finite number, or 0.
@@ -112,21 +110,30 @@ pub struct Cell {
     value: Option<f64>,
     /// Shown in a monospace font and shortened, full text on hover.
     name: bool,
+    /// The text on hover when it is not `text` (a kernel's raw name).
+    title: Option<String>,
 }
 
 impl Cell {
     /// Plain text.
     pub fn text(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), value: None, name: false }
+        Cell { text: text.into(), value: None, name: false, title: None }
     }
     /// A formatted number sorted by `value`.
     pub fn num(text: impl Into<String>, value: f64) -> Cell {
-        Cell { text: text.into(), value: Some(finite(value)), name: false }
+        Cell { text: text.into(), value: Some(finite(value)), name: false, title: None }
     }
     /// A name (kernel, pattern, location): shortened, with the full text in
     /// the `title` attribute.
     pub fn name(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), value: None, name: true }
+        Cell { text: text.into(), value: None, name: true, title: None }
+    }
+    /// A kernel's name as the table view shows it (demangled), with the
+    /// name as the trace gives it on hover.
+    pub fn kernel(raw: &str) -> Cell {
+        let shown = kernel_label(raw);
+        let title = (shown != raw).then(|| raw.to_string());
+        Cell { text: shown, value: None, name: true, title }
     }
 }
 
@@ -163,29 +170,46 @@ impl Table {
             let _ = write!(out, "<th{class}>{}</th>", esc(h));
         }
         out.push_str("</tr></thead><tbody>\n");
-        for (row, class) in self.rows.iter().zip(&self.row_class) {
+        // Each name column's cells shortened alike: two names that differ
+        // only past the cut are cut where they differ.
+        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let short: Vec<Vec<String>> = (0..columns)
+            .map(|c| {
+                let cells: Vec<&str> = self
+                    .rows
+                    .iter()
+                    .map(|r| r.get(c).filter(|cell| cell.name).map_or("", |cell| cell.text.as_str()))
+                    .collect();
+                shorten_apart(&cells, CELL_CHARS)
+            })
+            .collect();
+        for (i, (row, class)) in self.rows.iter().zip(&self.row_class).enumerate() {
             if class.is_empty() {
                 out.push_str("<tr>");
             } else {
                 let _ = write!(out, "<tr class=\"{class}\">");
             }
-            for cell in row {
+            for (c, cell) in row.iter().enumerate() {
                 match (cell.value, cell.name) {
                     (Some(v), _) => {
                         let _ = write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(&cell.text));
                     }
                     (None, true) => {
-                        let short = shorten(&cell.text, CELL_CHARS);
-                        if short.len() == cell.text.len() {
-                            let _ = write!(out, "<td class=\"name\">{}</td>", esc(&cell.text));
-                        } else {
-                            let _ = write!(
-                                out,
-                                "<td class=\"name\" data-v=\"{}\" title=\"{}\">{}</td>",
-                                esc(&cell.text),
-                                esc(&cell.text),
-                                esc(&short)
-                            );
+                        let short = &short[c][i];
+                        let title = cell.title.as_deref().or((short != &cell.text).then_some(cell.text.as_str()));
+                        match title {
+                            None => {
+                                let _ = write!(out, "<td class=\"name\">{}</td>", esc(&cell.text));
+                            }
+                            Some(title) => {
+                                let _ = write!(
+                                    out,
+                                    "<td class=\"name\" data-v=\"{}\" title=\"{}\">{}</td>",
+                                    esc(&cell.text),
+                                    esc(title),
+                                    esc(short)
+                                );
+                            }
                         }
                     }
                     (None, false) => {

@@ -6,7 +6,8 @@
 
 use std::fmt::Write;
 
-use super::{esc, finite, shorten};
+use super::{esc, finite};
+use crate::report::table::names::shorten_apart;
 
 /// A coordinate or size with one decimal; non-finite values as 0.
 pub fn n(x: f64) -> String {
@@ -23,7 +24,8 @@ fn scale(value: f64, max: f64, width: f64) -> f64 {
     }
 }
 
-/// Labels in bar charts are cut to this many characters.
+/// Labels in bar charts are cut to this many characters (in the middle,
+/// or where two would otherwise look alike).
 const LABEL_CHARS: usize = 48;
 
 /// One part of a stacked bar.
@@ -102,7 +104,8 @@ pub fn hbars(items: &[Bar], colour: &str, fmt: &dyn Fn(f64) -> String) -> String
     if items.is_empty() {
         let _ = write!(out, "<text x=\"4\" y=\"16\" class=\"muted\">no kernels</text>");
     }
-    for (i, b) in items.iter().enumerate() {
+    let labels = shorten_apart(&items.iter().map(|b| b.label).collect::<Vec<_>>(), LABEL_CHARS);
+    for (i, (b, label)) in items.iter().zip(&labels).enumerate() {
         let y = 3.0 + row_h * i as f64;
         let w = scale(b.value, max, bar_w);
         let _ = write!(
@@ -114,7 +117,7 @@ pub fn hbars(items: &[Bar], colour: &str, fmt: &dyn Fn(f64) -> String) -> String
             esc(&fmt(b.value)),
             n(label_w - 6.0),
             n(y + 14.0),
-            esc(&shorten(b.label, LABEL_CHARS)),
+            esc(label),
             n(label_w),
             n(y + 2.0),
             n(w),
@@ -152,7 +155,8 @@ pub fn paired_bars(items: &[Pair], colours: (&str, &str), fmt: &dyn Fn(f64) -> S
     if items.is_empty() {
         let _ = write!(out, "<text x=\"4\" y=\"16\" class=\"muted\">no kernels</text>");
     }
-    for (i, p) in items.iter().enumerate() {
+    let labels = shorten_apart(&items.iter().map(|p| p.label).collect::<Vec<_>>(), LABEL_CHARS);
+    for (i, (p, label)) in items.iter().zip(&labels).enumerate() {
         let y = 3.0 + pair_h * i as f64;
         let _ = write!(
             out,
@@ -162,7 +166,7 @@ pub fn paired_bars(items: &[Pair], colours: (&str, &str), fmt: &dyn Fn(f64) -> S
             esc(&fmt(p.new)),
             n(label_w - 6.0),
             n(y + bar_h + 4.0),
-            esc(&shorten(p.label, LABEL_CHARS))
+            esc(label)
         );
         for (j, (value, colour)) in [(p.base, colours.0), (p.new, colours.1)].into_iter().enumerate() {
             let yy = y + bar_h * j as f64;

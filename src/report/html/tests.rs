@@ -351,3 +351,37 @@ fn value_axes_reach_past_the_largest_value_in_round_steps() {
         assert!(svg.contains(&format!(">{label}</text>")), "{label}: {svg}");
     }
 }
+
+#[test]
+fn kernels_alike_up_to_the_cut_keep_apart_in_charts_and_tables() {
+    let a = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+    let b = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas";
+    let svg = hbars(&[Bar { label: a, value: 1.0 }, Bar { label: b, value: 2.0 }], "#000", &|v| ms(v));
+    let shown = |svg: &str| -> Vec<String> {
+        svg.split("text-anchor=\"end\">").skip(1).map(|s| s[..s.find('<').unwrap()].to_string()).collect()
+    };
+    let labels = shown(&svg);
+    assert_eq!(labels.len(), 2);
+    assert_ne!(labels[0], labels[1], "{labels:?}");
+    assert!(labels.iter().all(|l| l.chars().count() <= 48), "{labels:?}");
+    let pairs = paired_bars(
+        &[Pair { label: a, base: 1.0, new: 2.0 }, Pair { label: b, base: 2.0, new: 1.0 }],
+        ("#000", "#111"),
+        &|v| ms(v),
+    );
+    let labels = shown(&pairs);
+    assert_ne!(labels[0], labels[1], "{labels:?}");
+    // A table's cells likewise; a mangled kernel is shown demangled, its
+    // name as the trace gives it on hover.
+    let mangled = "_ZN5aiter24add_rmsnorm_quant_kernelIfLi64ELi8EEEvPfS1_";
+    let mut t = Table::new(&[("Kernel", false)]);
+    for name in [a, b, mangled] {
+        t.push(vec![Cell::kernel(name)]);
+    }
+    let html = t.html("none");
+    let cells: Vec<&str> = html.split("<td class=\"name\"").skip(1).collect();
+    let text = |cell: &str| cell[cell.find('>').unwrap() + 1..cell.find("</td>").unwrap()].to_string();
+    assert_ne!(text(cells[0]), text(cells[1]), "{html}");
+    assert!(text(cells[2]).starts_with("void aiter::add_rmsnorm_quant_kernel"), "{html}");
+    assert!(cells[2].contains(&format!("title=\"{mangled}\"")), "{html}");
+}

@@ -16,7 +16,7 @@ use crate::report::timeline::{
 };
 
 use super::svg::{hbars, stacked_bar, Bar, Segment};
-use super::{esc, finite, legend, ms, page, Cell, Table};
+use super::{esc, finite, kernel_label, legend, ms, page, Cell, Table};
 
 /// Kernels in a stage's top-kernels chart.
 pub const TOP_KERNELS: usize = 10;
@@ -115,7 +115,8 @@ fn top_kernels(out: &mut String, r: &TriageReport, stage: Stage) {
         .filter(|k| k.rendered)
         .collect();
     rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
-    let bars: Vec<Bar> = rows.iter().take(TOP_KERNELS).map(|k| Bar { label: &k.kernel, value: k.share_pct }).collect();
+    let top: Vec<_> = rows.iter().take(TOP_KERNELS).map(|k| (kernel_label(&k.kernel), k.share_pct)).collect();
+    let bars: Vec<Bar> = top.iter().map(|(label, value)| Bar { label, value: *value }).collect();
     let _ = writeln!(out, "<h3>Top kernels by share of GPU time</h3>");
     out.push_str(&hbars(&bars, COMPUTE, &|v| format!("{:.1}%", finite(v))));
 }
@@ -148,7 +149,7 @@ fn kernel_table(r: &TriageReport) -> Table {
     for (stage, k) in r.rendered_kernel_rows() {
         t.push(vec![
             Cell::text(stage.as_str()),
-            Cell::name(k.kernel.to_string()),
+            Cell::kernel(&k.kernel),
             Cell::text(k.category),
             Cell::num(ms(k.total_us), k.total_us),
             Cell::num(format!("{:.1}%", finite(k.share_pct)), k.share_pct),
@@ -183,7 +184,7 @@ fn overlap_table(r: &TriageReport) -> Table {
             Cell::text(o.stage.as_str()),
             Cell::text(a.priority.clone()),
             Cell::text(a.verdict.clone()),
-            Cell::name(a.kernel.clone()),
+            Cell::kernel(&a.kernel),
             Cell::text(a.category.clone()),
             Cell::num(ms(a.total_us), a.total_us),
             Cell::num(format!("{:.1}%", finite(a.share_pct)), a.share_pct),

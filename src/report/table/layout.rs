@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::names::{common_prefix_chars, shorten_around, shorten_middle};
+use super::names::{shorten_apart, shorten_middle};
 
 /// Space between columns.
 const GAP: &str = "  ";
@@ -231,18 +231,9 @@ impl Table {
     fn kept_apart(&self, visible: &[usize], widths: &[usize]) -> HashMap<(usize, &str), String> {
         let mut out = HashMap::new();
         for &c in visible.iter().filter(|&&c| !self.columns[c].keep_tail) {
-            let mut alike: HashMap<String, Vec<&str>> = HashMap::new();
-            for cell in self.rows.iter().filter_map(|r| r.get(c)).flatten() {
-                let group = alike.entry(shorten_middle(cell, widths[c])).or_default();
-                if !group.contains(&cell.as_str()) {
-                    group.push(cell);
-                }
-            }
-            for group in alike.values().filter(|g| g.len() > 1) {
-                for &cell in group {
-                    let at = group.iter().filter(|&&o| o != cell).map(|o| common_prefix_chars(cell, o)).max();
-                    out.insert((c, cell), shorten_around(cell, widths[c], at.unwrap_or(0)));
-                }
+            let cells: Vec<&str> = self.rows.iter().filter_map(|r| r.get(c)).flatten().map(String::as_str).collect();
+            for (cell, text) in cells.iter().zip(shorten_apart(&cells, widths[c])) {
+                out.insert((c, *cell), text);
             }
         }
         out

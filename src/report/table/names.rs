@@ -157,6 +157,34 @@ pub fn shorten_around(text: &str, width: usize, at: usize) -> String {
     out
 }
 
+/// Each of `texts` cut to at most `width` characters in the middle
+/// ([`shorten_middle`]), except texts that would then look alike (two
+/// kernels that differ only inside the cut): those are cut around where
+/// each first differs from the others ([`shorten_around`]). The same text
+/// always gets the same result.
+pub fn shorten_apart(texts: &[&str], width: usize) -> Vec<String> {
+    let mut alike: std::collections::HashMap<String, Vec<&str>> = std::collections::HashMap::new();
+    for &t in texts {
+        let group = alike.entry(shorten_middle(t, width)).or_default();
+        if !group.contains(&t) {
+            group.push(t);
+        }
+    }
+    texts
+        .iter()
+        .map(|&t| {
+            let short = shorten_middle(t, width);
+            match alike.get(&short) {
+                Some(group) if group.len() > 1 => {
+                    let at = group.iter().filter(|&&o| o != t).map(|o| common_prefix_chars(t, o)).max();
+                    shorten_around(t, width, at.unwrap_or(0))
+                }
+                _ => short,
+            }
+        })
+        .collect()
+}
+
 /// Characters `a` and `b` share before they first differ.
 pub fn common_prefix_chars(a: &str, b: &str) -> usize {
     a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
