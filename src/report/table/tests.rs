@@ -279,3 +279,29 @@ fn batch_fits_every_width() {
         assert!(words.contains("top headroom: the first headroom row"), "{out}");
     }
 }
+
+#[test]
+fn a_stage_without_overlap_figures_or_steps_says_so() {
+    let mut r = report();
+    r.overlap_rows.clear();
+    let stage = r.timeline.as_mut().unwrap();
+    // The trace's steps were found, none in this stage.
+    stage.stages[0].steps = Steps { source: Some(StepSource::ProfilerStep), count: 0, ..Steps::default() };
+    let out = text(Table { width: 120 }.triage(&r));
+    assert!(out.contains("Steps: none in this stage (ProfilerStep"), "{out}");
+    assert!(!out.contains("Steps from"), "{out}");
+    // No overlap sweep covered the stage: no reporting bar was applied.
+    assert!(out.contains("The overlap step covers the trace's named stages, not this one"), "{out}");
+    assert!(!out.contains("reporting bar"), "{out}");
+    // A sweep whose rows all fell under the bar says that.
+    r.overlap_stats.push(crate::report::model::OverlapStageStats {
+        bundle: "formal-decode".into(),
+        stage: Stage::Decode,
+        total_busy_us: 1000.0,
+        overlap_us: 0.0,
+        max_concurrent_streams: 1,
+        exclusive_comm_by_kernel: vec![],
+    });
+    let out = text(Table { width: 120 }.triage(&r));
+    assert!(out.contains("No rows cleared the 1.0% reporting bar."), "{out}");
+}

@@ -157,11 +157,12 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
         o.text(&format!("Clocks: {}.", clock_offset_text(offset)));
     }
     match s.source {
-        Some(src) => {
+        Some(src) if s.count > 0 => {
             let pace = steps_pace_note(stage).map_or_else(String::new, |n| format!("; {n}"));
             o.text(&format!("Steps from {}{pace}.", step_source_name(src)));
         }
-        None => o.text("Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)."),
+        // None in this stage, or none found at all: as the other formats say it.
+        _ => o.text(&format!("{}.", crate::report::timeline::steps_line(stage))),
     }
     o.text(&format!("Verdict: {}", verdict_line(stage)));
     o.legend(TIMELINE_LEGEND);
@@ -261,6 +262,7 @@ fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
     if !any {
         match r.overlap_filtered_out() {
             Some(why) => o.text(why),
+            None if !r.overlap_stats.iter().any(|s| s.stage == stage) => o.text(NOT_SWEPT),
             None => o.text(&format!("No rows cleared the {}% reporting bar.", fixed(r.min_share, 1))),
         }
         return;
@@ -268,6 +270,11 @@ fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
     o.table(&t);
     o.legend(&[OVERLAP_COLUMNS, &overlap_terms("Dep risk")]);
 }
+
+/// A stage the overlap step did not cover: beside a trace's named stages,
+/// the `all` stage of its other kernels (as the reference's overlap table
+/// leaves it out).
+const NOT_SWEPT: &str = "The overlap step covers the trace's named stages, not this one: no overlap figures here.";
 
 /// Prose cut into lines of about this many characters for a table cell.
 const PROSE_CELL: usize = 40;
