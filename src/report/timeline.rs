@@ -5,6 +5,7 @@
 
 use crate::analysis::kernels::names::names_device_wait;
 use crate::analysis::stage::Stage;
+use crate::analysis::timeline::Basis;
 use crate::analysis::timeline::{
     Figures, HostCause, HostWorkReason, StageTimeline, StepSource, Timeline, Verdict, VerdictKind, EXPOSED_COMM_PCT,
     ONE_GAP_SHARE,
@@ -341,7 +342,36 @@ pub fn headline(r: &TriageReport, t: &Timeline) -> Vec<String> {
             top
         ));
     }
+    lines.extend(basis_note(t).map(|n| format!("- {n}")));
     lines
+}
+
+/// What a timeline on one of HTA's bases counts differently from the
+/// trace as a viewer shows it (rounded times, the events from the last
+/// `ProfilerStep` on left out), so that a report made with
+/// `--timeline-basis hta` cannot pass for a default one; `None` on the
+/// trace's own basis.
+pub(crate) fn basis_note(t: &Timeline) -> Option<String> {
+    let name = match t.basis {
+        Basis::Trace => return None,
+        Basis::Hta => "hta",
+        Basis::HtaExact => "hta-exact",
+    };
+    let mut parts = Vec::new();
+    if t.rounded_to_us {
+        parts.push("times rounded to whole µs".to_string());
+    }
+    if let Some(f) = t.step_filter.as_ref().filter(|f| f.kernels_dropped > 0) {
+        parts.push(format!(
+            "{} GPU {} from the last ProfilerStep's start on left out",
+            f.kernels_dropped,
+            if f.kernels_dropped == 1 { "event" } else { "events" }
+        ));
+    }
+    let how = if parts.is_empty() { String::new() } else { format!(": {}", parts.join("; ")) };
+    Some(format!(
+        "timeline basis {name} (Holistic Trace Analysis' figures){how}; the kernel, overlap and fuse tables cover every kernel"
+    ))
 }
 
 fn figures_table(stage: &StageTimeline) -> Vec<String> {

@@ -256,3 +256,39 @@ fn gpu_events_the_timeline_cannot_place_are_warned_about() {
         "{err:?}"
     );
 }
+
+/// A report on HTA's timeline basis says so in every format a person
+/// reads, with what the basis leaves out; the default one says nothing.
+#[test]
+fn the_hta_timeline_basis_is_marked_in_every_view() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/hta/trace_filter/sampled_rank-0.json.gz");
+    let note =
+        "timeline basis hta (Holistic Trace Analysis' figures): 602 GPU events from the last ProfilerStep's start \
+                on left out; the kernel, overlap and fuse tables cover every kernel";
+    let dir = tempfile::tempdir().unwrap();
+    for (format, basis) in [("markdown", "hta"), ("table", "hta"), ("html", "hta"), ("markdown", "trace")] {
+        let out = common::run(&["-q", "triage", trace, "--timeline-basis", basis, "--format", format]);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout).replace("&#39;", "'");
+        // The table view wraps its lines.
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(flat.contains(note), basis == "hta", "{format} {basis}: {text}");
+    }
+    let csv = dir.path().join("csv");
+    let out = common::run(&[
+        "-q",
+        "triage",
+        trace,
+        "--timeline-basis",
+        "hta",
+        "--format",
+        "csv",
+        "-o",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let timeline = std::fs::read_to_string(csv.join("timeline.csv")).unwrap();
+    let mut lines = timeline.lines();
+    assert!(lines.next().unwrap().ends_with(",basis"), "{timeline}");
+    assert!(lines.all(|l| l.ends_with(",hta")), "{timeline}");
+}

@@ -73,6 +73,7 @@ const TIMELINE: &[&str] = &[
     "idle_host_wait_us",
     "longest_idle_gap_us",
     "device_wait_us",
+    "basis",
 ];
 const IDLE: &[&str] = &["stage", "pid", "rank", "stream", "host_wait_us", "kernel_wait_us", "other_us"];
 const STAGES: &[&str] = &[
@@ -242,15 +243,18 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
     // The whole trace's figures, launch statistics and verdict first, as
     // the stage `trace`.
     let tl = &r["timeline"];
+    // Every row says which basis its figures are on: HTA's are not the
+    // trace's own.
+    let basis = &tl["basis"];
     if tl.is_object() {
         let trace = Value::from("trace");
-        timeline.push(&[("stage", &trace)], &tl["trace"], &["idle_by_stream"]);
+        timeline.push(&[("stage", &trace), ("basis", basis)], &tl["trace"], &["idle_by_stream"]);
         let whole = serde_json::json!({ "launch": tl["launch"], "verdict": tl["verdict"] });
         steps.push(&[("stage", &trace)], &whole, &[]);
     }
     for s in items(&r["timeline"]["stages"]) {
         for g in items(&s["gpus"]) {
-            timeline.push(&[("stage", &s["stage"])], g, &["idle_by_stream"]);
+            timeline.push(&[("stage", &s["stage"]), ("basis", basis)], g, &["idle_by_stream"]);
             for stream in items(&g["idle_by_stream"]) {
                 idle.push(&[("stage", &s["stage"]), ("pid", &g["pid"]), ("rank", &g["rank"])], stream, &[]);
             }

@@ -101,6 +101,9 @@ fn headline(o: &mut Out, r: &TriageReport, t: &Timeline) {
             top
         ));
     }
+    if let Some(note) = crate::report::timeline::basis_note(t) {
+        o.item(&note);
+    }
 }
 
 fn timeline_table(o: &mut Out, stage: &StageTimeline) {
