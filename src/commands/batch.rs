@@ -212,7 +212,8 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
             Some(std::io::BufWriter::new(Box::new(std::io::stdout())))
         }
         Some(p) => Some(std::io::BufWriter::new(Box::new(
-            crate::run::atomic::create_stream(p).map_err(|e| Error::usage(format!("cannot create: {e}")).in_file(p))?,
+            crate::run::atomic::create_stream(p)
+                .map_err(|e| Error::usage(format!("--jsonl: cannot write here: {e}")).in_file(p))?,
         ))),
         None => None,
     };

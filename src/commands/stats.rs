@@ -132,7 +132,11 @@ fn number(x: f64) -> Value {
 fn stats_text(v: &Value) -> String {
     let mut out = String::new();
     let line = |out: &mut String, k: &str, val: &Value| out.push_str(&format!("{k:<16}{val}\n"));
-    for k in ["file", "events", "pids", "threads", "kernel_streams", "skipped_events"] {
+    // The file as the error messages name it: unquoted, control characters
+    // escaped so the line stays one line.
+    let file = v["file"].as_str().map_or_else(String::new, |f| crate::error::shown(std::path::Path::new(f)));
+    out.push_str(&format!("{:<16}{file}\n", "file"));
+    for k in ["events", "pids", "threads", "kernel_streams", "skipped_events"] {
         line(&mut out, k, &v[k]);
     }
     match &v["time_span"]["span_us"] {

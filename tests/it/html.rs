@@ -329,3 +329,19 @@ fn batch_page_rank_table_has_the_legends_columns() {
     }
     assert!(html.contains("top headroom:"), "the legend explains it");
 }
+
+/// The notes the command line prints on stderr are on the page too: a
+/// page passed on has no stderr beside it.
+#[test]
+fn a_triage_page_carries_the_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let (_, html) = write_html(dir.path(), "ranks.html", &["triage", ranks]);
+    let want = json(&["triage", ranks]);
+    let notes = arr(&want["notes"]);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let note = notes[0].as_str().unwrap();
+    assert!(note.contains("analysed rank 0 only"), "{note}");
+    let start = html.find("<p class=\"note\">note: ").expect("a note paragraph");
+    assert!(html[start..].split("</p>").next().unwrap().contains("analysed rank 0 only"), "{html}");
+}

@@ -153,7 +153,12 @@ fn stats_takes_format_like_the_other_commands() {
     let doc: serde_json::Value = serde_json::from_slice(&format.stdout).unwrap();
     assert_eq!(doc["events"], 1793);
     let text = common::run(&["-q", "stats", "--format", "text", fixture]);
-    assert!(String::from_utf8_lossy(&text.stdout).starts_with("file "));
+    // The file unquoted, as messages name it.
+    let first = String::from_utf8_lossy(&text.stdout).lines().next().unwrap().to_string();
+    assert_eq!(
+        first.split_whitespace().collect::<Vec<_>>(),
+        ["file", std::fs::canonicalize(fixture).unwrap().to_str().unwrap()]
+    );
     // `table`, as the other commands call their aligned text, is the same.
     let table = common::run(&["-q", "stats", "--format", "table", fixture]);
     assert_eq!((table.status.code(), &table.stdout), (Some(0), &text.stdout));

@@ -238,6 +238,8 @@ fn batch_side_outputs_are_checked_before_the_run() {
         (vec!["--summaries", "/proc/torchtriage-sums"], "--summaries: cannot write here"),
         #[cfg(target_os = "linux")]
         (vec!["-o", "/proc/torchtriage.md"], "--output: cannot write here"),
+        #[cfg(target_os = "linux")]
+        (vec!["--jsonl", "/proc/torchtriage.jsonl"], "--jsonl: cannot write here"),
     ];
     for (args, want) in cases {
         let out = common::run(&[&["-q", "batch", ranks][..], &args].concat());

@@ -244,6 +244,11 @@ pub fn render(r: &TriageReport) -> String {
         r.framework.formal.display_name(),
         r.min_share
     );
+    // What the command line says on stderr (traces of a directory left
+    // out, events skipped): a page passed on has no stderr beside it.
+    for note in &r.notes {
+        let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(note));
+    }
     if let Some(t) = r.shown_timeline() {
         let lines = headline(r, t);
         b.push_str("<div class=\"headline\"><ul>");
