@@ -93,7 +93,7 @@ impl BatchProgress {
 impl Observer<BatchFile> for BatchProgress {
     fn started(&self, f: &BatchFile) {
         let line = self.multi.add(indicatif::ProgressBar::new_spinner());
-        let style = indicatif::ProgressStyle::with_template("  {spinner} {msg} {prefix} {elapsed}")
+        let style = indicatif::ProgressStyle::with_template("  {spinner} {elapsed:>4} {prefix} {wide_msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
         line.set_style(style);
         let name = f.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

@@ -32,7 +32,9 @@ impl Progress {
             };
             bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
             let style = indicatif::ProgressStyle::with_template(
-                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+                // The file's name last, cut to what the terminal has left:
+                // the bar stays on one line.
+                "[{bar:24}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta} {wide_msg}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
             .progress_chars("=> ");

@@ -140,3 +140,48 @@ fn the_terminal_width_applies_to_stdout_only() {
     let written = std::fs::read_to_string(&file).unwrap();
     assert!(widest(&written) > 60 && widest(&written) <= 120, "{written}");
 }
+
+/// The progress bar (on stderr, in a terminal of 80 columns) stays on one
+/// line: the file's name is cut to what the terminal has left.
+#[test]
+fn the_progress_bar_fits_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join(format!("{}.pt.trace.json.gz", "a_rather_long_trace_file_name_".repeat(3)));
+    std::fs::copy(SGLANG, &long).unwrap();
+    let bin = env!("CARGO_BIN_EXE_torchtriage");
+    let cmd = format!("stty cols 80 rows 40; env -u COLUMNS {bin} triage {} > /dev/null", long.display());
+    let out = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().expect("script (util-linux) runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Each redraw: the text between line breaks, carriage returns and
+    // terminal escapes (which clear the line or move the cursor).
+    let mut drawn = Vec::new();
+    let mut plain = String::new();
+    let mut chars = text.chars();
+    let mut flush = |plain: &mut String| {
+        if plain.contains("] ") {
+            drawn.push(plain.clone());
+        }
+        plain.clear();
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => {
+                // CSI: ESC [ parameters, then a final letter.
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+                flush(&mut plain);
+            }
+            '\r' | '\n' => flush(&mut plain),
+            c => plain.push(c),
+        }
+    }
+    flush(&mut plain);
+    assert!(!drawn.is_empty(), "no bar drawn: {text:?}");
+    for line in &drawn {
+        assert!(line.chars().count() <= 80, "{} chars: {line}", line.chars().count());
+    }
+}
