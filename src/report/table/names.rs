@@ -100,14 +100,16 @@ pub fn visible(text: &str) -> String {
 }
 
 /// A kernel name for display: demangled when mangled (the argument list
-/// of a long signature dropped), control characters made visible.
+/// of a long signature dropped), without the `void ` every CUDA kernel's
+/// signature starts with (a narrow column then keeps the kernel's own
+/// name), control characters made visible.
 pub fn display_name(name: &str) -> String {
     let shown = match demangle(name) {
         Some(d) if d.chars().count() > LONG_SIGNATURE => drop_arguments(&d),
         Some(d) => d,
         None => name.to_string(),
     };
-    visible(&shown)
+    visible(shown.strip_prefix("void ").filter(|rest| !rest.is_empty()).unwrap_or(&shown))
 }
 
 /// `text` cut to at most `width` characters by replacing its middle with
@@ -231,7 +233,7 @@ mod tests {
         let d = demangle(m).expect("demangles");
         assert!(d.starts_with("void vllm::act_and_mul_kernel<c10::BFloat16, "), "{d}");
         let shown = display_name(m);
-        assert!(shown.starts_with("void vllm::act_and_mul_kernel<c10::BFloat16, "), "{shown}");
+        assert!(shown.starts_with("vllm::act_and_mul_kernel<c10::BFloat16, "), "{shown}");
         assert!(shown.ends_with("(…)"), "{shown}");
         assert_eq!(demangle("_Z3fooi").as_deref(), Some("foo(int)"));
         assert_eq!(display_name("_Z3fooi"), "foo(int)");
@@ -245,9 +247,11 @@ mod tests {
 
     #[test]
     fn other_names_stay() {
-        for name in ["ampere_sgemm_128x64_tn", "_Znotmangled", "_Z", "void f<int>(int)", ""] {
+        for name in ["ampere_sgemm_128x64_tn", "_Znotmangled", "_Z", "f<int>(int)", "void", "void ", ""] {
             assert_eq!(display_name(name), name);
         }
+        // A CUDA kernel's `void ` goes, mangled or not.
+        assert_eq!(display_name("void f<int>(int)"), "f<int>(int)");
         assert_eq!(display_name("a\u{1b}b"), "a\\u001bb");
     }
 
