@@ -98,7 +98,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
     // Few kernel names in common (another GPU vendor, another library):
     // the categories tell the story, the kernels only come and go.
     let by_category = s.matched_base_pct.is_some_and(|m| m < 50.0) && !s.categories.is_empty();
-    let pairs: Vec<(String, f64, f64)> = if by_category {
+    let pairs: Vec<(String, Option<f64>, Option<f64>)> = if by_category {
         let _ = writeln!(b, "<h3>Categories that changed most{}</h3>", esc(&per));
         let _ = writeln!(
             b,
@@ -110,7 +110,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
             .take(TOP_CHANGES)
             .map(|c| {
                 let (base, new) = c.normalized.as_ref().map_or((c.base_us, c.new_us), |p| (p.base_us, p.new_us));
-                (c.category.to_string(), base, new)
+                (c.category.to_string(), Some(base), Some(new))
             })
             .collect()
     } else {
@@ -121,8 +121,9 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
             .iter()
             .take(TOP_CHANGES)
             .map(|k| {
+                // A side the kernel did not run on shows `-`, as the table.
                 let (base, new, _) = compared(k);
-                (kernel_label(&k.kernel), base, new)
+                (kernel_label(&k.kernel), (k.base_count > 0).then_some(base), (k.new_count > 0).then_some(new))
             })
             .collect()
     };

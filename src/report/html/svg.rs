@@ -134,8 +134,10 @@ pub fn hbars(items: &[Bar], colour: &str, fmt: &dyn Fn(f64) -> String) -> String
 /// One pair of [`paired_bars`]: the label and the values before and after.
 pub struct Pair<'a> {
     pub label: &'a str,
-    pub base: f64,
-    pub new: f64,
+    /// `None` on a side where it did not run (a kernel only one side has),
+    /// drawn as `-` with no bar.
+    pub base: Option<f64>,
+    pub new: Option<f64>,
 }
 
 /// Paired horizontal bars, base above new, all scaled to the largest value.
@@ -144,7 +146,8 @@ pub fn paired_bars(items: &[Pair], colours: (&str, &str), fmt: &dyn Fn(f64) -> S
     let width = label_w + bar_w + 120.0;
     let pair_h = 2.0 * bar_h + gap;
     let height = pair_h * items.len().max(1) as f64 + 6.0;
-    let max = items.iter().flat_map(|p| [finite(p.base), finite(p.new)]).fold(0.0, f64::max);
+    let max = items.iter().flat_map(|p| [p.base, p.new]).flatten().map(finite).fold(0.0, f64::max);
+    let text = |v: Option<f64>| v.map_or_else(|| "-".to_string(), fmt);
     let mut out = format!(
         "<svg viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\">",
         n(width),
@@ -162,15 +165,15 @@ pub fn paired_bars(items: &[Pair], colours: (&str, &str), fmt: &dyn Fn(f64) -> S
             out,
             "<g><title>{}: base {}, new {}</title><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
             esc(p.label),
-            esc(&fmt(p.base)),
-            esc(&fmt(p.new)),
+            esc(&text(p.base)),
+            esc(&text(p.new)),
             n(label_w - 6.0),
             n(y + bar_h + 4.0),
             esc(label)
         );
         for (j, (value, colour)) in [(p.base, colours.0), (p.new, colours.1)].into_iter().enumerate() {
             let yy = y + bar_h * j as f64;
-            let w = scale(value, max, bar_w);
+            let w = value.map_or(0.0, |v| scale(v, max, bar_w));
             let _ = write!(
                 out,
                 "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{colour}\"/>\
@@ -181,7 +184,7 @@ pub fn paired_bars(items: &[Pair], colours: (&str, &str), fmt: &dyn Fn(f64) -> S
                 n(bar_h - 1.0),
                 n(label_w + w + 5.0),
                 n(yy + bar_h - 2.0),
-                esc(&fmt(value))
+                esc(&text(value))
             );
         }
         out.push_str("</g>");

@@ -175,7 +175,8 @@ fn charts_stay_finite_with_missing_or_zero_figures() {
         stacked_bar(&[], &fmt),
         hbars(&[Bar { label: HOSTILE, value: f64::NAN }, Bar { label: "b", value: 0.0 }], "#000", &fmt),
         hbars(&[], "#000", &fmt),
-        paired_bars(&[Pair { label: "k", base: 0.0, new: f64::INFINITY }], ("#000", "#111"), &fmt),
+        paired_bars(&[Pair { label: "k", base: Some(0.0), new: Some(f64::INFINITY) }], ("#000", "#111"), &fmt),
+        paired_bars(&[Pair { label: "k", base: None, new: Some(f64::NAN) }], ("#000", "#111"), &fmt),
         grouped_columns(
             &[Group { label: "rank 0".into(), mark: Some("slow"), values: vec![Some(f64::NAN), Some(0.0), None] }],
             &[("busy", "#000"), ("idle", "#111"), ("comm", "#222")],
@@ -365,12 +366,14 @@ fn kernels_alike_up_to_the_cut_keep_apart_in_charts_and_tables() {
     assert_ne!(labels[0], labels[1], "{labels:?}");
     assert!(labels.iter().all(|l| l.chars().count() <= 48), "{labels:?}");
     let pairs = paired_bars(
-        &[Pair { label: a, base: 1.0, new: 2.0 }, Pair { label: b, base: 2.0, new: 1.0 }],
+        &[Pair { label: a, base: Some(1000.0), new: None }, Pair { label: b, base: None, new: Some(1000.0) }],
         ("#000", "#111"),
         &|v| ms(v),
     );
     let labels = shown(&pairs);
     assert_ne!(labels[0], labels[1], "{labels:?}");
+    // A side a kernel did not run on is `-`, as in the table, not 0.00 ms.
+    assert!(pairs.contains("base 1.00 ms, new -") && pairs.contains("base -, new 1.00 ms"), "{pairs}");
     // A table's cells likewise; a mangled kernel is shown demangled, its
     // name as the trace gives it on hover.
     let mangled = "_ZN5aiter24add_rmsnorm_quant_kernelIfLi64ELi8EEEvPfS1_";
