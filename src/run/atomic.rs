@@ -16,11 +16,32 @@ use crate::error::{Error, Result};
 /// Links followed before giving up (a loop, or a very long chain).
 const MAX_LINKS: usize = 40;
 
-/// Where writing `path` lands: the file a chain of symbolic links ends at
-/// (which need not exist yet), else `path` itself.
-fn target_of(path: &Path) -> std::io::Result<PathBuf> {
+/// What writing `path` goes to.
+enum Sink {
+    /// An open descriptor of this process: `/dev/stdout`, `/dev/stderr`,
+    /// `/dev/fd/N`, `/proc/self/fd/N`. Writing there means writing to that
+    /// descriptor, at its offset and in its mode (appending under `>>`), not
+    /// to whatever file it has open, which is not even a path for a pipe
+    /// (`pipe:[123]`).
+    Descriptor(RawFd),
+    /// A pipe, device or socket, opened and written in place.
+    Special(PathBuf),
+    /// A regular file (which need not exist yet), written atomically.
+    File(PathBuf),
+}
+
+/// Where writing `path` lands, following a chain of symbolic links: an
+/// open descriptor one of them names, else the file the chain ends at.
+fn sink_of(path: &Path) -> std::io::Result<Sink> {
+    let own = PathBuf::from(format!("/proc/{}/fd", std::process::id()));
+    let descriptors = [Path::new("/dev/fd"), Path::new("/proc/self/fd"), Path::new("/proc/thread-self/fd"), &own];
     let mut p = path.to_path_buf();
     for _ in 0..MAX_LINKS {
+        if p.parent().is_some_and(|dir| descriptors.contains(&dir)) {
+            if let Some(fd) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()) {
+                return Ok(Sink::Descriptor(fd));
+            }
+        }
         match std::fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_symlink() => {
                 let next = std::fs::read_link(&p)?;
@@ -29,50 +50,19 @@ fn target_of(path: &Path) -> std::io::Result<PathBuf> {
                     _ => next,
                 };
             }
-            _ => return Ok(p),
+            _ if std::fs::metadata(&p).is_ok_and(|m| !m.is_file() && !m.is_dir()) => return Ok(Sink::Special(p)),
+            _ => return Ok(Sink::File(p)),
         }
     }
     Err(std::io::Error::other("too many levels of symbolic links"))
 }
 
-/// The open descriptor of this process that `path` names, directly or
-/// through links: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
-/// `/proc/self/fd/N`. Writing there means writing to that descriptor, at
-/// its offset and in its mode (appending under `>>`), not to whatever file
-/// it has open, which is not even a path for a pipe (`pipe:[123]`).
+/// The open descriptor `path` names ([`Sink::Descriptor`]), if any.
 fn descriptor_of(path: &Path) -> Option<RawFd> {
-    let own = PathBuf::from(format!("/proc/{}/fd", std::process::id()));
-    let mut p = path.to_path_buf();
-    for _ in 0..MAX_LINKS {
-        let dir = p.parent()?;
-        if [Path::new("/dev/fd"), Path::new("/proc/self/fd"), Path::new("/proc/thread-self/fd"), &own].contains(&dir) {
-            return p.file_name()?.to_str()?.parse().ok();
-        }
-        let next = std::fs::read_link(&p).ok()?;
-        p = if next.is_relative() { dir.join(next) } else { next };
+    match sink_of(path) {
+        Ok(Sink::Descriptor(fd)) => Some(fd),
+        _ => None,
     }
-    None
-}
-
-/// What writing `path` goes to.
-enum Sink {
-    /// An open descriptor of this process.
-    Descriptor(RawFd),
-    /// A pipe, device or socket, opened and written in place.
-    Special(PathBuf),
-    /// A regular file (which need not exist yet), written atomically.
-    File(PathBuf),
-}
-
-fn sink_of(path: &Path) -> std::io::Result<Sink> {
-    if let Some(fd) = descriptor_of(path) {
-        return Ok(Sink::Descriptor(fd));
-    }
-    let target = target_of(path)?;
-    if std::fs::metadata(&target).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        return Ok(Sink::Special(target));
-    }
-    Ok(Sink::File(target))
 }
 
 /// The temporary file an atomic write of `target` goes through.

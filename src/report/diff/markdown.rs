@@ -107,10 +107,6 @@ fn first_of(list: &[Text]) -> String {
     }
 }
 
-fn stage_list(stages: &[Stage]) -> String {
-    stages.iter().map(|s| s.label()).collect::<Vec<_>>().join(", ")
-}
-
 /// The sentence that says what a stage's kernel times are per.
 fn normalization_note(n: &Normalization) -> Option<String> {
     let (b, nw) = (n.base_units?, n.new_units?);
@@ -241,10 +237,10 @@ pub fn markdown(d: &DiffReport) -> String {
     out.push(format!("- base: {}", paths(&d.base_traces)));
     out.push(format!("- new: {}", paths(&d.new_traces)));
     if !d.only_in_base.is_empty() {
-        out.push(format!("- stages only in base: {}", stage_list(&d.only_in_base)));
+        out.push(format!("- stages only in base: {}", super::stage_labels(&d.only_in_base)));
     }
     if !d.only_in_new.is_empty() {
-        out.push(format!("- stages only in new: {}", stage_list(&d.only_in_new)));
+        out.push(format!("- stages only in new: {}", super::stage_labels(&d.only_in_new)));
     }
     for note in &d.notes {
         out.push(format!("- {}", escape_md_cell(note)));

@@ -110,7 +110,7 @@ pub(crate) fn kernels_count(n: usize) -> String {
 const STAGE_SOURCE: &str = ": a trace's stages come from its annotations, else from its file and folder names";
 
 /// Stage names joined with `, `.
-fn stage_labels(stages: &[Stage]) -> String {
+pub(crate) fn stage_labels(stages: &[Stage]) -> String {
     stages.iter().map(|s| s.label()).collect::<Vec<_>>().join(", ")
 }
 

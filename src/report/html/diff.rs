@@ -7,7 +7,8 @@ use std::fmt::Write;
 use crate::report::diff::{DiffReport, KernelDiff, NormBasis, StageDiff, StageFigures};
 
 use super::svg::{paired_bars, Pair};
-use super::{esc, finite, kernel_label, legend, ms, page, signed_ms, signed_pct, Cell, Table};
+use super::{esc, finite, legend, ms, page, signed_ms, signed_pct, Cell, Table};
+use crate::report::table::names::display_name;
 
 /// Kernels in a stage's before/after chart.
 pub const TOP_CHANGES: usize = 10;
@@ -123,7 +124,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
             .map(|k| {
                 // A side the kernel did not run on shows `-`, as the table.
                 let (base, new, _) = compared(k);
-                (kernel_label(&k.kernel), (k.base_count > 0).then_some(base), (k.new_count > 0).then_some(new))
+                (display_name(&k.kernel), (k.base_count > 0).then_some(base), (k.new_count > 0).then_some(new))
             })
             .collect()
     };
@@ -219,8 +220,8 @@ pub fn render(d: &DiffReport) -> String {
     }
     for (what, stages) in [("base", &d.only_in_base), ("new", &d.only_in_new)] {
         if !stages.is_empty() {
-            let names: Vec<&str> = stages.iter().map(|s| s.label()).collect();
-            let _ = writeln!(b, "<p class=\"note\">Stages only in {what}: {}</p>", esc(&names.join(", ")));
+            let names = crate::report::diff::stage_labels(stages);
+            let _ = writeln!(b, "<p class=\"note\">Stages only in {what}: {}</p>", esc(&names));
         }
     }
     if let (Some(t), Some(outcome)) = (d.gate.threshold_pct, d.gate_outcome()) {

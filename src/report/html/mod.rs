@@ -62,12 +62,6 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// A kernel's name as the charts and tables show it: demangled as the
-/// table view shows it.
-pub fn kernel_label(raw: &str) -> String {
-    crate::report::table::names::display_name(raw)
-}
-
 /// A finite number, or 0.
 pub fn finite(x: f64) -> f64 {
     if x.is_finite() {
@@ -131,7 +125,7 @@ impl Cell {
     /// A kernel's name as the table view shows it (demangled), with the
     /// name as the trace gives it on hover.
     pub fn kernel(raw: &str) -> Cell {
-        let shown = kernel_label(raw);
+        let shown = crate::report::table::names::display_name(raw);
         let title = (shown != raw).then(|| raw.to_string());
         Cell { text: shown, value: None, name: true, title }
     }

@@ -16,7 +16,8 @@ use crate::report::timeline::{
 };
 
 use super::svg::{hbars, stacked_bar, Bar, Segment};
-use super::{esc, finite, kernel_label, legend, ms, page, Cell, Table};
+use super::{esc, finite, legend, ms, page, Cell, Table};
+use crate::report::table::names::display_name;
 
 /// Kernels in a stage's top-kernels chart.
 pub const TOP_KERNELS: usize = 10;
@@ -115,7 +116,7 @@ fn top_kernels(out: &mut String, r: &TriageReport, stage: Stage) {
         .filter(|k| k.rendered)
         .collect();
     rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us));
-    let top: Vec<_> = rows.iter().take(TOP_KERNELS).map(|k| (kernel_label(&k.kernel), k.share_pct)).collect();
+    let top: Vec<_> = rows.iter().take(TOP_KERNELS).map(|k| (display_name(&k.kernel), k.share_pct)).collect();
     let bars: Vec<Bar> = top.iter().map(|(label, value)| Bar { label, value: *value }).collect();
     let _ = writeln!(out, "<h3>Top kernels by share of GPU time</h3>");
     out.push_str(&hbars(&bars, COMPUTE, &|v| format!("{:.1}%", finite(v))));

@@ -269,12 +269,11 @@ pub fn render(d: &DiffReport, width: usize) -> Vec<String> {
     o.text("torchtriage diff");
     o.text(&format!("Base: {}", paths(&d.base_traces)));
     o.text(&format!("New: {}", paths(&d.new_traces)));
-    let list = |s: &[crate::analysis::stage::Stage]| s.iter().map(|s| s.label()).collect::<Vec<_>>().join(", ");
     if !d.only_in_base.is_empty() {
-        o.text(&format!("Stages only in base: {}", list(&d.only_in_base)));
+        o.text(&format!("Stages only in base: {}", crate::report::diff::stage_labels(&d.only_in_base)));
     }
     if !d.only_in_new.is_empty() {
-        o.text(&format!("Stages only in new: {}", list(&d.only_in_new)));
+        o.text(&format!("Stages only in new: {}", crate::report::diff::stage_labels(&d.only_in_new)));
     }
     for note in &d.notes {
         o.text(&super::names::visible(note));
