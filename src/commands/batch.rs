@@ -329,15 +329,18 @@ pub(super) fn print_batch(
     if failures.is_empty() {
         return printed.map(|()| 1);
     }
-    let _ = writeln!(std::io::stderr(), "torchtriage: {} of {} files failed:", failures.len(), info.files);
-    for (path, e) in failures {
-        // Errors from ingest already name the file; others get it here.
-        if e.path.is_some() {
-            let _ = writeln!(std::io::stderr(), "  {e}");
-        } else {
-            let _ = writeln!(std::io::stderr(), "  {}: {e}", crate::error::shown(path));
-        }
-    }
+    // Errors from ingest already name the file; others get it here.
+    let line = |&(path, e): &(&Path, &Error)| match e.path {
+        Some(_) => e.to_string(),
+        None => format!("{}: {e}", crate::error::shown(path)),
+    };
+    let head = format!("torchtriage: {} of {} files failed:", failures.len(), info.files);
+    let mut err = std::io::stderr().lock();
+    // One bad file is one line; more are listed under the count.
+    let _ = match failures {
+        [one] => writeln!(err, "{head} {}", line(one)),
+        many => writeln!(err, "{head}").and_then(|()| many.iter().try_for_each(|f| writeln!(err, "  {}", line(f)))),
+    };
     printed.map(|()| 1)
 }
 

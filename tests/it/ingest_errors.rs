@@ -287,3 +287,43 @@ fn errors_name_the_input_as_given() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// `batch` lists the files that failed on stderr: one bad file is one line
+/// after the count, several are one line each below it.
+#[test]
+fn batch_failures_are_a_line_each() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("run")).unwrap();
+    write_temp(&dir, "run/rank0.pt.trace.json", GOOD);
+    write_temp(&dir, "run/rank1.pt.trace.json", &GOOD[..GOOD.len() - 10]);
+    let cut = GOOD.len() - 10;
+    let out = common::run_in(dir.path(), &["-q", "batch", "run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The batch names its files by their full paths, as its report does.
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].starts_with("torchtriage: 1 of 2 files failed: /"), "{stderr}");
+    assert!(
+        lines[0].ends_with(&format!(
+            "/run/rank1.pt.trace.json: byte {cut}: unexpected end of input inside traceEvents (truncated file?)"
+        )),
+        "{stderr}"
+    );
+
+    write_temp(&dir, "run/rank2.pt.trace.json", &GOOD[..GOOD.len() - 10]);
+    let out = common::run_in(dir.path(), &["-q", "batch", "run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert_eq!(lines[0], "torchtriage: 2 of 3 files failed:");
+    assert!(
+        lines[1].starts_with("  /") && lines[1].contains(&format!("/run/rank1.pt.trace.json: byte {cut}: ")),
+        "{stderr}"
+    );
+    assert!(
+        lines[2].starts_with("  /") && lines[2].contains(&format!("/run/rank2.pt.trace.json: byte {cut}: ")),
+        "{stderr}"
+    );
+}
