@@ -21,7 +21,9 @@
 //!   exceeds the median by less than [`EXPLAINS_SHARE`] of the spread of the
 //!   measured rows' exposed communication (largest minus smallest): a rank
 //!   whose extra work is a fraction of the other ranks' extra waiting does
-//!   not hold them up by that work (the stage then records the candidate as
+//!   not hold them up by that work; nor is one named when fewer than two
+//!   rows have exposed communication measured, there being no waits to
+//!   explain (the stage then records the candidate as
 //!   [`StageSummary::unexplained`]);
 //! - waiting ranks: rows whose exposed communication is positive, above
 //!   `bar(exposed communication)` and above the median by at least
@@ -246,8 +248,10 @@ pub struct Unexplained {
     pub rank: u64,
     /// Its compute time minus the stage's median compute time.
     pub excess_us: f64,
-    /// Largest minus smallest exposed communication of the measured rows.
-    pub comm_spread_us: f64,
+    /// Largest minus smallest exposed communication of the measured rows;
+    /// `None` when fewer than two rows were measured, so the waits cannot
+    /// be compared at all.
+    pub comm_spread_us: Option<f64>,
 }
 
 /// The share of the exposed-communication spread a slow rank's extra
@@ -351,15 +355,15 @@ fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> St
     let (median_busy_us, median_compute_us, median_exposed_comm_us) =
         (measured_median(&busy), median(&compute), measured_median(&comm));
     let candidate = slow_row(&rows, median_compute_us, straggler_pct);
-    let comm_spread_us =
-        comm.iter().copied().fold(f64::NEG_INFINITY, f64::max) - comm.iter().copied().fold(f64::INFINITY, f64::min);
+    // Without exposed communication on two rows there is no wait to
+    // explain: no rank is named slow on its compute alone.
+    let comm_spread_us = (comm.len() >= 2).then(|| {
+        comm.iter().copied().fold(f64::NEG_INFINITY, f64::max) - comm.iter().copied().fold(f64::INFINITY, f64::min)
+    });
     let unexplained = candidate.and_then(|i| {
         let excess_us = rows[i].compute_us - median_compute_us;
-        (comm_spread_us.is_finite() && excess_us < EXPLAINS_SHARE * comm_spread_us).then_some(Unexplained {
-            rank: rows[i].rank,
-            excess_us,
-            comm_spread_us,
-        })
+        let explains = comm_spread_us.is_some_and(|spread| !(excess_us < EXPLAINS_SHARE * spread));
+        (!explains).then_some(Unexplained { rank: rows[i].rank, excess_us, comm_spread_us })
     });
     let slow = candidate.filter(|_| unexplained.is_none());
     let slow_rank = slow.map(|i| rows[i].rank);
@@ -639,7 +643,13 @@ mod tests {
         let s = summarize(&files, 10.0).remove(0);
         assert_eq!((s.median_busy_us, s.median_exposed_comm_us), (None, None));
         assert!(s.rows.iter().all(|r| r.overlap_pct.is_none() && r.exposed_comm_pct.is_none()));
-        assert_eq!(roles(&s), vec![(None, None), (Some("slow"), None), (None, None)]);
+        // Rank 1 computes the most, but with no waits measured nothing says
+        // it holds the others up: it is not named slow.
+        assert_eq!(roles(&s), vec![(None, None), (None, None), (None, None)]);
+        assert_eq!(
+            (s.slow_rank, s.unexplained),
+            (None, Some(Unexplained { rank: 1, excess_us: 30.0, comm_spread_us: None }))
+        );
         // Beside a measured rank, the medians are the measured rows'.
         let mut a = a;
         a.push(analysis(3, vec![collective(100.0, 40.0)]));
@@ -655,7 +665,7 @@ mod tests {
         // differs by 80 µs: 15 µs of compute does not hold them up 80 µs.
         let s = stage_of(&[(100.0, 10.0), (100.0, 50.0), (115.0, 10.0), (100.0, 90.0)]);
         assert_eq!(s.slow_rank, None);
-        assert_eq!(s.unexplained, Some(Unexplained { rank: 2, excess_us: 15.0, comm_spread_us: 80.0 }));
+        assert_eq!(s.unexplained, Some(Unexplained { rank: 2, excess_us: 15.0, comm_spread_us: Some(80.0) }));
         let waiting = (Some("waiting"), None);
         assert_eq!(roles(&s), vec![(None, None), waiting, (None, None), waiting]);
         // The rank that computes more by too little to explain the waits
@@ -667,6 +677,23 @@ mod tests {
         // 30 µs more compute reaches a quarter of a 90 µs spread.
         let s = stage_of(&[(100.0, 10.0), (100.0, 50.0), (130.0, 10.0), (100.0, 100.0)]);
         assert_eq!((s.slow_rank, s.unexplained), (Some(2), None));
+    }
+
+    #[test]
+    fn one_measured_row_cannot_explain_waits() {
+        // A pid filter that kept only rank 0's kernels: one row measured,
+        // so no spread of waits to compare rank 2's extra compute with.
+        let unmeasured = |compute: f64| StageFacts { bundle: String::new(), ..collective(compute, 0.0) };
+        let a = [
+            analysis(0, vec![collective(100.0, 40.0)]),
+            analysis(1, vec![unmeasured(100.0)]),
+            analysis(2, vec![unmeasured(150.0)]),
+        ];
+        let files: Vec<&RankFacts> = a.iter().collect();
+        let s = summarize(&files, 10.0).remove(0);
+        assert_eq!(s.slow_rank, None);
+        assert_eq!(s.unexplained, Some(Unexplained { rank: 2, excess_us: 50.0, comm_spread_us: None }));
+        assert!(s.rows.iter().all(|r| r.role.is_none()));
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::analysis::ranks::{above, KernelSpread, RankRow, Role, StageFacts, StageSummary, EXPLAINS_SHARE};
+use crate::analysis::ranks::{
+    above, KernelSpread, RankRow, Role, StageFacts, StageSummary, Unexplained, EXPLAINS_SHARE,
+};
 use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::FileOutcome;
@@ -165,12 +167,17 @@ pub(crate) fn roles_legend(pct: f64) -> String {
 /// Why a stage names no slow rank.
 fn no_slow_rank_line(s: &StageSummary, pct: f64) -> String {
     match s.unexplained {
-        Some(u) => format!(
+        Some(Unexplained { rank, excess_us, comm_spread_us: None }) => format!(
+            "No slow rank: rank {rank} computes the most, {} above the median {}, but exposed communication was measured on fewer than two ranks, so whether the others wait on it cannot be told",
+            format_ms(excess_us),
+            format_ms(s.median_compute_us),
+        ),
+        Some(u @ Unexplained { comm_spread_us: Some(spread), .. }) => format!(
             "No slow rank: rank {} computes the most, {} above the median {}, but the ranks' exposed communication differs by up to {}: GPU compute does not explain the waits (extra compute under {:.0}% of that; look at the host, the input pipeline or the network)",
             u.rank,
             format_ms(u.excess_us),
             format_ms(s.median_compute_us),
-            format_ms(u.comm_spread_us),
+            format_ms(spread),
             100.0 * EXPLAINS_SHARE
         ),
         None => format!(

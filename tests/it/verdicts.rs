@@ -129,3 +129,22 @@ fn the_headline_and_verdict_name_a_stage_as_its_section_does() {
     assert!(md.contains("##### extend/prefill"), "{md}");
     assert!(md.contains("\n- extend/prefill: window ") && md.contains("\nextend/prefill: GPU "), "{md}");
 }
+
+/// A batch whose pid filter keeps no rank's kernels measures no waits, so
+/// the rank that computes the most is not named slow: the report says the
+/// test cannot be made.
+#[test]
+fn no_slow_rank_without_measured_waits() {
+    let dir = trace("param_dlrm_8rank");
+    let out = common::run(&["-q", "batch", "--pid-substring", "no-such-process", "--format", "json", &dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stage = &v["stages"][0];
+    assert_eq!(stage["slow_rank"], Value::Null);
+    assert_eq!(stage["unexplained_slow_rank"]["comm_spread_us"], Value::Null);
+    assert!(stage["ranks"].as_array().unwrap().iter().all(|r| r["role"] == ""));
+    let md = common::run(&["-q", "batch", "--pid-substring", "no-such-process", &dir]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(!md.contains("Likely slow rank"), "{md}");
+    assert!(md.contains("exposed communication was measured on fewer than two ranks"), "{md}");
+}
