@@ -285,6 +285,11 @@ pub fn render(r: &TriageReport) -> String {
     if let Some(model) = &r.model {
         lines.push(format!("Model: {model}"));
     }
+    // What the run left out or could not read, as stderr said it: a report
+    // kept in a file says it too.
+    if r.compat == Compat::Default {
+        lines.extend(r.notes.iter().map(|n| escape_md_cell(n)));
+    }
     lines.push(String::new());
     if let (Compat::Default, Some(t)) = (r.compat, &r.timeline) {
         lines.extend(super::timeline::headline(r, t));

@@ -258,3 +258,29 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
     }
 }
+
+/// What stderr warns of is in every report format too, so a report kept
+/// in a file (or read after `--quiet`) says the run left data out: here a
+/// kernel whose `ts` is not a number, and the ranks of a directory the
+/// single-trace report did not read.
+#[test]
+fn every_format_carries_the_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut trace: serde_json::Value = serde_json::from_slice(&std::fs::read(FIXTURE).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array_mut().unwrap();
+    let mut bad = events.iter().find(|e| e["cat"] == "kernel").unwrap().clone();
+    bad["ts"] = "soon".into();
+    events.push(bad);
+    let skip = dir.path().join("skip.json");
+    std::fs::write(&skip, serde_json::to_vec(&trace).unwrap()).unwrap();
+    for (input, want) in [(skip.to_str().unwrap(), "1 complete event skipped"), (RANKS, "other traces left out")] {
+        for format in ["markdown", "table", "json", "html"] {
+            let text = String::from_utf8(stdout_of(&["-q", "triage", input, "--format", format])).unwrap();
+            assert!(text.contains(want), "{format} on {input}: no note saying {want:?}");
+        }
+        let csv = dir.path().join("csv");
+        stdout_of(&["-q", "triage", input, "--format", "csv", "-o", csv.to_str().unwrap()]);
+        let notes = std::fs::read_to_string(csv.join("notes.csv")).unwrap();
+        assert!(notes.lines().next() == Some("note") && notes.contains(want), "notes.csv on {input}: {notes}");
+    }
+}

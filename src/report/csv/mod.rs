@@ -29,6 +29,7 @@ pub const FILE_NAMES: &[&str] = &[
     "failures.csv",
     "skipped.csv",
     "categories.csv",
+    "notes.csv",
 ];
 
 impl Renderer for Csv {

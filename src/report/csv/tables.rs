@@ -271,7 +271,18 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
         done("timeline.csv", timeline),
         done("idle.csv", idle),
         done("stages.csv", steps),
+        notes(r),
     ]
+}
+
+/// `notes.csv`: the report's notes (what the run left out or could not
+/// read, as stderr says), one a row.
+fn notes(r: &Value) -> (&'static str, String) {
+    let mut t = Table::with_columns(&["note"]);
+    for note in items(&r["notes"]) {
+        t.push(&[("note", note)], &Value::Object(Default::default()), &[]);
+    }
+    done("notes.csv", t)
 }
 
 /// `stages.csv` (one row per stage: the medians the roles compare with),
@@ -325,5 +336,5 @@ pub(super) fn diff(d: &Value) -> Vec<(&'static str, String)> {
             categories.push(&[("stage", &s["stage"])], row, &[]);
         }
     }
-    vec![done("timeline.csv", timeline), done("kernels.csv", kernels), done("categories.csv", categories)]
+    vec![done("timeline.csv", timeline), done("kernels.csv", kernels), done("categories.csv", categories), notes(d)]
 }

@@ -78,6 +78,9 @@ fn header(o: &mut Out, r: &TriageReport) {
     if let Some(model) = &r.model {
         o.text(&format!("Model: {model}"));
     }
+    for note in &r.notes {
+        o.text(&super::names::visible(note));
+    }
 }
 
 fn headline(o: &mut Out, r: &TriageReport, t: &Timeline) {
