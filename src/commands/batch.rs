@@ -249,18 +249,6 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     let (results, _peak) = run_bounded(tasks, jobs, budget, observer, &work, &on_panic);
     drop(progress);
     let outcomes: Vec<FileOutcome> = results.into_iter().map(|(file, result)| FileOutcome { file, result }).collect();
-    if !global.quiet {
-        for o in &outcomes {
-            if let Ok(a) = &o.result {
-                // The notes the file's triage report carries, as `triage`
-                // prints them.
-                for note in &a.notes {
-                    let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
-                }
-            }
-        }
-    }
-
     if let Some(dir) = &args.summaries {
         write_summaries(dir, &outcomes)?;
     }
@@ -286,16 +274,18 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         failures: &failures,
         skipped: &skipped,
         world_sizes: crate::analysis::ranks::world_sizes(ok.iter().copied()),
+        file_notes: outcomes.iter().filter_map(|o| o.result.as_ref().ok()).flat_map(|a| a.notes.clone()).collect(),
     };
     print_batch(&output, &summary, &info, global)
 }
 
-/// One warning line for rank numbers that more than one file holds (two
-/// profiling cycles of one rank, say): the report compares each file as a
-/// rank of its own, so the medians count that rank twice; and one for
-/// traces of jobs of different sizes.
+/// The files' own notes, as `triage` prints them; one warning line for
+/// rank numbers that more than one file holds (two profiling cycles of one
+/// rank, say): the report compares each file as a rank of its own, so the
+/// medians count that rank twice; and one for traces of jobs of different
+/// sizes.
 fn warn_rank_notes(summary: &[StageSummary], info: &render::RunInfo) {
-    for note in render::rank_notes(summary, info) {
+    for note in info.file_notes.iter().cloned().chain(render::rank_notes(summary, info)) {
         let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
 }

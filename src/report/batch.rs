@@ -36,6 +36,9 @@ pub struct RunInfo<'a> {
     /// The world sizes the traces give, with how many files give each
     /// ([`crate::analysis::ranks::world_sizes`]).
     pub world_sizes: Vec<(u64, usize)>,
+    /// The triaged files' own notes (events skipped, a pid filter that kept
+    /// nothing), in file order, as `triage` gives them.
+    pub file_notes: Vec<String>,
 }
 
 /// Inputs of a merge named in its header before the rest are counted.
@@ -273,6 +276,7 @@ fn kernel_line(k: &KernelSpread) -> String {
 pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
     let mut out =
         vec!["Batch View".to_string(), info.source_line(), info.files_line(), roles_legend(info.straggler_pct)];
+    out.extend(notes(stages, info).iter().map(|n| escape_md_cell(n)));
     for s in stages {
         out.push(String::new());
         out.push(format!("##### {}", s.stage.label()));
@@ -420,10 +424,11 @@ pub fn rank_notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
     shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).collect()
 }
 
-/// The notes of a batch report: [`rank_notes`], and directories that could
-/// not be listed.
+/// The notes of a batch report: the files' own, [`rank_notes`], and
+/// directories that could not be listed.
 pub fn notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
-    let mut notes = rank_notes(stages, info);
+    let mut notes = info.file_notes.clone();
+    notes.extend(rank_notes(stages, info));
     notes.extend(incomplete_note(info.skipped));
     notes
 }

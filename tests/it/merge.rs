@@ -174,3 +174,21 @@ fn traces_of_jobs_of_different_sizes_are_warned_about() {
     let (_, v, _) = json(&["batch", s(&ranks)]);
     assert_eq!(v["notes"], serde_json::json!([]));
 }
+
+/// A trace's own notes (here a pid filter that kept none of its kernels)
+/// are in the batch report, in the summary, and in the merged report.
+#[test]
+fn the_files_notes_survive_the_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let sums = dir.path().join("sums");
+    let filter = ["--pid-substring", "no-such-process"];
+    let (code, batch, _) = json(&[&["batch", RANKS, "--summaries", s(&sums)][..], &filter].concat());
+    assert_eq!(code, Some(0));
+    let notes = batch["notes"].as_array().unwrap();
+    assert_eq!(notes.iter().filter(|n| n.as_str().unwrap().contains("matches no process")).count(), 8, "{notes:?}");
+    let (code, merged, _) = json(&["merge", s(&sums)]);
+    assert_eq!(code, Some(0));
+    assert_eq!(merged["notes"], batch["notes"]);
+    let md = common::run(&["-q", "batch", RANKS, filter[0], filter[1]]);
+    assert_eq!(String::from_utf8_lossy(&md.stdout).matches("matches no process").count(), 8);
+}

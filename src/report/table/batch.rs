@@ -109,6 +109,9 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     o.text(&info.source_line());
     o.text(&info.files_line());
     o.text(&format!("{}.", crate::report::batch::roles_legend(info.straggler_pct)));
+    for note in crate::report::batch::notes(b.stages, info) {
+        o.text(&super::names::visible(&note));
+    }
     for s in b.stages {
         o.title(&stage_heading(s.stage));
         rank_table(&mut o, s, info.straggler_pct);

@@ -270,6 +270,7 @@ fn batch_fits_every_width() {
         failures: &failures,
         skipped: &[],
         world_sizes: vec![],
+        file_notes: Vec::new(),
     };
     for width in WIDTHS {
         let out = text(Table { width }.batch(BatchView { stages: &stages, info: &info }));

@@ -34,13 +34,17 @@ pub struct RankSummary {
     pub facts: Option<RankFacts>,
     /// Why the trace failed (the message without the file name).
     pub error: Option<String>,
+    /// The notes of the trace's triage report (events skipped, a pid
+    /// filter that kept nothing); absent in summaries of older builds.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl RankSummary {
     pub fn of(outcome: &FileOutcome) -> Self {
-        let (facts, error, skipped_events) = match &outcome.result {
-            Ok(a) => (Some(a.facts.clone()), None, a.skipped_events),
-            Err(e) => (None, Some(error_text(&outcome.file.path, e)), 0),
+        let (facts, error, skipped_events, notes) = match &outcome.result {
+            Ok(a) => (Some(a.facts.clone()), None, a.skipped_events, a.notes.clone()),
+            Err(e) => (None, Some(error_text(&outcome.file.path, e)), 0, Vec::new()),
         };
         RankSummary {
             schema_version: SCHEMA_VERSION,
@@ -50,6 +54,7 @@ impl RankSummary {
             skipped_events,
             facts,
             error,
+            notes,
         }
     }
 
