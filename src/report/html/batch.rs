@@ -168,6 +168,6 @@ fn opt_ms(us: Option<f64>) -> String {
 fn opt_cell(value: Option<f64>, text: impl Fn(f64) -> String) -> Cell {
     match value {
         Some(v) => Cell::num(text(v), v),
-        None => Cell::text("-"),
+        None => Cell::num("-", f64::NAN),
     }
 }

@@ -167,8 +167,8 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
             Cell::kernel(&k.kernel),
             Cell::text(k.category),
             Cell::text(k.label()),
-            Cell::num(side_ms(base, k.base_count), base),
-            Cell::num(side_ms(new, k.new_count), new),
+            side_cell(base, k.base_count),
+            side_cell(new, k.new_count),
             Cell::num(signed_ms(delta), delta),
             Cell::num(signed_pct(delta_pct), delta_pct.unwrap_or(f64::NAN)),
             Cell::num(k.base_count.to_string(), k.base_count as f64),
@@ -196,8 +196,8 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
         };
         t.push(vec![
             Cell::text(c.category),
-            Cell::num(side_ms(base, c.base_count), base),
-            Cell::num(side_ms(new, c.new_count), new),
+            side_cell(base, c.base_count),
+            side_cell(new, c.new_count),
             Cell::num(signed_ms(delta), delta),
             Cell::num(signed_pct(pct), pct.unwrap_or(f64::NAN)),
         ]);
@@ -241,10 +241,12 @@ pub fn render(d: &DiffReport) -> String {
 
 /// A kernel's time on one side, `-` when it did not run there (a `new` or
 /// `gone` kernel), as the markdown shows it.
-fn side_ms(us: f64, count: u64) -> String {
+/// A side's time, or `-` (and no sort key) when the kernel or category
+/// did not run on that side.
+fn side_cell(us: f64, count: u64) -> Cell {
     if count == 0 && us == 0.0 {
-        "-".into()
+        Cell::num("-", f64::NAN)
     } else {
-        ms(us)
+        Cell::num(ms(us), us)
     }
 }

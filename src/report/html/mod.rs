@@ -100,7 +100,10 @@ pub fn signed_pct(x: Option<f64>) -> String {
 /// One table cell.
 pub struct Cell {
     text: String,
-    /// The sort key of a numeric column.
+    /// A numeric column's cell.
+    numeric: bool,
+    /// Its sort key; none for a figure not measured, which sorts last
+    /// either way.
     value: Option<f64>,
     /// Shown in a monospace font and shortened, full text on hover.
     name: bool,
@@ -111,23 +114,24 @@ pub struct Cell {
 impl Cell {
     /// Plain text.
     pub fn text(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), value: None, name: false, title: None }
+        Cell { text: text.into(), numeric: false, value: None, name: false, title: None }
     }
-    /// A formatted number sorted by `value`.
+    /// A formatted number sorted by `value`; a value that is not finite
+    /// (a figure one side lacks) sorts after every number.
     pub fn num(text: impl Into<String>, value: f64) -> Cell {
-        Cell { text: text.into(), value: Some(finite(value)), name: false, title: None }
+        Cell { text: text.into(), numeric: true, value: value.is_finite().then_some(value), name: false, title: None }
     }
     /// A name (kernel, pattern, location): shortened, with the full text in
     /// the `title` attribute.
     pub fn name(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), value: None, name: true, title: None }
+        Cell { text: text.into(), numeric: false, value: None, name: true, title: None }
     }
     /// A kernel's name as the table view shows it (demangled), with the
     /// name as the trace gives it on hover.
     pub fn kernel(raw: &str) -> Cell {
         let shown = crate::report::table::names::display_name(raw);
         let title = (shown != raw).then(|| raw.to_string());
-        Cell { text: shown, value: None, name: true, title }
+        Cell { text: shown, numeric: false, value: None, name: true, title }
     }
 }
 
@@ -187,6 +191,9 @@ impl Table {
                 match (cell.value, cell.name) {
                     (Some(v), _) => {
                         let _ = write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(&cell.text));
+                    }
+                    (None, _) if cell.numeric => {
+                        let _ = write!(out, "<td class=\"num\" data-v=\"\">{}</td>", esc(&cell.text));
                     }
                     (None, true) => {
                         let short = &short[c][i];

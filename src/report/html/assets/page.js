@@ -17,11 +17,13 @@
     blocked.push(e.violatedDirective + " " + (e.blockedURI || "inline"));
     show();
   });
+  // A numeric cell's key, or null for a figure not measured (data-v=""
+  // or no number in the text), which sorts last either way.
   function key(cell, numeric) {
     var v = cell.getAttribute("data-v");
     if (numeric) {
       var x = parseFloat(v !== null ? v : cell.textContent);
-      return isNaN(x) ? -Infinity : x;
+      return isNaN(x) ? null : x;
     }
     return (v !== null ? v : cell.textContent).toLowerCase();
   }
@@ -36,6 +38,7 @@
     var rows = Array.prototype.slice.call(body.rows);
     rows.sort(function (a, b) {
       var x = key(a.cells[col], numeric), y = key(b.cells[col], numeric);
+      if (x === null || y === null) return (x === null) - (y === null);
       var c = x < y ? -1 : x > y ? 1 : 0;
       return asc ? c : -c;
     });
