@@ -233,6 +233,12 @@ def test_a_bad_option_is_refused_and_named_as_its_keyword():
         assert "<" not in str(e.value), e.value  # no placeholder of the command line's help
     with pytest.raises(ValueError, match="whole number"):
         torchtriage.batch(str(FIXTURE), jobs=2.7)
+    with pytest.raises(ValueError, match="^jobs must be at least 1$"):
+        torchtriage.batch(str(FIXTURE), jobs=-1)
+    # A trace's position: a whole number 0 to 2**64 - 1, named when not.
+    for index in [-1, 2**70, "x", None, 1.7, True]:
+        with pytest.raises(ValueError, match="^index must be a non-negative whole number"):
+            torchtriage.summarize(FIXTURE, index)
     # A value that is no number at all, named too.
     for call, name in [
         (lambda: torchtriage.triage(FIXTURE, min_share="abc"), "min_share"),
@@ -277,6 +283,27 @@ def test_dataframes_have_the_schema_columns():
     assert {"stage", "pid", "rank", "busy_us", "kernels"} <= set(timeline.columns)
     ranks = torchtriage.batch([FIXTURE]).ranks_df()
     assert {"stage", "rank", "rank_source", "file", "busy_us"} <= set(ranks.columns)
+
+
+def test_empty_and_full_dataframes_have_the_same_columns(tmp_path):
+    # A report with rows and one without (a CPU-only trace): the same
+    # columns, so code written against one runs on the other.
+    pytest.importorskip("pandas")
+    cpu_only = ROOT / "tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    full, empty = torchtriage.triage(FIXTURE), torchtriage.triage(cpu_only)
+    for accessor in ["kernels_df", "overlap_df", "timeline_df"]:
+        with_rows, without = getattr(full, accessor)(), getattr(empty, accessor)()
+        assert len(with_rows) > 0 and len(without) == 0, accessor
+        assert list(with_rows.columns) == list(without.columns), accessor
+    assert "total_us" in empty.kernels_df().sort_values("total_us").columns
+    slow = _slower_copy(tmp_path)
+    d, none = torchtriage.diff(FIXTURE, slow), torchtriage.diff(cpu_only, cpu_only)
+    for accessor in ["kernels_df", "timeline_df"]:
+        assert list(getattr(d, accessor)().columns) == list(getattr(none, accessor)().columns), accessor
+    b = torchtriage.batch([FIXTURE])
+    nothing = torchtriage.batch([cpu_only])
+    for accessor in ["kernels_df", "ranks_df"]:
+        assert list(getattr(b, accessor)().columns) == list(getattr(nothing, accessor)().columns), accessor
 
 
 def test_each_accessor_reads_its_kinds_of_report(tmp_path):
@@ -341,6 +368,28 @@ def test_a_bad_summary_is_named_by_its_place_in_the_list():
     with pytest.raises(ValueError, match=r"^summaries\[1\] is not a summary") as e:
         torchtriage.merge([good, {"a": 1}])
     assert "torchtriage-merge-" not in str(e.value)
+    # The first item that is no summary is named, whatever follows it.
+    for items, first in [([{}, 1], 1), ([1, {}], 0), ([good, "x", 2], 1)]:
+        with pytest.raises(ValueError, match=r"^summaries\[%d\] is not a summary" % first):
+            torchtriage.merge(items)
+    for whole in ["abc", b"abc", good]:
+        with pytest.raises(ValueError, match="^summaries must be a list of summaries"):
+            torchtriage.merge(whole)
+
+
+def test_warnings_name_keywords_and_functions():
+    # The notes name the command line's options and commands; their
+    # warnings name what the Python caller wrote instead.
+    with pytest.warns(UserWarning) as caught:
+        torchtriage.triage(FIXTURE, pid_substring="no-such-process")
+    texts = [str(w.message) for w in caught]
+    assert any('pid_substring "no-such-process" matches no process' in t for t in texts), texts
+    assert not any("--" in t for t in texts), texts
+    ranks = ROOT / "tests" / "data" / "traces" / "param_dlrm_8rank"
+    with pytest.warns(UserWarning) as caught:
+        torchtriage.triage(ranks)
+    texts = [str(w.message) for w in caught]
+    assert any("`torchtriage.batch('%s')` reads every trace" % ranks in t for t in texts), texts
 
 
 _TRACES = _shared_traces()
@@ -364,3 +413,13 @@ def test_shared_trace_equals_cli(trace):
             torchtriage.triage(trace)
         return
     assert torchtriage.triage(trace) == expected
+
+
+def test_batch_warns_of_each_traces_notes():
+    # What triage() warns of for one trace, batch() warns of for each, and
+    # its report's notes hold.
+    ranks = ROOT / "tests" / "data" / "traces" / "param_dlrm_8rank"
+    with pytest.warns(UserWarning, match='pid_substring "no-such-process" matches no process') as caught:
+        report = torchtriage.batch(str(ranks), pid_substring="no-such-process")
+    assert sum("matches no process" in str(w.message) for w in caught) == 8
+    assert sum("matches no process" in n for n in report["notes"]) == 8

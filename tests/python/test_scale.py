@@ -55,6 +55,22 @@ def test_summarize_and_merge_equal_batch():
     assert merged["dir"] == os.path.realpath(BUNDLED_RANKS)
 
 
+def test_a_map_over_links_numbers_ranks_as_batch_does(tmp_path):
+    # Links named by rank to traces named otherwise: the README's map and
+    # merge recipe gives the ranks batch reads from the links' names.
+    traces = sorted(BUNDLED_RANKS.iterdir())[:3]
+    for rank, trace in zip([9, 1, 4], traces):
+        os.symlink(trace, tmp_path / f"rank{rank}.json")
+    want = _batch_cli(tmp_path)
+    entries = torchtriage.batch_files(tmp_path, with_ranks=True)
+    assert sorted(r for _, r in entries) == [1, 4, 9]
+    merged = torchtriage.merge([torchtriage.summarize(p, i, name_rank=r) for i, (p, r) in enumerate(entries)])
+    _same_report(merged, want)
+    assert sorted(r["rank"] for r in merged["stages"][0]["ranks"]) == [1, 4, 9]
+    with pytest.raises(ValueError, match="with_ranks"):
+        torchtriage.batch_files(tmp_path, with_ranks="yes")
+
+
 def test_summary_of_a_bad_trace_is_a_failure(tmp_path):
     bad = tmp_path / "worker3.pt.trace.json"
     bad.write_text('{"traceEvents": [ {"ph": "X"')
@@ -134,6 +150,17 @@ def test_dask_batch_equals_batch_on_bundled_ranks(dask_client, tmp_path):
     assert [w.filename for w in caught] == [__file__]
     _same_report(report, want)
     assert report["failed"] == 1
+
+
+def test_dask_batch_of_no_trace_says_so_as_batch_does(dask_client):
+    import torchtriage.dask
+
+    for call in [lambda: torchtriage.batch([]), lambda: torchtriage.dask.batch([], dask_client)]:
+        with pytest.raises(ValueError, match="^batch needs at least one trace$"):
+            call()
+    # A generator of paths is read once, and its traces are all batched.
+    paths = (str(p) for p in sorted(BUNDLED_RANKS.iterdir())[:2])
+    assert torchtriage.dask.batch(paths, dask_client)["files"] == 2
 
 
 def test_dask_batch_lists_the_traces_on_a_worker(dask_client, monkeypatch):

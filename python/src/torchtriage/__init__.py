@@ -77,21 +77,23 @@ class Report(dict):
         (trace, stage), with ``trace`` and ``stage`` columns first; of a diff,
         the matched kernels of every stage; of a batch, the cross-rank kernel
         rows of every stage (both with a ``stage`` column first)."""
-        if self._need("kernels_df", ["triage", "diff", "batch"]) == "triage":
+        kind = self._need("kernels_df", ["triage", "diff", "batch"])
+        if kind == "triage":
             rows = [
                 {"trace": t.get("trace"), "stage": t.get("stage"), **row}
                 for t in self.get("kernel_tables", [])
                 for row in t.get("rows", [])
             ]
-            return _pandas().DataFrame(rows, columns=_columns(rows, ["trace", "stage"]))
+            return _pandas().DataFrame(rows, columns=_columns(rows, ["trace", "stage", *_KERNEL_ROW]))
         rows = [{"stage": s.get("stage"), **k} for s in self.get("stages", []) for k in s.get("kernels", [])]
-        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage"]))
+        keys = _DIFF_KERNEL_ROW if kind == "diff" else _BATCH_KERNEL_ROW
+        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", *keys]))
 
     def overlap_df(self):
         """The overlap action rows of a triage report."""
         self._need("overlap_df", ["triage"])
         rows = list(self.get("overlap", []))
-        return _pandas().DataFrame(rows, columns=_columns(rows, []))
+        return _pandas().DataFrame(rows, columns=_columns(rows, _OVERLAP_ROW))
 
     def timeline_df(self):
         """Of a triage report, one row per (stage, GPU) of the timeline, with
@@ -103,14 +105,14 @@ class Report(dict):
                 for s in self.get("stages", [])
                 for side in ("base", "new", "delta")
             ]
-            return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", "side"]))
+            return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", "side", *_DIFF_FIGURES]))
         timeline = self.get("timeline") or {}
         rows = [
             {"stage": s.get("stage"), **gpu}
             for s in timeline.get("stages", [])
             for gpu in s.get("gpus", [])
         ]
-        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage"]))
+        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", *_GPU_ROW]))
 
     def ranks_df(self):
         """Batch reports: one row per (stage, rank file), with a ``stage`` column first."""
@@ -118,7 +120,40 @@ class Report(dict):
         rows = [
             {"stage": s.get("stage"), **r} for s in self.get("stages", []) for r in s.get("ranks", [])
         ]
-        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage"]))
+        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", *_RANK_ROW]))
+
+
+# The keys of each kind of row, in the report's order (docs/json-schema.md),
+# so a DataFrame has the same columns whether or not the report has rows.
+_KERNEL_ROW = [
+    "kernel", "category", "total_us", "share_pct", "launches", "max_us", "avg_us", "location", "cpu_op", "rendered",
+]
+_OVERLAP_ROW = [
+    "stage", "priority", "verdict", "kernel", "category", "total_us", "share_pct", "exclusive_ratio", "hidden_ratio",
+    "python_scope", "launch_op", "mapping_ratio", "dependency_signal", "prev_neighbor", "next_neighbor",
+    "recommendation", "suggestion", "representative_idx", "rendered",
+]
+_GPU_ROW = [
+    "pid", "rank", "kernels", "window_us", "busy_us", "idle_us", "compute_us", "non_compute_us", "idle_pct",
+    "compute_pct", "non_compute_pct", "comm_us", "memory_us", "comm_comp_overlap_pct", "exposed_comm_us",
+    "idle_host_wait_us", "longest_idle_gap_us", "device_wait_us", "idle_by_stream",
+]
+_DIFF_KERNEL_ROW = [
+    "name", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status",
+    "normalized", "location", "cpu_op",
+]
+_DIFF_FIGURES = [
+    "window_us", "busy_us", "idle_us", "idle_pct", "compute_us", "comm_us", "comm_comp_overlap_pct", "steps",
+    "step_p50_us", "step_p90_us", "launch_delay_p50_us", "kernels_per_step", "kernel_us", "clock_offset_us",
+]
+_BATCH_KERNEL_ROW = [
+    "kernel", "category", "leads_ranks", "ranks_with_kernel", "min_us", "median_us", "max_us", "max_rank",
+]
+_RANK_ROW = [
+    "rank", "rank_source", "file", "bundle", "busy_us", "overlap_us", "overlap_pct", "gpu_time_us", "compute_us",
+    "exposed_comm_us", "exposed_comm_pct", "idle_us", "top_exposed_comm", "top_headroom", "leading_kernel", "role",
+    "waits_on", "straggler",
+]
 
 
 def _columns(rows, first):
@@ -243,7 +278,14 @@ def _warn_notes(report, stacklevel):
         # The category says what the command line's "warning: " or
         # "note: " does.
         text = note.split(": ", 1)[1] if note.startswith(("warning: ", "note: ")) else note
-        warnings.warn(text, stacklevel=stacklevel + 1)
+        warnings.warn(_in_python_terms(text), stacklevel=stacklevel + 1)
+
+
+def _in_python_terms(text):
+    # A note names the command line's options and commands; a warning names
+    # the keyword arguments and functions that set or do the same.
+    text = re.sub(r"`torchtriage batch ([^`]+)`", lambda m: "`torchtriage.batch(%r)`" % m.group(1), text)
+    return _OPTIONS.sub(lambda m: m.group(1).replace("-", "_"), text)
 
 
 def _warn_failures(report, stacklevel):
@@ -309,15 +351,26 @@ def _batch(directory, jobs, options):
     if jobs is not None:
         if isinstance(jobs, bool) or not isinstance(jobs, int):
             raise ValueError("jobs must be a whole number")
+        if jobs < 1:
+            raise ValueError("jobs must be at least 1")
         args.append(_option("jobs", jobs))
     _, report = _run_json(args)
     return report
 
 
-def batch_files(dir_or_paths):
+def batch_files(dir_or_paths, *, with_ranks=False):
     """The traces ``batch`` would triage, as absolute paths in its order: the
-    traces below a directory, or of a list of files and directories."""
-    return [path for path, _ in _batch_entries(dir_or_paths)]
+    traces below a directory, or of a list of files and directories.
+
+    With ``with_ranks=True``, ``(path, name_rank)`` pairs: the rank the name
+    each trace was found by carries (a link named ``rank2.json`` to a trace
+    named otherwise), or None, to pass to ``summarize(path, index,
+    name_rank=...)`` so a map and merge numbers the ranks as ``batch``
+    does."""
+    if not isinstance(with_ranks, bool):
+        raise ValueError("with_ranks must be True or False")
+    entries = _batch_entries(dir_or_paths)
+    return entries if with_ranks else [path for path, _ in entries]
 
 
 def _batch_entries(dir_or_paths):
@@ -367,8 +420,10 @@ def summarize(
     ``name_rank`` is the rank the name the trace was found by carries, when
     that is not its path's own (a link named ``rank2.json`` to a trace named
     otherwise); it is read before the path's name."""
-    if name_rank is not None and (isinstance(name_rank, bool) or not isinstance(name_rank, int) or name_rank < 0):
+    if name_rank is not None and not _is_count(name_rank):
         raise ValueError("name_rank must be a non-negative whole number or None")
+    if not _is_count(index):
+        raise ValueError("index must be a non-negative whole number, not %r" % (index,))
     with _keyword_names():
         text = _native.summarize(
             _path(path), int(index), _analysis_args(framework, min_share, pid_substring, timeline_basis), name_rank
@@ -376,14 +431,24 @@ def summarize(
     return json.loads(text)
 
 
+def _is_count(value):
+    # A whole number a position or rank can be (0 to 2**64 - 1), not a bool.
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64
+
+
 def merge(summaries, *, straggler_pct=10.0):
     """The reduce step: the cross-rank report ``batch`` prints, from any
     list of :func:`summarize` results (in any order; a trace given twice
     counts once). Traces that failed are in ``failures``. The report's
     ``dir`` is the deepest directory holding the summaries' traces."""
+    if isinstance(summaries, (str, bytes, dict)):
+        raise ValueError("summaries must be a list of summaries, not a %s" % type(summaries).__name__)
     summaries = list(summaries)
     if not summaries:
         raise ValueError("merge needs at least one summary")
+    for i, s in enumerate(summaries):
+        if not isinstance(s, dict):
+            raise ValueError("summaries[%d] is not a summary: a %s, not a dict" % (i, type(s).__name__))
     with tempfile.TemporaryDirectory(prefix="torchtriage-merge-") as tmp:
         for i, s in enumerate(summaries):
             with open(os.path.join(tmp, "%06d.summary.json" % i), "w", encoding="utf-8") as f:

@@ -55,6 +55,10 @@ def batch(
         torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
     # The traces are listed where they are read: on a worker, whose file
     # system the client need not share.
+    if not isinstance(dir_or_paths, (str, bytes, os.PathLike)):
+        dir_or_paths = list(dir_or_paths)
+        if not dir_or_paths:
+            raise ValueError("batch needs at least one trace")
     entries, skipped, incomplete = client.submit(_list, dir_or_paths, pure=False).result()
     futures = client.map(_summarize, entries, range(len(entries)), options=options, pure=False)
     summaries = client.gather(futures)
