@@ -105,6 +105,9 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
         ];
         if idx.is_empty() {
             lines.push(format!("| {} | - | - | - | - | - | - |", r.no_kernel_rows_text()));
+            if r.compat == Compat::Default {
+                lines.extend(all_rows_hidden_notes(r));
+            }
             return lines;
         }
         for &i in idx {
@@ -158,10 +161,68 @@ pub(crate) fn hidden_rows_note(r: &TriageReport, stage: Stage) -> Option<String>
     ))
 }
 
+/// Under a kernel table the cut-off left empty: what it hid, per stage
+/// (named when the trace has stages).
+fn all_rows_hidden_notes(r: &TriageReport) -> Vec<String> {
+    let mut stages: Vec<Stage> = r.kernel_tables.iter().map(|t| t.stage).collect();
+    stages.sort();
+    stages.dedup();
+    let named = stages != [Stage::All];
+    stages
+        .into_iter()
+        .filter_map(|s| hidden_rows_note(r, s).map(|n| if named { format!("{}: {n}", s.label()) } else { n }))
+        .collect()
+}
+
+/// Why a stage's overlap table is empty: the pid filter kept nothing, the
+/// overlap step covered other stages (beside a trace's named stages, the
+/// `all` stage of its other kernels, as the reference's overlap table
+/// leaves it out), or the share bar hid its rows.
+pub(crate) fn empty_overlap_text(r: &TriageReport, stage: Stage) -> String {
+    match r.overlap_filtered_out() {
+        Some(why) => why.to_string(),
+        None if !r.overlap_stats.iter().any(|s| s.stage == stage) => {
+            "The overlap step covers the trace's named stages, not this one: no overlap figures here.".to_string()
+        }
+        None => no_overlap_rows_text(r, Some(stage)),
+    }
+}
+
+/// An overlap table (of one stage, or of all) with no row at or above the
+/// share bar: how many the bar hid.
+pub(crate) fn no_overlap_rows_text(r: &TriageReport, stage: Option<Stage>) -> String {
+    let hidden = r.overlap_rows.iter().filter(|o| !o.rendered && stage.is_none_or(|s| s == o.stage)).count();
+    let bar = fixed(r.min_share, 1);
+    match hidden {
+        0 => format!("No overlap rows at or above {bar}% share."),
+        n => format!(
+            "No overlap rows at or above {bar}% share; {n} {} below it (--min-share 0 shows them).",
+            if n == 1 { "row is" } else { "rows are" }
+        ),
+    }
+}
+
 fn overlap_tables(r: &TriageReport) -> Vec<String> {
     let shown: Vec<_> = r.overlap_rows.iter().filter(|o| o.rendered).collect();
     let stages: Vec<Stage> = shown.iter().map(|o| o.stage).collect();
-    stage_sections(&stages, &|idx| {
+    let mut lines = overlap_sections(r, &shown, &stages);
+    // A stage with kernels but no overlap rows, beside stages with some,
+    // gets its section saying why rather than none.
+    if r.compat == Compat::Default && !stages.is_empty() {
+        let mut missing: Vec<Stage> = r.kernel_tables.iter().map(|t| t.stage).filter(|s| !stages.contains(s)).collect();
+        missing.sort();
+        missing.dedup();
+        for stage in missing {
+            lines.push(String::new());
+            lines.push(format!("##### {}", stage.label()));
+            lines.push(empty_overlap_text(r, stage));
+        }
+    }
+    lines
+}
+
+fn overlap_sections(r: &TriageReport, shown: &[&crate::report::model::OverlapRow], stages: &[Stage]) -> Vec<String> {
+    stage_sections(stages, &|idx| {
         let mut lines = vec![
             "| Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |".to_string(),
             "| --- | --- | --- | --- | --- | --- | --- |".to_string(),
@@ -171,10 +232,15 @@ fn overlap_tables(r: &TriageReport) -> Vec<String> {
                 lines.push(format!("| - | - | {why} | - | - | - | - |"));
                 return lines;
             }
-            lines.push(format!(
-                "| - | - | No rows cleared the {}% reporting bar. Use mapping/formal mode for overlap attribution. | - | - | - | - |",
-                fixed(r.min_share, 1)
-            ));
+            let text = match r.compat {
+                // The reference's words, which suit its single-trace mode.
+                Compat::Reference => format!(
+                    "No rows cleared the {}% reporting bar. Use mapping/formal mode for overlap attribution.",
+                    fixed(r.min_share, 1)
+                ),
+                Compat::Default => no_overlap_rows_text(r, None),
+            };
+            lines.push(format!("| - | - | {text} | - | - | - | - |"));
             return lines;
         }
         for &i in idx {
@@ -256,8 +322,9 @@ pub(crate) fn overlap_terms(dep: &str) -> String {
 /// What the overlap table's terms mean.
 fn overlap_legend() -> String {
     format!(
-        "Formal signal: the kernel's GPU time; share: the time any launch of it runs, of the stage's GPU busy time (the \
-         union over streams), so it differs from the kernel table's Share, which divides summed kernel time; excl \
+        "Formal signal: the kernel's GPU time; share: the time any launch of it runs, of the GPU busy time of the kernels this table \
+         covers (the union over streams of the events of a kernel category, or on a stream with a kernel-like name: \
+         less than the timeline's Busy when other events run on the device), so it differs from the kernel table's Share, which divides summed kernel time; excl \
          (exclusive): share of its time no other stream's kernel overlaps; hid (hidden): share overlapped by another \
          stream. {}",
         overlap_terms("Dep risk")

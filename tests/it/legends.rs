@@ -73,3 +73,55 @@ fn the_table_words_the_overlap_terms_as_markdown_does() {
     let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(words(&table).contains(&words(terms)), "{terms}\n{table}");
 }
+
+fn table(args: &[&str]) -> String {
+    let out = common::run(&[&["-q", "triage", "--format", "table"][..], args].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A share bar that hides every row still says what it hid, per stage, and
+/// the empty overlap table says how many rows the bar left out rather than
+/// the reference's advice to use mapping/formal mode (which the single-trace
+/// report already is); `--compat reference` keeps the reference's words.
+#[test]
+fn a_bar_that_hides_every_row_says_what_it_hid() {
+    let md = markdown(&[FIXTURE, "--min-share", "50"]);
+    assert!(md.contains("No kernel rows at or above 50.0% share."), "{md}");
+    assert!(md.contains("extend/prefill: 9 more kernels below the 50.0% share cut-off hold 100.0%"), "{md}");
+    assert!(md.contains("decode: 8 more kernels below the 50.0% share cut-off hold 100.0%"), "{md}");
+    assert!(md.contains("No overlap rows at or above 50.0% share; 11 rows are below it (--min-share 0 shows them)."));
+    assert!(!md.contains("mapping/formal mode"), "{md}");
+    let tb = table(&[FIXTURE, "--min-share", "50"]);
+    assert!(tb.contains("9 more kernels below the 50.0% share cut-off"), "{tb}");
+    assert!(tb.contains("8 more kernels below the 50.0% share cut-off"), "{tb}");
+    let reference = markdown(&[FIXTURE, "--min-share", "50", "--compat", "reference"]);
+    assert!(reference.contains("Use mapping/formal mode for overlap attribution."), "{reference}");
+    assert!(!reference.contains("more kernels below"), "{reference}");
+}
+
+/// A stage with kernels that the overlap step did not cover (kernels far
+/// from the trace's one stage annotation) gets an overlap section saying
+/// so, not none.
+#[test]
+fn a_stage_the_overlap_step_left_out_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut events =
+        vec![r#"{"ph": "X", "cat": "user_annotation", "name": "decode", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}"#
+            .to_string()];
+    for (c, ts) in [100, 200, 100_000, 100_100].into_iter().enumerate() {
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 5, "args": {{"correlation": {c}}}}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 50, "args": {{"correlation": {c}, "stream": 7}}}}"#,
+            ts + 10
+        ));
+    }
+    let trace = dir.path().join("staged.json");
+    std::fs::write(&trace, format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"))).unwrap();
+    let md = markdown(&[trace.to_str().unwrap()]);
+    let overlap = md.split("Overlap Opportunity Table").nth(1).unwrap();
+    assert!(overlap.contains("##### decode"), "{overlap}");
+    assert!(overlap.contains("##### all\nThe overlap step covers the trace's named stages, not this one"), "{overlap}");
+}

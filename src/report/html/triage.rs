@@ -281,14 +281,15 @@ pub fn render(r: &TriageReport) -> String {
     }
     terms(&mut b, KERNEL_LEGEND);
     let _ = writeln!(b, "<h2>Overlap opportunities</h2>");
-    b.push_str(
-        &overlap_table(r).html(r.overlap_filtered_out().unwrap_or("No overlap rows at or above the share bar.")),
-    );
+    let empty =
+        r.overlap_filtered_out().map_or_else(|| crate::report::markdown::no_overlap_rows_text(r, None), str::to_string);
+    b.push_str(&overlap_table(r).html(&empty));
     terms(
         &mut b,
         &format!(
-            "Share: the time any launch of the kernel runs, of the stage's GPU busy time (the union over streams), so it \
-             differs from the Kernels table's Share, which divides summed kernel time. Exclusive: share of its time no \
+            "Share: the time any launch of the kernel runs, of the GPU busy time of the kernels this table covers (the \
+             union over streams of the events of a kernel category, or on a stream with a kernel-like name: less than \
+             the timeline's Busy when other events run on the device), so it differs from the Kernels table's Share, which divides summed kernel time. Exclusive: share of its time no \
              other stream's kernel overlaps; Hidden: share overlapped by another stream. Overlap category: the overlap \
              analysis's coarse class of the kernel (the reference tool's), which can differ from the Kernels table's \
              Category (a GEMM the overlap analysis calls elementwise). {}",

@@ -28,8 +28,9 @@ const KERNEL_LEGEND: &[&str] = &[
 
 /// What the overlap table's columns mean; its verdicts, dependency risks and
 /// priorities are worded as in the markdown report (`overlap_terms`).
-const OVERLAP_COLUMNS: &str = "Share: the time any launch of the kernel runs, of the stage's GPU busy time (the union \
-     over streams), so it differs from the kernel table's Share, which divides summed kernel time. Excl (exclusive): \
+const OVERLAP_COLUMNS: &str = "Share: the time any launch of the kernel runs, of the GPU busy time of the kernels this \
+     table covers (the union over streams of the events of a kernel category, or on a stream with a kernel-like name: \
+     less than the timeline's Busy when other events run on the device), so it differs from the kernel table's Share, which divides summed kernel time. Excl (exclusive): \
      share of the kernel's time no other stream's kernel overlaps; Hid (hidden): share overlapped by another stream.";
 
 const FUSE_LEGEND: &[&str] = &[
@@ -218,9 +219,9 @@ fn kernel_table(o: &mut Out, r: &TriageReport, stage: Stage) {
     o.heading("Kernels");
     if shown == 0 {
         o.text(&format!("No kernel rows at or above {}% share.", fixed(r.min_share, 1)));
-        return;
+    } else {
+        o.table(&t);
     }
-    o.table(&t);
     if hidden > 0 {
         o.text(&format!(
             "{hidden} more {} below the {}% share cut-off or past the row limit: {}% of this stage's kernel time ({} ms).",
@@ -230,7 +231,9 @@ fn kernel_table(o: &mut Out, r: &TriageReport, stage: Stage) {
             ms(hidden_us)
         ));
     }
-    o.legend(KERNEL_LEGEND);
+    if shown > 0 {
+        o.legend(KERNEL_LEGEND);
+    }
 }
 
 fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
@@ -266,21 +269,12 @@ fn overlap_table(o: &mut Out, r: &TriageReport, stage: Stage) {
     }
     o.heading("Overlap opportunities");
     if !any {
-        match r.overlap_filtered_out() {
-            Some(why) => o.text(why),
-            None if !r.overlap_stats.iter().any(|s| s.stage == stage) => o.text(NOT_SWEPT),
-            None => o.text(&format!("No rows cleared the {}% reporting bar.", fixed(r.min_share, 1))),
-        }
+        o.text(&crate::report::markdown::empty_overlap_text(r, stage));
         return;
     }
     o.table(&t);
     o.legend(&[OVERLAP_COLUMNS, &overlap_terms("Dep risk")]);
 }
-
-/// A stage the overlap step did not cover: beside a trace's named stages,
-/// the `all` stage of its other kernels (as the reference's overlap table
-/// leaves it out).
-const NOT_SWEPT: &str = "The overlap step covers the trace's named stages, not this one: no overlap figures here.";
 
 /// Prose cut into lines of about this many characters for a table cell.
 const PROSE_CELL: usize = 40;
