@@ -327,3 +327,27 @@ fn batch_failures_are_a_line_each() {
         "{stderr}"
     );
 }
+
+/// A file named as a rank that does not read as a trace is left out of a
+/// batch with a warning on stderr (a rank the report lacks); another JSON
+/// file is left out quietly, listed in the report only.
+#[test]
+fn a_rank_named_file_that_is_no_trace_is_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("run")).unwrap();
+    write_temp(&dir, "run/rank0.pt.trace.json", GOOD);
+    write_temp(&dir, "run/rank1.json", b"\x00\x9f garbage, not JSON");
+    write_temp(&dir, "run/notes.json", b"{\"hello\": 1}");
+    let out = common::run_in(dir.path(), &["batch", "run", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].starts_with("torchtriage: warning: "), "{stderr}");
+    assert!(
+        lines[0].ends_with("run/rank1.json: skipped, not recognised as a trace (its name gives rank 1)"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 2, "{v}");
+}
