@@ -22,6 +22,10 @@ use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, Batch
 use crate::run::triage::TriageOptions;
 
 #[derive(Clone, Debug, clap::Args)]
+#[command(mut_arg("min_share", |a| a.help(
+    "Hide rows below this share of the stage's GPU time, in percent, in each file's --jsonl line; the cross-rank \
+     tables compare every kernel and overlap row of each file"
+)))]
 pub struct BatchArgs {
     /// Directory holding the per-rank traces (searched recursively), or one trace.
     pub dir: PathBuf,
