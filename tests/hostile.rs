@@ -372,11 +372,12 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
         // Last duplicate wins (a Python dict): one kernel, one non-kernel.
         r#"{"ph": "i", "ph": "X", "cat": "cpu_op", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}"#.to_string(),
         r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "dur": -2}"#.to_string(),
-        // Missing ts / dur: not complete. Missing ph: counted as <none>.
+        // Missing ts / dur: not complete, and for a GPU event skipped and
+        // counted. Missing ph: counted as <none>.
         r#"{"ph": "X", "cat": "kernel", "name": "k", "dur": 2}"#.to_string(),
         r#"{"ph": "X", "cat": "kernel", "name": "k", "ts": 2}"#.to_string(),
         r#"{"cat": "kernel", "name": "k", "ts": 1, "dur": 2}"#.to_string(),
-        // Zero and negative dur: not complete.
+        // Zero and negative dur: not complete; a negative one is counted.
         kernel(r#", "ts": 1, "dur": 0"#),
         kernel(r#", "ts": 1, "dur": -5"#),
         // Strings Python's float() accepts.
@@ -390,7 +391,8 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
     let want = [
         ("/events", Value::from(12u64)),
         ("/columns/0/rows", Value::from(2u64)),
-        ("/skipped_events", Value::from(3u64)),
+        // Three non-numeric times, two missing ones, two negative `dur`s.
+        ("/skipped_events", Value::from(7u64)),
         ("/ph/<none>", Value::from(2u64)),
     ];
     check("odd-events", &doc(&evs), Want::Ok(&want));
@@ -402,13 +404,13 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
     let lines: Vec<&str> = o.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{}", o.stderr);
     assert!(
-        lines[0].starts_with("torchtriage: warning: ") && lines[0].contains("3 complete events skipped"),
+        lines[0].starts_with("torchtriage: warning: ") && lines[0].contains("7 complete events skipped"),
         "{}",
         o.stderr
     );
     // triage and batch say so too, and triage's JSON carries the count.
     let warned = |o: &Outcome, what: &str| {
-        let n = o.stderr.lines().filter(|l| l.contains("odd.json: 3 complete events skipped")).count();
+        let n = o.stderr.lines().filter(|l| l.contains("odd.json: 7 complete events skipped")).count();
         assert_eq!((o.code, n), (Some(0), 1), "{what}: {}", o.stderr);
     };
     warned(&run_measured(&["triage".as_ref(), p.as_os_str()]), "triage");
@@ -416,7 +418,7 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
     let o = run_measured(&["triage".as_ref(), "--format".as_ref(), "json".as_ref(), p.as_os_str()]);
     warned(&o, "triage --format json");
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["skipped_events"], Value::from(3u64));
+    assert_eq!(v["skipped_events"], Value::from(7u64));
     // --quiet keeps stderr empty.
     let o = run_measured(&["--quiet".as_ref(), "triage".as_ref(), p.as_os_str()]);
     assert_eq!((o.code, o.stderr.as_str()), (Some(0), ""));

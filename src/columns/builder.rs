@@ -404,12 +404,19 @@ impl ColumnsBuilder {
         if let (Some(correlation), true) = (correlation, launch) {
             self.t.launches.push(LaunchRow { name, thread, ts, dur, complete, correlation });
         }
-        let kernel_like = complete
-            && nc & NAME_METADATA == 0
+        let gpu_event = nc & NAME_METADATA == 0
             && cc & CAT_NON_KERNEL == 0
             && cc & CAT_ANNOTATION == 0
             && nc & NAME_CALL_ANN == 0
             && (cc & CAT_KERNELISH != 0 || has_stream_marker);
+        let kernel_like = complete && gpu_event;
+        // A GPU event left out for its times (no `ts` or `dur`, or a
+        // negative duration) is counted with the skipped events, so the
+        // report says the kernel table lacks it; a zero duration is a real,
+        // empty event and is not.
+        if gpu_event && (ev.ts.is_none() || ev.dur.is_none() || dur < 0.0) {
+            self.t.counts.skipped += 1;
+        }
         let stream_int = if has_stream_marker { stream_int(ev.args.stream) } else { -1 };
         if let (Some(correlation), false, false, true) = (correlation, launch, kernel_like, host_side) {
             if stream_int < 0 {

@@ -401,7 +401,8 @@ pub struct Counts {
     pub by_cat: FxIndexMap<Sym, u64>,
     pub by_ph: FxIndexMap<Sym, u64>,
     /// Events the builder could not use although the reference would have
-    /// tried (e.g. a `ph: "X"` event whose ts is not a number).
+    /// tried (a `ph: "X"` event whose ts is not a number), and GPU events
+    /// left out for a missing `ts` or `dur` or a negative `dur`.
     pub skipped: u64,
     /// Smallest `ts` and largest `ts + dur` over X events with numeric ts.
     pub min_ts: Option<f64>,

@@ -186,8 +186,9 @@ pub struct TriageReport {
     pub overlap_stats: Vec<OverlapStageStats>,
     #[serde(rename = "fuse")]
     pub fuse_rows: Vec<FuseRow>,
-    /// Complete events skipped for a `ts` or `dur` that is not a number,
-    /// over every trace read.
+    /// Complete events skipped for a `ts` or `dur` that is not a number
+    /// (and GPU events for a missing one or a negative `dur`), over every
+    /// trace read.
     pub skipped_events: u64,
     /// The same count per trace file (named as the user named the input),
     /// for the warnings on stderr.
@@ -215,7 +216,7 @@ pub struct TriageReport {
 /// The warning for events skipped in `path` for a non-numeric `ts` or `dur`.
 pub fn skipped_note(path: &std::path::Path, skipped: u64) -> String {
     let events = if skipped == 1 { "event" } else { "events" };
-    format!("warning: {}: {skipped} complete {events} skipped (non-numeric ts or dur)", crate::error::shown(path))
+    format!("warning: {}: {skipped} complete {events} skipped (non-numeric ts or dur, or a GPU event without them or with a negative dur)", crate::error::shown(path))
 }
 
 /// The warning for a trace none of whose kernels' processes the
@@ -325,7 +326,7 @@ pub struct FileAnalysis {
     pub path_stage: Stage,
     /// Wall time of the triage run (its load plus all analyses), ms.
     pub triage_ms: f64,
-    /// Complete events skipped for a non-numeric `ts` or `dur`.
+    /// Complete events skipped for their times ([`TriageReport::skipped_events`]).
     pub skipped_events: u64,
     /// The notes of the file's triage report (events skipped, a pid filter
     /// that kept nothing, GPU events the timeline left out), for stderr.
@@ -430,7 +431,7 @@ mod tests {
     #[test]
     fn the_skipped_events_warning_counts_in_words() {
         let p = std::path::Path::new("t.json");
-        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 complete event skipped (non-numeric ts or dur)");
-        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 complete events skipped (non-numeric ts or dur)");
+        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 complete event skipped (non-numeric ts or dur, or a GPU event without them or with a negative dur)");
+        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 complete events skipped (non-numeric ts or dur, or a GPU event without them or with a negative dur)");
     }
 }

@@ -28,7 +28,8 @@ pub struct RankSummary {
     pub file: PathBuf,
     /// Its size in bytes.
     pub size: u64,
-    /// Complete events skipped for a non-numeric `ts` or `dur`.
+    /// Complete events skipped for their times (a non-numeric `ts` or
+    /// `dur`; a GPU event's missing one or negative `dur`).
     pub skipped_events: u64,
     /// What the cross-rank comparison reads; `None` when the trace failed.
     pub facts: Option<RankFacts>,
