@@ -349,3 +349,18 @@ fn a_triage_page_carries_the_notes() {
     let start = html.find("<p class=\"note\">note: ").expect("a note paragraph");
     assert!(html[start..].split("</p>").next().unwrap().contains("analysed rank 0 only"), "{html}");
 }
+
+/// A kernel launched from several Python sites lists each on a line of its
+/// own, each shortened alone, so the page never shows a cut that runs two
+/// sites together (and reads as one site with the second's share).
+#[test]
+fn list_cells_show_an_entry_a_line() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let out = common::run(&["-q", "triage", "--format", "html", fixture]);
+    let html = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        html.contains(">vllm/v1/worker/gpu_model_runner.py:1402 execute_model (site share 53%)<br>vllm/v1/engine/core.py:245 step (site share 25%)</td>"),
+        "the two sites, a line each"
+    );
+    assert!(!html.contains("(site share 53%); vllm"), "not joined into one line");
+}

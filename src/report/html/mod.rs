@@ -19,7 +19,7 @@ use std::fmt::Write;
 use crate::report::diff::DiffReport;
 use crate::report::model::TriageReport;
 use crate::report::render::{BatchView, Rendered, Renderer};
-use crate::report::table::names::shorten_apart;
+use crate::report::table::names::{shorten_apart, shorten_middle};
 
 /// The HTML renderer.
 pub struct Html;
@@ -109,29 +109,49 @@ pub struct Cell {
     name: bool,
     /// The text on hover when it is not `text` (a kernel's raw name).
     title: Option<String>,
+    /// A list's entries, each shown on a line of its own and shortened
+    /// alone, the whole list on hover (`text` is then unused).
+    lines: Vec<String>,
 }
 
 impl Cell {
     /// Plain text.
     pub fn text(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), numeric: false, value: None, name: false, title: None }
+        Cell { text: text.into(), numeric: false, value: None, name: false, title: None, lines: Vec::new() }
     }
     /// A formatted number sorted by `value`; a value that is not finite
     /// (a figure one side lacks) sorts after every number.
     pub fn num(text: impl Into<String>, value: f64) -> Cell {
-        Cell { text: text.into(), numeric: true, value: value.is_finite().then_some(value), name: false, title: None }
+        Cell {
+            text: text.into(),
+            numeric: true,
+            value: value.is_finite().then_some(value),
+            name: false,
+            title: None,
+            lines: Vec::new(),
+        }
     }
     /// A name (kernel, pattern, location): shortened, with the full text in
     /// the `title` attribute.
     pub fn name(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), numeric: false, value: None, name: true, title: None }
+        Cell { text: text.into(), numeric: false, value: None, name: true, title: None, lines: Vec::new() }
+    }
+    /// A list (Python locations, evidence kernels): one entry a line, each
+    /// shortened on its own, so a cut never runs two entries together;
+    /// `none` when the list is empty.
+    pub fn list<S: AsRef<str>>(items: &[S], none: &str) -> Cell {
+        if items.len() < 2 {
+            return Cell::name(items.first().map_or(none, AsRef::as_ref));
+        }
+        let lines = items.iter().map(|s| s.as_ref().to_string()).collect();
+        Cell { text: String::new(), numeric: false, value: None, name: true, title: None, lines }
     }
     /// A kernel's name as the table view shows it (demangled), with the
     /// name as the trace gives it on hover.
     pub fn kernel(raw: &str) -> Cell {
         let shown = crate::report::table::names::display_name(raw);
         let title = (shown != raw).then(|| raw.to_string());
-        Cell { text: shown, numeric: false, value: None, name: true, title }
+        Cell { text: shown, numeric: false, value: None, name: true, title, lines: Vec::new() }
     }
 }
 
@@ -188,6 +208,16 @@ impl Table {
                 let _ = write!(out, "<tr class=\"{class}\">");
             }
             for (c, cell) in row.iter().enumerate() {
+                if !cell.lines.is_empty() {
+                    let shown: Vec<String> = cell.lines.iter().map(|l| esc(&shorten_middle(l, CELL_CHARS))).collect();
+                    let _ = write!(
+                        out,
+                        "<td class=\"name\" title=\"{}\">{}</td>",
+                        esc(&cell.lines.join("\n")),
+                        shown.join("<br>")
+                    );
+                    continue;
+                }
                 match (cell.value, cell.name) {
                     (Some(v), _) => {
                         let _ = write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(&cell.text));

@@ -157,8 +157,8 @@ fn kernel_table(r: &TriageReport) -> Table {
             Cell::num(k.launches.to_string(), k.launches as f64),
             Cell::num(format!("{:.1} µs", finite(k.avg_us)), k.avg_us),
             Cell::num(format!("{:.1} µs", finite(k.max_us)), k.max_us),
-            Cell::name(if k.location.is_empty() { UNRESOLVED.to_string() } else { k.location.join("; ") }),
-            Cell::name(k.cpu_op.join("; ")),
+            Cell::list(&k.location, UNRESOLVED),
+            Cell::list(&k.cpu_op, "-"),
         ]);
     }
     t
@@ -220,9 +220,9 @@ fn fuse_table(r: &TriageReport) -> Table {
             Cell::text(f.confidence.clone()),
             Cell::num(ms(f.related_us), f.related_us),
             Cell::num(format!("{:.1}%", finite(f.share_pct)), f.share_pct),
-            Cell::name(f.evidence.join("; ")),
-            Cell::name(f.current_locations.join("; ")),
-            Cell::name(f.candidate_path.join("; ")),
+            Cell::list(&f.evidence, "-"),
+            Cell::list(&f.current_locations, "-"),
+            Cell::list(&f.candidate_path, "-"),
             Cell::name(f.rationale.clone()),
         ]);
     }
