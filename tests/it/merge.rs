@@ -92,11 +92,17 @@ fn a_file_that_is_not_a_summary_is_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(s(empty.path())), "names the directory: {err}");
-    // Not JSON at all: the position is given once.
+    // Not JSON at all: the position is given once, as a byte offset like
+    // every other input error's.
     let text = dir.path().join("notes.json");
     std::fs::write(&text, "hello").unwrap();
     let err = String::from_utf8_lossy(&common::run(&["-q", "merge", s(&text)]).stderr).into_owned();
-    assert_eq!(err.matches("column 1").count(), 1, "{err}");
+    assert!(err.starts_with(&format!("torchtriage: {}: byte 0: not a torchtriage summary: ", s(&text))), "{err}");
+    assert!(!err.contains("column"), "{err}");
+    // A summary cut short: the offset is its end.
+    std::fs::write(&text, r#"{"schema_version": 6, "kind": "torchtriage-rank-summary", "file": "ab"#).unwrap();
+    let err = String::from_utf8_lossy(&common::run(&["-q", "merge", s(&text)]).stderr).into_owned();
+    assert!(err.contains(": byte 69: not a torchtriage summary: EOF while parsing a string"), "{err}");
 }
 
 #[test]

@@ -48,19 +48,29 @@ fn figure_rows(f: &StageFigures) -> [(&'static str, Unit, Option<f64>); 13] {
 }
 
 fn plain(x: f64, unit: Unit) -> String {
-    match unit {
+    let text = match unit {
         Unit::Time => ms(x),
         Unit::Micro | Unit::Percent | Unit::Mean => fixed(x, 1),
         Unit::Count if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
         Unit::Count => fixed(x, 1),
-    }
+    };
+    unsigned_zero(text)
 }
 
 fn signed(text: String, x: f64) -> String {
-    if x > 0.0 {
-        format!("+{text}")
-    } else {
-        text
+    match unsigned_zero(text) {
+        zero if zero.bytes().all(|b| b == b'0' || b == b'.') => zero,
+        text if x > 0.0 => format!("+{text}"),
+        text => text,
+    }
+}
+
+/// A figure that rounds to zero is written without a sign (`0.0`, not
+/// `-0.0`): a change too small to show is no decrease.
+fn unsigned_zero(text: String) -> String {
+    match text.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+        _ => text,
     }
 }
 
@@ -250,7 +260,7 @@ fn normalization_note(s: &StageDiff) -> Option<String> {
             plain(nw, Unit::Count)
         )),
         NormBasis::WindowMs => Some(format!(
-            "The sides cover different spans (base window {} ms, new {} ms) and have no steps: changes are given per ms \
+            "The sides cover different spans (base window {} ms, new {} ms) and do not both have steps: changes are given per ms \
              of window as well.",
             fixed(b, 2),
             fixed(nw, 2)
@@ -308,4 +318,20 @@ pub fn render(d: &DiffReport, width: usize) -> Vec<String> {
         }
     }
     o.lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_that_rounds_to_zero_has_no_sign() {
+        assert_eq!(plain(-0.01, Unit::Percent), "0.0");
+        assert_eq!(plain(-0.2, Unit::Percent), "-0.2");
+        assert_eq!(signed(fixed(-0.01, 1), -0.01), "0.0");
+        assert_eq!(signed(fixed(0.01, 1), 0.01), "0.0");
+        assert_eq!(signed(fixed(0.3, 1), 0.3), "+0.3");
+        assert_eq!(signed_ms(-1.0), "0.00");
+        assert_eq!(signed_ms(-1500.0), "-1.50");
+    }
 }

@@ -93,8 +93,15 @@ pub fn write_summaries(dir: &Path, outcomes: &[FileOutcome]) -> Result<()> {
 pub fn read_summary(path: &Path) -> Result<RankSummary> {
     let text = std::fs::read(path).map_err(|e| Error::io(e).in_file(path))?;
     let s: RankSummary = serde_json::from_slice(&text).map_err(|e| {
-        // serde_json's message already ends with the line and column.
-        Error::bad_input(format!("not a torchtriage summary: {e}")).in_file(path)
+        let message = e.to_string();
+        // serde_json's message ends with the line and column: give the byte
+        // offset instead, as every other input error does.
+        let reason = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]);
+        let err = Error::bad_input(format!("not a torchtriage summary: {reason}")).in_file(path);
+        match json_error_offset(&text, &e) {
+            Some(at) => err.at(at),
+            None => err,
+        }
     })?;
     if s.kind != SUMMARY_KIND {
         return Err(Error::bad_input(format!("not a torchtriage summary (kind `{}`)", s.kind)).in_file(path));
@@ -107,6 +114,19 @@ pub fn read_summary(path: &Path) -> Result<RankSummary> {
         .in_file(path));
     }
     Ok(s)
+}
+
+/// The byte offset of a JSON error in `text`, from serde_json's line and
+/// column (1-based; the end of the text for an unexpected end).
+fn json_error_offset(text: &[u8], e: &serde_json::Error) -> Option<u64> {
+    if e.line() == 0 {
+        return None;
+    }
+    if e.is_eof() {
+        return Some(text.len() as u64);
+    }
+    let line_start = if e.line() == 1 { 0 } else { memchr::memchr_iter(b'\n', text).nth(e.line() - 2)? + 1 };
+    Some((line_start + e.column().saturating_sub(1)).min(text.len()) as u64)
 }
 
 /// Every summary in `inputs` (summary files, or directories searched for
