@@ -300,7 +300,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
 /// rank, say): the report compares each file as a rank of its own, so the
 /// medians count that rank twice; and one for traces of jobs of different
 /// sizes.
-fn warn_rank_notes(summary: &[StageSummary], info: &render::RunInfo) {
+fn warn_notes(summary: &[StageSummary], info: &render::RunInfo) {
     for note in info.file_notes.iter().cloned().chain(render::rank_notes(summary, info)) {
         let _ = writeln!(std::io::stderr(), "torchtriage: {note}");
     }
@@ -316,7 +316,7 @@ pub(super) fn print_batch(
     global: &Global,
 ) -> Result<i32> {
     if !global.quiet && !global.embedded {
-        warn_rank_notes(summary, info);
+        warn_notes(summary, info);
     }
     // The failures go to stderr even when stdout could not take the report.
     let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));
