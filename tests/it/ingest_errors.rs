@@ -288,20 +288,33 @@ fn errors_name_the_input_as_given() {
     }
 }
 
+/// A folder `run/` holding one good trace, `rank0.pt.trace.json`.
+fn run_with_one_good_rank() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("run")).unwrap();
+    write_temp(&dir, "run/rank0.pt.trace.json", GOOD);
+    dir
+}
+
+/// Runs `batch` in `dir` with `args`: the exit code it must give, then its
+/// stdout and its stderr's lines.
+fn batch_in(dir: &tempfile::TempDir, args: &[&str], code: i32) -> (Vec<u8>, Vec<String>) {
+    let out = common::run_in(dir.path(), &[&["batch"][..], args].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    (out.stdout, stderr.lines().map(str::to_string).collect())
+}
+
 /// `batch` lists the files that failed on stderr: one bad file is one line
 /// after the count, several are one line each below it.
 #[test]
 fn batch_failures_are_a_line_each() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("run")).unwrap();
-    write_temp(&dir, "run/rank0.pt.trace.json", GOOD);
+    let dir = run_with_one_good_rank();
     write_temp(&dir, "run/rank1.pt.trace.json", &GOOD[..GOOD.len() - 10]);
     let cut = GOOD.len() - 10;
-    let out = common::run_in(dir.path(), &["-q", "batch", "run"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let (_, lines) = batch_in(&dir, &["-q", "run"], 1);
+    let stderr = lines.join("\n");
     // The batch names its files by their full paths, as its report does.
-    let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].starts_with("torchtriage: 1 of 2 files failed: /"), "{stderr}");
     assert!(
@@ -312,10 +325,8 @@ fn batch_failures_are_a_line_each() {
     );
 
     write_temp(&dir, "run/rank2.pt.trace.json", &GOOD[..GOOD.len() - 10]);
-    let out = common::run_in(dir.path(), &["-q", "batch", "run"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let lines: Vec<&str> = stderr.lines().collect();
+    let (_, lines) = batch_in(&dir, &["-q", "run"], 1);
+    let stderr = lines.join("\n");
     assert_eq!(lines.len(), 3, "{stderr}");
     assert_eq!(lines[0], "torchtriage: 2 of 3 files failed:");
     assert!(
@@ -333,21 +344,17 @@ fn batch_failures_are_a_line_each() {
 /// file is left out quietly, listed in the report only.
 #[test]
 fn a_rank_named_file_that_is_no_trace_is_warned_of() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("run")).unwrap();
-    write_temp(&dir, "run/rank0.pt.trace.json", GOOD);
+    let dir = run_with_one_good_rank();
     write_temp(&dir, "run/rank1.json", b"\x00\x9f garbage, not JSON");
     write_temp(&dir, "run/notes.json", b"{\"hello\": 1}");
-    let out = common::run_in(dir.path(), &["batch", "run", "--format", "json"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let lines: Vec<&str> = stderr.lines().collect();
+    let (stdout, lines) = batch_in(&dir, &["run", "--format", "json"], 0);
+    let stderr = lines.join("\n");
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].starts_with("torchtriage: warning: "), "{stderr}");
     assert!(
         lines[0].ends_with("run/rank1.json: skipped, not recognised as a trace (its name gives rank 1)"),
         "{stderr}"
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
     assert_eq!(v["skipped"].as_array().unwrap().len(), 2, "{v}");
 }

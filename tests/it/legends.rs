@@ -10,10 +10,14 @@ const CPU_ONLY: &str = concat!(
     "/tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 );
 
-fn markdown(args: &[&str]) -> String {
-    let out = common::run(&[&["-q", "triage", "--format", "markdown"][..], args].concat());
+fn report(format: &str, args: &[&str]) -> String {
+    let out = common::run(&[&["-q", "triage", "--format", format][..], args].concat());
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
+}
+
+fn markdown(args: &[&str]) -> String {
+    report("markdown", args)
 }
 
 #[test]
@@ -74,12 +78,6 @@ fn the_table_words_the_overlap_terms_as_markdown_does() {
     assert!(words(&table).contains(&words(terms)), "{terms}\n{table}");
 }
 
-fn table(args: &[&str]) -> String {
-    let out = common::run(&[&["-q", "triage", "--format", "table"][..], args].concat());
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// A share bar that hides every row still says what it hid, per stage, and
 /// the empty overlap table says how many rows the bar left out rather than
 /// the reference's advice to use mapping/formal mode (which the single-trace
@@ -92,7 +90,7 @@ fn a_bar_that_hides_every_row_says_what_it_hid() {
     assert!(md.contains("decode: 8 more kernels below the 50.0% share cut-off hold 100.0%"), "{md}");
     assert!(md.contains("No overlap rows at or above 50.0% share; 11 rows are below it (--min-share 0 shows them)."));
     assert!(!md.contains("mapping/formal mode"), "{md}");
-    let tb = table(&[FIXTURE, "--min-share", "50"]);
+    let tb = report("table", &[FIXTURE, "--min-share", "50"]);
     assert!(tb.contains("9 more kernels below the 50.0% share cut-off"), "{tb}");
     assert!(tb.contains("8 more kernels below the 50.0% share cut-off"), "{tb}");
     let reference = markdown(&[FIXTURE, "--min-share", "50", "--compat", "reference"]);
