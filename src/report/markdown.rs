@@ -29,6 +29,21 @@ pub(crate) fn escape_md_cell(text: &str) -> String {
     out
 }
 
+/// A figure that rounds to zero, written without a sign (`0.0`, not
+/// `-0.0`; `0.00 ms`, not `-0.00 ms`): a change too small to show is no
+/// decrease.
+pub(crate) fn unsigned_zero(text: String) -> String {
+    match text.strip_prefix(['-', '+']) {
+        Some(rest)
+            if rest.starts_with('0')
+                && rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').all(|b| b == b'0' || b == b'.') =>
+        {
+            rest.to_string()
+        }
+        _ => text,
+    }
+}
+
 /// Fixed-point like Python's `f"{x:.Nf}"` (including `nan` / `inf`).
 pub(crate) fn fixed(x: f64, digits: usize) -> String {
     if x.is_nan() {
@@ -98,7 +113,30 @@ fn stage_sections(stages: &[Stage], render: &dyn Fn(&[usize]) -> Vec<String>) ->
 fn kernel_tables(r: &TriageReport) -> Vec<String> {
     let rows: Vec<(Stage, &KernelTableRow)> = r.rendered_kernel_rows().collect();
     let stages: Vec<Stage> = rows.iter().map(|(s, _)| *s).collect();
-    stage_sections(&stages, &|idx| {
+    let mut lines = kernel_sections(r, &rows, &stages);
+    // A stage whose rows the share bar all hid, beside stages with rows
+    // shown, gets its section saying what the bar hid.
+    if r.compat == Compat::Default && !stages.is_empty() {
+        for stage in stages_without(r.kernel_tables.iter().map(|t| t.stage), &stages) {
+            lines.push(String::new());
+            lines.push(format!("##### {}", stage.label()));
+            lines.push(r.no_kernel_rows_text());
+            lines.extend(hidden_rows_note(r, stage));
+        }
+    }
+    lines
+}
+
+/// The stages of `all` (in render order, each once) that `shown` lacks.
+fn stages_without(all: impl Iterator<Item = Stage>, shown: &[Stage]) -> Vec<Stage> {
+    let mut missing: Vec<Stage> = all.filter(|s| !shown.contains(s)).collect();
+    missing.sort();
+    missing.dedup();
+    missing
+}
+
+fn kernel_sections(r: &TriageReport, rows: &[(Stage, &KernelTableRow)], stages: &[Stage]) -> Vec<String> {
+    stage_sections(stages, &|idx| {
         let mut lines = vec![
             "| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |".to_string(),
             "| --- | --- | ---: | ---: | ---: | --- | --- |".to_string(),
@@ -209,10 +247,7 @@ fn overlap_tables(r: &TriageReport) -> Vec<String> {
     // A stage with kernels but no overlap rows, beside stages with some,
     // gets its section saying why rather than none.
     if r.compat == Compat::Default && !stages.is_empty() {
-        let mut missing: Vec<Stage> = r.kernel_tables.iter().map(|t| t.stage).filter(|s| !stages.contains(s)).collect();
-        missing.sort();
-        missing.dedup();
-        for stage in missing {
+        for stage in stages_without(r.kernel_tables.iter().map(|t| t.stage), &stages) {
             lines.push(String::new());
             lines.push(format!("##### {}", stage.label()));
             lines.push(empty_overlap_text(r, stage));
@@ -393,6 +428,24 @@ mod tests {
     #[test]
     fn control_characters_in_cells_are_shown_escaped() {
         assert_eq!(escape_md_cell("a|b\nc\td\0e\u{1b}[31m\u{7f}"), "a\\|b<br>c\td\\u0000e\\u001b[31m\\u007f");
+    }
+
+    #[test]
+    fn a_figure_that_rounds_to_zero_has_no_sign() {
+        for (text, want) in [
+            ("-0.0", "0.0"),
+            ("+0.00 ms", "0.00 ms"),
+            ("-0.00 ms", "0.00 ms"),
+            ("+0.0%", "0.0%"),
+            ("-0.1", "-0.1"),
+            ("+10.00 ms", "+10.00 ms"),
+            ("-", "-"),
+        ] {
+            assert_eq!(unsigned_zero(text.to_string()), want, "{text}");
+        }
+        assert_eq!(crate::report::html::signed_ms(-2.0), "0.00 ms");
+        assert_eq!(crate::report::html::signed_ms(-20.0), "-0.02 ms");
+        assert_eq!(crate::report::html::signed_pct(Some(-0.01)), "0.0%");
     }
 
     #[test]

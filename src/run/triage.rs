@@ -741,7 +741,15 @@ fn kernel_and_fuse_rows<'a>(
                 continue;
             }
             let total = total_dur(view.trace, kernels.iter().copied());
-            if stage == Stage::All && view.default_stage == Stage::All && pct(total, trace_total) < opts.min_share {
+            // The reference drops an unannotated `all` stage under the share
+            // bar whole; the default report keeps its table (rows hidden),
+            // so the JSON and CSV hold every stage and the views say what
+            // the bar hid.
+            if opts.compat == Compat::Reference
+                && stage == Stage::All
+                && view.default_stage == Stage::All
+                && pct(total, trace_total) < opts.min_share
+            {
                 continue;
             }
             let stats = aggregate_by_name(view.trace, kernels.iter().copied());

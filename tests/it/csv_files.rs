@@ -284,3 +284,19 @@ fn files_left_from_another_report_are_named() {
     let quiet = common::run(&["-q", "triage", BUNDLED, "--format", "csv", "-o", d]);
     assert!(quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
 }
+
+/// A batch's notes (here each file's: a pid filter that kept none of its
+/// kernels) are in `notes.csv`, one a row, as in the JSON.
+#[test]
+fn batch_notes_are_in_their_own_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let args = ["batch", ranks, "--pid-substring", "no-such-process"];
+    csv_of(dir.path(), &args);
+    let v = json_of(&args);
+    let notes = read(&dir.path().join("notes.csv"));
+    let want: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert_eq!(want.len(), 8, "{v}");
+    let got: Vec<&str> = notes.iter().map(|row| row["note"].as_str()).collect();
+    assert_eq!(got, want);
+}

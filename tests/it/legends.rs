@@ -104,22 +104,65 @@ fn a_bar_that_hides_every_row_says_what_it_hid() {
 #[test]
 fn a_stage_the_overlap_step_left_out_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let mut events =
-        vec![r#"{"ph": "X", "cat": "user_annotation", "name": "decode", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}"#
-            .to_string()];
-    for (c, ts) in [100, 200, 100_000, 100_100].into_iter().enumerate() {
-        events.push(format!(
-            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 5, "args": {{"correlation": {c}}}}}"#
-        ));
-        events.push(format!(
-            r#"{{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 50, "args": {{"correlation": {c}, "stream": 7}}}}"#,
-            ts + 10
-        ));
-    }
-    let trace = dir.path().join("staged.json");
-    std::fs::write(&trace, format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"))).unwrap();
+    let trace = staged_trace(dir.path());
     let md = markdown(&[trace.to_str().unwrap()]);
     let overlap = md.split("Overlap Opportunity Table").nth(1).unwrap();
     assert!(overlap.contains("##### decode"), "{overlap}");
     assert!(overlap.contains("##### all\nThe overlap step covers the trace's named stages, not this one"), "{overlap}");
+}
+
+/// A trace with a `decode` annotation over two launches of one kernel, and
+/// two kernels launched far from it (the `all` stage, 50 % each).
+fn staged_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut events =
+        vec![r#"{"ph": "X", "cat": "user_annotation", "name": "decode", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}"#
+            .to_string()];
+    let launches = [(100, "gemm_a"), (200, "gemm_a"), (100_000, "gemm_a"), (100_100, "gemm_b")];
+    for (c, (ts, name)) in launches.into_iter().enumerate() {
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 5, "args": {{"correlation": {c}}}}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {}, "dur": 50, "args": {{"correlation": {c}, "stream": 7}}}}"#,
+            ts + 10
+        ));
+    }
+    let trace = dir.join("staged.json");
+    std::fs::write(&trace, format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"))).unwrap();
+    trace
+}
+
+/// A share bar that hides every row of one stage but not of another keeps
+/// that stage's table in the JSON (every row hidden) and says in each view
+/// what it hid there; `--compat reference` drops the stage as the
+/// reference does.
+#[test]
+fn a_stage_whose_rows_are_all_hidden_keeps_its_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = staged_trace(dir.path());
+    let trace = trace.to_str().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&report("json", &[trace, "--min-share", "60"])).unwrap();
+    let tables: Vec<(&str, usize, usize)> = json["kernel_tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let rows = t["rows"].as_array().unwrap();
+            (t["stage"].as_str().unwrap(), rows.len(), rows.iter().filter(|r| r["rendered"] == true).count())
+        })
+        .collect();
+    assert_eq!(tables, [("decode", 1, 1), ("all", 2, 0)]);
+    let md = markdown(&[trace, "--min-share", "60"]);
+    let kernels = md.split("Kernel Table").nth(1).unwrap();
+    assert!(
+        kernels.contains("##### all\nNo kernel rows at or above 60.0% share.\n2 more kernels below the 60.0% share cut-off hold 100.0%"),
+        "{kernels}"
+    );
+    let table = report("table", &[trace, "--min-share", "60"]);
+    assert!(table.contains("2 more kernels below the 60.0% share cut-off hold 100.0%"), "{table}");
+    let html = report("html", &[trace, "--min-share", "60"]);
+    assert!(html.contains("all: 2 more kernels below the 60.0% share cut-off hold 100.0%"), "html");
+    let reference: serde_json::Value =
+        serde_json::from_str(&report("json", &[trace, "--min-share", "60", "--compat", "reference"])).unwrap();
+    assert_eq!(reference["kernel_tables"].as_array().unwrap().len(), 1);
 }

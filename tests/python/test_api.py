@@ -372,7 +372,7 @@ def test_a_bad_summary_is_named_by_its_place_in_the_list():
     for items, first in [([{}, 1], 1), ([1, {}], 0), ([good, "x", 2], 1)]:
         with pytest.raises(ValueError, match=r"^summaries\[%d\] is not a summary" % first):
             torchtriage.merge(items)
-    for whole in ["abc", b"abc", good]:
+    for whole in ["abc", b"abc", good, None, 5]:
         with pytest.raises(ValueError, match="^summaries must be a list of summaries"):
             torchtriage.merge(whole)
 

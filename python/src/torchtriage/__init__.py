@@ -441,7 +441,7 @@ def merge(summaries, *, straggler_pct=10.0):
     list of :func:`summarize` results (in any order; a trace given twice
     counts once). Traces that failed are in ``failures``. The report's
     ``dir`` is the deepest directory holding the summaries' traces."""
-    if isinstance(summaries, (str, bytes, dict)):
+    if isinstance(summaries, (str, bytes, dict)) or not hasattr(summaries, "__iter__"):
         raise ValueError("summaries must be a list of summaries, not a %s" % type(summaries).__name__)
     summaries = list(summaries)
     if not summaries:

@@ -288,7 +288,7 @@ fn notes(r: &Value) -> (&'static str, String) {
 /// `stages.csv` (one row per stage: the medians the roles compare with),
 /// `ranks.csv` (one row per stage and rank), `kernels.csv` (the cross-rank
 /// kernel rows), `failures.csv`, `skipped.csv` (JSON files that are not
-/// traces).
+/// traces), `notes.csv`.
 pub(super) fn batch(b: &Value) -> Vec<(&'static str, String)> {
     let (mut ranks, mut kernels, mut failures) =
         (Table::with_columns(RANKS), Table::with_columns(RANK_KERNELS), Table::with_columns(FAILURES));
@@ -314,6 +314,7 @@ pub(super) fn batch(b: &Value) -> Vec<(&'static str, String)> {
         done("kernels.csv", kernels),
         done("failures.csv", failures),
         done("skipped.csv", skipped),
+        notes(b),
     ]
 }
 

@@ -86,13 +86,13 @@ pub fn pct(x: Option<f64>) -> String {
 
 /// A signed change in milliseconds (`+1.20 ms`).
 pub fn signed_ms(us: f64) -> String {
-    format!("{:+.2} ms", finite(us) / 1000.0)
+    crate::report::markdown::unsigned_zero(format!("{:+.2} ms", finite(us) / 1000.0))
 }
 
 /// A signed percentage (`+4.0%`), or `-`.
 pub fn signed_pct(x: Option<f64>) -> String {
     match x {
-        Some(v) if v.is_finite() => format!("{v:+.1}%"),
+        Some(v) if v.is_finite() => crate::report::markdown::unsigned_zero(format!("{v:+.1}%")),
         _ => "-".into(),
     }
 }

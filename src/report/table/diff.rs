@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use crate::report::diff::{DiffReport, NormBasis, PerUnit, StageDiff, StageFigures};
-use crate::report::markdown::fixed;
+use crate::report::markdown::{fixed, unsigned_zero};
 
 use super::layout::{Column, Table};
 use super::names::display_name;
@@ -59,18 +59,8 @@ fn plain(x: f64, unit: Unit) -> String {
 
 fn signed(text: String, x: f64) -> String {
     match unsigned_zero(text) {
-        zero if zero.bytes().all(|b| b == b'0' || b == b'.') => zero,
-        text if x > 0.0 => format!("+{text}"),
+        text if x > 0.0 => unsigned_zero(format!("+{text}")),
         text => text,
-    }
-}
-
-/// A figure that rounds to zero is written without a sign (`0.0`, not
-/// `-0.0`): a change too small to show is no decrease.
-fn unsigned_zero(text: String) -> String {
-    match text.strip_prefix('-') {
-        Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
-        _ => text,
     }
 }
 

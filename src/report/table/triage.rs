@@ -193,15 +193,9 @@ fn kernel_table(o: &mut Out, r: &TriageReport, stage: Stage) {
         Column::location("Python location", 20, 4),
         Column::name("CPU op", 12, 1),
     ]);
-    let (mut shown, mut hidden, mut hidden_us, mut total_us) = (0, 0, 0.0, 0.0);
+    let mut shown = 0;
     for table in r.kernel_tables.iter().filter(|t| t.stage == stage) {
-        total_us += table.total_us;
-        for k in &table.rows {
-            if !k.rendered {
-                hidden += 1;
-                hidden_us += k.total_us;
-                continue;
-            }
+        for k in table.rows.iter().filter(|k| k.rendered) {
             shown += 1;
             t.row_lines(vec![
                 vec![display_name(&k.kernel)],
@@ -222,14 +216,8 @@ fn kernel_table(o: &mut Out, r: &TriageReport, stage: Stage) {
     } else {
         o.table(&t);
     }
-    if hidden > 0 {
-        o.text(&format!(
-            "{hidden} more {} below the {}% share cut-off or past the row limit: {}% of this stage's kernel time ({} ms).",
-            if hidden == 1 { "kernel" } else { "kernels" },
-            fixed(r.min_share, 1),
-            opt1(pct_of(hidden_us, total_us)),
-            ms(hidden_us)
-        ));
+    if let Some(note) = crate::report::markdown::hidden_rows_note(r, stage) {
+        o.text(&note);
     }
     if shown > 0 {
         o.legend(KERNEL_LEGEND);
