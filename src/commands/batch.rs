@@ -200,20 +200,10 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     check_side_outputs(args, &output, &files)?;
     let skipped = skipped_files(&args.dir, &files);
     if !global.quiet {
-        for (path, why) in &skipped {
-            // A file named as a rank that is no trace (cut short before
-            // its first event, overwritten) is a rank the batch lacks.
-            let rank = (*why == crate::report::model::SkipReason::NotATrace)
-                .then(|| crate::run::discover::parse_rank(path))
-                .flatten();
-            if why.is_suspect() || rank.is_some() {
-                let named = rank.map_or_else(String::new, |r| format!(" (its name gives rank {r})"));
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "torchtriage: warning: {}: skipped, {why}{named}",
-                    crate::error::shown(path)
-                );
-            }
+        for warning in
+            skipped.iter().filter_map(|(path, why)| why.warning(path, crate::run::discover::parse_rank(path)))
+        {
+            let _ = writeln!(std::io::stderr(), "torchtriage: {warning}");
         }
     }
     // Open the JSON lines file before any work, so a bad path fails fast.

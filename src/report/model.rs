@@ -403,10 +403,18 @@ impl SkipReason {
         }
     }
 
-    /// A sign of a rank that should have been there (an empty file, a link
-    /// to a moved run): worth a warning, not only a line in the report.
-    pub fn is_suspect(self) -> bool {
-        matches!(self, SkipReason::EmptyFile | SkipReason::DanglingLink | SkipReason::UnreadableDirectory)
+    /// The warning for `path` skipped for this reason when it is a sign of
+    /// a rank that should have been there (an empty file, a link to a moved
+    /// run, a file named as a rank, `name_rank`, that is no trace: cut
+    /// short before its first event, overwritten); `None` for a file worth
+    /// only a line in the report.
+    pub fn warning(self, path: &std::path::Path, name_rank: Option<u64>) -> Option<String> {
+        let named = match (self, name_rank) {
+            (SkipReason::EmptyFile | SkipReason::DanglingLink | SkipReason::UnreadableDirectory, _) => String::new(),
+            (SkipReason::NotATrace, Some(rank)) => format!(" (its name gives rank {rank})"),
+            _ => return None,
+        };
+        Some(format!("warning: {}: skipped, {self}{named}", crate::error::shown(path)))
     }
 
     /// Whether the batch may lack ranks it was meant to hold: a directory

@@ -98,60 +98,51 @@ pub fn signed_pct(x: Option<f64>) -> String {
 }
 
 /// One table cell.
-pub struct Cell {
-    text: String,
-    /// A numeric column's cell.
-    numeric: bool,
-    /// Its sort key; none for a figure not measured, which sorts last
-    /// either way.
-    value: Option<f64>,
-    /// Shown in a monospace font and shortened, full text on hover.
-    name: bool,
-    /// The text on hover when it is not `text` (a kernel's raw name).
-    title: Option<String>,
-    /// A list's entries, each shown on a line of its own and shortened
-    /// alone, the whole list on hover (`text` is then unused).
-    lines: Vec<String>,
+pub enum Cell {
+    /// Plain text.
+    Text(String),
+    /// A formatted number and its sort key; none for a figure not measured,
+    /// which sorts after every number either way.
+    Num(String, Option<f64>),
+    /// A name: shown in a monospace font and shortened, the full text (or
+    /// the given title: a kernel's raw name) on hover.
+    Name(String, Option<String>),
+    /// A list's entries, each on a line of its own and shortened alone,
+    /// the whole list on hover.
+    List(Vec<String>),
 }
 
 impl Cell {
     /// Plain text.
     pub fn text(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), numeric: false, value: None, name: false, title: None, lines: Vec::new() }
+        Cell::Text(text.into())
     }
     /// A formatted number sorted by `value`; a value that is not finite
     /// (a figure one side lacks) sorts after every number.
     pub fn num(text: impl Into<String>, value: f64) -> Cell {
-        Cell {
-            text: text.into(),
-            numeric: true,
-            value: value.is_finite().then_some(value),
-            name: false,
-            title: None,
-            lines: Vec::new(),
-        }
+        Cell::Num(text.into(), value.is_finite().then_some(value))
     }
     /// A name (kernel, pattern, location): shortened, with the full text in
     /// the `title` attribute.
     pub fn name(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), numeric: false, value: None, name: true, title: None, lines: Vec::new() }
+        Cell::Name(text.into(), None)
     }
     /// A list (Python locations, evidence kernels): one entry a line, each
     /// shortened on its own, so a cut never runs two entries together;
     /// `none` when the list is empty.
     pub fn list<S: AsRef<str>>(items: &[S], none: &str) -> Cell {
-        if items.len() < 2 {
-            return Cell::name(items.first().map_or(none, AsRef::as_ref));
+        match items {
+            [] => Cell::name(none),
+            [one] => Cell::name(one.as_ref()),
+            many => Cell::List(many.iter().map(|s| s.as_ref().to_string()).collect()),
         }
-        let lines = items.iter().map(|s| s.as_ref().to_string()).collect();
-        Cell { text: String::new(), numeric: false, value: None, name: true, title: None, lines }
     }
     /// A kernel's name as the table view shows it (demangled), with the
     /// name as the trace gives it on hover.
     pub fn kernel(raw: &str) -> Cell {
         let shown = crate::report::table::names::display_name(raw);
         let title = (shown != raw).then(|| raw.to_string());
-        Cell { text: shown, numeric: false, value: None, name: true, title, lines: Vec::new() }
+        Cell::Name(shown, title)
     }
 }
 
@@ -196,7 +187,10 @@ impl Table {
                 let cells: Vec<&str> = self
                     .rows
                     .iter()
-                    .map(|r| r.get(c).filter(|cell| cell.name).map_or("", |cell| cell.text.as_str()))
+                    .map(|r| match r.get(c) {
+                        Some(Cell::Name(text, _)) => text.as_str(),
+                        _ => "",
+                    })
                     .collect();
                 shorten_apart(&cells, CELL_CHARS)
             })
@@ -208,45 +202,33 @@ impl Table {
                 let _ = write!(out, "<tr class=\"{class}\">");
             }
             for (c, cell) in row.iter().enumerate() {
-                if !cell.lines.is_empty() {
-                    let shown: Vec<String> = cell.lines.iter().map(|l| esc(&shorten_middle(l, CELL_CHARS))).collect();
-                    let _ = write!(
-                        out,
-                        "<td class=\"name\" title=\"{}\">{}</td>",
-                        esc(&cell.lines.join("\n")),
-                        shown.join("<br>")
-                    );
-                    continue;
-                }
-                match (cell.value, cell.name) {
-                    (Some(v), _) => {
-                        let _ = write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(&cell.text));
-                    }
-                    (None, _) if cell.numeric => {
-                        let _ = write!(out, "<td class=\"num\" data-v=\"\">{}</td>", esc(&cell.text));
-                    }
-                    (None, true) => {
+                let _ = match cell {
+                    Cell::Text(text) => write!(out, "<td>{}</td>", esc(text)),
+                    Cell::Num(text, Some(v)) => write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(text)),
+                    Cell::Num(text, None) => write!(out, "<td class=\"num\" data-v=\"\">{}</td>", esc(text)),
+                    Cell::Name(text, title) => {
                         let short = &short[c][i];
-                        let title = cell.title.as_deref().or((short != &cell.text).then_some(cell.text.as_str()));
-                        match title {
-                            None => {
-                                let _ = write!(out, "<td class=\"name\">{}</td>", esc(&cell.text));
-                            }
-                            Some(title) => {
-                                let _ = write!(
-                                    out,
-                                    "<td class=\"name\" data-v=\"{}\" title=\"{}\">{}</td>",
-                                    esc(&cell.text),
-                                    esc(title),
-                                    esc(short)
-                                );
-                            }
+                        match title.as_deref().or((short != text).then_some(text.as_str())) {
+                            None => write!(out, "<td class=\"name\">{}</td>", esc(text)),
+                            Some(title) => write!(
+                                out,
+                                "<td class=\"name\" data-v=\"{}\" title=\"{}\">{}</td>",
+                                esc(text),
+                                esc(title),
+                                esc(short)
+                            ),
                         }
                     }
-                    (None, false) => {
-                        let _ = write!(out, "<td>{}</td>", esc(&cell.text));
+                    Cell::List(lines) => {
+                        let shown: Vec<String> = lines.iter().map(|l| esc(&shorten_middle(l, CELL_CHARS))).collect();
+                        write!(
+                            out,
+                            "<td class=\"name\" title=\"{}\">{}</td>",
+                            esc(&lines.join("\n")),
+                            shown.join("<br>")
+                        )
                     }
-                }
+                };
             }
             out.push_str("</tr>\n");
         }
