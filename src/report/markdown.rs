@@ -12,21 +12,39 @@ use crate::analysis::stage::Stage;
 use crate::analysis::types::list_cell;
 use crate::report::model::{Compat, KernelTableRow, Mode, TriageReport};
 
-/// Markdown-safe table cell: `|` escaped, a newline as `<br>`, and other
+/// Markdown-safe table cell: `|` escaped, a newline as `<br>`, other
 /// control characters (NUL, ESC, ...; tab and carriage return excepted) as
-/// `\u00XX`, so a name cannot corrupt the table or the terminal.
+/// `\u00XX`, so a name cannot corrupt the table or the terminal, and a `<`
+/// that would open an HTML tag (`FillFunctor<float>`) as `\<`, so a viewer
+/// that renders the markdown shows the whole name instead of hiding a tag.
 pub(crate) fn escape_md_cell(text: &str) -> String {
+    escape_md(text, true)
+}
+
+/// [`escape_md_cell`], leaving `<` as it is when `angle` is false: the
+/// reference's tables under `--compat reference`, byte for byte.
+fn escape_md(text: &str, angle: bool) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
             '|' => out.push_str("\\|"),
             '\n' => out.push_str("<br>"),
             '\t' | '\r' => out.push(c),
+            '<' if angle && chars.peek().is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) => {
+                out.push_str("\\<")
+            }
             c if c.is_ascii_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }
     out
+}
+
+/// A cell of the Kernel, Overlap and Fuse tables: escaped as
+/// [`escape_md_cell`], with `<` kept raw under `--compat reference`.
+fn table_cell(r: &TriageReport, text: &str) -> String {
+    escape_md(text, r.compat == Compat::Default)
 }
 
 /// A figure that rounds to zero, written without a sign (`0.0`, not
@@ -152,13 +170,13 @@ fn kernel_sections(r: &TriageReport, rows: &[(Stage, &KernelTableRow)], stages: 
             let k = rows[i].1;
             lines.push(format!(
                 "| {} | {} | {} | {}% | {} | {} | {} |",
-                escape_md_cell(&k.kernel),
-                escape_md_cell(k.category),
+                table_cell(r, &k.kernel),
+                table_cell(r, k.category),
                 format_ms(k.total_us),
                 fixed(k.share_pct, 1),
                 k.launches,
-                escape_md_cell(&k.location_cell()),
-                escape_md_cell(&k.cpu_op_cell())
+                table_cell(r, &k.location_cell()),
+                table_cell(r, &k.cpu_op_cell())
             ));
         }
         if r.compat == Compat::Default {
@@ -291,9 +309,9 @@ fn overlap_sections(r: &TriageReport, shown: &[&crate::report::model::OverlapRow
                 "| {} | {} | {} | {} | {} | {} | {} |",
                 o.priority,
                 o.verdict,
-                escape_md_cell(&o.kernel),
-                escape_md_cell(&o.python_scope),
-                escape_md_cell(&signal),
+                table_cell(r, &o.kernel),
+                table_cell(r, &o.python_scope),
+                table_cell(r, &signal),
                 dependency_risk_label(&o.dependency_signal),
                 o.recommendation
             ));
@@ -321,14 +339,14 @@ fn fuse_tables(r: &TriageReport) -> Vec<String> {
             let it = f;
             lines.push(format!(
                 "| {} | {} | {} | {}% | {} | {} | {} | {} |",
-                escape_md_cell(&it.pattern),
-                escape_md_cell(&it.confidence),
+                table_cell(r, &it.pattern),
+                table_cell(r, &it.confidence),
                 format_ms(it.related_us),
                 fixed(f.share_pct, 1),
-                escape_md_cell(&list_cell(&it.evidence, "-")),
-                escape_md_cell(&list_cell(&it.current_locations, "-")),
-                escape_md_cell(&list_cell(&it.candidate_path, "-")),
-                escape_md_cell(&it.rationale)
+                table_cell(r, &list_cell(&it.evidence, "-")),
+                table_cell(r, &list_cell(&it.current_locations, "-")),
+                table_cell(r, &list_cell(&it.candidate_path, "-")),
+                table_cell(r, &it.rationale)
             ));
         }
         lines
@@ -428,6 +446,13 @@ mod tests {
     #[test]
     fn control_characters_in_cells_are_shown_escaped() {
         assert_eq!(escape_md_cell("a|b\nc\td\0e\u{1b}[31m\u{7f}"), "a\\|b<br>c\td\\u0000e\\u001b[31m\\u007f");
+    }
+
+    #[test]
+    fn a_less_than_that_would_open_a_tag_is_escaped() {
+        let name = "FillFunctor<float>, Kernel<4, c10::Half> a < b </x> <!-- <?";
+        assert_eq!(escape_md_cell(name), "FillFunctor\\<float>, Kernel<4, c10::Half> a < b \\</x> \\<!-- \\<?");
+        assert_eq!(escape_md(name, false), name);
     }
 
     #[test]

@@ -384,3 +384,16 @@ fn a_folder_named_for_a_setting_or_a_mix_does_not_relabel_a_trace() {
     assert_eq!(stages(&[], &both), ["all"]);
     assert_eq!(stages(&["--compat", "reference"], &both), ["extend"]);
 }
+
+/// Deviation 25: in the markdown tables a `<` that would open an HTML tag
+/// (`FillFunctor<float>`) is written `\<`, so a rendered report shows the
+/// whole name; `--compat reference` prints it raw.
+#[test]
+fn a_template_argument_is_not_an_html_tag_in_markdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_trace(&dir, &[kernel("void fill<4, Op<float>>", 100, 1)]);
+    let ours = triage(&["-q", "triage", p.to_str().unwrap()]);
+    assert!(ours.contains("| void fill<4, Op\\<float>> |"), "{ours}");
+    let reference = triage(&["-q", "triage", "--compat", "reference", p.to_str().unwrap()]);
+    assert!(reference.contains("| void fill<4, Op<float>> |"), "{reference}");
+}
