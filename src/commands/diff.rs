@@ -46,6 +46,22 @@ fn warn_sides(base: Option<&TriageReport>, new: Option<&TriageReport>) {
     }
 }
 
+/// A gate judges the traces it compared: a side that is a directory of
+/// several ranks' traces, of which `diff` reads rank 0 alone, would let a
+/// slower rank pass unseen, so it is refused (exit 2) rather than passed.
+fn gate_covers_every_rank(side: &TriageReport) -> Result<()> {
+    match side.left_out.iter().find(|l| l.rank.is_some()) {
+        Some(l) => Err(Error::usage(format!(
+            "--gate compares one trace a side, and this directory holds {} ranks' traces, of which diff reads rank {} \
+             only; gate each rank's pair of traces (`torchtriage diff BASE/RANK_FILE NEW/RANK_FILE --gate PCT`)",
+            l.count + l.analysed.len(),
+            l.rank.unwrap_or(0)
+        ))
+        .in_file(&l.input)),
+        None => Ok(()),
+    }
+}
+
 pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
     if args.base == args.new && crate::run::discover::is_stream_path(&args.base) {
         // Both sides would read the same pipe, each getting part of it.
@@ -66,6 +82,10 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
         warn_sides(base.as_ref().ok(), new.as_ref().ok());
     }
     let (base, new) = (base?, new?);
+    if gate.is_some() {
+        gate_covers_every_rank(&base)?;
+        gate_covers_every_rank(&new)?;
+    }
     // The traces found in an input directory, too.
     output.check_not_input(
         [&base, &new].into_iter().flat_map(|r| r.mapping_traces.iter().chain(&r.formal_traces)).map(PathBuf::as_path),

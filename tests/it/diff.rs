@@ -183,6 +183,7 @@ fn a_gate_that_compared_nothing_has_not_passed() {
         assert_eq!(code, Some(1), "{args:?}: {stderr}");
         assert_eq!(v["gate"]["tripped"], Value::Null, "{args:?}");
         assert_eq!(v["gate"]["threshold_pct"], 5.0);
+        assert_eq!(v["gate"]["not_evaluated"], why, "{args:?}");
         assert_eq!(stderr, format!("torchtriage: gate: not evaluated: {why}\n"), "{args:?}");
         let mut md = vec!["-q", "diff", "--format", "markdown"];
         md.extend_from_slice(&args);
@@ -194,6 +195,10 @@ fn a_gate_that_compared_nothing_has_not_passed() {
     let (code, v, stderr) = json(&[cpu_only, new]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(v["gate"]["tripped"], Value::Null);
+    assert_eq!(v["gate"]["not_evaluated"], Value::Null);
+    // A gate that was evaluated has no reason.
+    let (code, v, _) = json(&["--gate", "5", base, new]);
+    assert_eq!((code, &v["gate"]["not_evaluated"]), (Some(1), &Value::Null));
 }
 
 #[test]
@@ -205,13 +210,41 @@ fn a_note_both_sides_share_is_said_once() {
     assert_eq!(code, Some(0), "{stderr}");
     let notes: Vec<&str> = stderr.lines().filter(|l| l.contains("analysed rank 0 only")).collect();
     assert_eq!(notes.len(), 1, "{stderr}");
-    // The report says it too, so a passed gate is read for what it compared.
-    let (_, v, _) = json(&["--gate", "1", dir, dir]);
+    // The report says it too.
+    let (_, v, _) = json(&[dir, dir]);
     let notes = v["notes"].as_array().unwrap();
     assert_eq!(notes.len(), 1, "{v}");
     assert!(notes[0].as_str().unwrap().contains("analysed rank 0 only"), "{v}");
     let (_, md, _) = run(&["-q", "diff", dir, dir]);
     assert_eq!(md.matches("analysed rank 0 only").count(), 1, "{md}");
+}
+
+#[test]
+fn a_gate_over_a_directory_of_ranks_is_refused() {
+    // Rank 0 alike on both sides, rank 1 of NEW far slower: a gate that
+    // compared rank 0 alone would pass.
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = (dir.path().join("base"), dir.path().join("new"));
+    for (side, slow) in [(&base, 1), (&new, 50)] {
+        std::fs::create_dir(side).unwrap();
+        write_trace(side, "rank0.json", &[("gemm_kernel", 100)], 10);
+        write_trace(side, "rank1.json", &[("gemm_kernel", 100 * slow)], 10);
+    }
+    let (b, n) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let (code, stdout, stderr) = run(&["diff", "--gate", "5", b, n]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stdout, "");
+    let err: Vec<&str> = stderr.lines().filter(|l| !l.contains("note:")).collect();
+    assert_eq!(err.len(), 1, "{stderr}");
+    assert!(err[0].contains(b) && err[0].contains("2 ranks' traces") && err[0].contains("rank 0 only"), "{stderr}");
+    // Without a gate the comparison of rank 0 is shown, with its note.
+    let (code, stdout, stderr) = run(&["diff", b, n]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("analysed rank 0 only"), "{stdout}");
+    // One rank's pair of files is gated as asked.
+    let pair = |side: &Path| side.join("rank1.json").to_str().unwrap().to_string();
+    let (code, _, stderr) = run(&["-q", "diff", "--gate", "5", &pair(&base), &pair(&new)]);
+    assert_eq!(code, Some(1), "{stderr}");
 }
 
 #[test]

@@ -376,12 +376,13 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
             .iter()
             .any(|s| s.gate.as_ref().is_some_and(|g| g.change_pct.is_some()))
             .then(|| stages.iter().any(|s| s.gate.as_ref().is_some_and(|g| g.tripped))),
+        not_evaluated: None,
     });
     let only_in_base: Vec<Stage> = base_stages.iter().copied().filter(|s| !new_stages.contains(s)).collect();
     let only_in_new: Vec<Stage> = new_stages.iter().copied().filter(|s| !base_stages.contains(s)).collect();
     let mut notes = shared_once(&base.notes, &new.notes);
     notes.extend(super::uncompared_stages_note(&gate, &only_in_base, &only_in_new));
-    DiffReport {
+    let mut d = DiffReport {
         base_traces: base.formal_traces.clone(),
         new_traces: new.formal_traces.clone(),
         min_share: opts.min_share,
@@ -390,7 +391,11 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
         stages,
         gate,
         notes,
+    };
+    if d.gate.not_evaluated() {
+        d.gate.not_evaluated = Some(d.gate_not_evaluated_reason());
     }
+    d
 }
 
 /// The notes of both sides, in order, each text once.

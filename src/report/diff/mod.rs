@@ -397,6 +397,9 @@ pub struct GateSummary {
     /// Some stage's NEW is worse than its BASE by more than the threshold;
     /// `None` with a gate when no stage could be compared.
     pub tripped: Option<bool>,
+    /// Why a gate that compared no stage was not evaluated
+    /// ([`DiffReport::gate_not_evaluated_reason`]); `None` otherwise.
+    pub not_evaluated: Option<String>,
 }
 
 impl GateSummary {
