@@ -171,7 +171,7 @@ fn check_batch_options(py: Python<'_>, args: Vec<String>) -> PyResult<()> {
 fn stats_json(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     interruptible(py, move || {
         let trace = torchtriage::run::progress::load_trace(&path, true, torchtriage::input::ReadMode::Read)?;
-        let v = torchtriage::commands::stats::stats_json(&trace, &path.display().to_string());
+        let v = torchtriage::commands::stats::stats_json(&trace, &torchtriage::commands::stats::file_name(&path));
         Ok::<_, Error>(v.to_string())
     })?
     .map_err(|e| to_py(py, e))

@@ -40,18 +40,22 @@ pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
     if !global.quiet {
         super::warn_skipped(&args.input, trace.counts.skipped);
     }
-    // The file as `triage` names it: absolute, symbolic links resolved
-    // (`-` for stdin stays as given).
-    let shown = if args.input.as_os_str() == "-" {
-        args.input.clone()
-    } else {
-        args.input.canonicalize().unwrap_or_else(|_| args.input.clone())
-    };
-    let v = stats_json(&trace, &shown.display().to_string());
+    let v = stats_json(&trace, &file_name(&args.input));
     let json = args.json || args.format == StatsFormat::Json;
     let text = if json { serde_json::to_string_pretty(&v).unwrap_or_default() } else { stats_text(&v) };
     print_report(&text)?;
     Ok(0)
+}
+
+/// The file as `triage` names it in its report: absolute, symbolic links
+/// resolved (`-` for stdin stays as given).
+pub fn file_name(input: &std::path::Path) -> String {
+    let shown = if input.as_os_str() == "-" {
+        input.to_path_buf()
+    } else {
+        input.canonicalize().unwrap_or_else(|_| input.to_path_buf())
+    };
+    shown.display().to_string()
 }
 
 fn count_map(trace: &Trace, m: &crate::columns::FxIndexMap<u32, u64>) -> Map<String, Value> {

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,23 @@ def test_stats_equals_cli():
     assert torchtriage.stats(FIXTURE) == json.loads(proc.stdout)
 
 
+def test_files_are_named_absolute_as_the_command_names_them(tmp_path, monkeypatch):
+    shutil.copy(FIXTURE, tmp_path / "-x.json")
+    (tmp_path / "ranks").mkdir()
+    shutil.copy(FIXTURE, tmp_path / "ranks" / "rank3.json")
+    os.symlink(tmp_path / "ranks" / "rank3.json", tmp_path / "rank5.json")
+    monkeypatch.chdir(tmp_path)
+    assert torchtriage.stats("-x.json")["file"] == str((tmp_path / "-x.json").resolve())
+    one = torchtriage.summarize("ranks/rank3.json")
+    assert one["file"] == str((tmp_path / "ranks" / "rank3.json").resolve())
+    # A link is named by its target, with the rank of its own name; the
+    # same trace by two names merges as one.
+    linked = torchtriage.summarize("rank5.json")
+    assert linked["file"] == one["file"] and linked["facts"]["rank"] == 5
+    merged = torchtriage.merge([one, torchtriage.summarize(tmp_path / "ranks" / "rank3.json")])
+    assert [r["file"] for r in merged["stages"][0]["ranks"]] == [one["file"]]
+
+
 def test_diff_equals_cli():
     code, expected = _cli_json("diff", str(FIXTURE), str(FIXTURE))
     assert code == 0
@@ -304,6 +322,58 @@ def test_empty_and_full_dataframes_have_the_same_columns(tmp_path):
     nothing = torchtriage.batch([cpu_only])
     for accessor in ["kernels_df", "ranks_df"]:
         assert list(getattr(b, accessor)().columns) == list(getattr(nothing, accessor)().columns), accessor
+
+
+def test_a_gate_that_compared_nothing_is_warned_of():
+    cpu_only = ROOT / "tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    with pytest.warns(UserWarning, match="gate was not evaluated: no stage is present on both sides"):
+        d = torchtriage.diff(cpu_only, FIXTURE, gate=5)
+    assert d["gate"]["tripped"] is None and d["gate"]["not_evaluated"].startswith("no stage")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torchtriage.diff(FIXTURE, FIXTURE, gate=5)["gate"]["tripped"] is False
+
+
+def test_table_limits_mark_the_rows_rendered():
+    code, expected = _cli_json("triage", str(FIXTURE), "--kernel-table-limit", "2", "--overlap-table-limit", "1")
+    assert code == 0
+    report = torchtriage.triage(FIXTURE, kernel_table_limit=2, overlap_table_limit=1)
+    assert report == expected
+    for table in report["kernel_tables"]:
+        assert sum(row["rendered"] for row in table["rows"]) <= 2
+    assert report != torchtriage.triage(FIXTURE)
+    for bad in [-1, 1.5, True, "2"]:
+        with pytest.raises(ValueError, match="kernel_table_limit"):
+            torchtriage.triage(FIXTURE, kernel_table_limit=bad)
+
+
+def test_dataframe_columns_are_typed_by_the_schema_not_the_values(tmp_path):
+    # An empty report's frame, and a column holding nulls, keep the column's
+    # number type, so frames of several reports concatenate and sort.
+    pd = pytest.importorskip("pandas")
+    cpu_only = ROOT / "tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    full, empty = torchtriage.triage(FIXTURE), torchtriage.triage(cpu_only)
+    for df in [empty.kernels_df(), full.kernels_df()]:
+        assert str(df["total_us"].dtype) == "float64" and str(df["share_pct"].dtype) == "float64"
+        assert str(df["launches"].dtype) == "int64" and str(df["rendered"].dtype) == "bool"
+    both = pd.concat([full.kernels_df(), empty.kernels_df()])
+    assert str(both["total_us"].dtype) == "float64"
+    assert both.nlargest(1, "total_us")["total_us"].iloc[0] == max(
+        r["total_us"] for t in full["kernel_tables"] for r in t["rows"]
+    )
+    assert str(empty.overlap_df()["exclusive_ratio"].dtype) == "float64"
+    # The MTIA trace has no rank and no communication: nulls.
+    timeline = torchtriage.triage(ROOT / "tests/data/traces/edge_cases/hta_mtia/mtia_inference_rank_0.json.gz").timeline_df()
+    assert timeline["rank"].isna().all() and str(timeline["rank"].dtype) == "Int64"
+    assert str(timeline["comm_comp_overlap_pct"].dtype) == "float64"
+    assert str(timeline["kernels"].dtype) == "int64"
+    ranks = torchtriage.batch([FIXTURE]).ranks_df()
+    assert str(ranks["busy_us"].dtype) == "float64"
+    assert str(ranks["waits_on"].dtype) == "Int64"
+    slow = _slower_copy(tmp_path)
+    d = torchtriage.diff(FIXTURE, slow)
+    assert str(d.timeline_df()["busy_us"].dtype) == "float64"
+    assert str(d.kernels_df()["base_count"].dtype) == "int64"
 
 
 def test_each_accessor_reads_its_kinds_of_report(tmp_path):

@@ -84,16 +84,16 @@ class Report(dict):
                 for t in self.get("kernel_tables", [])
                 for row in t.get("rows", [])
             ]
-            return _pandas().DataFrame(rows, columns=_columns(rows, ["trace", "stage", *_KERNEL_ROW]))
+            return _frame(rows, ["trace", "stage", *_KERNEL_ROW])
         rows = [{"stage": s.get("stage"), **k} for s in self.get("stages", []) for k in s.get("kernels", [])]
         keys = _DIFF_KERNEL_ROW if kind == "diff" else _BATCH_KERNEL_ROW
-        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", *keys]))
+        return _frame(rows, ["stage", *keys])
 
     def overlap_df(self):
         """The overlap action rows of a triage report."""
         self._need("overlap_df", ["triage"])
         rows = list(self.get("overlap", []))
-        return _pandas().DataFrame(rows, columns=_columns(rows, _OVERLAP_ROW))
+        return _frame(rows, _OVERLAP_ROW)
 
     def timeline_df(self):
         """Of a triage report, one row per (stage, GPU) of the timeline, with
@@ -105,14 +105,14 @@ class Report(dict):
                 for s in self.get("stages", [])
                 for side in ("base", "new", "delta")
             ]
-            return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", "side", *_DIFF_FIGURES]))
+            return _frame(rows, ["stage", "side", *_DIFF_FIGURES])
         timeline = self.get("timeline") or {}
         rows = [
             {"stage": s.get("stage"), **gpu}
             for s in timeline.get("stages", [])
             for gpu in s.get("gpus", [])
         ]
-        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", *_GPU_ROW]))
+        return _frame(rows, ["stage", *_GPU_ROW])
 
     def ranks_df(self):
         """Batch reports: one row per (stage, rank file), with a ``stage`` column first."""
@@ -120,7 +120,7 @@ class Report(dict):
         rows = [
             {"stage": s.get("stage"), **r} for s in self.get("stages", []) for r in s.get("ranks", [])
         ]
-        return _pandas().DataFrame(rows, columns=_columns(rows, ["stage", *_RANK_ROW]))
+        return _frame(rows, ["stage", *_RANK_ROW])
 
 
 # The keys of each kind of row, in the report's order (docs/json-schema.md),
@@ -156,6 +156,37 @@ _RANK_ROW = [
 ]
 
 
+# Integer columns; a number column not named here is a float when its name
+# ends in _us, _pct or _ratio (or is kernels_per_step).
+_INT_COLUMNS = {
+    "launches", "representative_idx", "rank", "kernels", "base_count", "new_count", "steps", "ranks_with_kernel",
+    "max_rank", "waits_on",
+}
+
+
+def _frame(rows, first):
+    """A DataFrame of ``rows`` with the columns ``first`` (then any other
+    key), typed by column rather than by the values present: a number column
+    is ``float64`` with NaN for a null, an integer one ``int64`` (``Int64``,
+    pandas' nullable integers, when it holds a null), ``rendered`` ``bool``, so frames of several
+    reports, an empty one among them, concatenate with their types."""
+    df = _pandas().DataFrame(rows, columns=_columns(rows, first))
+    types = {}
+    for col in df.columns:
+        present = [row[col] for row in rows if row.get(col) is not None]
+        nulls = len(present) < len(rows)
+        if col in _INT_COLUMNS:
+            if all(type(v) is int for v in present):
+                types[col] = "Int64" if nulls else "int64"
+        elif col == "rendered":
+            if not nulls and all(type(v) is bool for v in present):
+                types[col] = "bool"
+        elif col.endswith(("_us", "_pct", "_ratio")) or col == "kernels_per_step":
+            if all(type(v) in (int, float) for v in present):
+                types[col] = "float64"
+    return df.astype(types) if types else df
+
+
 def _columns(rows, first):
     cols = list(first)
     for row in rows:
@@ -169,7 +200,7 @@ def _columns(rows, first):
 # command line's messages name them: with the placeholder of the value after
 # the option (`--framework <FRAMEWORK>`).
 _OPTIONS = re.compile(
-    r"--(timeline-basis|pid-substring|straggler-pct|min-share|framework|gate-on|patterns|jobs|gate)\b(?: <[A-Z_]+>)?"
+    r"--(overlap-table-limit|kernel-table-limit|timeline-basis|pid-substring|straggler-pct|min-share|framework|gate-on|patterns|jobs|gate)\b(?: <[A-Z_]+>)?"
 )
 
 
@@ -223,6 +254,13 @@ def _number(name, value):
         raise ValueError("%s must be a number, not %r" % (name, value)) from None
 
 
+def _count(name, value):
+    # A count option's value: a whole number, 0 or more.
+    if not _is_count(value):
+        raise ValueError("%s must be a non-negative whole number, not %r" % (name, value))
+    return str(value)
+
+
 def _option(name, value):
     # One word, so a value such as -5 is the option's value (and refused
     # by its check) rather than an argument of its own.
@@ -247,6 +285,8 @@ def triage(
     patterns=None,
     mapping=None,
     formal=None,
+    kernel_table_limit=0,
+    overlap_table_limit=0,
 ):
     """``torchtriage triage``: kernel, overlap and fuse tables of a trace or
     profile directory, or of a graph-off ``mapping`` + graph-on ``formal`` pair.
@@ -254,7 +294,9 @@ def triage(
     ``pid_substring`` restricts the overlap analysis to processes whose id
     contains it; ``timeline_basis`` is ``"trace"``, ``"hta"`` or
     ``"hta-exact"``; ``patterns`` is a fuse-pattern file (TOML) to add, or a
-    list of them, as ``--patterns`` repeated."""
+    list of them, as ``--patterns`` repeated; ``kernel_table_limit`` and
+    ``overlap_table_limit`` are the rows of each stage's table marked
+    ``rendered`` (0: all), as the command's options of the same names."""
     if path is not None and (mapping is not None or formal is not None):
         raise ValueError("give either path or both mapping and formal")
     if path is not None:
@@ -264,6 +306,8 @@ def triage(
     else:
         raise ValueError("give either path or both mapping and formal")
     args = ["triage"] + inputs + _analysis_args(framework, min_share, pid_substring, timeline_basis)
+    args.append(_option("kernel-table-limit", _count("kernel_table_limit", kernel_table_limit)))
+    args.append(_option("overlap-table-limit", _count("overlap_table_limit", overlap_table_limit)))
     if patterns is not None:
         files = [patterns] if isinstance(patterns, (str, bytes, os.PathLike)) else list(patterns)
         args.extend(_option("patterns", _path(f)) for f in files)
@@ -491,7 +535,9 @@ def diff(
     """``torchtriage diff``: compare two traces or profile directories stage
     by stage. With ``gate`` (percent), the report's gate verdicts say which
     stages regressed past it; ``gate_on`` (``"busy"``, ``"step"`` or
-    ``"kernel"``) picks the figure compared."""
+    ``"kernel"``) picks the figure compared. A gate that could compare no
+    stage has ``report["gate"]["tripped"]`` None, not False, and is warned
+    of (``UserWarning``) with the reason in ``report["gate"]["not_evaluated"]``."""
     args = ["diff", _path(base), _path(new)] + _analysis_args(framework, min_share, pid_substring, timeline_basis)
     if gate is not None:
         args.append(_option("gate", _number("gate", gate)))
@@ -501,4 +547,8 @@ def diff(
         args.append(_option("gate-on", str(gate_on)))
     _, report = _run_json(args)
     _warn_notes(report, 2)
+    reason = (report.get("gate") or {}).get("not_evaluated")
+    if reason:
+        # A gate that compared nothing has not passed: ``tripped`` is None.
+        warnings.warn("the gate was not evaluated: %s" % reason, stacklevel=2)
     return report

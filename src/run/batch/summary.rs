@@ -173,7 +173,11 @@ pub fn summarize_trace(
 ) -> RankSummary {
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let name_rank = name_rank.or_else(|| crate::run::discover::parse_rank(path));
-    let file = super::BatchFile { index, path: path.to_path_buf(), size, name_rank };
+    // Named as `batch` names its files: absolute, symbolic links resolved
+    // (the rank above is the name's as given), so a trace summarised by two
+    // names is one trace to the merge.
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let file = super::BatchFile { index, path, size, name_rank };
     let result = super::analyze_file(&file, opts, false, &|_| {});
     RankSummary::of(&FileOutcome { file, result })
 }
