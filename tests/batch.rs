@@ -376,6 +376,12 @@ fn a_dangling_link_is_listed_as_skipped() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("rank2.json: empty file"));
     let quiet = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
     assert!(quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
+    // A file named as a trace is one by its name: empty, it is a failure.
+    std::fs::write(tmp.path().join("rank3.pt.trace.json"), "").unwrap();
+    let out = common::run(&["batch", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 of 2 files failed") && err.contains("rank3.pt.trace.json"), "{err}");
 }
 
 /// A rank link (`rank2.json` to a trace named otherwise) takes its rank
