@@ -82,8 +82,8 @@ pub struct Global {
     pub embedded: bool,
 }
 
-/// The one-line warning for complete events skipped because their `ts` or
-/// `dur` is not a number (nothing when none were).
+/// The one-line warning for events skipped ([`crate::report::model::skipped_note`];
+/// nothing when none were).
 pub fn warn_skipped(path: &std::path::Path, skipped: u64) {
     if skipped > 0 {
         let _ = writeln!(std::io::stderr(), "torchtriage: {}", crate::report::model::skipped_note(path, skipped));

@@ -187,8 +187,8 @@ pub struct TriageReport {
     #[serde(rename = "fuse")]
     pub fuse_rows: Vec<FuseRow>,
     /// Complete events skipped for a `ts` or `dur` that is not a number
-    /// (and GPU events for a missing one or a negative `dur`), over every
-    /// trace read.
+    /// (and GPU events for a missing one or a negative `dur`, or written as
+    /// begin/end pairs), over every trace read.
     pub skipped_events: u64,
     /// The same count per trace file (named as the user named the input),
     /// for the warnings on stderr.
@@ -216,7 +216,10 @@ pub struct TriageReport {
 /// The warning for events skipped in `path` for a non-numeric `ts` or `dur`.
 pub fn skipped_note(path: &std::path::Path, skipped: u64) -> String {
     let events = if skipped == 1 { "event" } else { "events" };
-    format!("warning: {}: {skipped} complete {events} skipped (non-numeric ts or dur, or a GPU event without them or with a negative dur)", crate::error::shown(path))
+    format!(
+        "warning: {}: {skipped} {events} skipped (non-numeric ts or dur, or a GPU event without them, with a negative dur, or written as a begin/end pair)",
+        crate::error::shown(path)
+    )
 }
 
 /// The warning for a trace none of whose kernels' processes the
@@ -439,7 +442,7 @@ mod tests {
     #[test]
     fn the_skipped_events_warning_counts_in_words() {
         let p = std::path::Path::new("t.json");
-        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 complete event skipped (non-numeric ts or dur, or a GPU event without them or with a negative dur)");
-        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 complete events skipped (non-numeric ts or dur, or a GPU event without them or with a negative dur)");
+        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 event skipped (non-numeric ts or dur, or a GPU event without them, with a negative dur, or written as a begin/end pair)");
+        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 events skipped (non-numeric ts or dur, or a GPU event without them, with a negative dur, or written as a begin/end pair)");
     }
 }
