@@ -247,15 +247,44 @@ pub fn non_finite_note(path: &std::path::Path, events: u64) -> String {
     )
 }
 
+/// Timestamps (µs) from which a double's steps are longer than the
+/// microsecond: 2^53. A profiler's clock since the epoch is near 1.7e15 µs
+/// (steps of a quarter µs); one in nanoseconds taken for microseconds is
+/// near 1.7e18 (steps of 256 µs).
+pub const COARSE_CLOCK_US: f64 = 9_007_199_254_740_992.0;
+
+/// The warning for a trace whose timestamps reach `max_abs_us`, where a
+/// double holds a time only to its step: shorter kernels, gaps and steps
+/// are not exact, so the timeline's figures are not to be trusted.
+pub fn coarse_clock_note(path: &std::path::Path, max_abs_us: f64) -> String {
+    // The spacing of doubles at the largest timestamp.
+    let step = 2f64.powi(max_abs_us.log2().floor() as i32 - 52);
+    format!(
+        "warning: {}: timestamps reach {max_abs_us:.3e} µs, where a double holds a time only to {step} µs: \
+         kernels, gaps and steps shorter than that are not measured exactly (a clock in nanoseconds written as microseconds?)",
+        crate::error::shown(path)
+    )
+}
+
 impl TriageReport {
-    /// [`TriageReport::notes`] from the report's other fields and the GPU
-    /// events each trace's timeline left out (`non_finite`, by trace).
-    pub fn make_notes(&self, pid_substring: Option<&str>, non_finite: &[(PathBuf, u64)]) -> Vec<String> {
+    /// [`TriageReport::notes`] from the report's other fields, the GPU
+    /// events each trace's timeline left out (`non_finite`, by trace) and
+    /// the largest timestamp of each trace (`clocks`, µs).
+    pub fn make_notes(
+        &self,
+        pid_substring: Option<&str>,
+        non_finite: &[(PathBuf, u64)],
+        clocks: &[(PathBuf, f64)],
+    ) -> Vec<String> {
         let left_out = self.left_out.iter().map(LeftOut::note);
         let skipped = self.skipped_by_trace.iter().map(|(p, n)| skipped_note(p, *n));
         let pid = self.pid_unmatched.iter().map(|p| pid_unmatched_note(p, pid_substring));
         let non_finite = non_finite.iter().filter(|(_, n)| *n > 0).map(|(p, n)| non_finite_note(p, *n));
-        left_out.chain(skipped).chain(pid).chain(non_finite).collect()
+        let coarse = clocks
+            .iter()
+            .filter(|(_, m)| m.is_finite() && *m >= COARSE_CLOCK_US)
+            .map(|(p, m)| coarse_clock_note(p, *m));
+        left_out.chain(skipped).chain(pid).chain(non_finite).chain(coarse).collect()
     }
 
     /// Why a stage's overlap table may be empty other than for want of rows

@@ -608,7 +608,17 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             .map(|l| (as_given(&l.path), l.timeline.as_ref().map_or(0, |t| t.skipped_non_finite)))
             .collect(),
     };
-    report.notes = report.make_notes(opts.pid_substring.as_deref(), &non_finite);
+    // Each trace's largest timestamp, for the warning that a double holds
+    // it only coarsely.
+    let clocks: Vec<(PathBuf, f64)> = loaded
+        .iter()
+        .map(|l| {
+            let c = &l.trace.counts;
+            let m = c.min_ts.map_or(0.0, f64::abs).max(c.max_end.map_or(0.0, f64::abs));
+            (as_given(&l.path), m)
+        })
+        .collect();
+    report.notes = report.make_notes(opts.pid_substring.as_deref(), &non_finite, &clocks);
     crate::run::progress::phase("overlap rows");
     Ok(report)
 }

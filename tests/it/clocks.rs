@@ -141,3 +141,31 @@ fn a_diff_says_why_a_launch_delay_is_not_compared() {
         assert!(!diff_text(ONE_CLOCK, ONE_CLOCK, format).contains("not compared"), "{format}");
     }
 }
+
+/// A trace whose timestamps are past 2^53 µs (a clock in nanoseconds
+/// written as microseconds) is warned of: a double holds such a time only
+/// to 128 µs, so its short kernels and gaps are not measured. The bundled
+/// traces, on a clock since the epoch in microseconds, are not.
+#[test]
+fn timestamps_a_double_holds_coarsely_are_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ns.json");
+    let kernel = |ts: u64| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {ts}, "dur": 5, "args": {{"stream": 7}}}}"#
+        )
+    };
+    let base = 1_700_000_000_000_000_000u64;
+    std::fs::write(&p, format!("{{\"traceEvents\": [{}, {}]}}", kernel(base), kernel(base + 1000))).unwrap();
+    let out = common::run(&["triage", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = "ns.json: timestamps reach 1.700e18 µs, where a double holds a time only to 256 µs";
+    assert_eq!(err.lines().filter(|l| l.contains(want)).count(), 1, "{err}");
+    let json: Value = serde_json::from_str(&report(p.to_str().unwrap(), "json")).unwrap();
+    assert!(json["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains(want)), "{json}");
+    for trace in [OFFSET, ONE_CLOCK, ONE_CLOCK_EXTEND] {
+        let out = common::run(&["triage", "--format", "json", trace]);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("timestamps reach"), "{trace}");
+    }
+}
