@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::names::{shorten_apart, shorten_middle};
+use super::names::{columns, shorten_apart, shorten_middle, take_columns};
 
 /// Space between columns.
 const GAP: &str = "  ";
@@ -66,8 +66,9 @@ pub struct Table {
     pub rows: Vec<Vec<Vec<String>>>,
 }
 
+/// Terminal columns of `s` ([`columns`]): what aligns a table.
 fn chars(s: &str) -> usize {
-    s.chars().count()
+    columns(s)
 }
 
 impl Table {
@@ -167,7 +168,7 @@ impl Table {
                 } else {
                     shorten_middle(cell, w)
                 };
-                let pad = w - chars(&text);
+                let pad = w.saturating_sub(chars(&text));
                 let last = i + 1 == visible.len();
                 if i > 0 {
                     out.push_str(GAP);
@@ -278,16 +279,14 @@ pub fn shorten_location(text: &str, width: usize) -> String {
 /// `text` cut to at most `width` characters by replacing its start with
 /// `…`.
 pub fn shorten_head(text: &str, width: usize) -> String {
-    let n = chars(text);
-    if n <= width {
+    if chars(text) <= width {
         return text.to_string();
     }
     if width == 0 {
         return String::new();
     }
-    let mut out = String::from("…");
-    out.extend(text.chars().skip(n - (width - 1)));
-    out
+    let tail: String = take_columns(text.chars().rev(), width - 1).chars().rev().collect();
+    format!("…{tail}")
 }
 
 /// A column header as lines of at most `width` characters, words kept whole
@@ -328,10 +327,15 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
             }
             if cur.is_empty() || cur == indent {
                 // The word alone is too long: break it.
-                let room = width - chars(&cur);
-                let head: String = word.chars().take(room).collect();
+                let room = width.saturating_sub(chars(&cur));
+                let mut head = take_columns(word.chars(), room);
+                if head.is_empty() {
+                    // Not one character fits the room left (a wide one in
+                    // one column): it goes on a line of its own.
+                    head = word.chars().take(1).collect();
+                }
                 cur.push_str(&head);
-                word = word.chars().skip(room).collect();
+                word = word[head.len()..].to_string();
             }
             lines.push(std::mem::replace(&mut cur, indent.to_string()));
             if word.is_empty() {
@@ -367,6 +371,24 @@ mod tests {
         ]);
         t.row_lines(vec![vec!["short".into()], vec!["2.00".into()], vec!["memory".into(), "second".into()], vec![]]);
         t
+    }
+
+    #[test]
+    fn wide_characters_and_combining_marks_keep_the_columns_aligned() {
+        let mut t = Table::new(vec![Column::name("Kernel", 10, 0), Column::num("GPU time (ms)", 0)]);
+        for name in ["正規化::rms_norm_kernel<Ω> 🚀", "ядро_é\u{301}", "plain_kernel"] {
+            t.row(vec![name.into(), "1.00".into()]);
+        }
+        for w in [80, 30, 24] {
+            let lines = t.render(w);
+            // The number column ends in the same terminal column on every
+            // row, and no line is wider than asked.
+            let ends: Vec<usize> = lines[2..].iter().map(|l| columns(l)).collect();
+            assert!(ends.iter().all(|&e| e == ends[0] && e <= w), "{w}: {lines:#?}");
+        }
+        let cut = shorten_middle("正規化正規化正規化", 9);
+        assert!(columns(&cut) <= 9 && cut.contains('…'), "{cut}");
+        assert_eq!(shorten_head("正規化正規化", 6), "…規化");
     }
 
     #[test]

@@ -77,7 +77,7 @@ impl Out {
     pub fn title(&mut self, text: &str) {
         self.blank();
         let text = names::shorten_middle(&names::visible(text), self.width);
-        let rule = "═".repeat(text.chars().count());
+        let rule = "═".repeat(names::columns(&text));
         self.lines.push(text);
         self.lines.push(rule);
     }

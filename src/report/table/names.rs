@@ -116,8 +116,7 @@ pub fn display_name(name: &str) -> String {
 /// `…`: the head keeps one character more than the tail when the kept
 /// count is odd. The same (text, width) always gives the same result.
 pub fn shorten_middle(text: &str, width: usize) -> String {
-    let n = text.chars().count();
-    if n <= width {
+    if columns(text) <= width {
         return text.to_string();
     }
     if width == 0 {
@@ -125,10 +124,35 @@ pub fn shorten_middle(text: &str, width: usize) -> String {
     }
     let keep = width - 1;
     let head = keep.div_ceil(2);
-    let tail = keep - head;
-    let mut out: String = text.chars().take(head).collect();
+    let mut out = take_columns(text.chars(), head);
     out.push('…');
-    out.extend(text.chars().skip(n - tail));
+    // The tail gets what the head left: a wide character that did not fit
+    // there leaves its column to the tail.
+    let tail = width - columns(&out);
+    let tail: String = take_columns(text.chars().rev(), tail).chars().rev().collect();
+    out.push_str(&tail);
+    out
+}
+
+/// Terminal columns `text` takes: two for a wide (CJK) character, none for
+/// a combining mark, one for the rest.
+pub fn columns(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+/// The longest run of `chars` (in their order) that takes at most `width`
+/// columns.
+pub fn take_columns(chars: impl Iterator<Item = char>, width: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    for c in chars {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
     out
 }
 
@@ -140,7 +164,9 @@ pub fn shorten_middle(text: &str, width: usize) -> String {
 pub fn shorten_around(text: &str, width: usize, at: usize) -> String {
     let chars: Vec<char> = text.chars().collect();
     let n = chars.len();
-    if n <= width || width < 7 {
+    // (Counted in characters: a text of wide characters or combining marks
+    // is cut in the middle instead.)
+    if n <= width || width < 7 || columns(text) != n {
         return shorten_middle(text, width);
     }
     let head = (width - 2) / 4;
