@@ -362,11 +362,15 @@ pub(crate) const KERNEL_LEGEND: &str = "Share: of the stage's total kernel time 
      Python location: the launching site, with its share of the kernel's launches (unresolved: no Python frame found); \
      CPU op: the launching operator.";
 
-/// What the overlap table's verdicts, dependency risks and priorities
-/// mean, with `dep` the name of the dependency column.
+/// Which kernels the overlap table holds, and what its verdicts,
+/// dependency risks and priorities mean, with `dep` the name of the
+/// dependency column.
 pub(crate) fn overlap_terms(dep: &str) -> String {
     format!(
-        "Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. {dep}: whether \
+        "Rows: per stage, up to five kernels of 5 µs or more with at least 45% of their time exposed (communication, copies \
+         and elementwise work first; compute, such as GEMMs and attention, which the others overlap with, only after \
+         them), then up to five copies and elementwise kernels of 5 µs or more with at least 65% already hidden. \
+         Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. {dep}: whether \
          the neighbouring kernels on its stream depend on it (high: a tight neighbour from the same scope or launch; \
          unclear: a tight unmapped neighbour; low: none). Priority: P1 (act first) to P5 (skip)."
     )

@@ -840,7 +840,9 @@ fn overlap_rows<'a>(
         // at a time, so that only one stage's records exist at once.
         let Some(l) = find(path) else { return report };
         let pid = opts.pid_substring.as_deref();
-        let Some(mut source) = BundleSource::new(&l.trace, &l.stages, pid, l.path_stage, opts.masking) else {
+        let Some(mut source) =
+            BundleSource::new(&l.trace, &l.stages, pid, l.path_stage, opts.masking, opts.kernel_rule())
+        else {
             return report;
         };
         let mut stages = render_stages(source.sizes());
@@ -897,6 +899,7 @@ fn overlap_rows<'a>(
                 prefix,
                 opts.pid_substring.as_deref(),
                 opts.masking,
+                opts.kernel_rule(),
             ) {
                 out.entry(stage).or_insert(bundle);
             }

@@ -397,3 +397,31 @@ fn a_template_argument_is_not_an_html_tag_in_markdown() {
     let reference = triage(&["-q", "triage", "--compat", "reference", p.to_str().unwrap()]);
     assert!(reference.contains("| void fill<4, Op<float>> |"), "{reference}");
 }
+
+/// Deviation 26: the overlap step names a kernel the kernel table calls a
+/// GEMM compute, so ROCm's Tensile GEMM (its `_Bias_` reads as elementwise
+/// to the reference) is the work others overlap with, and ranks after the
+/// exposed elementwise kernels; `--compat reference` keeps the reference's
+/// bucket.
+#[test]
+fn a_tensile_gemm_is_compute_in_the_overlap_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let gemm = "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x256_MI16x16x1";
+    let mut events = Vec::new();
+    for i in 0..10u64 {
+        events.push(kernel(gemm, 1000 + i * 100, 2 * i + 1));
+        events.push(kernel("triton_poi_fused_add_mul_0", 1050 + i * 100, 2 * i + 2));
+    }
+    let p = write_trace(&dir, &events);
+    let category = |args: &[&str]| -> String {
+        let mut all = vec!["-q", "triage", "--format", "json"];
+        all.extend_from_slice(args);
+        all.push(p.to_str().unwrap());
+        let v: serde_json::Value = serde_json::from_str(&triage(&all)).unwrap();
+        let rows = v["overlap"].as_array().unwrap();
+        let row = rows.iter().find(|r| r["kernel"].as_str().unwrap().starts_with("Cijk")).expect("a GEMM row");
+        row["category"].as_str().unwrap().to_string()
+    };
+    assert_eq!(category(&[]), "compute");
+    assert_eq!(category(&["--compat", "reference"]), "elementwise");
+}

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use super::detect::{is_kernel_event, overlap_category, overlap_kernel_name};
+use super::detect::{is_kernel_event, overlap_category_by, overlap_kernel_name};
 use super::Masking;
 use super::{OverlapKernel, StageBundle, StreamName};
 use crate::analysis::kernels::extract::KernelName;
+use crate::analysis::kernels::names::KernelRule;
 use crate::analysis::stage::{select_heaviest_pid, RowStages, Stage, StageRule};
 use crate::analysis::types::Text;
 use crate::columns::{Sym, ThreadIdx, Trace};
@@ -60,14 +61,17 @@ struct EventBuilder<'t, 's> {
     threads: HashMap<ThreadIdx, StreamName>,
     streams: HashMap<Sym, StreamName>,
     masking: Masking,
+    /// How a kernel's coarse category is named ([`overlap_category_by`]).
+    rule: KernelRule,
 }
 
 impl<'t, 's> EventBuilder<'t, 's> {
-    fn new(trace: &'t Trace, stages: &'s RowStages, masking: Masking) -> Self {
+    fn new(trace: &'t Trace, stages: &'s RowStages, masking: Masking, rule: KernelRule) -> Self {
         EventBuilder {
             trace,
             stages,
             masking,
+            rule,
             names: HashMap::default(),
             shared: HashMap::default(),
             threads: HashMap::default(),
@@ -92,12 +96,12 @@ impl<'t, 's> EventBuilder<'t, 's> {
             .filter(|sym| !self.names.contains_key(sym) && seen.insert(*sym))
             .collect();
         drop(seen);
-        let masking = self.masking;
+        let (masking, rule) = (self.masking, self.rule);
         let derived: Vec<(String, &'static str)> = raw_names
             .par_iter()
             .map(|&sym| {
                 let raw = trace.s(sym);
-                (overlap_kernel_name(raw, masking), overlap_category(raw))
+                (overlap_kernel_name(raw, masking), overlap_category_by(raw, rule))
             })
             .collect();
         for (sym, (canonical, category)) in raw_names.into_iter().zip(derived) {
@@ -128,13 +132,13 @@ impl<'t, 's> EventBuilder<'t, 's> {
                 .clone(),
         };
         let shared = &mut self.shared;
-        let masking = self.masking;
+        let (masking, rule) = (self.masking, self.rule);
         let name = self
             .names
             .entry(r.name)
             .or_insert_with(|| {
                 let raw = trace.s(r.name);
-                let key = (Text::from(overlap_kernel_name(raw, masking)), overlap_category(raw));
+                let key = (Text::from(overlap_kernel_name(raw, masking)), overlap_category_by(raw, rule));
                 shared
                     .entry(key)
                     .or_insert_with_key(|k| Arc::new(KernelName { canonical: k.0.clone(), category: k.1 }))
@@ -152,7 +156,7 @@ pub fn extract_kernel_events(trace: &Trace, pid_substring: Option<&str>) -> (Vec
         return (Vec::new(), None);
     };
     let stages = RowStages::build(trace, StageRule::Reference);
-    let mut builder = EventBuilder::new(trace, &stages, Masking::WordStart);
+    let mut builder = EventBuilder::new(trace, &stages, Masking::WordStart, KernelRule::Reference);
     builder.prepare_names(&rows);
     let events = rows.iter().enumerate().map(|(idx, &row)| builder.build(idx, row as usize)).collect();
     (events, Some(chosen))
@@ -181,9 +185,10 @@ impl<'t, 's> BundleSource<'t, 's> {
         pid_substring: Option<&str>,
         default_stage: Stage,
         masking: Masking,
+        rule: KernelRule,
     ) -> Option<Self> {
         let (rows, pid) = chosen_rows(trace, pid_substring)?;
-        let mut builder = EventBuilder::new(trace, stages, masking);
+        let mut builder = EventBuilder::new(trace, stages, masking, rule);
         builder.prepare_names(&rows);
         let mut source = BundleSource { builder, rows, sizes: IndexMap::new(), default_stage, pid };
         for i in 0..source.rows.len() {
@@ -240,8 +245,9 @@ pub fn render_stages<V>(groups: &IndexMap<Stage, V>) -> Vec<Stage> {
 
 /// The reference's per-file bundle map: the chosen process's kernels split
 /// by stage (annotation names read by the reference's rule), one bundle per rendered stage (kernels resolved to `all` are
-/// dropped when any named stage exists), in render order. Empty when the
-/// trace has no GPU kernels.
+/// dropped when any named stage exists), in render order, the kernels'
+/// categories by the reference's rule. Empty when the trace has no GPU
+/// kernels.
 pub fn stage_bundles<'t>(
     trace: &'t Trace,
     default_stage: Stage,
@@ -256,10 +262,12 @@ pub fn stage_bundles<'t>(
         label_prefix,
         pid_substring,
         masking,
+        KernelRule::Reference,
     )
 }
 
-/// [`stage_bundles`] with the kernel rows' stages already resolved.
+/// [`stage_bundles`] with the kernel rows' stages already resolved and the
+/// kernels' categories by `rule` ([`crate::analysis::overlap::overlap_category_by`]).
 pub fn stage_bundles_with<'t>(
     trace: &'t Trace,
     stages: &RowStages,
@@ -267,8 +275,9 @@ pub fn stage_bundles_with<'t>(
     label_prefix: &str,
     pid_substring: Option<&str>,
     masking: Masking,
+    rule: KernelRule,
 ) -> Vec<(Stage, StageBundle<'t>)> {
-    let Some(mut source) = BundleSource::new(trace, stages, pid_substring, default_stage, masking) else {
+    let Some(mut source) = BundleSource::new(trace, stages, pid_substring, default_stage, masking, rule) else {
         return Vec::new();
     };
     let mut out: Vec<(Stage, StageBundle<'t>)> =

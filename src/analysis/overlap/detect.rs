@@ -3,6 +3,7 @@
 //! five coarse categories, "void f(args)" trimmed to "void f") and must not
 //! be confused with the kernel-table module's versions.
 
+use crate::analysis::kernels::names::{kernel_category, KernelRule};
 use crate::columns::{KernelRow, Trace};
 use crate::pysem::normalize_text;
 
@@ -105,6 +106,24 @@ pub fn overlap_category(name: &str) -> &'static str {
     }
 }
 
+/// [`overlap_category`], refined under [`KernelRule::Default`]: a kernel
+/// the kernel table names a GEMM or attention kernel (ROCm's Tensile
+/// `Cijk_…` GEMMs, whose `_Bias_` reads as elementwise; FlashAttention) is
+/// compute, the work the others overlap with, not an elementwise or other
+/// candidate for overlap. Memory and communication kernels keep their
+/// bucket.
+pub fn overlap_category_by(name: &str, rule: KernelRule) -> &'static str {
+    let coarse = overlap_category(name);
+    match (rule, coarse) {
+        (KernelRule::Default, "elementwise" | "other")
+            if matches!(kernel_category(name, KernelRule::Default), "gemm" | "attention") =>
+        {
+            "compute"
+        }
+        _ => coarse,
+    }
+}
+
 pub use crate::analysis::text::{mask_hex_addresses, Masking};
 
 /// The kernel name used to group launches: whitespace-normalized, hex
@@ -188,6 +207,13 @@ mod tests {
         assert_eq!(overlap_category("fused_rmsnorm"), "elementwise");
         assert_eq!(overlap_category("fill_kernel"), "memory");
         assert_eq!(overlap_category("copy_gemm"), "compute");
+        let tensile = "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x256_MI16x16x1_SN_LDSB1";
+        assert_eq!(overlap_category(tensile), "elementwise");
+        assert_eq!(overlap_category_by(tensile, KernelRule::Reference), "elementwise");
+        assert_eq!(overlap_category_by(tensile, KernelRule::Default), "compute");
+        for (name, coarse) in [("fused_rmsnorm", "elementwise"), ("ncclDevKernel_AllReduce", "communication")] {
+            assert_eq!(overlap_category_by(name, KernelRule::Default), coarse);
+        }
         assert_eq!(overlap_category("dispatch_tokens"), "communication");
         assert_eq!(overlap_category("mystery"), "other");
     }

@@ -33,7 +33,7 @@ use crate::columns::Trace;
 
 pub use bundle::{render_stages, stage_bundles, stage_bundles_with, BundleSource};
 pub use dependency::dependency_risk_label;
-pub use detect::{overlap_category, overlap_kernel_name};
+pub use detect::{overlap_category, overlap_category_by, overlap_kernel_name};
 pub use rows::{RowOptions, ShareBasis};
 pub use source_map::{build_kernel_source_map, SampledSource, SourceMap, SourceSample};
 pub use sweep::{analyze_overlap, analyze_overlap_in, SweepOrder};
