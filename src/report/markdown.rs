@@ -15,34 +15,44 @@ use crate::report::model::{Compat, KernelTableRow, Mode, TriageReport};
 /// Markdown-safe table cell: `|` escaped, a newline as `<br>`, other
 /// control characters (NUL, ESC, ...; tab and carriage return excepted) as
 /// `\u00XX`, so a name cannot corrupt the table or the terminal, and a `<`
-/// that would open an HTML tag (`FillFunctor<float>`) as `\<`, so a viewer
-/// that renders the markdown shows the whole name instead of hiding a tag.
+/// that would open an HTML tag (`FillFunctor<float>`) as `\<`, a backslash
+/// before it as `\\`, and a `&` that would start an entity (`&lt;`) as
+/// `\&`, so a viewer that renders the markdown shows the whole name. The
+/// `<br>` that separates a list cell's entries stays a line break.
 pub(crate) fn escape_md_cell(text: &str) -> String {
     escape_md(text, true)
 }
 
-/// [`escape_md_cell`], leaving `<` as it is when `angle` is false: the
-/// reference's tables under `--compat reference`, byte for byte.
-fn escape_md(text: &str, angle: bool) -> String {
+/// [`escape_md_cell`], leaving `<` and `&` as they are when `html` is false:
+/// the reference's tables under `--compat reference`, byte for byte.
+fn escape_md(text: &str, html: bool) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let next = rest[c.len_utf8()..].chars().next();
         match c {
             '|' => out.push_str("\\|"),
             '\n' => out.push_str("<br>"),
             '\t' | '\r' => out.push(c),
-            '<' if angle && chars.peek().is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) => {
+            '<' if html && rest.starts_with("<br>") => out.push('<'),
+            '<' if html && next.is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) => {
+                // A backslash just before would escape the escape.
+                if out.ends_with('\\') {
+                    out.push('\\');
+                }
                 out.push_str("\\<")
             }
+            '&' if html && next.is_some_and(|n| n.is_ascii_alphanumeric() || n == '#') => out.push_str("\\&"),
             c if c.is_ascii_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
+        rest = &rest[c.len_utf8()..];
     }
     out
 }
 
 /// A cell of the Kernel, Overlap and Fuse tables: escaped as
-/// [`escape_md_cell`], with `<` kept raw under `--compat reference`.
+/// [`escape_md_cell`], with `<` and `&` kept raw under `--compat reference`.
 fn table_cell(r: &TriageReport, text: &str) -> String {
     escape_md(text, r.compat == Compat::Default)
 }
@@ -357,6 +367,12 @@ fn join_paths(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
 }
 
+/// The header's list of traces, escaped as a cell is outside `--compat
+/// reference` (a `<` in a folder's name opens no tag).
+fn header_paths(r: &TriageReport, paths: &[PathBuf]) -> String {
+    escape_md(&join_paths(paths), r.compat == Compat::Default)
+}
+
 /// What the kernel table's terms mean.
 pub(crate) const KERNEL_LEGEND: &str = "Share: of the stage's total kernel time (all its kernels' durations summed). \
      Python location: the launching site, with its share of the kernel's launches (unresolved: no Python frame found); \
@@ -394,7 +410,7 @@ pub fn render(r: &TriageReport) -> String {
     if r.mode == Mode::SingleTrace {
         lines.push("Mode: single-trace".into());
         lines.push(format!("Framework: {}", r.framework.formal.display_name()));
-        lines.push(format!("Input traces: {}", join_paths(&r.formal_traces)));
+        lines.push(format!("Input traces: {}", header_paths(r, &r.formal_traces)));
     } else {
         lines.push("Mode: mapping-formal".into());
         if r.framework.mapping == r.framework.formal {
@@ -403,8 +419,8 @@ pub fn render(r: &TriageReport) -> String {
             lines.push(format!("Mapping framework: {}", r.framework.mapping.display_name()));
             lines.push(format!("Formal framework: {}", r.framework.formal.display_name()));
         }
-        lines.push(format!("Mapping traces: {}", join_paths(&r.mapping_traces)));
-        lines.push(format!("Formal traces: {}", join_paths(&r.formal_traces)));
+        lines.push(format!("Mapping traces: {}", header_paths(r, &r.mapping_traces)));
+        lines.push(format!("Formal traces: {}", header_paths(r, &r.formal_traces)));
     }
     if let Some(model) = &r.model {
         lines.push(format!("Model: {model}"));
@@ -457,6 +473,10 @@ mod tests {
         let name = "FillFunctor<float>, Kernel<4, c10::Half> a < b </x> <!-- <?";
         assert_eq!(escape_md_cell(name), "FillFunctor\\<float>, Kernel<4, c10::Half> a < b \\</x> \\<!-- \\<?");
         assert_eq!(escape_md(name, false), name);
+        // A list cell's own line breaks stay; a backslash before a tag and
+        // an entity are escaped too.
+        assert_eq!(escape_md_cell("a.py:1 f<br>b.py:2 g"), "a.py:1 f<br>b.py:2 g");
+        assert_eq!(escape_md_cell("back\\slash\\<k> &lt; a & b"), "back\\slash\\\\\\<k> \\&lt; a & b");
     }
 
     #[test]

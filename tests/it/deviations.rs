@@ -396,6 +396,17 @@ fn a_template_argument_is_not_an_html_tag_in_markdown() {
     assert!(ours.contains("| void fill<4, Op\\<float>> |"), "{ours}");
     let reference = triage(&["-q", "triage", "--compat", "reference", p.to_str().unwrap()]);
     assert!(reference.contains("| void fill<4, Op<float>> |"), "{reference}");
+    // The line break between a list cell's entries (Python locations, CPU
+    // ops) stays one.
+    let b200 = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/tracelens/b200/eager_trace.json.gz");
+    let ours = triage(&["-q", "triage", b200]);
+    assert!(ours.contains("<br>") && !ours.contains("\\<br>"), "{ours}");
+    // A folder's name in the header opens no tag either.
+    let odd = dir.path().join("run<b>");
+    std::fs::create_dir(&odd).unwrap();
+    std::fs::copy(&p, odd.join("t.json")).unwrap();
+    let ours = triage(&["-q", "triage", odd.join("t.json").to_str().unwrap()]);
+    assert!(ours.contains("run\\<b>/t.json"), "{ours}");
 }
 
 /// Deviation 26: the overlap step names a kernel the kernel table calls a

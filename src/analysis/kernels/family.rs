@@ -2,7 +2,7 @@
 //! category ([`kernel_table_category`](super::names::kernel_table_category))
 //! refined where its keywords miss kernels that other GPU vendors and
 //! libraries name differently: ROCm's Tensile and skinny GEMMs,
-//! FlashAttention and Triton attention kernels (which the reference files
+//! FlashAttention and Triton attention kernels (`attn_fwd`; which the reference files
 //! under `gemm` or `other`), and Inductor's fused RMSNorm. The kernel
 //! table's default rule applies it too
 //! ([`KernelRule::Default`](super::names::KernelRule::Default)).
@@ -16,6 +16,8 @@ pub fn comparison_category(name: &str, category: &'static str) -> &'static str {
         || has("flash_fwd")
         || has("flash_bwd")
         || has("unified_attention")
+        || has("attn_fwd")
+        || has("attn_bwd")
         || lower.starts_with("_fwd_kernel")
     {
         return "attention";
@@ -55,6 +57,10 @@ mod tests {
         assert_eq!(refined(fa3), "attention");
         assert_eq!(refined("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128> >"), "attention");
         assert_eq!(refined("_fwd_kernel"), "attention");
+        // Triton's flash attention (ROCm's and the tutorial's).
+        assert_eq!(kernel_table_category("attn_fwd"), "other");
+        assert_eq!(refined("attn_fwd"), "attention");
+        assert_eq!(refined("_attn_bwd_dq"), "attention");
         assert_eq!(refined("void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16>"), "attention");
     }
 

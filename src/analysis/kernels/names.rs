@@ -202,7 +202,14 @@ fn keyword_category(name: &str, rule: KernelRule) -> &'static str {
     if sure {
         return "communication";
     }
-    if contains_any(&lowered, MEMORY_STRONG) {
+    // `dma` counts as a word of its own under the default rule, so that
+    // CUTLASS's `ThreadMap` (a GEMM's or convolution's) is not memory.
+    let memory = if ours {
+        MEMORY_STRONG.iter().any(|k| if *k == "dma" { contains_word(name, k) } else { lowered.contains(k) })
+    } else {
+        contains_any(&lowered, MEMORY_STRONG)
+    };
+    if memory {
         return "memory";
     }
     let compute_like = contains_any(&lowered, COMPUTE_HINTS);
@@ -358,6 +365,12 @@ mod tests {
         // The refinements `diff` makes too.
         assert_eq!(both("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB0_A"), ("gemm", "other"));
         assert_eq!(both("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128> >").0, "attention");
+        // `dma` inside a word (CUTLASS's `ThreadMap`) is no copy; a word of
+        // its own still is.
+        let conv = "void cutlass::Kernel<cutlass_tensorop_s1688fprop_optimized_256x128_32x3_nhwc_align4_ThreadMap>";
+        assert_eq!(both(conv), ("gemm", "memory"));
+        assert_eq!(both("sdma_copy_kernel").0, "memory");
+        assert_eq!(both("rocm_DMA_engine").0, "memory");
         // Everything else is the reference's.
         for name in ["ncclKernel_AllReduce", "Memcpy HtoD", "copy_gemm", "fused_moe_dispatch", "xyz", "rmsnorm"] {
             assert_eq!(both(name).0, both(name).1, "{name}");
