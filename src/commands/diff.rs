@@ -47,19 +47,21 @@ fn warn_sides(base: Option<&TriageReport>, new: Option<&TriageReport>) {
 }
 
 /// A gate judges the traces it compared: a side that is a directory of
-/// several ranks' traces, of which `diff` reads rank 0 alone, would let a
-/// slower rank pass unseen, so it is refused (exit 2) rather than passed.
-fn gate_covers_every_rank(side: &TriageReport) -> Result<()> {
-    match side.left_out.iter().find(|l| l.rank.is_some()) {
-        Some(l) => Err(Error::usage(format!(
-            "--gate compares one trace a side, and this directory holds {} ranks' traces, of which diff reads rank {} \
-             only; gate each rank's pair of traces (`torchtriage diff BASE/RANK_FILE NEW/RANK_FILE --gate PCT`)",
-            l.count + l.analysed.len(),
-            l.rank.unwrap_or(0)
-        ))
-        .in_file(&l.input)),
-        None => Ok(()),
-    }
+/// which `diff` reads only some traces (rank 0 of several ranks, or the
+/// newest trace of each stage) would let the others pass unseen, or
+/// compare unrelated traces, so it is refused (exit 2) rather than passed.
+fn gate_covers_every_trace(side: &TriageReport) -> Result<()> {
+    let Some(l) = side.left_out.first() else { return Ok(()) };
+    let read = match l.rank {
+        Some(rank) => format!("rank {rank} only"),
+        None => format!("the newest trace of each stage only ({})", l.analysed.join(", ")),
+    };
+    Err(Error::usage(format!(
+        "--gate compares whole inputs, and this directory holds {} traces, of which diff reads {read}; \
+         gate each pair of traces (`torchtriage diff BASE/FILE NEW/FILE --gate PCT`)",
+        l.count + l.analysed.len(),
+    ))
+    .in_file(&l.input))
 }
 
 pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
@@ -78,14 +80,16 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
     output.check_not_input([args.base.as_path(), args.new.as_path()])?;
     let opts = args.analysis.triage_options(global.quiet)?;
     let (base, new) = rayon::join(|| side(&args.base, &opts), || side(&args.new, &opts));
+    if gate.is_some() {
+        // Refused before any note, so that the refusal is the one line.
+        for side in [&base, &new].into_iter().flatten() {
+            gate_covers_every_trace(side)?;
+        }
+    }
     if !opts.quiet {
         warn_sides(base.as_ref().ok(), new.as_ref().ok());
     }
     let (base, new) = (base?, new?);
-    if gate.is_some() {
-        gate_covers_every_rank(&base)?;
-        gate_covers_every_rank(&new)?;
-    }
     // The traces found in an input directory, too.
     output.check_not_input(
         [&base, &new].into_iter().flat_map(|r| r.mapping_traces.iter().chain(&r.formal_traces)).map(PathBuf::as_path),
