@@ -387,8 +387,7 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
         kernel(r#", "ts": 1, "dur": [2]"#),
         kernel(r#", "ts": null, "dur": 2"#),
         r#"{}"#.to_string(),
-        // A kernel written as a begin/end pair: not read, counted once; a
-        // CPU op's or an annotation's pair is no GPU event.
+        // Events written as begin/end pairs: not read, each counted once.
         r#"{"ph": "B", "cat": "kernel", "name": "k", "ts": 1, "args": {"stream": 7}}"#.to_string(),
         r#"{"ph": "E", "ts": 3}"#.to_string(),
         r#"{"ph": "B", "cat": "cpu_op", "name": "op", "ts": 1}"#.to_string(),
@@ -398,8 +397,8 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
         ("/events", Value::from(16u64)),
         ("/columns/0/rows", Value::from(2u64)),
         // Three non-numeric times, two missing ones, two negative `dur`s,
-        // one begin/end kernel.
-        ("/skipped_events", Value::from(8u64)),
+        // three begin/end pairs.
+        ("/skipped_events", Value::from(10u64)),
         ("/ph/<none>", Value::from(2u64)),
     ];
     check("odd-events", &doc(&evs), Want::Ok(&want));
@@ -410,10 +409,10 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
     assert_eq!(o.code, Some(0));
     let lines: Vec<&str> = o.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{}", o.stderr);
-    assert!(lines[0].starts_with("torchtriage: warning: ") && lines[0].contains("8 events skipped"), "{}", o.stderr);
+    assert!(lines[0].starts_with("torchtriage: warning: ") && lines[0].contains("10 events skipped"), "{}", o.stderr);
     // triage and batch say so too, and triage's JSON carries the count.
     let warned = |o: &Outcome, what: &str| {
-        let n = o.stderr.lines().filter(|l| l.contains("odd.json: 8 events skipped")).count();
+        let n = o.stderr.lines().filter(|l| l.contains("odd.json: 10 events skipped")).count();
         assert_eq!((o.code, n), (Some(0), 1), "{what}: {}", o.stderr);
     };
     warned(&run_measured(&["triage".as_ref(), p.as_os_str()]), "triage");
@@ -421,7 +420,7 @@ fn odd_events_are_kept_or_skipped_like_the_reference() {
     let o = run_measured(&["triage".as_ref(), "--format".as_ref(), "json".as_ref(), p.as_os_str()]);
     warned(&o, "triage --format json");
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["skipped_events"], Value::from(8u64));
+    assert_eq!(v["skipped_events"], Value::from(10u64));
     // --quiet keeps stderr empty.
     let o = run_measured(&["--quiet".as_ref(), "triage".as_ref(), p.as_os_str()]);
     assert_eq!((o.code, o.stderr.as_str()), (Some(0), ""));

@@ -311,21 +311,17 @@ impl ColumnsBuilder {
         match ev.ph {
             Scalar::Str("X") => self.push_complete(ev, thread, counts_cat, correlation, external_id),
             Scalar::Str("M") => self.push_metadata(ev, thread),
-            Scalar::Str("B") => self.count_begin(ev, counts_cat),
+            Scalar::Str("B") => self.count_begin(),
             _ => {}
         }
     }
 
-    /// A GPU event written as a begin/end pair (`ph` `B`, then `E`): the
-    /// tables and the timeline read complete (`X`) events, as the
-    /// reference does, so it is counted with the skipped events and the
-    /// report says the kernel table lacks it.
-    fn count_begin(&mut self, ev: &RawEvent<'_>, counts_cat: Sym) {
-        let cat = if ev.cat.is_missing() { self.intern_py(ev.cat, "") } else { counts_cat };
-        let cc = class_of(&mut self.cat_class, cat, &self.t.strings, classify_cat);
-        if cc & CAT_KERNELISH != 0 && cc & (CAT_NON_KERNEL | CAT_ANNOTATION) == 0 {
-            self.t.counts.skipped += 1;
-        }
+    /// An event written as a begin/end pair (`ph` `B`, then `E`): the
+    /// tables, the timeline and the steps read complete (`X`) events, as
+    /// the reference does, so it is counted with the skipped events and the
+    /// report says what it lacks.
+    fn count_begin(&mut self) {
+        self.t.counts.skipped += 1;
     }
 
     fn push_metadata(&mut self, ev: &RawEvent<'_>, thread: ThreadIdx) {

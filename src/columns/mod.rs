@@ -402,8 +402,8 @@ pub struct Counts {
     pub by_ph: FxIndexMap<Sym, u64>,
     /// Events the builder could not use although the reference would have
     /// tried (a `ph: "X"` event whose ts is not a number), and GPU events
-    /// left out for a missing `ts` or `dur` or a negative `dur`, or for
-    /// being written as a begin/end pair (counted at the `B`).
+    /// left out for a missing `ts` or `dur` or a negative `dur`, and events
+    /// written as a begin/end pair (counted at the `B`).
     pub skipped: u64,
     /// Smallest `ts` and largest `ts + dur` over X events with numeric ts.
     pub min_ts: Option<f64>,

@@ -187,8 +187,8 @@ pub struct TriageReport {
     #[serde(rename = "fuse")]
     pub fuse_rows: Vec<FuseRow>,
     /// Complete events skipped for a `ts` or `dur` that is not a number
-    /// (and GPU events for a missing one or a negative `dur`, or written as
-    /// begin/end pairs), over every trace read.
+    /// (and GPU events for a missing one or a negative `dur`, and events
+    /// written as begin/end pairs), over every trace read.
     pub skipped_events: u64,
     /// The same count per trace file (named as the user named the input),
     /// for the warnings on stderr.
@@ -217,7 +217,7 @@ pub struct TriageReport {
 pub fn skipped_note(path: &std::path::Path, skipped: u64) -> String {
     let events = if skipped == 1 { "event" } else { "events" };
     format!(
-        "warning: {}: {skipped} {events} skipped (non-numeric ts or dur, or a GPU event without them, with a negative dur, or written as a begin/end pair)",
+        "warning: {}: {skipped} {events} skipped (non-numeric ts or dur; a GPU event without them or with a negative dur; an event written as a begin/end pair)",
         crate::error::shown(path)
     )
 }
@@ -253,14 +253,15 @@ pub fn non_finite_note(path: &std::path::Path, events: u64) -> String {
 /// near 1.7e18 (steps of 256 µs).
 pub const COARSE_CLOCK_US: f64 = 9_007_199_254_740_992.0;
 
-/// The warning for a trace whose timestamps reach `max_abs_us`, where a
-/// double holds a time only to its step: shorter kernels, gaps and steps
-/// are not exact, so the timeline's figures are not to be trusted.
-pub fn coarse_clock_note(path: &std::path::Path, max_abs_us: f64) -> String {
-    // The spacing of doubles at the largest timestamp.
-    let step = 2f64.powi(max_abs_us.log2().floor() as i32 - 52);
+/// The warning for a trace whose timestamps reach `extreme_us` (the one
+/// farthest from zero), where a double holds a time only to its step:
+/// shorter kernels, gaps and steps are not exact, so the timeline's figures
+/// are not to be trusted.
+pub fn coarse_clock_note(path: &std::path::Path, extreme_us: f64) -> String {
+    // The spacing of doubles at that timestamp.
+    let step = 2f64.powi(extreme_us.abs().log2().floor() as i32 - 52);
     format!(
-        "warning: {}: timestamps reach {max_abs_us:.3e} µs, where a double holds a time only to {step} µs: \
+        "warning: {}: timestamps reach {extreme_us:.3e} µs, where a double holds a time only to {step} µs: \
          kernels, gaps and steps shorter than that are not measured exactly (a clock in nanoseconds written as microseconds?)",
         crate::error::shown(path)
     )
@@ -269,7 +270,7 @@ pub fn coarse_clock_note(path: &std::path::Path, max_abs_us: f64) -> String {
 impl TriageReport {
     /// [`TriageReport::notes`] from the report's other fields, the GPU
     /// events each trace's timeline left out (`non_finite`, by trace) and
-    /// the largest timestamp of each trace (`clocks`, µs).
+    /// the timestamp of each trace farthest from zero (`clocks`, µs).
     pub fn make_notes(
         &self,
         pid_substring: Option<&str>,
@@ -282,7 +283,7 @@ impl TriageReport {
         let non_finite = non_finite.iter().filter(|(_, n)| *n > 0).map(|(p, n)| non_finite_note(p, *n));
         let coarse = clocks
             .iter()
-            .filter(|(_, m)| m.is_finite() && *m >= COARSE_CLOCK_US)
+            .filter(|(_, m)| m.is_finite() && m.abs() >= COARSE_CLOCK_US)
             .map(|(p, m)| coarse_clock_note(p, *m));
         left_out.chain(skipped).chain(pid).chain(non_finite).chain(coarse).collect()
     }
@@ -471,7 +472,7 @@ mod tests {
     #[test]
     fn the_skipped_events_warning_counts_in_words() {
         let p = std::path::Path::new("t.json");
-        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 event skipped (non-numeric ts or dur, or a GPU event without them, with a negative dur, or written as a begin/end pair)");
-        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 events skipped (non-numeric ts or dur, or a GPU event without them, with a negative dur, or written as a begin/end pair)");
+        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 event skipped (non-numeric ts or dur; a GPU event without them or with a negative dur; an event written as a begin/end pair)");
+        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 events skipped (non-numeric ts or dur; a GPU event without them or with a negative dur; an event written as a begin/end pair)");
     }
 }

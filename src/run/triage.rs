@@ -608,14 +608,14 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             .map(|l| (as_given(&l.path), l.timeline.as_ref().map_or(0, |t| t.skipped_non_finite)))
             .collect(),
     };
-    // Each trace's largest timestamp, for the warning that a double holds
-    // it only coarsely.
+    // Each trace's timestamp farthest from zero, for the warning that a
+    // double holds it only coarsely.
     let clocks: Vec<(PathBuf, f64)> = loaded
         .iter()
         .map(|l| {
             let c = &l.trace.counts;
-            let m = c.min_ts.map_or(0.0, f64::abs).max(c.max_end.map_or(0.0, f64::abs));
-            (as_given(&l.path), m)
+            let (lo, hi) = (c.min_ts.unwrap_or(0.0), c.max_end.unwrap_or(0.0));
+            (as_given(&l.path), if lo.abs() > hi.abs() { lo } else { hi })
         })
         .collect();
     report.notes = report.make_notes(opts.pid_substring.as_deref(), &non_finite, &clocks);

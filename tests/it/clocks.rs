@@ -164,6 +164,12 @@ fn timestamps_a_double_holds_coarsely_are_warned_of() {
     assert_eq!(err.lines().filter(|l| l.contains(want)).count(), 1, "{err}");
     let json: Value = serde_json::from_str(&report(p.to_str().unwrap(), "json")).unwrap();
     assert!(json["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains(want)), "{json}");
+    // A clock far below zero keeps its sign.
+    let neg = dir.path().join("neg.json");
+    let text = std::fs::read_to_string(&p).unwrap().replace("\"ts\": 17", "\"ts\": -17");
+    std::fs::write(&neg, text).unwrap();
+    let out = common::run(&["triage", neg.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timestamps reach -1.700e18 µs"), "{out:?}");
     for trace in [OFFSET, ONE_CLOCK, ONE_CLOCK_EXTEND] {
         let out = common::run(&["triage", "--format", "json", trace]);
         assert!(!String::from_utf8_lossy(&out.stderr).contains("timestamps reach"), "{trace}");
