@@ -385,7 +385,7 @@ pub(crate) fn overlap_terms(dep: &str) -> String {
     format!(
         "Rows: per stage, up to five kernels of 5 µs or more with at least 45% of their time exposed (communication, copies \
          and elementwise work first; compute, such as GEMMs and attention, which the others overlap with, only after \
-         them), then up to five copies and elementwise kernels of 5 µs or more with at least 65% already hidden. \
+         them), then up to five copies and elementwise kernels of 5 µs or more with at least 65% already hidden; listed by priority. \
          Verdict: headroom = mostly exposed, worth overlapping or fusing; low-roi-hidden = already hidden. {dep}: whether \
          the neighbouring kernels on its stream depend on it (high: a tight neighbour from the same scope or launch; \
          unclear: a tight unmapped neighbour; low: none). Priority: P1 (act first) to P5 (skip)."

@@ -979,8 +979,14 @@ fn overlap_stage(
         Compat::Default => overlap::ShareBasis::Running,
         Compat::Reference => overlap::ShareBasis::Summed,
     };
-    let rows =
+    let mut rows =
         overlap::action_rows_from(formal_bundle, source_map, stats, overlap::RowOptions { share, table_limit: 0 });
+    if opts.compat == Compat::Default {
+        // The legend's order: P1 (act first) before P2, and so on; within a
+        // priority, the reference's order (weighted exclusive time). The
+        // reference lists its two picks one after the other.
+        rows.sort_by(|a, b| a.priority.cmp(&b.priority));
+    }
     let shown = match opts.overlap_table_limit {
         0 => usize::MAX,
         n => n,

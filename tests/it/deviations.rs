@@ -436,3 +436,32 @@ fn a_tensile_gemm_is_compute_in_the_overlap_table() {
     assert_eq!(category(&[]), "compute");
     assert_eq!(category(&["--compat", "reference"]), "elementwise");
 }
+
+/// Deviation 27: the overlap rows of a stage are listed by priority, P1
+/// first, as the legend ranks them; `--compat reference` keeps the
+/// reference's order (its headroom picks, then its hidden ones), where a P1
+/// can follow a P2, as on the bundled fixture.
+#[test]
+fn overlap_rows_come_by_priority() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let priorities = |args: &[&str]| -> Vec<(String, String)> {
+        let mut all = vec!["-q", "triage", "--format", "json"];
+        all.extend_from_slice(args);
+        all.push(fixture);
+        let v: serde_json::Value = serde_json::from_str(&triage(&all)).unwrap();
+        v["overlap"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["stage"].as_str().unwrap().to_string(), r["priority"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let sorted = |rows: &[(String, String)]| rows.windows(2).all(|w| w[0].0 != w[1].0 || w[0].1 <= w[1].1);
+    let (ours, reference) = (priorities(&[]), priorities(&["--compat", "reference"]));
+    assert!(sorted(&ours), "{ours:?}");
+    assert!(!sorted(&reference), "{reference:?}");
+    let (mut a, mut b) = (ours.clone(), reference.clone());
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "the same rows");
+}
