@@ -311,17 +311,13 @@ impl ColumnsBuilder {
         match ev.ph {
             Scalar::Str("X") => self.push_complete(ev, thread, counts_cat, correlation, external_id),
             Scalar::Str("M") => self.push_metadata(ev, thread),
-            Scalar::Str("B") => self.count_begin(),
+            // An event written as a begin/end pair (`ph` `B`, then `E`):
+            // the tables, the timeline and the steps read complete (`X`)
+            // events, as the reference does, so it is counted with the
+            // skipped events and the report says what it lacks.
+            Scalar::Str("B") => self.t.counts.skipped += 1,
             _ => {}
         }
-    }
-
-    /// An event written as a begin/end pair (`ph` `B`, then `E`): the
-    /// tables, the timeline and the steps read complete (`X`) events, as
-    /// the reference does, so it is counted with the skipped events and the
-    /// report says what it lacks.
-    fn count_begin(&mut self) {
-        self.t.counts.skipped += 1;
     }
 
     fn push_metadata(&mut self, ev: &RawEvent<'_>, thread: ThreadIdx) {

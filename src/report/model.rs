@@ -186,9 +186,9 @@ pub struct TriageReport {
     pub overlap_stats: Vec<OverlapStageStats>,
     #[serde(rename = "fuse")]
     pub fuse_rows: Vec<FuseRow>,
-    /// Complete events skipped for a `ts` or `dur` that is not a number
-    /// (and GPU events for a missing one or a negative `dur`, and events
-    /// written as begin/end pairs), over every trace read.
+    /// Events skipped, over every trace read: complete events whose `ts` or
+    /// `dur` is not a number, GPU events with a missing one or a negative
+    /// `dur`, and events written as begin/end pairs.
     pub skipped_events: u64,
     /// The same count per trace file (named as the user named the input),
     /// for the warnings on stderr.
@@ -359,7 +359,7 @@ pub struct FileAnalysis {
     pub path_stage: Stage,
     /// Wall time of the triage run (its load plus all analyses), ms.
     pub triage_ms: f64,
-    /// Complete events skipped for their times ([`TriageReport::skipped_events`]).
+    /// Events skipped ([`TriageReport::skipped_events`]).
     pub skipped_events: u64,
     /// The notes of the file's triage report (events skipped, a pid filter
     /// that kept nothing, GPU events the timeline left out), for stderr.
