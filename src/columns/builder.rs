@@ -394,7 +394,7 @@ impl ColumnsBuilder {
             // as the host side of a correlation, or as a step mark.
             if let (Some(correlation), true) = (correlation, host_side) {
                 let name = self.intern_py(ev.name, "");
-                self.t.runtime.push(RuntimeRow { name, ts, dur, correlation });
+                self.t.runtime.push(RuntimeRow { name, thread, ts, dur, correlation });
             }
             if step_mark {
                 let name = self.intern_py(ev.name, "");
@@ -425,7 +425,7 @@ impl ColumnsBuilder {
         let stream_int = if has_stream_marker { stream_int(ev.args.stream) } else { -1 };
         if let (Some(correlation), false, false, true) = (correlation, launch, kernel_like, host_side) {
             if stream_int < 0 {
-                self.t.runtime.push(RuntimeRow { name, ts, dur, correlation });
+                self.t.runtime.push(RuntimeRow { name, thread, ts, dur, correlation });
             }
         }
         let annotation = complete && cc & CAT_STAGE_ANN != 0;

@@ -343,6 +343,7 @@ columns!(
     /// are the host side of every correlation.
     RuntimeColumns, RuntimeRow {
         name: Sym,
+        thread: ThreadIdx,
         ts: f64,
         dur: f64,
         correlation: i64,

@@ -7,8 +7,8 @@ use crate::analysis::kernels::names::names_device_wait;
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::Basis;
 use crate::analysis::timeline::{
-    Figures, HostCause, HostWorkReason, StageTimeline, StepSource, Timeline, Verdict, VerdictKind, EXPOSED_COMM_PCT,
-    ONE_GAP_SHARE,
+    Figures, HostCause, HostWaitCall, HostWorkReason, StageTimeline, StepSource, Timeline, Verdict, VerdictKind,
+    EXPOSED_COMM_PCT, ONE_GAP_SHARE,
 };
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::{KernelTableRow, TriageReport};
@@ -160,6 +160,40 @@ fn one_gap_text(gap_us: f64, share: f64) -> String {
     )
 }
 
+/// The runtime call a host-bound stage's launching threads were in for
+/// most of the GPU's host waits, with what usually makes a program call it.
+/// The line is plain text in every format, so a name that is not a plain
+/// identifier (as runtime calls are) is not quoted.
+fn one_call_text(call: &HostWaitCall, share: f64, gap: Option<(f64, f64)>) -> String {
+    let gap = match gap {
+        Some((gap_us, gap_share)) if gap_share >= ONE_GAP_SHARE => {
+            format!("; one gap of {} holds {}% of the idle time", format_ms(gap_us), fixed(100.0 * gap_share, 0))
+        }
+        _ => String::new(),
+    };
+    let plain = !call.name.is_empty() && call.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let name = if plain { call.name.as_str() } else { "one runtime call" };
+    let n = call.name.to_ascii_lowercase();
+    let why = if n.contains("synchronize") {
+        "the host waits there for the device to finish (a .item(), .cpu() or .tolist() read, torch.cuda.synchronize()): read results less often or later"
+    } else if n.contains("free") || n.contains("malloc") || n.contains("alloc") {
+        "allocating and freeing memory stalls the device and the host: keep memory in PyTorch's caching allocator (no torch.cuda.empty_cache() in the loop, less memory pressure)"
+    } else if n.contains("memcpy") && !n.contains("async") {
+        "a synchronous copy holds the host until it is done: copy from pinned memory with non_blocking=True"
+    } else if n.contains("memcpy") {
+        "an asynchronous copy blocks the host when its host memory is not pinned: pin it"
+    } else {
+        "look at why the host makes that call between launches"
+    };
+    format!(
+        "the launching thread was in {name} for {}% of those waits ({} call{}, {}{gap}); {why}",
+        fixed(100.0 * share, 0),
+        call.calls,
+        if call.calls == 1 { "" } else { "s" },
+        format_ms(call.wait_us),
+    )
+}
+
 /// How often a launch-bound stage's host makes a launch call (its window
 /// over the launch calls behind its matched kernels), and whether the call
 /// is most of that time or the host's work between calls is: `, the host
@@ -205,6 +239,10 @@ fn verdict_text(stage: &StageTimeline) -> String {
                     "{waits} → CPU launch-bound: kernels about as short as their launch calls ({medians}){}; fewer, larger launches (CUDA graphs, torch.compile, fusion) cut it",
                     launch_pace(stage)
                 ),
+                (Some(HostCause::HostWork), Some(HostWorkReason::OneCall)) => match &v.host_wait_call {
+                    Some(call) => format!("{waits} → host-bound: {}", one_call_text(call, v.call_share().unwrap_or(0.0), v.gap_share().map(|g| (v.longest_gap_us, g)))),
+                    None => host_work("one runtime call holds most of the waits".to_string()),
+                },
                 (Some(HostCause::HostWork), Some(HostWorkReason::OneGap)) => {
                     format!("{waits} → host-bound: {}", one_gap_text(v.longest_gap_us, v.gap_share().unwrap_or(0.0)))
                 }
@@ -631,6 +669,40 @@ mod tests {
         let both = stage(figures(84_480.0, 60_000.0, 50_000.0, 30_000.0), launch, None);
         let line = verdict_line(&both);
         assert!(line.ends_with("; communication that no computation hides, 35.5% of the window, comes next"), "{line}");
+    }
+
+    #[test]
+    fn a_host_bound_verdict_names_the_call_the_host_waited_in() {
+        // A ResNet training step on ROCm: the launching thread in hipFree
+        // for 2,998 of the GPU's 3,032 ms of host waits.
+        let launch = LaunchStats {
+            launches: 2360,
+            kernels: 2360,
+            kernel_p50_us: Some(51.8),
+            launch_p50_us: Some(3.1),
+            ..LaunchStats::default()
+        };
+        let call = |name: &str| HostWaitCall { name: name.into(), calls: 1298, wait_us: 2_998_043.7 };
+        let with_call = |name: &str| {
+            let mut f = figures(3_391_350.0, 3_032_300.0, 3_032_270.0, 0.0);
+            f.host_wait_calls = vec![call(name)];
+            stage(f, launch.clone(), None)
+        };
+        let line = verdict_line(&with_call("hipFree"));
+        assert!(
+            line.contains("→ host-bound: the launching thread was in hipFree for 99% of those waits (1298 calls, 2998.04 ms); allocating and freeing memory"),
+            "{line}"
+        );
+        let line = verdict_line(&with_call("cudaStreamSynchronize"));
+        assert!(line.contains("in cudaStreamSynchronize for 99%") && line.contains(".item()"), "{line}");
+        // A name that is not a plain identifier is not quoted into the line.
+        let line = verdict_line(&with_call("a|b <c>"));
+        assert!(line.contains("was in one runtime call for 99%") && !line.contains('|'), "{line}");
+        // Under half the waits, the launch figures decide as before.
+        let mut f = figures(3_391_350.0, 3_032_300.0, 3_032_270.0, 0.0);
+        f.host_wait_calls = vec![HostWaitCall { wait_us: 1_000_000.0, ..call("hipFree") }];
+        let line = verdict_line(&stage(f, launch, None));
+        assert!(line.contains("launch calls are short beside the kernels") && !line.contains("hipFree"), "{line}");
     }
 
     #[test]

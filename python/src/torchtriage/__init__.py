@@ -136,7 +136,7 @@ _OVERLAP_ROW = [
 _GPU_ROW = [
     "pid", "rank", "kernels", "window_us", "busy_us", "idle_us", "compute_us", "non_compute_us", "idle_pct",
     "compute_pct", "non_compute_pct", "comm_us", "memory_us", "comm_comp_overlap_pct", "exposed_comm_us",
-    "idle_host_wait_us", "longest_idle_gap_us", "device_wait_us", "idle_by_stream",
+    "idle_host_wait_us", "longest_idle_gap_us", "device_wait_us", "idle_by_stream", "host_wait_calls",
 ]
 _DIFF_KERNEL_ROW = [
     "name", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status",

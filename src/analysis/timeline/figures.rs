@@ -21,6 +21,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::events::{Ev, EventSet};
+use super::hostcalls::HostCalls;
 use super::intervals::{KernelType, Sum, Union};
 use super::types::{Figures, StreamIdle};
 
@@ -100,6 +101,7 @@ impl Acc {
             longest_idle_gap_us: self.longest_gap,
             device_wait_us: (busy - self.work.total()).max(0.0),
             idle_by_stream: Vec::new(),
+            host_wait_calls: Vec::new(),
         }
     }
 }
@@ -143,16 +145,20 @@ pub(crate) struct IdleRule {
 }
 
 /// Overall figures and figures per stage code (`None` for a stage without
-/// events) of `events`, which must be in start order.
+/// events) of `events`, which must be in start order, with the `calls` the
+/// host was in while they waited for it.
 pub(crate) fn compute<'a>(
     set: &EventSet,
     pid_label: &dyn Fn(u32) -> String,
     events: impl Iterator<Item = &'a Ev> + Clone,
     rule: IdleRule,
+    calls: &HostCalls,
 ) -> (Figures, [Option<Figures>; 3]) {
     let mut overall = Acc::default();
     let mut stage = [Acc::default(); 3];
     let mut whole = Union::default();
+    let mut overall_calls = calls.sweep();
+    let mut stage_calls = [calls.sweep(), calls.sweep(), calls.sweep()];
     for e in events.clone() {
         let s = e.stage().code() as usize;
         overall.push(e);
@@ -170,16 +176,21 @@ pub(crate) fn compute<'a>(
             if e.host_ts > prev_end {
                 overall.host_wait.add(gap);
                 stage[s].host_wait.add(gap);
+                overall_calls.gap(prev_end, e.start);
+                stage_calls[s].gap(prev_end, e.start);
             }
         }
     }
     let window = whole.span();
     let mut all = overall.figures(window, window - whole.total());
+    all.host_wait_calls = overall_calls.rows();
     let mut per: [Option<Figures>; 3] = [None, None, None];
     for (i, acc) in stage.iter().enumerate() {
         if acc.kernels > 0 {
             let idle = acc.idle.value();
-            per[i] = Some(acc.figures(acc.all.total() + idle, idle));
+            let mut fig = acc.figures(acc.all.total() + idle, idle);
+            fig.host_wait_calls = stage_calls[i].rows();
+            per[i] = Some(fig);
         }
     }
 

@@ -16,7 +16,8 @@
 //!
 //! The parts: `events` (the GPU events of a basis), `intervals` (unions,
 //! sums, percentiles, HTA's kernel type), `figures` (window, busy, idle,
-//! kernel classes, overlap, per-stream idle), `launch`, `steps`, `verdict`
+//! kernel classes, overlap, per-stream idle), `hostcalls` (the runtime calls
+//! the host was in while the GPU waited for it), `launch`, `steps`, `verdict`
 //! (the rule is documented in [`verdict`]) and `types` (the serializable
 //! result).
 //!
@@ -31,6 +32,7 @@
 mod corr;
 mod events;
 mod figures;
+mod hostcalls;
 mod intervals;
 mod launch;
 mod steps;
@@ -64,6 +66,7 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
     let hta = opts.basis != Basis::Trace;
     let rank = opts.rank.or_else(|| trace_rank(trace));
     let pid_label = |p: u32| trace.s(set.pids[p as usize]).to_string();
+    let calls = hostcalls::HostCalls::build(trace, set.clock);
 
     // With one GPU its figures are the whole trace's, computed once.
     let one_gpu = set.pids.len() == 1;
@@ -76,6 +79,7 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
                         &pid_label,
                         set.events.iter(),
                         IdleRule { hta, by_pid: !hta && set.pids.len() > 1 },
+                        &calls,
                     )
                 },
                 || launch::matches(trace, &set, &launches),
@@ -83,7 +87,7 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
         },
         || {
             rayon::join(
-                || (!one_gpu).then(|| per_gpu(&set, &pid_label, hta, rank)),
+                || (!one_gpu).then(|| per_gpu(&set, &pid_label, hta, rank, &calls)),
                 || found.as_ref().map(|(_, spans)| steps::assign(spans, &set)).unwrap_or_default(),
             )
         },
@@ -170,6 +174,7 @@ fn per_gpu(
     pid_label: &(dyn Fn(u32) -> String + Sync),
     hta: bool,
     rank: Option<u64>,
+    calls: &hostcalls::HostCalls,
 ) -> [Vec<GpuTimeline>; 3] {
     // Events per pid, start order kept (a counting sort of indexes).
     let npids = set.pids.len();
@@ -195,7 +200,7 @@ fn per_gpu(
     for &p in &pid_order {
         let idx = &by_pid[starts[p as usize]..starts[p as usize + 1]];
         let evs = idx.iter().map(|&i| &set.events[i as usize]);
-        let (_, per) = figures::compute(set, pid_label, evs, IdleRule { hta, by_pid: false });
+        let (_, per) = figures::compute(set, pid_label, evs, IdleRule { hta, by_pid: false }, calls);
         for (code, fig) in per.into_iter().enumerate() {
             if let Some(figures) = fig {
                 gpus[code].push(GpuTimeline { pid: pid_label(p), rank: gpu_rank, figures });

@@ -691,3 +691,42 @@ fn rounding_to_whole_microseconds_leaves_no_impossible_figure() {
     let f = run(&t, Basis::Trace).trace;
     assert!(close(f.compute_us, 10.0) && close(f.memory_us, 0.5), "{f:?}");
 }
+
+fn runtime_call(name: &str, pid: u32, tid: u32, ts: f64, dur: f64, corr: i64) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"cuda_runtime","name":"{name}","pid":{pid},"tid":{tid},"ts":{ts},"dur":{dur},"args":{{"correlation":{corr}}}}}"#
+    )
+}
+
+#[test]
+fn the_launching_thread_s_calls_in_host_waits_are_named() {
+    // The host wait is the gap 25..100; the launching thread (pid 1, tid 1)
+    // is in cudaFree for 30..90 of it, and before it outside every gap;
+    // another thread's copy in the gap is not the launching thread's.
+    let mut events = four_kernels();
+    events.push(runtime_call("cudaFree", 1, 1, 30.0, 60.0, 90));
+    events.push(runtime_call("cudaFree", 1, 1, 11.0, 3.0, 91));
+    events.push(runtime_call("cudaMemcpy", 1, 2, 30.0, 60.0, 92));
+    let t = trace_of(&events);
+    for basis in [Basis::Trace, Basis::HtaExact] {
+        let tl = run(&t, basis);
+        let want = vec![HostWaitCall { name: "cudaFree".into(), calls: 1, wait_us: 60.0 }];
+        assert_eq!(tl.trace.host_wait_calls, want, "{basis:?}");
+        assert_eq!(tl.stages[0].gpus[0].figures.host_wait_calls, want, "{basis:?}");
+        let v = &tl.stages[0].verdict;
+        assert_eq!(v.host_wait_call.as_ref(), want.first());
+        assert!(close(v.call_share().unwrap(), 60.0 / 75.0), "{v:?}");
+    }
+}
+
+#[test]
+fn host_calls_are_not_named_when_two_processes_launch() {
+    let mut events = four_kernels();
+    events.push(runtime_call("cudaFree", 1, 1, 30.0, 60.0, 90));
+    // A second process launches too: its calls and the first's cannot be
+    // told apart by GPU.
+    events.push(runtime_call("cudaLaunchKernel", 5, 1, 300.0, 1.0, 93));
+    let tl = run(&trace_of(&events), Basis::Trace);
+    assert!(tl.trace.host_wait_calls.is_empty(), "{:?}", tl.trace.host_wait_calls);
+    assert_eq!(tl.stages[0].verdict.host_wait_call, None);
+}

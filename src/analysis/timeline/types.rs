@@ -106,6 +106,20 @@ pub struct Figures {
     pub device_wait_us: f64,
     /// Idle time between consecutive kernels of each stream, by cause.
     pub idle_by_stream: Vec<StreamIdle>,
+    /// The runtime calls (other than launches) the launching threads were
+    /// in while the GPU waited for the host, the most time first; empty
+    /// when the launches come from more than one process.
+    pub host_wait_calls: Vec<HostWaitCall>,
+}
+
+/// A runtime call the launching threads were in while the GPU waited for
+/// the host: its name, how many of its calls overlapped such waits, and
+/// for how long (within [`Figures::idle_host_wait_us`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HostWaitCall {
+    pub name: String,
+    pub calls: u64,
+    pub wait_us: f64,
 }
 
 /// Idle time between consecutive kernels of one stream, split by cause: the
@@ -316,4 +330,8 @@ pub struct Verdict {
     /// Busy time in which only device-side waits ran
     /// ([`Figures::device_wait_us`]), as a share of the window.
     pub device_wait_pct: Option<f64>,
+    /// The runtime call the launching threads spent the most of the GPU's
+    /// host waits in, summed over the stage's GPUs
+    /// ([`Figures::host_wait_calls`]); `None` without one.
+    pub host_wait_call: Option<HostWaitCall>,
 }

@@ -8,7 +8,9 @@
 //! 2. `idle` ≥ [`IDLE_BOUND_PCT`] and `host` ≥ [`HOST_WAIT_SHARE`] × `idle`,
 //!    unless rule 3 holds too with `exposed` > `host` (the larger share of
 //!    the window decides) → [`VerdictKind::CpuLaunchBound`], with its
-//!    [`HostCause`]: launch overhead when no single gap holds
+//!    [`HostCause`]: launch overhead when no single runtime call holds
+//!    [`ONE_CALL_SHARE`] of the host waits (`hipFree`, say: see
+//!    [`Verdict::host_wait_call`]), no single gap holds
 //!    [`ONE_GAP_SHARE`] of the idle time, the median kernel is shorter than
 //!    [`LAUNCH_OVERHEAD_RATIO`] × the median launch call, the median kernel
 //!    starts less than [`QUEUED_DELAY_RATIO`] median launch calls after
@@ -30,8 +32,11 @@
 //! ([`LaunchStats::clock_offset_us`]): a host wait compares a launch call's
 //! time with the GPU's, which two clocks cannot tell.
 
+use rustc_hash::FxHashMap as HashMap;
+
 use super::intervals::Sum;
-use super::types::{Figures, HostCause, LaunchStats, Verdict, VerdictKind};
+use super::types::{Figures, HostCause, HostWaitCall, LaunchStats, Verdict, VerdictKind};
+use crate::pysem::fcmp;
 
 /// Idle share of the window (percent) from which a stage counts as idle.
 pub const IDLE_BOUND_PCT: f64 = 20.0;
@@ -56,6 +61,10 @@ pub const GRAPH_KERNELS_PER_LAUNCH: f64 = 2.0;
 /// single event (a warm-up, a synchronization, the profiler starting), not
 /// the launches' steady pace.
 pub const ONE_GAP_SHARE: f64 = 0.5;
+/// One runtime call (by name) that the launching threads were in for this
+/// share of the GPU's host waits or more is what the host was doing, not
+/// launching.
+pub const ONE_CALL_SHARE: f64 = 0.5;
 
 impl Verdict {
     /// Whether rule 5 decided: the stage is idle by its steps' time alone,
@@ -81,7 +90,13 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
     let (mut kernels, mut window, mut idle, mut host, mut exposed, mut waits) =
         (0u64, Sum::default(), Sum::default(), Sum::default(), Sum::default(), Sum::default());
     let mut longest_gap_us: f64 = 0.0;
+    let mut calls: HashMap<&str, (Sum, u64)> = HashMap::default();
     for f in gpus {
+        for c in &f.host_wait_calls {
+            let entry = calls.entry(c.name.as_str()).or_default();
+            entry.0.add(c.wait_us);
+            entry.1 += c.calls;
+        }
         longest_gap_us = longest_gap_us.max(f.longest_idle_gap_us);
         kernels += f.kernels;
         window.add(f.window_us);
@@ -111,6 +126,10 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
     } else {
         VerdictKind::GpuBound
     };
+    let host_wait_call = calls
+        .into_iter()
+        .map(|(name, (wait, calls))| HostWaitCall { name: name.to_string(), calls, wait_us: wait.value() })
+        .max_by(|a, b| fcmp(a.wait_us, b.wait_us).then_with(|| b.name.cmp(&a.name)));
     let mut v = Verdict {
         kind,
         window_us: window,
@@ -127,10 +146,11 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
         host_cause: None,
         longest_gap_us,
         device_wait_pct: waits_pct,
+        host_wait_call,
     };
     // What keeps the host, from the verdict's own figures.
     if kind == VerdictKind::CpuLaunchBound {
-        v.host_cause = v.host_figures().map(|f| match host_work_reason(f, v.gap_share()) {
+        v.host_cause = v.host_figures().map(|f| match host_work_reason(f, v.gap_share(), v.call_share()) {
             None => HostCause::LaunchOverhead,
             Some(_) => HostCause::HostWork,
         });
@@ -142,6 +162,9 @@ pub fn decide<'a>(gpus: impl IntoIterator<Item = &'a Figures>, launch: &LaunchSt
 /// not: checked in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostWorkReason {
+    /// One runtime call holds [`ONE_CALL_SHARE`] of the host waits or more
+    /// ([`Verdict::host_wait_call`]).
+    OneCall,
     /// One idle gap holds [`ONE_GAP_SHARE`] of the idle time or more.
     OneGap,
     /// The calls launch graphs ([`GRAPH_KERNELS_PER_LAUNCH`]).
@@ -170,11 +193,14 @@ fn gap_share(longest_gap_us: f64, idle_us: f64) -> Option<f64> {
     (idle_us > 0.0).then(|| longest_gap_us / idle_us)
 }
 
-/// [`HostWorkReason`] from the launch figures and the longest idle gap's
-/// share of the idle time; `None` for launch overhead.
-pub fn host_work_reason(h: HostFigures, gap_share: Option<f64>) -> Option<HostWorkReason> {
+/// [`HostWorkReason`] from the launch figures, the longest idle gap's
+/// share of the idle time and the top runtime call's share of the host
+/// waits; `None` for launch overhead.
+pub fn host_work_reason(h: HostFigures, gap_share: Option<f64>, call_share: Option<f64>) -> Option<HostWorkReason> {
     let HostFigures { kernel_p50, launch_p50, delay_p50, per_launch } = h;
-    if gap_share.is_some_and(|g| g >= ONE_GAP_SHARE) {
+    if call_share.is_some_and(|c| c >= ONE_CALL_SHARE) {
+        Some(HostWorkReason::OneCall)
+    } else if gap_share.is_some_and(|g| g >= ONE_GAP_SHARE) {
         Some(HostWorkReason::OneGap)
     } else if per_launch.is_some_and(|k| k > GRAPH_KERNELS_PER_LAUNCH) {
         Some(HostWorkReason::GraphLaunches)
@@ -193,7 +219,14 @@ impl Verdict {
         if self.host_cause != Some(HostCause::HostWork) {
             return None;
         }
-        host_work_reason(self.host_figures()?, self.gap_share())
+        host_work_reason(self.host_figures()?, self.gap_share(), self.call_share())
+    }
+
+    /// The top runtime call's share of the stage's host waits.
+    pub fn call_share(&self) -> Option<f64> {
+        let host_us = self.host_wait_pct? * self.window_us / 100.0;
+        let call = self.host_wait_call.as_ref()?;
+        (host_us > 0.0).then(|| call.wait_us / host_us)
     }
 
     /// The launch figures that decide the host cause; `None` without
@@ -317,10 +350,10 @@ mod tests {
         assert_eq!(cause(&LaunchStats { delay_p50_us: Some(56.0), ..with(5.8, 5.7) }), Some(HostCause::LaunchOverhead));
         // On two clocks the delay is not judged (nor are host waits).
         let figures = HostFigures { kernel_p50: 5.8, launch_p50: 5.7, delay_p50: None, per_launch: Some(1.0) };
-        assert_eq!(host_work_reason(figures, None), None);
+        assert_eq!(host_work_reason(figures, None, None), None);
         // One gap holding half the idle time is no launches' pace.
-        assert_eq!(host_work_reason(figures, Some(0.49)), None);
-        assert_eq!(host_work_reason(figures, Some(0.5)), Some(HostWorkReason::OneGap));
+        assert_eq!(host_work_reason(figures, Some(0.49), None), None);
+        assert_eq!(host_work_reason(figures, Some(0.5), None), Some(HostWorkReason::OneGap));
         let mut one_gap = fig(100.0, 38.0, 31.0, 0.0);
         one_gap.longest_idle_gap_us = 20.0;
         let v = decide(&[one_gap], &with(6.0, 5.0), None);
@@ -333,6 +366,21 @@ mod tests {
         assert_eq!(cause(&graphs), Some(HostCause::HostWork));
         assert_eq!(reason(&graphs), Some(HostWorkReason::GraphLaunches));
         assert_eq!(reason(&with(6.0, 5.0)), None);
+        // One runtime call (hipFree) holding half the host waits or more is
+        // the host's work, whatever the launch figures, and comes first.
+        assert_eq!(host_work_reason(figures, Some(0.9), Some(0.49)), Some(HostWorkReason::OneGap));
+        assert_eq!(host_work_reason(figures, Some(0.9), Some(0.5)), Some(HostWorkReason::OneCall));
+        let mut in_free = fig(100.0, 38.0, 31.0, 0.0);
+        let call = |wait_us: f64| HostWaitCall { name: "hipFree".into(), calls: 3, wait_us };
+        in_free.host_wait_calls = vec![call(20.0), HostWaitCall { name: "hipMalloc".into(), ..call(1.0) }];
+        let mut other_gpu = in_free.clone();
+        other_gpu.host_wait_calls = vec![HostWaitCall { name: "hipMalloc".into(), ..call(30.0) }];
+        // Summed over GPUs by name: hipMalloc 31 of 62 µs of host waits.
+        let v = decide(&[in_free.clone(), other_gpu], &with(6.0, 5.0), None);
+        assert_eq!(v.host_wait_call, Some(HostWaitCall { name: "hipMalloc".into(), calls: 6, wait_us: 31.0 }));
+        assert_eq!(v.host_work_reason(), Some(HostWorkReason::OneCall));
+        let v = decide(&[in_free], &with(6.0, 5.0), None);
+        assert_eq!((v.host_cause, v.host_work_reason()), (Some(HostCause::HostWork), Some(HostWorkReason::OneCall)));
         // Only a host-bound stage has a cause.
         assert_eq!(decide(&[fig(100.0, 5.0, 5.0, 0.0)], &with(6.0, 5.0), None).host_cause, None);
     }

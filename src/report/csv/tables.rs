@@ -111,6 +111,9 @@ const STAGES: &[&str] = &[
     "verdict.host_cause",
     "verdict.longest_gap_us",
     "verdict.device_wait_pct",
+    "verdict.host_wait_call.name",
+    "verdict.host_wait_call.calls",
+    "verdict.host_wait_call.wait_us",
 ];
 const RANKS: &[&str] = &[
     "stage",
@@ -248,13 +251,13 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
     let basis = &tl["basis"];
     if tl.is_object() {
         let trace = Value::from("trace");
-        timeline.push(&[("stage", &trace), ("basis", basis)], &tl["trace"], &["idle_by_stream"]);
+        timeline.push(&[("stage", &trace), ("basis", basis)], &tl["trace"], &["idle_by_stream", "host_wait_calls"]);
         let whole = serde_json::json!({ "launch": tl["launch"], "verdict": tl["verdict"] });
         steps.push(&[("stage", &trace)], &whole, &[]);
     }
     for s in items(&r["timeline"]["stages"]) {
         for g in items(&s["gpus"]) {
-            timeline.push(&[("stage", &s["stage"]), ("basis", basis)], g, &["idle_by_stream"]);
+            timeline.push(&[("stage", &s["stage"]), ("basis", basis)], g, &["idle_by_stream", "host_wait_calls"]);
             for stream in items(&g["idle_by_stream"]) {
                 idle.push(&[("stage", &s["stage"]), ("pid", &g["pid"]), ("rank", &g["rank"])], stream, &[]);
             }

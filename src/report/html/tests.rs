@@ -46,6 +46,7 @@ fn verdict() -> Verdict {
         steps_us: None,
         steps_idle_pct: None,
         host_cause: None,
+        host_wait_call: None,
         longest_gap_us: 0.0,
         device_wait_pct: None,
     }
