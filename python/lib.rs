@@ -108,10 +108,11 @@ type Traces = Vec<(PathBuf, Option<u64>)>;
 /// of each: the traces it would triage, each with the rank the name it was
 /// found by carries ([`batch_files`]); each file or directory it would leave
 /// out with the reason `batch` gives (`skipped` in its report), in its order;
-/// and the warning that the batch is incomplete when a directory below
-/// could not be listed.
+/// the warnings `batch` gives about those that look like missing ranks (the
+/// first of its report's notes); and the warning that the batch is
+/// incomplete when a directory below could not be listed.
 #[pyfunction]
-fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skipped, Option<String>)> {
+fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skipped, Vec<String>, Option<String>)> {
     let mut traces = Vec::new();
     let mut skipped = Vec::new();
     for dir in dirs {
@@ -122,10 +123,14 @@ fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skippe
     skipped.sort();
     skipped.dedup();
     let note = torchtriage::report::batch::incomplete_note(&skipped);
+    let warnings = skipped
+        .iter()
+        .filter_map(|(p, why)| why.warning(p, torchtriage::run::discover::parse_rank(p)))
+        .collect();
     // Paths as `batch`'s JSON writes them (a name that is not UTF-8 shown
     // with replacement characters), so the two reports are equal.
     let skipped = skipped.into_iter().map(|(p, why)| (p.display().to_string(), why.as_str().to_string())).collect();
-    Ok((traces, skipped, note))
+    Ok((traces, skipped, warnings, note))
 }
 
 /// The map step of a batch: one trace triaged as `batch` triages it, with

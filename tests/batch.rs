@@ -284,6 +284,14 @@ fn its_own_outputs_beside_the_traces_are_not_traces(dir: &Path) {
     assert_eq!(v["files"], 2);
     assert_eq!(v["failed"], 0);
     assert_eq!(v["stages"], json_of(&first)["stages"]);
+    // The summaries are listed as such, and named in no warning: a rank
+    // file's summary (`rank0….summary.json`) carries its rank in its name
+    // but is no missing rank.
+    let reasons: Vec<&str> = v["skipped"].as_array().unwrap().iter().filter_map(|s| s["reason"].as_str()).collect();
+    assert_eq!(reasons.iter().filter(|r| **r == "torchtriage summary").count(), 2, "{reasons:?}");
+    let loud = common::run(&["batch", "--format", "json", root]);
+    let err = String::from_utf8_lossy(&loud.stderr);
+    assert!(!err.contains("summary.json"), "{err}");
 }
 
 /// `--jsonl -` is stdout, with the report written elsewhere; with the report

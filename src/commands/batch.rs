@@ -199,10 +199,10 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     output.check_not_input(files.iter().map(|f| f.path.as_path()))?;
     check_side_outputs(args, &output, &files)?;
     let skipped = skipped_files(&args.dir, &files);
-    if !global.quiet {
-        for warning in
-            skipped.iter().filter_map(|(path, why)| why.warning(path, crate::run::discover::parse_rank(path)))
-        {
+    let skip_notes: Vec<String> =
+        skipped.iter().filter_map(|(path, why)| why.warning(path, crate::run::discover::parse_rank(path))).collect();
+    if !global.quiet && !global.embedded {
+        for warning in &skip_notes {
             let _ = writeln!(std::io::stderr(), "torchtriage: {warning}");
         }
     }
@@ -281,6 +281,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         skipped: &skipped,
         world_sizes: crate::analysis::ranks::world_sizes(ok.iter().copied()),
         file_notes: outcomes.iter().filter_map(|o| o.result.as_ref().ok()).flat_map(|a| a.notes.clone()).collect(),
+        skip_notes,
     };
     print_batch(&output, &summary, &info, global)
 }

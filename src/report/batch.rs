@@ -39,6 +39,10 @@ pub struct RunInfo<'a> {
     /// The triaged files' own notes (events skipped, a pid filter that kept
     /// nothing), in file order, as `triage` gives them.
     pub file_notes: Vec<String>,
+    /// The warnings about skipped files that look like missing ranks
+    /// ([`crate::report::model::SkipReason::warning`]), printed before the
+    /// files are read.
+    pub skip_notes: Vec<String>,
 }
 
 /// Inputs of a merge named in its header before the rest are counted.
@@ -424,10 +428,12 @@ pub fn rank_notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
     shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).collect()
 }
 
-/// The notes of a batch report: the files' own, [`rank_notes`], and
-/// directories that could not be listed.
+/// The notes of a batch report: skipped files that look like missing
+/// ranks, the files' own, [`rank_notes`], and directories that could not be
+/// listed.
 pub fn notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
-    let mut notes = info.file_notes.clone();
+    let mut notes = info.skip_notes.clone();
+    notes.extend(info.file_notes.iter().cloned());
     notes.extend(rank_notes(stages, info));
     notes.extend(incomplete_note(info.skipped));
     notes

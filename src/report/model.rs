@@ -415,6 +415,9 @@ pub struct FileOutcome {
 pub enum SkipReason {
     /// A `merged-` file this tool wrote.
     MergedTrace,
+    /// A per-trace summary this tool wrote (`batch --summaries`, named
+    /// `*.summary.json`).
+    Summary,
     /// Read by content and not a trace (or unreadable).
     NotATrace,
     /// An empty file without `.trace.json` in its name.
@@ -429,6 +432,7 @@ impl SkipReason {
     pub fn as_str(self) -> &'static str {
         match self {
             SkipReason::MergedTrace => "merged trace",
+            SkipReason::Summary => "torchtriage summary",
             SkipReason::NotATrace => "not recognised as a trace",
             SkipReason::EmptyFile => "empty file",
             SkipReason::DanglingLink => "dangling symbolic link",

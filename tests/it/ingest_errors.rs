@@ -357,4 +357,9 @@ fn a_rank_named_file_that_is_no_trace_is_warned_of() {
     );
     let v: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
     assert_eq!(v["skipped"].as_array().unwrap().len(), 2, "{v}");
+    // The report's notes carry what stderr warned of, for a reader of the
+    // report alone (the Python package, `notes.csv`).
+    let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert_eq!(notes.len(), 1, "{v}");
+    assert!(lines[0].ends_with(notes[0]), "{notes:?}");
 }

@@ -244,9 +244,10 @@ def _unlistable_below(tmp_path):
     finally:
         os.chmod(ranks / "node1", 0o755)
     assert proc.returncode == 0, proc.stderr
-    entries, skipped, note = json.loads(proc.stdout)
+    entries, skipped, skip_notes, note = json.loads(proc.stdout)
     assert [os.path.dirname(f) for f, _ in entries] == [str(ranks / "node0")] * len(os.listdir(BUNDLED_RANKS))
     assert skipped == [{"file": str(ranks / "node1"), "reason": "unreadable directory"}]
+    assert skip_notes == ["warning: %s: skipped, unreadable directory" % (ranks / "node1")]
     assert note.startswith("warning: the batch is incomplete: 1 directory below it could not be listed")
 
 

@@ -440,12 +440,12 @@ def _in_batch_order(found):
 def _batch_listing(dir_or_paths):
     # What batch reads below the directories given, one walk of each: the
     # traces as _batch_entries gives them, what it leaves out as its
-    # report's "skipped" entries, and the warning that it is incomplete (or
-    # None).
+    # report's "skipped" entries, its warnings about those that look like
+    # missing ranks, and the warning that it is incomplete (or None).
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         dir_or_paths = [dir_or_paths]
-    found, skipped, note = _native.batch_listing([_path(p) for p in dir_or_paths])
-    return _in_batch_order(found), [{"file": f, "reason": why} for f, why in skipped], note
+    found, skipped, skip_notes, note = _native.batch_listing([_path(p) for p in dir_or_paths])
+    return _in_batch_order(found), [{"file": f, "reason": why} for f, why in skipped], skip_notes, note
 
 
 def _path_key(path):

@@ -59,7 +59,10 @@ def batch(
         dir_or_paths = list(dir_or_paths)
         if not dir_or_paths:
             raise ValueError("batch needs at least one trace")
-    entries, skipped, incomplete = client.submit(_list, dir_or_paths, pure=False).result()
+    entries, skipped, skip_notes, incomplete = client.submit(_list, dir_or_paths, pure=False).result()
+    # The files left out that look like missing ranks, warned of first, as
+    # batch does before it reads the traces.
+    torchtriage._warn_notes({"notes": skip_notes}, 2)
     futures = client.map(_summarize, entries, range(len(entries)), options=options, pure=False)
     summaries = client.gather(futures)
     # merge's warnings (rank notes, failed files), at the caller's line.
@@ -69,6 +72,7 @@ def batch(
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)
     report["skipped"] = skipped
+    report["notes"] = list(skip_notes) + report["notes"]
     if incomplete is not None:
         report["notes"].append(incomplete)
         torchtriage._warn_notes({"notes": [incomplete]}, 2)

@@ -220,6 +220,7 @@ fn empty_reports_render() {
         skipped: &[],
         world_sizes: vec![],
         file_notes: Vec::new(),
+        skip_notes: Vec::new(),
     };
     let html = text(Html.batch(BatchView { stages: &[], info: &info }));
     assert_eq!(scripts(&html), 1);
@@ -240,6 +241,7 @@ fn a_failed_file_is_named_once() {
         skipped: &[],
         world_sizes: vec![],
         file_notes: Vec::new(),
+        skip_notes: Vec::new(),
     };
     let html = text(Html.batch(BatchView { stages: &[], info: &info }));
     assert_eq!(html.matches("worker2.pt.trace.json").count(), 1, "{html}");

@@ -272,6 +272,7 @@ fn batch_fits_every_width() {
         skipped: &[],
         world_sizes: vec![],
         file_notes: Vec::new(),
+        skip_notes: Vec::new(),
     };
     for width in WIDTHS {
         let out = text(Table { width }.batch(BatchView { stages: &stages, info: &info }));

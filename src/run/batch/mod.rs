@@ -59,8 +59,11 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, SkipReaso
         .into_iter()
         .map(|p| {
             let empty = std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0);
+            let summary = p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(summary::SUMMARY_SUFFIX));
             let why = if merged(&p) {
                 SkipReason::MergedTrace
+            } else if summary && !empty {
+                SkipReason::Summary
             } else if empty {
                 SkipReason::EmptyFile
             } else {
