@@ -207,18 +207,78 @@ def test_truncated_trace_raises_trace_error(tmp_path):
     assert err.path is not None and err.path.endswith("cut.json")
 
 
-def test_missing_input_raises_value_error(tmp_path):
-    # The command treats a missing input as a usage error (exit code 2).
-    for call in [torchtriage.triage, torchtriage.stats]:
-        with pytest.raises(ValueError, match="cannot open input"):
-            call(tmp_path / "missing.json")
+def test_a_missing_input_raises_file_not_found(tmp_path):
+    # As open() does: an OSError with the file name, not a ValueError.
+    missing = tmp_path / "missing.json"
+    for call in [
+        torchtriage.triage,
+        torchtriage.stats,
+        torchtriage.batch,
+        lambda p: torchtriage.diff(FIXTURE, p),
+        lambda p: torchtriage.diff(p, FIXTURE),
+        lambda p: torchtriage.triage(mapping=p, formal=FIXTURE),
+    ]:
+        with pytest.raises(FileNotFoundError) as e:
+            call(missing)
+        assert e.value.filename == str(missing) and not isinstance(e.value, ValueError)
 
 
 def test_batch_of_paths_with_a_missing_trace_raises(tmp_path):
-    with pytest.raises(ValueError, match="no such file"):
+    with pytest.raises(FileNotFoundError, match="No such file"):
         torchtriage.batch([str(FIXTURE), str(tmp_path / "typo.json")])
     with pytest.raises(ValueError, match="at least one"):
         torchtriage.batch([])
+
+
+def test_a_batch_warns_of_the_ranks_it_skipped(tmp_path):
+    # The command warns on stderr of a file named as a rank that is no
+    # trace, and of an empty one; so does the package, for a folder or a
+    # list of files.
+    shutil.copy(FIXTURE, tmp_path / "rank0.json")
+    (tmp_path / "rank1.json").write_text("hello")
+    (tmp_path / "rank2.json").write_text("")
+    for given in [tmp_path, [tmp_path / n for n in ["rank0.json", "rank1.json", "rank2.json"]]]:
+        with pytest.warns(UserWarning) as caught:
+            report = torchtriage.batch(given)
+        texts = [str(w.message) for w in caught]
+        assert any(t.endswith("rank1.json: skipped, not recognised as a trace (its name gives rank 1)") for t in texts), texts
+        assert any(t.endswith("rank2.json: skipped, empty file") for t in texts), texts
+        assert len(report["skipped"]) == 2 and report["files"] == 1
+
+
+def test_a_tripped_gate_is_warned_of_as_the_command_line_prints_it():
+    # Rank 7's GPU is busy 2.66 ms, rank 1's 12.32 ms.
+    base = ROOT / "tests/data/traces/param_dlrm_8rank/worker7_step_12.1694128201553.pt.trace.json.gz"
+    new = ROOT / "tests/data/traces/param_dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz"
+    proc = subprocess.run(
+        [_binary(), "diff", str(base), str(new), "--gate", "0.5", "--format", "json"], capture_output=True
+    )
+    assert proc.returncode == 1, proc.stderr
+    want = [line[len("torchtriage: ") :] for line in proc.stderr.decode().splitlines() if "gate: " in line]
+    assert want, proc.stderr
+    with pytest.warns(UserWarning) as caught:
+        d = torchtriage.diff(base, new, gate=0.5)
+    assert d["gate"]["tripped"] is True
+    assert [str(w.message) for w in caught if str(w.message).startswith("gate: ")] == want
+
+
+def test_a_suggested_command_is_given_as_a_python_call():
+    ranks = ROOT / "tests/data/traces/param_dlrm_8rank"
+    with pytest.raises(ValueError) as e:
+        torchtriage.diff(ranks, ranks, gate=5)
+    assert "`torchtriage.diff('BASE/FILE', 'NEW/FILE', gate=PCT)`" in str(e.value), e.value
+
+
+def test_none_means_the_default_option():
+    assert torchtriage.triage(FIXTURE, framework=None, timeline_basis=None, min_share=None) == torchtriage.triage(FIXTURE)
+
+
+def test_a_report_shows_a_short_summary():
+    r = torchtriage.triage(FIXTURE)
+    assert repr(r) == "<torchtriage.Report triage: synthetic_vllm_small.json; extend gpu_bound, decode cpu_launch_bound>"
+    d = torchtriage.diff(FIXTURE, FIXTURE, gate=5)
+    assert repr(d).endswith("; gate passed>") and len(repr(d)) < 200
+    assert isinstance(r, dict) and json.loads(json.dumps(r)) == dict(r)
 
 
 def test_a_path_starting_with_a_dash_is_a_path(tmp_path, monkeypatch):
@@ -268,8 +328,8 @@ def test_a_bad_option_is_refused_and_named_as_its_keyword():
             call()
 
 
-def test_a_missing_pattern_file_is_a_missing_input(tmp_path):
-    # As a missing trace is: ValueError, before the trace is read.
+def test_a_missing_pattern_file_is_refused_as_an_option(tmp_path):
+    # A bad option value: ValueError, before the trace is read.
     cut = tmp_path / "cut.json"
     cut.write_text('{"traceEvents": [ {"ph": "X"')
     with pytest.raises(ValueError, match="cannot open the pattern file") as e:

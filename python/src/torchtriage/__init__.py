@@ -9,16 +9,17 @@ Each function returns the document that the command line prints with
     print(r.kernels_df().head())
 
 Bad input raises :class:`TraceError` (a ``ValueError``) with ``path`` and
-``offset`` (byte offset in the decompressed JSON, or ``None``); a file
-that cannot be read raises ``OSError``; bad options and a missing input
-raise ``ValueError``. What the command line notes on stderr (a directory
+``offset`` (byte offset in the decompressed JSON, or ``None``); a missing
+input raises ``FileNotFoundError`` and a file that cannot be read
+``OSError``; bad options raise ``ValueError``. What the command line notes on stderr (a directory
 of which one rank was analysed, events skipped, a pid filter that kept
-nothing, a rank held by two files of a batch, files a batch could not
-triage) is issued as a Python warning (``UserWarning``) and is in the
-report too.
+nothing, a rank held by two files of a batch, files a batch skipped or
+could not triage, the stages a gate tripped on) is issued as a Python
+warning (``UserWarning``) and is in the report too.
 """
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -51,6 +52,31 @@ class Report(dict):
     does not apply to the kind of report (``ranks_df`` of a triage report,
     say) raises ``ValueError``.
     """
+
+    def __repr__(self):
+        # A notebook cell ending in a report shows what it is, not the
+        # whole document (``dict(report)`` or ``json.dumps`` gives that).
+        kind = self.kind()
+        if kind == "triage":
+            traces = self.get("formal_traces") or []
+            stages = [
+                "%s %s" % (st.get("stage"), (st.get("verdict") or {}).get("kind"))
+                for st in (self.get("timeline") or {}).get("stages", [])
+            ]
+            what = "%s; %s" % (_names(traces), ", ".join(stages) or "no timeline")
+        elif kind == "diff":
+            gate = (self.get("gate") or {}).get("tripped")
+            what = "%s vs %s; %d stages%s" % (
+                _names(self.get("base_traces") or []),
+                _names(self.get("new_traces") or []),
+                len(self.get("stages", [])),
+                "" if gate is None else "; gate tripped" if gate else "; gate passed",
+            )
+        elif kind == "batch":
+            what = "%s; %s files, %s failed" % (self.get("dir"), self.get("files"), self.get("failed"))
+        else:
+            what = "%d keys" % len(self)
+        return "<torchtriage.Report %s: %s>" % (kind or "document", what)
 
     def kind(self):
         """``"triage"``, ``"diff"`` or ``"batch"`` (also a merged report);
@@ -121,6 +147,14 @@ class Report(dict):
             {"stage": s.get("stage"), **r} for s in self.get("stages", []) for r in s.get("ranks", [])
         ]
         return _frame(rows, ["stage", *_RANK_ROW])
+
+
+def _names(paths):
+    # Trace paths as a short list: the first file's name, and how many more.
+    names = [os.path.basename(str(p)) for p in paths]
+    if not names:
+        return "-"
+    return names[0] if len(names) == 1 else "%s and %d more" % (names[0], len(names) - 1)
 
 
 # The keys of each kind of row, in the report's order (docs/json-schema.md),
@@ -213,7 +247,7 @@ def _keyword_names():
         yield
     except ValueError as e:
         text = str(e)
-        named = _OPTIONS.sub(lambda m: m.group(1).replace("-", "_"), text)
+        named = _in_python_terms(text)
         # A bad trace (TraceError) keeps its type and its path.
         if type(e) is not ValueError or named == text:
             raise
@@ -233,10 +267,11 @@ def _run_json(args):
 
 def _analysis_args(framework, min_share, pid_substring=None, timeline_basis="trace"):
     """The analysis options ``triage``, ``batch``, ``diff`` and ``summarize`` share."""
+    # None means the default, as it does for pid_substring.
     args = [
-        _option("framework", str(framework)),
-        _option("min-share", _number("min_share", min_share)),
-        _option("timeline-basis", str(timeline_basis)),
+        _option("framework", "auto" if framework is None else str(framework)),
+        _option("min-share", _number("min_share", 1.0 if min_share is None else min_share)),
+        _option("timeline-basis", "trace" if timeline_basis is None else str(timeline_basis)),
     ]
     if pid_substring is not None:
         args.append(_option("pid-substring", str(pid_substring)))
@@ -275,6 +310,16 @@ def _path(p):
     return os.path.join(os.curdir, p) if p.startswith("-") else p
 
 
+def _input(p):
+    """An input path as the command takes it (:func:`_path`), after
+    checking that it exists: a missing input raises ``FileNotFoundError``,
+    as ``open()`` does."""
+    name = os.fsdecode(os.fspath(p))
+    if not os.path.exists(name):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    return _path(name)
+
+
 def triage(
     path=None,
     *,
@@ -300,9 +345,9 @@ def triage(
     if path is not None and (mapping is not None or formal is not None):
         raise ValueError("give either path or both mapping and formal")
     if path is not None:
-        inputs = [_path(path)]
+        inputs = [_input(path)]
     elif mapping is not None and formal is not None:
-        inputs = [_option("mapping", _path(mapping)), _option("formal", _path(formal))]
+        inputs = [_option("mapping", _input(mapping)), _option("formal", _input(formal))]
     else:
         raise ValueError("give either path or both mapping and formal")
     args = ["triage"] + inputs + _analysis_args(framework, min_share, pid_substring, timeline_basis)
@@ -328,8 +373,25 @@ def _warn_notes(report, stacklevel):
 def _in_python_terms(text):
     # A note names the command line's options and commands; a warning names
     # the keyword arguments and functions that set or do the same.
-    text = re.sub(r"`torchtriage batch ([^`]+)`", lambda m: "`torchtriage.batch(%r)`" % m.group(1), text)
+    text = re.sub(r"`torchtriage ([a-z]+) ([^`]+)`", _call_in_python, text)
     return _OPTIONS.sub(lambda m: m.group(1).replace("-", "_"), text)
+
+
+def _call_in_python(match):
+    # `torchtriage diff A B --gate PCT` as `torchtriage.diff('A', 'B', gate=PCT)`:
+    # the words before the first option are arguments, an option's value
+    # (an upper-case placeholder kept as it is) its keyword's.
+    words = match.group(2).split()
+    args, i = [], 0
+    while i < len(words) and not words[i].startswith("--"):
+        args.append(repr(words[i]))
+        i += 1
+    while i < len(words):
+        name = words[i].lstrip("-").replace("-", "_")
+        value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else "True"
+        args.append("%s=%s" % (name, value if value.isupper() or value == "True" else repr(value)))
+        i += 2 if value != "True" else 1
+    return "`torchtriage.%s(%s)`" % (match.group(1), ", ".join(args))
 
 
 def _warn_failures(report, stacklevel):
@@ -347,7 +409,7 @@ def _warn_failures(report, stacklevel):
 
 def stats(path):
     """``torchtriage stats --json``: event counts, metadata and column sizes of one trace."""
-    return Report(json.loads(_native.stats_json(_path(path))))
+    return Report(json.loads(_native.stats_json(_input(path))))
 
 
 def batch(
@@ -367,7 +429,7 @@ def batch(
     options = _analysis_args(framework, min_share, pid_substring, timeline_basis)
     options.append(_option("straggler-pct", _number("straggler_pct", straggler_pct)))
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
-        report = _batch(_path(dir_or_paths), jobs, options)
+        report = _batch(_input(dir_or_paths), jobs, options)
         _warn_notes(report, 2)
         _warn_failures(report, 2)
         return report
@@ -377,8 +439,7 @@ def batch(
     for p in paths:
         # A link to nothing would be passed over unseen: a missing trace is
         # an error here, as it is for one path.
-        if not os.path.exists(p):
-            raise ValueError("%s: no such file or directory" % p)
+        _input(p)
     with tempfile.TemporaryDirectory(prefix="torchtriage-batch-") as tmp:
         for i, p in enumerate(paths):
             os.symlink(p, os.path.join(tmp, "%04d-%s" % (i, os.path.basename(p))))
@@ -538,7 +599,7 @@ def diff(
     ``"kernel"``) picks the figure compared. A gate that could compare no
     stage has ``report["gate"]["tripped"]`` None, not False, and is warned
     of (``UserWarning``) with the reason in ``report["gate"]["not_evaluated"]``."""
-    args = ["diff", _path(base), _path(new)] + _analysis_args(framework, min_share, pid_substring, timeline_basis)
+    args = ["diff", _input(base), _input(new)] + _analysis_args(framework, min_share, pid_substring, timeline_basis)
     if gate is not None:
         args.append(_option("gate", _number("gate", gate)))
     if gate_on is not None:
@@ -547,8 +608,50 @@ def diff(
         args.append(_option("gate-on", str(gate_on)))
     _, report = _run_json(args)
     _warn_notes(report, 2)
-    reason = (report.get("gate") or {}).get("not_evaluated")
+    gate_report = report.get("gate") or {}
+    reason = gate_report.get("not_evaluated")
     if reason:
         # A gate that compared nothing has not passed: ``tripped`` is None.
         warnings.warn("the gate was not evaluated: %s" % reason, stacklevel=2)
+    for line in _gate_failures(report):
+        # The lines the command prints on stderr as it exits 1.
+        warnings.warn(line, stacklevel=2)
     return report
+
+
+def _gate_failures(report):
+    # One line per stage the gate tripped on, as the command line has them.
+    threshold = (report.get("gate") or {}).get("threshold_pct")
+    lines = []
+    for stage in report.get("stages", []):
+        g = stage.get("gate") or {}
+        if not g.get("tripped"):
+            continue
+        per = {"step": " per step", "window_ms": " per ms"}.get(g.get("per"), "")
+        lines.append(
+            "gate: %s: %s%s %s -> %s (%+.1f%%) exceeds %s%%"
+            % (
+                stage.get("stage"),
+                g.get("basis"),
+                per,
+                _time(g["base_us"]),
+                _time(g["new_us"]),
+                g["change_pct"],
+                _threshold(threshold),
+            )
+        )
+    return lines
+
+
+def _time(us):
+    # A time as the command line's reports print it.
+    if abs(us) >= 1e6:
+        return "%.3f s" % (us / 1e6)
+    if abs(us) >= 1e3:
+        return "%.2f ms" % (us / 1e3)
+    return "%.1f µs" % us
+
+
+def _threshold(pct):
+    # The threshold as Rust prints an f64: 5.0 as 5, 2.5 as 2.5.
+    return repr(int(pct)) if float(pct).is_integer() else repr(pct)
