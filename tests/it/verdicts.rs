@@ -153,3 +153,23 @@ fn no_slow_rank_without_measured_waits() {
     assert!(!md.contains("Likely slow rank"), "{md}");
     assert!(md.contains("exposed communication was measured on fewer than two ranks"), "{md}");
 }
+
+#[test]
+fn the_table_view_gives_the_stage_s_host_wait_and_its_call() {
+    // DLRM rank 0: 6.30 ms of the stage's idle time waits for the host,
+    // while its streams' own gaps sum to 22.24 ms (they overlap).
+    let t = trace("param_dlrm_8rank/worker0_step_12.1694128201545.pt.trace.json.gz");
+    let report: Value = serde_json::from_str(&run(&t, "json")).unwrap();
+    let gpu = &report["timeline"]["stages"][0]["gpus"][0];
+    let host_ms = gpu["idle_host_wait_us"].as_f64().unwrap() / 1000.0;
+    let table = run(&t, "table");
+    let row = |label: &str| {
+        let line = table.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("{label}: {table}"));
+        line.split_whitespace().last().unwrap().parse::<f64>().unwrap()
+    };
+    assert!((row("idle, waiting for the host (ms)") - host_ms).abs() < 0.005, "{table}");
+    assert!(row("stream idle, host wait (ms)") > 3.0 * host_ms, "{table}");
+    let call = &report["timeline"]["stages"][0]["verdict"]["host_wait_call"];
+    let label = format!("  of it in {} (ms)", call["name"].as_str().unwrap());
+    assert!((row(&label) - call["wait_us"].as_f64().unwrap() / 1000.0).abs() < 0.005, "{table}");
+}

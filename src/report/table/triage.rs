@@ -129,6 +129,12 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     add("busy (%)", opt1(pct_of(f.busy_us, f.window_us)));
     add("idle (ms)", ms(f.idle_us));
     add("idle (%)", opt1(f.idle_pct));
+    // The stage's own figure; the stream rows below sum each stream's gaps,
+    // which overlap when several streams idle at once.
+    add(&format!("idle, waiting for the host{} (ms)", clocks_offset_mark(stage)), ms(f.idle_host_wait_us));
+    if let Some(call) = &stage.verdict.host_wait_call {
+        add(&format!("  of it in {}{} (ms)", call.name, clocks_offset_mark(stage)), ms(call.wait_us));
+    }
     // Shown where it is a tenth of a percent of the window or more.
     if f.device_wait_us >= 0.001 * f.window_us && f.device_wait_us > 0.0 {
         add("busy, device waits only (ms)", ms(f.device_wait_us));
