@@ -17,7 +17,7 @@ pub struct OutputArgs {
     /// Output format. Default: `table` when stdout is a terminal, else
     /// `markdown`; with `--output`, the format the file's extension names
     /// (`.html`, `.json`, `.md`, `.txt`), else `markdown`.
-    #[arg(long, value_enum)]
+    #[arg(long, short = 'f', value_enum)]
     pub format: Option<Format>,
     /// Write the report to this file, in a directory that exists (for
     /// `--format csv`: this directory, created when missing) instead of

@@ -24,6 +24,8 @@ fn a_file_holds_what_stdout_would() {
         let q = dir.path().join(format!("by-ext-{name}"));
         stdout_of(&["-q", "triage", FIXTURE, "--output", q.to_str().unwrap()]);
         assert_eq!(std::fs::read(&q).unwrap(), printed, "{format} from the extension");
+        // `-f` is `--format`.
+        assert_eq!(stdout_of(&["-q", "triage", FIXTURE, "-f", format]), printed, "-f {format}");
     }
     let d = dir.path().join("d.json");
     let printed = stdout_of(&["-q", "diff", FIXTURE, FIXTURE, "--format", "json"]);
