@@ -304,9 +304,10 @@ fn ratio_pct(part: f64, whole: f64) -> f64 {
 }
 
 /// Compute time of a stage: GPU time of its kernel-table rows whose
-/// category is not `communication`.
+/// category is not `communication`; 0 (not the `-0.0` of an empty `sum`,
+/// which prints as `-0.00 ms`) without such rows.
 pub fn compute_us(f: &StageFacts) -> f64 {
-    f.kernels.iter().filter(|k| k.1 != "communication").map(|k| k.2).sum()
+    f.kernels.iter().filter(|k| k.1 != "communication").fold(0.0, |total, k| total + k.2)
 }
 
 /// Whether `value` is positive and more than `pct` percent above `median`:
@@ -498,6 +499,14 @@ mod tests {
 
     fn analysis(rank: u64, stages: Vec<StageFacts>) -> RankFacts {
         RankFacts { file: PathBuf::new(), rank, rank_source: RankSource::FileName, stages, world_size: None }
+    }
+
+    #[test]
+    fn a_stage_of_communication_alone_computes_zero_not_minus_zero() {
+        let mut f = facts(Stage::All, 50.0, 50.0, &[]);
+        f.kernels = vec![("ncclKernel_AllReduce".into(), "communication", 50.0)];
+        let c = compute_us(&f);
+        assert!(c == 0.0 && c.is_sign_positive(), "{c}");
     }
 
     #[test]

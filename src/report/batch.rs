@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::analysis::ranks::{
-    above, KernelSpread, RankRow, Role, StageFacts, StageSummary, Unexplained, EXPLAINS_SHARE,
+    above, KernelSpread, RankRow, RankSource, Role, StageFacts, StageSummary, Unexplained, EXPLAINS_SHARE,
 };
 use crate::error::Error;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
@@ -196,9 +196,13 @@ fn no_slow_rank_line(s: &StageSummary, pct: f64) -> String {
 
 /// The lines under a rank table naming the slow rank and the ranks waiting.
 pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
-    // A rank number more than one file holds is named with its file.
+    // A rank number more than one file holds is named with its file, and
+    // so is one that is only the file's position in the batch (neither its
+    // name nor its distributedInfo gave a rank).
     let named = |r: &RankRow| {
-        if s.shared_ranks.contains(&r.rank) {
+        if r.rank_source == RankSource::Index {
+            format!("{} (the position of {})", r.rank, file_name(&r.file))
+        } else if s.shared_ranks.contains(&r.rank) {
             format!("{} in {}", r.rank, file_name(&r.file))
         } else {
             r.rank.to_string()
@@ -603,7 +607,7 @@ mod tests {
         RankFacts {
             file: PathBuf::from(file),
             rank,
-            rank_source: RankSource::Index,
+            rank_source: RankSource::FileName,
             stages: vec![facts],
             world_size: None,
         }
@@ -624,6 +628,18 @@ mod tests {
         let lines = roles_lines(summary, 10.0);
         assert!(
             lines.iter().any(|l| l.starts_with("Likely slow rank: 0 in graph_execution.json.gz (compute 10.72 ms")),
+            "{lines:?}"
+        );
+        // A rank that is only a file's position says so, with the file.
+        let mut by_position = files.clone();
+        by_position[0].rank = 27;
+        by_position[0].rank_source = RankSource::Index;
+        let refs: Vec<&RankFacts> = by_position.iter().collect();
+        let lines = roles_lines(&summarize(&refs, 10.0)[0], 10.0);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("Likely slow rank: 27 (the position of graph_execution.json.gz) (compute")),
             "{lines:?}"
         );
         assert!(
