@@ -10,6 +10,11 @@
 //! be set against the GPU of another. Per gap, a name's time is the union of
 //! its calls clipped to the gap, so calls of one name on two threads at once
 //! count once; a call counts once however many gaps it spans.
+//!
+//! Bounds, whatever the trace: at most [`MAX_ACTIVE`] calls are open at
+//! once in a sweep (the launching threads of a real trace have a few, one
+//! a thread or two with driver calls inside runtime calls; more are left
+//! out), and a figure set lists at most [`MAX_ROWS`] names.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -18,6 +23,13 @@ use super::launch::is_launch_call;
 use super::types::HostWaitCall;
 use crate::columns::{Sym, Trace};
 use crate::pysem::fcmp;
+
+/// Calls a sweep keeps open at once; a call that would open past it is
+/// left out, so that a trace of many calls open together cannot make each
+/// gap's work grow with them.
+pub(crate) const MAX_ACTIVE: usize = 64;
+/// Names listed per figure set, the most time first.
+pub(crate) const MAX_ROWS: usize = 8;
 
 #[derive(Clone, Copy, Debug)]
 struct Call {
@@ -78,13 +90,7 @@ impl HostCalls {
 
     /// A sweep over gaps given in increasing, disjoint order.
     pub(crate) fn sweep(&self) -> Sweep<'_> {
-        Sweep {
-            calls: self,
-            next: 0,
-            active: Vec::new(),
-            parts: Vec::new(),
-            per_name: vec![(0.0, 0); self.names.len()],
-        }
+        Sweep { calls: self, next: 0, active: Vec::new(), parts: Vec::new(), per_name: HashMap::default() }
     }
 }
 
@@ -97,8 +103,8 @@ pub(crate) struct Sweep<'a> {
     active: Vec<(usize, bool)>,
     /// Scratch: (name, start, end) of the current gap's overlaps.
     parts: Vec<(u32, f64, f64)>,
-    /// (time, calls) per name.
-    per_name: Vec<(f64, u64)>,
+    /// (time, calls) per name that overlapped a gap.
+    per_name: HashMap<u32, (f64, u64)>,
 }
 
 impl Sweep<'_> {
@@ -111,7 +117,7 @@ impl Sweep<'_> {
         let calls = &self.calls.calls;
         self.active.retain(|&(c, _)| calls[c].end > start);
         while self.next < calls.len() && calls[self.next].start < end {
-            if calls[self.next].end > start {
+            if calls[self.next].end > start && self.active.len() < MAX_ACTIVE {
                 self.active.push((self.next, false));
             }
             self.next += 1;
@@ -124,7 +130,7 @@ impl Sweep<'_> {
                 self.parts.push((call.name, s, e));
                 if !*counted {
                     *counted = true;
-                    self.per_name[call.name as usize].1 += 1;
+                    self.per_name.entry(call.name).or_default().1 += 1;
                 }
             }
         }
@@ -143,21 +149,21 @@ impl Sweep<'_> {
                 e = e.max(ne);
                 i += 1;
             }
-            self.per_name[name as usize].0 += total + (e - s);
+            self.per_name.entry(name).or_default().0 += total + (e - s);
         }
     }
 
-    /// The names with host-wait time, the most time first.
+    /// The names with host-wait time, the most time first, at most
+    /// [`MAX_ROWS`].
     pub(crate) fn rows(&self) -> Vec<HostWaitCall> {
-        let mut rows: Vec<HostWaitCall> = self
-            .per_name
-            .iter()
-            .enumerate()
-            .filter(|(_, &(us, _))| us > 0.0)
-            .map(|(i, &(wait_us, calls))| HostWaitCall { name: self.calls.names[i].clone(), calls, wait_us })
-            .collect();
-        rows.sort_by(|a, b| fcmp(b.wait_us, a.wait_us).then_with(|| a.name.cmp(&b.name)));
-        rows
+        let mut rows: Vec<(u32, f64, u64)> =
+            self.per_name.iter().filter(|(_, &(us, _))| us > 0.0).map(|(&i, &(us, n))| (i, us, n)).collect();
+        let names = &self.calls.names;
+        rows.sort_by(|a, b| fcmp(b.1, a.1).then_with(|| names[a.0 as usize].cmp(&names[b.0 as usize])));
+        rows.truncate(MAX_ROWS);
+        rows.into_iter()
+            .map(|(i, wait_us, calls)| HostWaitCall { name: names[i as usize].clone(), calls, wait_us })
+            .collect()
     }
 }
 
@@ -170,13 +176,21 @@ mod tests {
         HostCalls { calls, names: (0..names).map(|n| n.to_string()).collect() }
     }
 
+    /// (name, time, calls) per name with time, by name.
+    fn totals(s: &Sweep<'_>) -> Vec<(u32, f64, u64)> {
+        let mut t: Vec<(u32, f64, u64)> =
+            s.per_name.iter().filter(|(_, v)| v.0 > 0.0).map(|(&k, &(us, n))| (k, us, n)).collect();
+        t.sort_by_key(|x| x.0);
+        t
+    }
+
     #[test]
     fn a_gap_counts_each_name_once_over_concurrent_calls() {
         // Name 0 on two threads at once (10..30 and 20..40), name 1 at 50..60.
         let h = calls(&[(10.0, 30.0, 0), (20.0, 40.0, 0), (50.0, 60.0, 1)], 2);
         let mut s = h.sweep();
         s.gap(0.0, 100.0);
-        assert_eq!(s.per_name, vec![(30.0, 2), (10.0, 1)]);
+        assert_eq!(totals(&s), vec![(0, 30.0, 2), (1, 10.0, 1)]);
     }
 
     #[test]
@@ -187,7 +201,7 @@ mod tests {
         s.gap(20.0, 30.0);
         s.gap(90.0, 96.0);
         // 5..10, 20..30 and 90..95; the call at 96 starts as the last gap ends.
-        assert_eq!(s.per_name, vec![(20.0, 1), (0.0, 0)]);
+        assert_eq!(totals(&s), vec![(0, 20.0, 1)]);
     }
 
     #[test]
@@ -197,6 +211,24 @@ mod tests {
         s.gap(5.0, 12.0);
         s.gap(18.0, 30.0);
         s.gap(30.0, 30.0);
-        assert_eq!(s.per_name, vec![(0.0, 0)]);
+        assert_eq!(totals(&s), vec![]);
+    }
+
+    #[test]
+    fn many_calls_open_at_once_are_bounded() {
+        // 10,000 calls open over 10,000 gaps: each gap reads at most
+        // MAX_ACTIVE of them, and the rows list at most MAX_ROWS names.
+        let n = 10_000;
+        let list: Vec<(f64, f64, u32)> = (0..n).map(|i| (i as f64 * 1e-6, 1e9, i as u32)).collect();
+        let h = calls(&list, n);
+        let mut s = h.sweep();
+        for g in 0..n {
+            s.gap(1.0 + 2.0 * g as f64, 2.0 + 2.0 * g as f64);
+        }
+        assert_eq!(s.active.len(), MAX_ACTIVE);
+        assert_eq!(s.per_name.len(), MAX_ACTIVE);
+        let rows = s.rows();
+        assert_eq!(rows.len(), MAX_ROWS);
+        assert!(rows.iter().all(|r| r.calls == 1 && r.wait_us == n as f64), "{rows:?}");
     }
 }
