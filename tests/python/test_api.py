@@ -363,13 +363,47 @@ def test_dataframes_have_the_schema_columns():
     assert {"stage", "rank", "rank_source", "file", "busy_us"} <= set(ranks.columns)
 
 
+def test_the_frames_hold_what_the_csv_files_hold(tmp_path):
+    # kernels_df, stages_df and idle_df against the command's kernels.csv,
+    # stages.csv and idle.csv of the same trace: same columns, same cells.
+    pd = pytest.importorskip("pandas")
+    ranks = ROOT / "tests/data/traces/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"
+    for trace in [FIXTURE, ranks]:
+        out = tmp_path / trace.name
+        subprocess.run([_binary(), "-q", "triage", str(trace), "--format", "csv", "-o", str(out)], check=True)
+        report = torchtriage.triage(trace)
+        for accessor, name in [("kernels_df", "kernels.csv"), ("stages_df", "stages.csv"), ("idle_df", "idle.csv")]:
+            got = getattr(report, accessor)()
+            want = pd.read_csv(out / name, keep_default_na=False, dtype=str)
+            assert list(got.columns) == list(want.columns), (accessor, list(got.columns), list(want.columns))
+            assert len(got) == len(want), accessor
+            for col in want.columns:
+                if col in ("steps.slowest", "location", "cpu_op"):
+                    continue  # lists: JSON text in the CSV
+                for g, w in zip(got[col], want[col]):
+                    if w == "":
+                        assert pd.isna(g), (accessor, col, g)
+                    elif isinstance(g, (bool,)) or str(g) in ("True", "False"):
+                        assert str(g).lower() == w.lower(), (accessor, col, g, w)
+                    else:
+                        try:
+                            assert float(g) == pytest.approx(float(w), rel=1e-12), (accessor, col, g, w)
+                        except ValueError:
+                            assert str(g) == w, (accessor, col, g, w)
+        stages = report.stages_df()
+        assert stages["stage"].iloc[0] == "trace"
+        assert str(stages["steps.count"].dtype) in ("int64", "Int64") and stages["verdict.window_us"].dtype == "float64"
+    decode = torchtriage.triage(ranks).stages_df()
+    assert list(decode["verdict.host_wait_call.name"]) == ["hipMemcpyWithStream"] * 2
+
+
 def test_empty_and_full_dataframes_have_the_same_columns(tmp_path):
     # A report with rows and one without (a CPU-only trace): the same
     # columns, so code written against one runs on the other.
     pytest.importorskip("pandas")
     cpu_only = ROOT / "tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
     full, empty = torchtriage.triage(FIXTURE), torchtriage.triage(cpu_only)
-    for accessor in ["kernels_df", "overlap_df", "timeline_df"]:
+    for accessor in ["kernels_df", "overlap_df", "timeline_df", "idle_df"]:
         with_rows, without = getattr(full, accessor)(), getattr(empty, accessor)()
         assert len(with_rows) > 0 and len(without) == 0, accessor
         assert list(with_rows.columns) == list(without.columns), accessor

@@ -106,11 +106,11 @@ class Report(dict):
         kind = self._need("kernels_df", ["triage", "diff", "batch"])
         if kind == "triage":
             rows = [
-                {"trace": t.get("trace"), "stage": t.get("stage"), **row}
+                {"trace": t.get("trace"), "stage": t.get("stage"), "stage_total_us": t.get("total_us"), **row}
                 for t in self.get("kernel_tables", [])
                 for row in t.get("rows", [])
             ]
-            return _frame(rows, ["trace", "stage", *_KERNEL_ROW])
+            return _frame(rows, ["trace", "stage", "stage_total_us", *_KERNEL_ROW])
         rows = [{"stage": s.get("stage"), **k} for s in self.get("stages", []) for k in s.get("kernels", [])]
         keys = _DIFF_KERNEL_ROW if kind == "diff" else _BATCH_KERNEL_ROW
         return _frame(rows, ["stage", *keys])
@@ -140,6 +140,40 @@ class Report(dict):
         ]
         return _frame(rows, ["stage", *_GPU_ROW])
 
+    def stages_df(self):
+        """Of a triage report, one row per stage of the timeline (the whole
+        trace first, as the stage ``"trace"``) with its launch statistics,
+        steps and verdict as dotted columns (``launch.delay_p50_us``,
+        ``verdict.kind``, ``verdict.host_wait_call.name``): the command's
+        ``stages.csv``."""
+        self._need("stages_df", ["triage"])
+        timeline = self.get("timeline") or {}
+        rows = []
+        if timeline:
+            rows.append(_flat({"stage": "trace", "launch": timeline.get("launch"), "verdict": timeline.get("verdict")}))
+        for st in timeline.get("stages", []):
+            rows.append(_flat({k: v for k, v in st.items() if k != "gpus"}))
+        # A null object (no host-wait call) gives no column of its own: its
+        # dotted columns stay empty, as in the CSV.
+        for row in rows:
+            for key in [k for k, v in row.items() if v is None and any(c.startswith(k + ".") for c in _STAGE_ROW)]:
+                del row[key]
+        return _frame(rows, _STAGE_ROW)
+
+    def idle_df(self):
+        """Of a triage report, the idle time between consecutive kernels of
+        each stream, one row per (stage, GPU, stream), by cause
+        (``host_wait_us``, ``kernel_wait_us``, ``other_us``): the command's
+        ``idle.csv``, HTA's idle time breakdown."""
+        self._need("idle_df", ["triage"])
+        rows = [
+            {"stage": st.get("stage"), "pid": gpu.get("pid"), "rank": gpu.get("rank"), **stream}
+            for st in (self.get("timeline") or {}).get("stages", [])
+            for gpu in st.get("gpus", [])
+            for stream in gpu.get("idle_by_stream", [])
+        ]
+        return _frame(rows, ["stage", "pid", "rank", "stream", "host_wait_us", "kernel_wait_us", "other_us"])
+
     def ranks_df(self):
         """Batch reports: one row per (stage, rank file), with a ``stage`` column first."""
         self._need("ranks_df", ["batch"])
@@ -147,6 +181,19 @@ class Report(dict):
             {"stage": s.get("stage"), **r} for s in self.get("stages", []) for r in s.get("ranks", [])
         ]
         return _frame(rows, ["stage", *_RANK_ROW])
+
+
+def _flat(obj, prefix=""):
+    # Nested dicts as dotted keys, as the command's CSV writes them; lists
+    # stay values. A null dict gives no columns of its own.
+    out = {}
+    for k, v in obj.items():
+        name = prefix + k
+        if isinstance(v, dict):
+            out.update(_flat(v, name + "."))
+        else:
+            out[name] = v
+    return out
 
 
 def _names(paths):
@@ -190,11 +237,25 @@ _RANK_ROW = [
 ]
 
 
+# The command's stages.csv columns.
+_STAGE_ROW = [
+    "stage", "launch.launches", "launch.kernels", "launch.cpu_us", "launch.delay_p50_us", "launch.delay_p90_us",
+    "launch.delay_p99_us", "launch.kernel_p50_us", "launch.launch_p50_us", "launch.short_kernel_pct",
+    "launch.kernels_per_step", "launch.clock_offset_us", "steps.source", "steps.count", "steps.mean_us",
+    "steps.p50_us", "steps.p90_us", "steps.max_us", "steps.slowest", "verdict.kind", "verdict.window_us",
+    "verdict.idle_pct", "verdict.host_wait_pct", "verdict.exposed_comm_pct", "verdict.kernel_p50_us",
+    "verdict.launch_p50_us", "verdict.delay_p50_us", "verdict.kernels_per_launch", "verdict.clock_offset_us",
+    "verdict.steps_us", "verdict.steps_idle_pct", "verdict.host_cause", "verdict.longest_gap_us",
+    "verdict.device_wait_pct", "verdict.host_wait_call.name", "verdict.host_wait_call.calls",
+    "verdict.host_wait_call.wait_us",
+]
+
+
 # Integer columns; a number column not named here is a float when its name
 # ends in _us, _pct or _ratio (or is kernels_per_step).
 _INT_COLUMNS = {
     "launches", "representative_idx", "rank", "kernels", "base_count", "new_count", "steps", "ranks_with_kernel",
-    "max_rank", "waits_on",
+    "max_rank", "waits_on", "count", "calls",
 }
 
 
@@ -209,13 +270,15 @@ def _frame(rows, first):
     for col in df.columns:
         present = [row[col] for row in rows if row.get(col) is not None]
         nulls = len(present) < len(rows)
-        if col in _INT_COLUMNS:
+        # A dotted column (verdict.window_us) is typed by its last part.
+        base = col.rsplit(".", 1)[-1]
+        if base in _INT_COLUMNS:
             if all(type(v) is int for v in present):
                 types[col] = "Int64" if nulls else "int64"
         elif col == "rendered":
             if not nulls and all(type(v) is bool for v in present):
                 types[col] = "bool"
-        elif col.endswith(("_us", "_pct", "_ratio")) or col == "kernels_per_step":
+        elif base.endswith(("_us", "_pct", "_ratio")) or base in ("kernels_per_step", "kernels_per_launch"):
             if all(type(v) in (int, float) for v in present):
                 types[col] = "float64"
     return df.astype(types) if types else df
