@@ -31,12 +31,20 @@ pub(crate) const MAX_ACTIVE: usize = 64;
 /// Names listed per figure set, the most time first.
 pub(crate) const MAX_ROWS: usize = 8;
 
+/// One call: 16 bytes (its duration in single precision, ample for the
+/// microseconds of a runtime call).
 #[derive(Clone, Copy, Debug)]
 struct Call {
     start: f64,
-    end: f64,
+    dur: f32,
     /// Index into [`HostCalls::names`].
     name: u32,
+}
+
+impl Call {
+    fn end(self) -> f64 {
+        self.start + f64::from(self.dur)
+    }
 }
 
 /// The launching threads' calls, sorted by start.
@@ -82,7 +90,7 @@ impl HostCalls {
                 names.push(trace.s(r.name[i]).to_string());
                 names.len() as u32 - 1
             });
-            calls.push(Call { start, end, name });
+            calls.push(Call { start, dur: (end - start) as f32, name });
         }
         calls.sort_unstable_by(|a, b| fcmp(a.start, b.start).then(a.name.cmp(&b.name)));
         HostCalls { calls, names }
@@ -115,9 +123,9 @@ impl Sweep<'_> {
             return;
         }
         let calls = &self.calls.calls;
-        self.active.retain(|&(c, _)| calls[c].end > start);
+        self.active.retain(|&(c, _)| calls[c].end() > start);
         while self.next < calls.len() && calls[self.next].start < end {
-            if calls[self.next].end > start && self.active.len() < MAX_ACTIVE {
+            if calls[self.next].end() > start && self.active.len() < MAX_ACTIVE {
                 self.active.push((self.next, false));
             }
             self.next += 1;
@@ -125,7 +133,7 @@ impl Sweep<'_> {
         self.parts.clear();
         for (c, counted) in &mut self.active {
             let call = calls[*c];
-            let (s, e) = (call.start.max(start), call.end.min(end));
+            let (s, e) = (call.start.max(start), call.end().min(end));
             if e > s {
                 self.parts.push((call.name, s, e));
                 if !*counted {
@@ -172,7 +180,7 @@ mod tests {
     use super::*;
 
     fn calls(list: &[(f64, f64, u32)], names: usize) -> HostCalls {
-        let calls = list.iter().map(|&(start, end, name)| Call { start, end, name }).collect();
+        let calls = list.iter().map(|&(start, end, name)| Call { start, dur: (end - start) as f32, name }).collect();
         HostCalls { calls, names: (0..names).map(|n| n.to_string()).collect() }
     }
 

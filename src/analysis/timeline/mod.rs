@@ -92,7 +92,7 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
             )
         },
     );
-    drop(launches);
+    drop((launches, calls));
     let mut gpus = gpus.unwrap_or_else(|| {
         whole_per
             .map(|fig| fig.map(|figures| vec![GpuTimeline { pid: pid_label(0), rank, figures }]).unwrap_or_default())
