@@ -369,10 +369,15 @@ fn kernels_under_the_share_bar_are_said_to_need_a_lower_bar_in_every_format() {
     let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
     // The norm and activation kernels are under 30% on both sides.
     let (_, v, _) = json(&[base, new, "--min-share", "30"]);
-    assert_eq!(v["stages"][0]["kernels"].as_array().unwrap().len(), 1);
+    // The JSON lists all three, the two under the bar not rendered.
+    let rendered: Vec<bool> =
+        v["stages"][0]["kernels"].as_array().unwrap().iter().map(|k| k["rendered"].as_bool().unwrap()).collect();
+    assert_eq!(rendered.iter().filter(|r| **r).count(), 1, "{rendered:?}");
+    assert_eq!(rendered.len(), 3);
     assert_eq!(v["stages"][0]["kernels_hidden"], 2);
     let (_, all, _) = json(&[base, new, "--min-share", "0"]);
-    assert_eq!(all["stages"][0]["kernels"].as_array().unwrap().len(), 3, "--min-share 0 lists them");
+    let kernels = all["stages"][0]["kernels"].as_array().unwrap();
+    assert!(kernels.len() == 3 && kernels.iter().all(|k| k["rendered"] == true), "--min-share 0 renders them");
     let note =
         "2 kernels below 30.0% of the stage's kernel time on both sides are not shown (--min-share 0 shows them).";
     for format in ["markdown", "table", "html"] {

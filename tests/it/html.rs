@@ -258,7 +258,11 @@ fn diff_counts(v: &Value) -> (usize, usize) {
     let stages = arr(&v["stages"]);
     let rows = stages
         .iter()
-        .map(|s| DIFF_TIMELINE_ROWS + arr(&s["kernels"]).len().min(DIFF_KERNEL_ROWS) + arr(&s["categories"]).len())
+        .map(|s| {
+            // The page shows the kernels the share bar lets through.
+            let shown = arr(&s["kernels"]).iter().filter(|k| k["rendered"] == true).count();
+            DIFF_TIMELINE_ROWS + shown.min(DIFF_KERNEL_ROWS) + arr(&s["categories"]).len()
+        })
         .sum();
     (stages.len(), rows)
 }

@@ -262,6 +262,17 @@ def test_a_tripped_gate_is_warned_of_as_the_command_line_prints_it():
     assert [str(w.message) for w in caught if str(w.message).startswith("gate: ")] == want
 
 
+def test_a_diff_frame_holds_every_kernel_marked_rendered_or_not():
+    pytest.importorskip("pandas")
+    base = ROOT / "tests/data/traces/param_dlrm_8rank/worker7_step_12.1694128201553.pt.trace.json.gz"
+    new = ROOT / "tests/data/traces/param_dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz"
+    d = torchtriage.diff(base, new)
+    frame = d.kernels_df()
+    hidden = sum(s["kernels_hidden"] for s in d["stages"])
+    assert hidden > 0 and len(frame) == len(torchtriage.diff(base, new, min_share=0).kernels_df())
+    assert int((~frame["rendered"]).sum()) == hidden and frame["rendered"].dtype == bool
+
+
 def test_a_suggested_command_is_given_as_a_python_call():
     ranks = ROOT / "tests/data/traces/param_dlrm_8rank"
     with pytest.raises(ValueError) as e:

@@ -101,7 +101,8 @@ class Report(dict):
     def kernels_df(self):
         """Kernel rows: of a triage report, the kernel-table rows of every
         (trace, stage), with ``trace`` and ``stage`` columns first; of a diff,
-        the matched kernels of every stage; of a batch, the cross-rank kernel
+        every kernel of every stage (``rendered`` false for those under the
+        share bar, which the text reports leave out); of a batch, the cross-rank kernel
         rows of every stage (both with a ``stage`` column first)."""
         kind = self._need("kernels_df", ["triage", "diff", "batch"])
         if kind == "triage":
@@ -221,7 +222,7 @@ _GPU_ROW = [
 ]
 _DIFF_KERNEL_ROW = [
     "name", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status",
-    "normalized", "location", "cpu_op",
+    "normalized", "location", "cpu_op", "rendered",
 ]
 _DIFF_FIGURES = [
     "window_us", "busy_us", "idle_us", "idle_pct", "compute_us", "comm_us", "comm_comp_overlap_pct", "steps",

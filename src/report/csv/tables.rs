@@ -329,7 +329,7 @@ pub(super) fn diff(d: &Value) -> Vec<(&'static str, String)> {
         .flat_map(|side| FIGURES.iter().map(move |f| format!("timeline.{side}.{f}")))
         .collect();
     let mut timeline = table(&[vec!["stage".to_string()], sides, joined(&[DIFF_STAGE])].concat());
-    let mut kernels = table(&joined(&[DIFF_KERNELS, NORMALIZED, &["location", "cpu_op"]]));
+    let mut kernels = table(&joined(&[DIFF_KERNELS, NORMALIZED, &["location", "cpu_op", "rendered"]]));
     let mut categories = table(&joined(&[DIFF_CATEGORIES, NORMALIZED]));
     for s in items(&d["stages"]) {
         timeline.push(&[], s, &["kernels", "categories"]);

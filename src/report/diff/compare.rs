@@ -210,9 +210,12 @@ fn kernel_rows(base: SideKernels, new: SideKernels, min_share: f64, norm: &Norma
     for (name, n) in new {
         all.push(make_row(name, None, Some(n), norm));
     }
-    let before = all.len();
-    all.retain(|k| share(k.base_us, base_total).max(share(k.new_us, new_total)) >= min_share);
-    let hidden = before - all.len();
+    // Every kernel stays, for a reader of the JSON; the text reports show
+    // the rendered ones.
+    for k in &mut all {
+        k.rendered = share(k.base_us, base_total).max(share(k.new_us, new_total)) >= min_share;
+    }
+    let hidden = all.iter().filter(|k| !k.rendered).count();
     all.sort_by(|a, b| {
         by_change(norm, (a.delta_us, &a.normalized), (b.delta_us, &b.normalized)).then_with(|| a.kernel.cmp(&b.kernel))
     });
@@ -246,6 +249,7 @@ fn make_row(kernel: Text, base: Option<KernelTotals>, new: Option<KernelTotals>,
         normalized: norm.per_unit(base_us, new_us, base_count, new_count),
         location,
         cpu_op,
+        rendered: true,
     }
 }
 

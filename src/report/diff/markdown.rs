@@ -197,7 +197,7 @@ fn kernel_table(out: &mut Vec<String>, s: &StageDiff, min_share: f64) {
         "| kernel | category | base | new | Δ | Δ% | launches base → new |{per_head} status | CPU op | Python location |"
     ));
     out.push(format!("| --- | --- | ---: | ---: | ---: | ---: | ---: |{per_rule} --- | --- | --- |"));
-    for k in &s.kernels {
+    for k in s.shown_kernels() {
         let raw = (k.base_us, k.new_us, k.delta_us, k.delta_pct, k.base_count, k.new_count);
         out.push(format!(
             "| {} | {} | {} | {} | {} | {} |",

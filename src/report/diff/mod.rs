@@ -193,6 +193,12 @@ pub struct StageFigures {
 }
 
 impl StageDiff {
+    /// The kernels the text reports show: at or above the share bar on
+    /// either side.
+    pub fn shown_kernels(&self) -> impl Iterator<Item = &KernelDiff> {
+        self.kernels.iter().filter(|k| k.rendered)
+    }
+
     /// Why the stage's launch delays are not compared, when a side's CPU and
     /// GPU clocks look offset.
     pub fn clocks_note(&self) -> Option<String> {
@@ -320,6 +326,9 @@ pub struct KernelDiff {
     pub location: TextList,
     /// CPU ops launching it (NEW's where NEW has any, else BASE's).
     pub cpu_op: TextList,
+    /// At or above the share bar (`--min-share`) on either side: the text
+    /// reports show it.
+    pub rendered: bool,
 }
 
 impl KernelDiff {
@@ -371,8 +380,9 @@ pub struct StageDiff {
     pub stage: Stage,
     pub timeline: TimelineDiff,
     pub normalization: Normalization,
-    /// At or above the share bar on either side, largest change first (the
-    /// change per step when the stage is normalised per step).
+    /// Every kernel of either side, largest change first (the change per
+    /// step when the stage is normalised per step); those below the share
+    /// bar on both sides are not `rendered`.
     pub kernels: Vec<KernelDiff>,
     /// Kernels below the share bar on both sides.
     pub kernels_hidden: usize,

@@ -144,9 +144,13 @@ fn share_bar_reads_the_larger_side() {
     let base = report(Stage::All, vec![row("big", 995.0, 1), row("tiny", 5.0, 1)], 1000.0, None);
     let new = report(Stage::All, vec![row("big", 970.0, 1), row("tiny", 20.0, 1), row("dust", 1.0, 1)], 991.0, None);
     let d = diff(&base, &new, &DiffOptions::default());
-    let names: Vec<&str> = d.stages[0].kernels.iter().map(|k| &*k.kernel).collect();
+    let names: Vec<&str> = d.stages[0].shown_kernels().map(|k| &*k.kernel).collect();
     assert_eq!(names, ["big", "tiny"]);
     assert_eq!(d.stages[0].kernels_hidden, 1);
+    // The JSON keeps `dust`, marked not rendered; the text reports leave it out.
+    let all: Vec<(&str, bool)> = d.stages[0].kernels.iter().map(|k| (&*k.kernel, k.rendered)).collect();
+    assert_eq!(all, [("big", true), ("tiny", true), ("dust", false)]);
+    assert!(!markdown(&d).contains("| dust |"));
 }
 
 #[test]
@@ -387,7 +391,7 @@ fn categories_sum_every_kernel_and_match_across_names() {
     let new = report(Stage::All, vec![cat("Cijk_gemm", "gemm", 1200.0), cat("dust", "memory", 2.0)], 1202.0, None);
     let d = diff(&base, &new, &DiffOptions::default());
     let s = &d.stages[0];
-    let statuses: Vec<_> = s.kernels.iter().map(|k| k.status).collect();
+    let statuses: Vec<_> = s.shown_kernels().map(|k| k.status).collect();
     assert_eq!(statuses, [KernelStatus::New, KernelStatus::Gone]);
     let cats: Vec<(&str, f64, f64)> = s.categories.iter().map(|c| (c.category, c.base_us, c.new_us)).collect();
     assert_eq!(cats, [("gemm", 900.0, 1200.0), ("memory", 1.0, 2.0)]);

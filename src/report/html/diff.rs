@@ -116,7 +116,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
             .collect()
     } else {
         let _ = writeln!(b, "<h3>Kernels that changed most{}</h3>", esc(&per));
-        let mut changed: Vec<&KernelDiff> = s.kernels.iter().collect();
+        let mut changed: Vec<&KernelDiff> = s.shown_kernels().collect();
         changed.sort_by(|a, c| finite(compared(c).2.abs()).total_cmp(&finite(compared(a).2.abs())));
         changed
             .iter()
@@ -160,7 +160,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
         ("Base launches", true),
         ("New launches", true),
     ]);
-    for k in s.kernels.iter().take(KERNEL_ROWS) {
+    for k in s.shown_kernels().take(KERNEL_ROWS) {
         let (base, new, delta) = compared(k);
         let delta_pct = k.normalized.as_ref().map_or(k.delta_pct, |p| p.delta_pct);
         t.push(vec![
@@ -176,11 +176,12 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
         ]);
     }
     b.push_str(&t.html("No kernels at or above the share bar on either side."));
-    if s.kernels.len() > KERNEL_ROWS {
+    let shown = s.shown_kernels().count();
+    if shown > KERNEL_ROWS {
         let _ = writeln!(
             b,
             "<p class=\"note\">{} more kernel rows not shown (the JSON format lists them all).</p>",
-            s.kernels.len() - KERNEL_ROWS
+            shown - KERNEL_ROWS
         );
     }
     if let Some(note) = crate::report::diff::hidden_kernels_note(s.kernels_hidden, min_share) {

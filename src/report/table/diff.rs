@@ -168,7 +168,7 @@ fn kernel_table(o: &mut Out, s: &StageDiff, min_share: f64) {
     cols.push(Column::name("CPU op", 12, 2));
     cols.push(Column::location("Python location", 20, 1));
     let mut t = Table::new(cols);
-    for k in &s.kernels {
+    for k in s.shown_kernels() {
         let mut cells = vec![
             vec![display_name(&k.kernel)],
             vec![k.category.to_string()],
@@ -187,7 +187,7 @@ fn kernel_table(o: &mut Out, s: &StageDiff, min_share: f64) {
         t.row_lines(cells);
     }
     o.heading("Kernels");
-    if s.kernels.is_empty() {
+    if s.shown_kernels().next().is_none() {
         o.text(&format!("No kernel at or above {}% of the stage's kernel time on either side.", fixed(min_share, 1)));
     } else {
         o.table(&t);
