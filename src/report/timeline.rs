@@ -165,19 +165,25 @@ fn one_gap_text(gap_us: f64, share: f64) -> String {
 /// The line is plain text in every format, so a name that is not a plain
 /// identifier (as runtime calls are) is not quoted.
 fn one_call_text(call: &HostWaitCall, share: f64, gap: Option<(f64, f64)>) -> String {
-    let gap = match gap {
-        Some((gap_us, gap_share)) if gap_share >= ONE_GAP_SHARE => {
-            format!("; one gap of {} holds {}% of the idle time", format_ms(gap_us), fixed(100.0 * gap_share, 0))
-        }
-        _ => String::new(),
-    };
     let plain = !call.name.is_empty() && call.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     let name = if plain { call.name.as_str() } else { "one runtime call" };
+    let head = format!(
+        "the host was in {name} for {}% of those waits ({} call{}, {})",
+        fixed(100.0 * share, 0),
+        call.calls,
+        if call.calls == 1 { "" } else { "s" },
+        format_ms(call.wait_us),
+    );
+    // One gap holding most of the idle time is a one-off (a warm-up's
+    // first allocations, say), whatever call it was spent in.
+    if let Some((gap_us, gap_share)) = gap.filter(|g| g.1 >= ONE_GAP_SHARE) {
+        return format!("{head}, and {}", one_gap_text(gap_us, gap_share));
+    }
     let n = call.name.to_ascii_lowercase();
     let why = if n.contains("synchronize") {
         "the host waits there for the device to finish (a .item(), .cpu() or .tolist() read, torch.cuda.synchronize()): read results less often or later"
     } else if n.contains("free") || n.contains("malloc") || n.contains("alloc") {
-        "allocating and freeing memory stalls the device and the host: keep memory in PyTorch's caching allocator (no torch.cuda.empty_cache() in the loop, less memory pressure)"
+        "allocating and freeing memory stalls the device and the host: keep memory in PyTorch's caching allocator (no torch.cuda.empty_cache() in the loop, PYTORCH_NO_CUDA_MEMORY_CACHING unset, less memory pressure)"
     } else if n.contains("memcpy") && !n.contains("async") {
         "a synchronous copy holds the host until it is done: copy from pinned memory with non_blocking=True"
     } else if n.contains("memcpy") {
@@ -185,13 +191,7 @@ fn one_call_text(call: &HostWaitCall, share: f64, gap: Option<(f64, f64)>) -> St
     } else {
         "look at why the host makes that call between launches"
     };
-    format!(
-        "the launching thread was in {name} for {}% of those waits ({} call{}, {}{gap}); {why}",
-        fixed(100.0 * share, 0),
-        call.calls,
-        if call.calls == 1 { "" } else { "s" },
-        format_ms(call.wait_us),
-    )
+    format!("{head}; {why}")
 }
 
 /// How often a launch-bound stage's host makes a launch call (its window
@@ -690,7 +690,7 @@ mod tests {
         };
         let line = verdict_line(&with_call("hipFree"));
         assert!(
-            line.contains("→ host-bound: the launching thread was in hipFree for 99% of those waits (1298 calls, 2998.04 ms); allocating and freeing memory"),
+            line.contains("→ host-bound: the host was in hipFree for 99% of those waits (1298 calls, 2998.04 ms); allocating and freeing memory"),
             "{line}"
         );
         let line = verdict_line(&with_call("cudaStreamSynchronize"));
@@ -698,6 +698,14 @@ mod tests {
         // A name that is not a plain identifier is not quoted into the line.
         let line = verdict_line(&with_call("a|b <c>"));
         assert!(line.contains("was in one runtime call for 99%") && !line.contains('|'), "{line}");
+        // One gap holding most of the idle time is a one-off: its advice,
+        // not the call's (AlexNet's warm-up: cudaFree in a 10 s gap).
+        let mut warm_up = with_call("cudaFree");
+        warm_up.gpus[0].figures.longest_idle_gap_us = 2_500_000.0;
+        warm_up.verdict = decide([&warm_up.gpus[0].figures], &warm_up.launch, None);
+        let line = verdict_line(&warm_up);
+        assert!(line.contains("in cudaFree for 99% of those waits (1298 calls, 2998.04 ms), and one gap of 2500.00 ms holds 82% of the idle time: look at what happened then"), "{line}");
+        assert!(!line.contains("caching allocator"), "{line}");
         // Under half the waits, the launch figures decide as before.
         let mut f = figures(3_391_350.0, 3_032_300.0, 3_032_270.0, 0.0);
         f.host_wait_calls = vec![HostWaitCall { wait_us: 1_000_000.0, ..call("hipFree") }];

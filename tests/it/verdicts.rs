@@ -80,12 +80,13 @@ fn graph_launches_are_no_launch_overhead() {
     assert!((v["kernels_per_launch"].as_f64().unwrap() - 555.0 / 12.0).abs() < 1e-9, "{v}");
     assert!(v["delay_p50_us"].as_f64().unwrap() > 1000.0, "{v}");
     let md = run(&t, "markdown");
-    // The gap is one synchronous copy, which the verdict names.
-    assert!(
-        md.contains("→ host-bound: the launching thread was in hipMemcpyWithStream for 100% of those waits (1 call, 463.03 ms; one gap of 463.30 ms holds 100% of the idle time); a synchronous copy"),
-        "{md}"
-    );
-    assert_eq!(v["host_wait_call"]["name"], "hipMemcpyWithStream", "{v}");
+    assert!(md.contains("→ host-bound: one gap of 463.30 ms holds 100% of the idle time"), "{md}");
+    // A synchronous copy fills the gap, but it starts after the next
+    // kernel's launch call: the host was waiting for the GPU there, not
+    // the GPU for the host, and the verdict does not name it.
+    assert!(!md.contains("hipMemcpyWithStream"), "{md}");
+    let named = v["host_wait_call"]["wait_us"].as_f64().unwrap_or(0.0);
+    assert!(named < 1000.0, "{v}");
     assert!(!md.contains("CUDA graphs, fusion"), "{md}");
 }
 

@@ -176,8 +176,13 @@ pub(crate) fn compute<'a>(
             if e.host_ts > prev_end {
                 overall.host_wait.add(gap);
                 stage[s].host_wait.add(gap);
-                overall_calls.gap(prev_end, e.start);
-                stage_calls[s].gap(prev_end, e.start);
+                // What the host did before it got to the next kernel's
+                // call: after that call began, the GPU waits on the call
+                // itself or on other work (a stream waiting for another),
+                // not on what the host does meanwhile.
+                let host_part = e.start.min(e.host_ts);
+                overall_calls.gap(prev_end, host_part);
+                stage_calls[s].gap(prev_end, host_part);
             }
         }
     }

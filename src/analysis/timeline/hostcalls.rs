@@ -1,32 +1,37 @@
 //! The host calls the GPU waited through: while a GPU sits idle waiting for
 //! the host (an idle gap whose next kernel's launch call began after the gap
-//! opened), which runtime calls other than launches (`cudaFree`, `hipFree`,
-//! `cudaStreamSynchronize`, synchronous copies) the launching threads were
-//! in, and for how much of that time.
+//! opened, up to the start of that call: after it the GPU waits on the call
+//! or on other work), which runtime calls other than launches (`cudaFree`,
+//! `hipFree`, `cudaStreamSynchronize`, synchronous copies) the launching
+//! threads were in, and for how much of that time.
 //!
-//! The calls are the correlated runtime rows (`trace.runtime`) that are not
-//! launch calls, on the threads that launch kernels. A trace whose launches
+//! The calls are the correlated runtime rows (`trace.runtime`) and the
+//! host calls kept with the kernel-like rows (a runtime or driver category
+//! with a `stream` argument, as ROCm writes `hipMemcpyWithStream`) that are
+//! not launch calls, on the threads that launch kernels. A trace whose launches
 //! come from more than one process names none: a call of one process would
 //! be set against the GPU of another. Per gap, a name's time is the union of
 //! its calls clipped to the gap, so calls of one name on two threads at once
 //! count once; a call counts once however many gaps it spans.
 //!
-//! Bounds, whatever the trace: at most [`MAX_ACTIVE`] calls are open at
-//! once in a sweep (the launching threads of a real trace have a few, one
-//! a thread or two with driver calls inside runtime calls; more are left
-//! out), and a figure set lists at most [`MAX_ROWS`] names.
+//! Bounds, whatever the trace: at most [`MAX_ACTIVE`] calls that outlast a
+//! gap are carried to the next (the launching threads of a real trace have
+//! a few open at once, one a thread or two with driver calls inside runtime
+//! calls; more are left out of the later gaps), and a figure set lists at
+//! most [`MAX_ROWS`] names.
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::events::Clock;
 use super::launch::is_launch_call;
 use super::types::HostWaitCall;
+use crate::analysis::kernels::extract::host_call_category;
 use crate::columns::{Sym, Trace};
 use crate::pysem::fcmp;
 
-/// Calls a sweep keeps open at once; a call that would open past it is
-/// left out, so that a trace of many calls open together cannot make each
-/// gap's work grow with them.
+/// Calls that outlast a gap a sweep carries to the next; past it they are
+/// left out of the later gaps, so that a trace of many calls open together
+/// cannot make each gap's work grow with them.
 pub(crate) const MAX_ACTIVE: usize = 64;
 /// Names listed per figure set, the most time first.
 pub(crate) const MAX_ROWS: usize = 8;
@@ -57,14 +62,25 @@ pub(crate) struct HostCalls {
 impl HostCalls {
     /// The calls of `trace` on `clock`.
     pub(crate) fn build(trace: &Trace, clock: Clock) -> HostCalls {
-        let (l, r) = (&trace.launches, &trace.runtime);
+        let (l, r, k) = (&trace.launches, &trace.runtime, &trace.kernels);
         let mut launch_named: HashMap<Sym, bool> = HashMap::default();
         let mut is_launch = |name: Sym| *launch_named.entry(name).or_insert_with(|| is_launch_call(trace.s(name)));
+        // Host calls kept with the kernel-like rows: a runtime or driver
+        // category with a `stream` argument (ROCm's `hipMemcpyWithStream`
+        // with `stream: "0x0"`).
+        let mut host_cat: HashMap<Sym, bool> = HashMap::default();
+        let host_rows: Vec<usize> = (0..k.len())
+            .filter(|&i| *host_cat.entry(k.cat(i)).or_insert_with(|| host_call_category(trace.s(k.cat(i)))))
+            .collect();
+        // Every host call: (name, thread, ts, dur).
+        let all = || {
+            let runtime = (0..r.len()).map(|i| (r.name[i], r.thread[i], r.ts[i], r.dur[i]));
+            runtime.chain(host_rows.iter().map(|&i| (k.name[i], k.thread(i), k.ts[i], k.dur[i])))
+        };
         // The launching threads, and their process, which must be one.
         let mut launching = vec![false; trace.threads.len()];
-        let launch_threads = (0..l.len())
-            .map(|i| l.thread(i))
-            .chain((0..r.len()).filter(|&i| is_launch(r.name[i])).map(|i| r.thread[i]));
+        let launch_threads =
+            (0..l.len()).map(|i| l.thread(i)).chain(all().filter(|c| is_launch(c.0)).map(|c| c.1).collect::<Vec<_>>());
         let mut pid = None;
         for t in launch_threads {
             let Some(slot) = launching.get_mut(t as usize) else { continue };
@@ -77,17 +93,16 @@ impl HostCalls {
         let mut index: HashMap<Sym, u32> = HashMap::default();
         let mut names = Vec::new();
         let mut calls = Vec::new();
-        for i in 0..r.len() {
-            let on_launching = launching.get(r.thread[i] as usize).copied().unwrap_or(false);
-            if !on_launching || is_launch(r.name[i]) {
+        for (sym, thread, ts, dur) in all() {
+            if !launching.get(thread as usize).copied().unwrap_or(false) || is_launch(sym) {
                 continue;
             }
-            let (start, end) = clock.interval(r.ts[i], r.dur[i]);
+            let (start, end) = clock.interval(ts, dur);
             if !(start.is_finite() && end.is_finite() && end > start) {
                 continue;
             }
-            let name = *index.entry(r.name[i]).or_insert_with(|| {
-                names.push(trace.s(r.name[i]).to_string());
+            let name = *index.entry(sym).or_insert_with(|| {
+                names.push(trace.s(sym).to_string());
                 names.len() as u32 - 1
             });
             calls.push(Call { start, dur: (end - start) as f32, name });
@@ -98,7 +113,7 @@ impl HostCalls {
 
     /// A sweep over gaps given in increasing, disjoint order.
     pub(crate) fn sweep(&self) -> Sweep<'_> {
-        Sweep { calls: self, next: 0, active: Vec::new(), parts: Vec::new(), per_name: HashMap::default() }
+        Sweep { calls: self, next: 0, active: Vec::new(), open: HashMap::default(), per_name: HashMap::default() }
     }
 }
 
@@ -107,10 +122,11 @@ pub(crate) struct Sweep<'a> {
     calls: &'a HostCalls,
     /// The first call not yet seen.
     next: usize,
-    /// Calls that may overlap the next gap: (call, counted already).
-    active: Vec<(usize, bool)>,
-    /// Scratch: (name, start, end) of the current gap's overlaps.
-    parts: Vec<(u32, f64, f64)>,
+    /// Calls that outlast the last gap, to be read again by the next.
+    active: Vec<usize>,
+    /// Scratch: per name, the stretch of the current gap its calls cover
+    /// so far (calls come in start order).
+    open: HashMap<u32, (f64, f64)>,
     /// (time, calls) per name that overlapped a gap.
     per_name: HashMap<u32, (f64, u64)>,
 }
@@ -123,41 +139,39 @@ impl Sweep<'_> {
             return;
         }
         let calls = &self.calls.calls;
-        self.active.retain(|&(c, _)| calls[c].end() > start);
+        // Calls seen before (counted already), then the calls that start
+        // before the gap ends, in start order; each one's part of the gap
+        // joins its name's stretch, or closes it and opens the next.
+        let kept = std::mem::take(&mut self.active);
+        let earlier = kept.into_iter().filter(|&c| calls[c].end() > start).map(|c| (c, true));
+        let first_new = self.next;
         while self.next < calls.len() && calls[self.next].start < end {
-            if calls[self.next].end() > start && self.active.len() < MAX_ACTIVE {
-                self.active.push((self.next, false));
-            }
             self.next += 1;
         }
-        self.parts.clear();
-        for (c, counted) in &mut self.active {
-            let call = calls[*c];
+        let new = (first_new..self.next).filter(|&c| calls[c].end() > start).map(|c| (c, false));
+        for (c, counted) in earlier.chain(new) {
+            let call = calls[c];
             let (s, e) = (call.start.max(start), call.end().min(end));
-            if e > s {
-                self.parts.push((call.name, s, e));
-                if !*counted {
-                    *counted = true;
-                    self.per_name.entry(call.name).or_default().1 += 1;
+            if !counted {
+                self.per_name.entry(call.name).or_default().1 += 1;
+            }
+            match self.open.get_mut(&call.name) {
+                Some(stretch) if s <= stretch.1 => stretch.1 = stretch.1.max(e),
+                Some(stretch) => {
+                    self.per_name.entry(call.name).or_default().0 += stretch.1 - stretch.0;
+                    *stretch = (s, e);
                 }
+                None => {
+                    self.open.insert(call.name, (s, e));
+                }
+            }
+            // A call that outlasts the gap is read again by the next one.
+            if call.end() > end && self.active.len() < MAX_ACTIVE {
+                self.active.push(c);
             }
         }
-        self.parts.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(fcmp(a.1, b.1)));
-        let mut i = 0;
-        while i < self.parts.len() {
-            let (name, mut s, mut e) = self.parts[i];
-            let mut total = 0.0;
-            i += 1;
-            while i < self.parts.len() && self.parts[i].0 == name {
-                let (_, ns, ne) = self.parts[i];
-                if ns > e {
-                    total += e - s;
-                    s = ns;
-                }
-                e = e.max(ne);
-                i += 1;
-            }
-            self.per_name.entry(name).or_default().0 += total + (e - s);
+        for (name, (s, e)) in self.open.drain() {
+            self.per_name.entry(name).or_default().0 += e - s;
         }
     }
 
@@ -223,6 +237,19 @@ mod tests {
     }
 
     #[test]
+    fn every_call_of_a_gap_counts_however_many_come_one_after_another() {
+        // 100 calls of 1 µs one after the other in one gap (a ROCm trace's
+        // runs of hipFree), then a longer one of another name: all count.
+        let mut list: Vec<(f64, f64, u32)> = (0..100).map(|i| (i as f64 * 2.0, i as f64 * 2.0 + 1.0, 0)).collect();
+        list.push((300.0, 400.0, 1));
+        let h = calls(&list, 2);
+        let mut s = h.sweep();
+        s.gap(-1.0, 1000.0);
+        assert_eq!(totals(&s), vec![(0, 100.0, 100), (1, 100.0, 1)]);
+        assert!(s.active.is_empty());
+    }
+
+    #[test]
     fn many_calls_open_at_once_are_bounded() {
         // 10,000 calls open over 10,000 gaps: each gap reads at most
         // MAX_ACTIVE of them, and the rows list at most MAX_ROWS names.
@@ -233,8 +260,9 @@ mod tests {
         for g in 0..n {
             s.gap(1.0 + 2.0 * g as f64, 2.0 + 2.0 * g as f64);
         }
+        // All of them met the first gap; 64 were carried through the rest.
         assert_eq!(s.active.len(), MAX_ACTIVE);
-        assert_eq!(s.per_name.len(), MAX_ACTIVE);
+        assert_eq!(s.per_name.len(), n);
         let rows = s.rows();
         assert_eq!(rows.len(), MAX_ROWS);
         assert!(rows.iter().all(|r| r.calls == 1 && r.wait_us == n as f64), "{rows:?}");

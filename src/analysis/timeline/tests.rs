@@ -700,23 +700,38 @@ fn runtime_call(name: &str, pid: u32, tid: u32, ts: f64, dur: f64, corr: i64) ->
 
 #[test]
 fn the_launching_thread_s_calls_in_host_waits_are_named() {
-    // The host wait is the gap 25..100; the launching thread (pid 1, tid 1)
-    // is in cudaFree for 30..90 of it, and before it outside every gap;
-    // another thread's copy in the gap is not the launching thread's.
+    // The host wait is the gap 25..100, whose kernel's launch call begins at
+    // 50; the launching thread (pid 1, tid 1) is in cudaFree for 26..48 of
+    // it, and before it outside every gap. After the launch call began, the
+    // GPU waits on it or on other work: the copy at 55..95 is left out, and
+    // so is another thread's copy in the gap.
     let mut events = four_kernels();
-    events.push(runtime_call("cudaFree", 1, 1, 30.0, 60.0, 90));
+    events.push(runtime_call("cudaFree", 1, 1, 26.0, 22.0, 90));
     events.push(runtime_call("cudaFree", 1, 1, 11.0, 3.0, 91));
-    events.push(runtime_call("cudaMemcpy", 1, 2, 30.0, 60.0, 92));
+    events.push(runtime_call("cudaMemcpy", 1, 1, 55.0, 40.0, 92));
+    events.push(runtime_call("cudaMemcpy", 1, 2, 30.0, 60.0, 93));
+    // A host call ROCm writes with `stream: "0x0"` is one too.
+    events.push(
+        r#"{"ph":"X","cat":"cuda_runtime","name":"hipMemcpyWithStream","pid":1,"tid":1,"ts":120,"dur":40,"args":{"stream":"0x0","correlation":94}}"#
+            .to_string(),
+    );
     let t = trace_of(&events);
     for basis in [Basis::Trace, Basis::HtaExact] {
         let tl = run(&t, basis);
-        let want = vec![HostWaitCall { name: "cudaFree".into(), calls: 1, wait_us: 60.0 }];
+        let want = vec![HostWaitCall { name: "cudaFree".into(), calls: 1, wait_us: 22.0 }];
         assert_eq!(tl.trace.host_wait_calls, want, "{basis:?}");
         assert_eq!(tl.stages[0].gpus[0].figures.host_wait_calls, want, "{basis:?}");
         let v = &tl.stages[0].verdict;
         assert_eq!(v.host_wait_call.as_ref(), want.first());
-        assert!(close(v.call_share().unwrap(), 60.0 / 75.0), "{v:?}");
+        assert!(close(v.call_share().unwrap(), 22.0 / 75.0), "{v:?}");
     }
+    // The gap 110..200 waits for the host once its kernel's launch call
+    // begins after 110: the stream-tagged copy then counts.
+    let mut late = events.clone();
+    late[6] = launch(150.0, 2.0, 4);
+    let tl = run(&trace_of(&late), Basis::Trace);
+    let copy = HostWaitCall { name: "hipMemcpyWithStream".into(), calls: 1, wait_us: 30.0 };
+    assert!(tl.trace.host_wait_calls.contains(&copy), "{:?}", tl.trace.host_wait_calls);
 }
 
 #[test]
