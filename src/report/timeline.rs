@@ -5,6 +5,7 @@
 
 use crate::analysis::kernels::names::names_device_wait;
 use crate::analysis::stage::Stage;
+use crate::analysis::timeline::verdict::GRAPH_KERNELS_PER_LAUNCH;
 use crate::analysis::timeline::Basis;
 use crate::analysis::timeline::{
     Figures, HostCause, HostWaitCall, HostWorkReason, StageTimeline, StepSource, Timeline, Verdict, VerdictKind,
@@ -503,8 +504,20 @@ pub(crate) fn launch_line(stage: &StageTimeline) -> String {
             format!("launch delay p50 {} / p90 {} / p99 {}", us(l.delay_p50_us), us(l.delay_p90_us), us(l.delay_p99_us))
         }
     };
+    // A call that launches a graph starts many kernels: each is compared
+    // with that one call, so long delays and a high short-kernel share say
+    // nothing of per-kernel launch overhead.
+    let per_call = l.kernels as f64 / l.launches.max(1) as f64;
+    let graphs = if per_call > GRAPH_KERNELS_PER_LAUNCH {
+        format!(
+            " (graph launches, {} kernels a call: delays and the share shorter than their launch call compare each kernel with its graph's call)",
+            fixed(per_call, 1)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "Launch: {} launch calls for the {} kernels matched to them, {} of CPU time in the calls; {delays}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",
+        "Launch: {} launch calls for the {} kernels matched to them{graphs}, {} of CPU time in the calls; {delays}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",
         l.launches,
         l.kernels,
         format_ms(l.cpu_us),
@@ -660,6 +673,19 @@ mod tests {
                 "Launch: 768 launch calls for the 768 kernels matched to them, 5.84 ms of CPU time in the calls;"
             ),
             "{launches}"
+        );
+        assert!(!launches.contains("graph launches"), "{launches}");
+        // 555 kernels from 12 graph launches: the figures are said to
+        // compare each kernel with its graph's call.
+        let graphs = stage(
+            figures(84_480.0, 72_900.0, 72_500.0, 0.0),
+            LaunchStats { launches: 12, kernels: 555, ..launch.clone() },
+            None,
+        );
+        assert!(
+            launch_line(&graphs).starts_with("Launch: 12 launch calls for the 555 kernels matched to them (graph launches, 46.2 kernels a call: delays and the share shorter than their launch call compare each kernel with its graph's call), "),
+            "{}",
+            launch_line(&graphs)
         );
         // A call every 9 µs, 6.9 of them in the call: the calls are the time.
         let tight = stage(figures(768.0 * 9.0, 2_000.0, 1_800.0, 0.0), launch.clone(), None);
