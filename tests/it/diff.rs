@@ -102,16 +102,16 @@ fn a_slowed_and_a_removed_kernel() {
     let kernels = stages[0]["kernels"].as_array().unwrap();
     let first = &kernels[0];
     assert_eq!(first["status"], "changed", "{first}");
-    assert!(first["name"].as_str().unwrap().contains("gemm"), "{first}");
+    assert!(first["kernel"].as_str().unwrap().contains("gemm"), "{first}");
     assert!((num(&first["delta_pct"]) - 100.0).abs() <= 1.0, "{first}");
     assert_eq!(num(&first["delta_us"]), 1000.0, "{first}");
     assert_eq!((first["base_count"].as_u64(), first["new_count"].as_u64()), (Some(10), Some(10)));
     let gone: Vec<&Value> = kernels.iter().filter(|k| k["status"] == "gone").collect();
     assert_eq!(gone.len(), 1, "{kernels:?}");
-    assert!(gone[0]["name"].as_str().unwrap().contains("act_and_mul"), "{}", gone[0]);
+    assert!(gone[0]["kernel"].as_str().unwrap().contains("act_and_mul"), "{}", gone[0]);
     assert_eq!(num(&gone[0]["new_us"]), 0.0);
     assert_eq!(gone[0]["new_count"], 0);
-    let norm = kernels.iter().find(|k| k["name"].as_str().unwrap().contains("rms_norm")).unwrap();
+    let norm = kernels.iter().find(|k| k["kernel"].as_str().unwrap().contains("rms_norm")).unwrap();
     assert_eq!(num(&norm["delta_us"]), 0.0, "{norm}");
     assert!(num(&stages[0]["timeline"]["delta"]["busy_us"]) > 0.0, "{}", stages[0]["timeline"]);
 
@@ -327,10 +327,10 @@ fn a_generated_pair_with_a_slowed_and_a_removed_kernel() {
         assert_eq!(s["normalization"]["basis"], "none", "same steps on both sides: {}", s["normalization"]);
         let kernels = s["kernels"].as_array().unwrap();
         let first = kernels.iter().find(|k| k["status"] == "changed").unwrap();
-        assert!(first["name"].as_str().unwrap().starts_with("sm90_xmma_gemm"), "{first}");
+        assert!(first["kernel"].as_str().unwrap().starts_with("sm90_xmma_gemm"), "{first}");
         assert!((num(&first["delta_pct"]) - 100.0).abs() <= 1.0, "{first}");
         let gone: Vec<&str> =
-            kernels.iter().filter(|k| k["status"] == "gone").map(|k| k["name"].as_str().unwrap()).collect();
+            kernels.iter().filter(|k| k["status"] == "gone").map(|k| k["kernel"].as_str().unwrap()).collect();
         assert_eq!(gone, ["triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2"], "{kernels:?}");
         assert_eq!(s["gate"]["basis"], "step", "{}", s["gate"]);
         assert_eq!(s["gate"]["tripped"], true, "{}", s["gate"]);

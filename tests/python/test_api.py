@@ -488,7 +488,7 @@ def test_each_accessor_reads_its_kinds_of_report(tmp_path):
     assert d.kind() == "diff"
     kernels = d.kernels_df()
     assert len(kernels) == sum(len(s["kernels"]) for s in d["stages"]) > 0
-    assert {"stage", "name", "base_us", "new_us", "delta_pct", "status"} <= set(kernels.columns)
+    assert {"stage", "kernel", "base_us", "new_us", "delta_pct", "status"} <= set(kernels.columns)
     timeline = d.timeline_df()
     assert len(timeline) == 3 * len(d["stages"]) and {"stage", "side", "busy_us"} <= set(timeline.columns)
     b = torchtriage.batch([FIXTURE])

@@ -221,7 +221,7 @@ _GPU_ROW = [
     "idle_host_wait_us", "longest_idle_gap_us", "device_wait_us", "idle_by_stream", "host_wait_calls",
 ]
 _DIFF_KERNEL_ROW = [
-    "name", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status",
+    "kernel", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status",
     "normalized", "location", "cpu_op", "rendered",
 ]
 _DIFF_FIGURES = [

@@ -166,7 +166,7 @@ const NORMALIZED: &[&str] = &[
     "normalized.new_count",
 ];
 const DIFF_KERNELS: &[&str] =
-    &["stage", "name", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status"];
+    &["stage", "kernel", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status"];
 const DIFF_CATEGORIES: &[&str] =
     &["stage", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count"];
 /// The figures a diff compares per stage, on each side and as the change.

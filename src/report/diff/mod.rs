@@ -306,7 +306,6 @@ impl KernelStatus {
 /// One kernel (canonical name) of a stage on both sides.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KernelDiff {
-    #[serde(rename = "name")]
     pub kernel: Text,
     /// The kernel table's category refined for comparing runs
     /// ([`comparison_category`](crate::analysis::kernels::family::comparison_category)).
