@@ -186,7 +186,8 @@ class Report(dict):
 
 def _flat(obj, prefix=""):
     # Nested dicts as dotted keys, as the command's CSV writes them; lists
-    # stay values. A null dict gives no columns of its own.
+    # and nulls stay values (stages_df drops a null whose dotted columns
+    # the CSV has).
     out = {}
     for k, v in obj.items():
         name = prefix + k
