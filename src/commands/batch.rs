@@ -274,7 +274,12 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         outcomes.iter().filter_map(|o| o.result.as_ref().err().map(|e| (o.file.path.as_path(), e))).collect();
     let summary = summarize(&ok, args.straggler_pct);
     let info = render::RunInfo {
-        source: render::Source::Batch { dir: &args.dir, jobs: jobs.min(outcomes.len()), budget },
+        source: render::Source::Batch {
+            dir: &args.dir,
+            file: args.dir.is_file(),
+            jobs: jobs.min(outcomes.len()),
+            budget,
+        },
         files: outcomes.len(),
         straggler_pct: args.straggler_pct,
         failures: &failures,

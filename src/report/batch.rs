@@ -17,9 +17,10 @@ use crate::report::model::FileOutcome;
 /// What a batch report was made from.
 #[derive(Clone, Copy)]
 pub enum Source<'a> {
-    /// Traces found in a directory and triaged here, at most `jobs` at once
-    /// within a memory budget of `budget` bytes.
-    Batch { dir: &'a Path, jobs: usize, budget: u64 },
+    /// Traces found in a directory (or the one trace file `dir` names, when
+    /// `file`) and triaged here, at most `jobs` at once within a memory
+    /// budget of `budget` bytes.
+    Batch { dir: &'a Path, file: bool, jobs: usize, budget: u64 },
     /// Summaries written by earlier batches (files, or directories holding
     /// them), merged without triaging anything; never empty.
     Merge { inputs: &'a [std::path::PathBuf] },
@@ -53,6 +54,7 @@ impl RunInfo<'_> {
     /// a merge's inputs.
     pub fn source_line(&self) -> String {
         let inputs = match self.source {
+            Source::Batch { dir, file: true, .. } => return format!("File: {}", shown(dir)),
             Source::Batch { dir, .. } => return format!("Directory: {}", shown(dir)),
             Source::Merge { inputs } => inputs,
         };
@@ -80,7 +82,7 @@ impl RunInfo<'_> {
     /// gives its first input, one job and no budget.
     fn json_header(&self) -> (String, usize, u64) {
         match self.source {
-            Source::Batch { dir, jobs, budget } => (dir.display().to_string(), jobs, budget),
+            Source::Batch { dir, jobs, budget, .. } => (dir.display().to_string(), jobs, budget),
             Source::Merge { inputs } => (inputs.first().map(|p| p.display().to_string()).unwrap_or_default(), 1, 0),
         }
     }

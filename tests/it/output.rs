@@ -286,3 +286,14 @@ fn every_format_carries_the_notes() {
         assert!(notes.lines().next() == Some("note") && notes.contains(want), "notes.csv on {input}: {notes}");
     }
 }
+
+#[test]
+fn a_batch_of_one_file_names_it_as_a_file() {
+    let file = String::from_utf8(stdout_of(&["-q", "batch", FIXTURE])).unwrap();
+    assert!(
+        file.lines().nth(1).is_some_and(|l| l.starts_with("File: ") && l.ends_with("synthetic_vllm_small.json")),
+        "{file}"
+    );
+    let dir = String::from_utf8(stdout_of(&["-q", "batch", RANKS])).unwrap();
+    assert!(dir.lines().nth(1).is_some_and(|l| l.starts_with("Directory: ")), "{dir}");
+}
