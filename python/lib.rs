@@ -123,10 +123,7 @@ fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skippe
     skipped.sort();
     skipped.dedup();
     let note = torchtriage::report::batch::incomplete_note(&skipped);
-    let warnings = skipped
-        .iter()
-        .filter_map(|(p, why)| why.warning(p, torchtriage::run::discover::parse_rank(p)))
-        .collect();
+    let warnings = torchtriage::run::batch::skip_warnings(&skipped);
     // Paths as `batch`'s JSON writes them (a name that is not UTF-8 shown
     // with replacement characters), so the two reports are equal.
     let skipped = skipped.into_iter().map(|(p, why)| (p.display().to_string(), why.as_str().to_string())).collect();

@@ -199,8 +199,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     output.check_not_input(files.iter().map(|f| f.path.as_path()))?;
     check_side_outputs(args, &output, &files)?;
     let skipped = skipped_files(&args.dir, &files);
-    let skip_notes: Vec<String> =
-        skipped.iter().filter_map(|(path, why)| why.warning(path, crate::run::discover::parse_rank(path))).collect();
+    let skip_notes = crate::run::batch::skip_warnings(&skipped);
     if !global.quiet && !global.embedded {
         for warning in &skip_notes {
             let _ = writeln!(std::io::stderr(), "torchtriage: {warning}");

@@ -507,14 +507,12 @@ pub(crate) fn launch_line(stage: &StageTimeline) -> String {
     // A call that launches a graph starts many kernels: each is compared
     // with that one call, so long delays and a high short-kernel share say
     // nothing of per-kernel launch overhead.
-    let per_call = l.kernels as f64 / l.launches.max(1) as f64;
-    let graphs = if per_call > GRAPH_KERNELS_PER_LAUNCH {
-        format!(
+    let graphs = match stage.verdict.kernels_per_launch.filter(|&k| k > GRAPH_KERNELS_PER_LAUNCH) {
+        Some(per_call) => format!(
             " (graph launches, {} kernels a call: delays and the share shorter than their launch call compare each kernel with its graph's call)",
             fixed(per_call, 1)
-        )
-    } else {
-        String::new()
+        ),
+        None => String::new(),
     };
     format!(
         "Launch: {} launch calls for the {} kernels matched to them{graphs}, {} of CPU time in the calls; {delays}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",

@@ -113,7 +113,14 @@ impl HostCalls {
 
     /// A sweep over gaps given in increasing, disjoint order.
     pub(crate) fn sweep(&self) -> Sweep<'_> {
-        Sweep { calls: self, next: 0, active: Vec::new(), open: HashMap::default(), per_name: HashMap::default() }
+        Sweep {
+            calls: self,
+            next: 0,
+            active: Vec::new(),
+            carried: Vec::new(),
+            open: HashMap::default(),
+            per_name: HashMap::default(),
+        }
     }
 }
 
@@ -124,6 +131,9 @@ pub(crate) struct Sweep<'a> {
     next: usize,
     /// Calls that outlast the last gap, to be read again by the next.
     active: Vec<usize>,
+    /// Scratch: `active` as the current gap found it (its buffer kept
+    /// from gap to gap).
+    carried: Vec<usize>,
     /// Scratch: per name, the stretch of the current gap its calls cover
     /// so far (calls come in start order).
     open: HashMap<u32, (f64, f64)>,
@@ -142,8 +152,10 @@ impl Sweep<'_> {
         // Calls seen before (counted already), then the calls that start
         // before the gap ends, in start order; each one's part of the gap
         // joins its name's stretch, or closes it and opens the next.
-        let kept = std::mem::take(&mut self.active);
-        let earlier = kept.into_iter().filter(|&c| calls[c].end() > start).map(|c| (c, true));
+        let mut carried = std::mem::take(&mut self.carried);
+        carried.clear();
+        std::mem::swap(&mut carried, &mut self.active);
+        let earlier = carried.iter().copied().filter(|&c| calls[c].end() > start).map(|c| (c, true));
         let first_new = self.next;
         while self.next < calls.len() && calls[self.next].start < end {
             self.next += 1;
@@ -173,6 +185,7 @@ impl Sweep<'_> {
         for (name, (s, e)) in self.open.drain() {
             self.per_name.entry(name).or_default().0 += e - s;
         }
+        self.carried = carried;
     }
 
     /// The names with host-wait time, the most time first, at most

@@ -91,6 +91,13 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, SkipReaso
     skipped
 }
 
+/// The warnings `batch` gives about the `skipped` files that look like
+/// missing ranks ([`SkipReason::warning`], with the rank a file's name
+/// gives), in order.
+pub fn skip_warnings(skipped: &[(PathBuf, SkipReason)]) -> Vec<String> {
+    skipped.iter().filter_map(|(path, why)| why.warning(path, parse_rank(path))).collect()
+}
+
 /// A trace-suffixed name that is not one of the side files.
 fn is_json_name(p: &Path) -> bool {
     let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
