@@ -155,8 +155,8 @@ fn reference_cell(list: &serde_json::Value, none: &str) -> serde_json::Value {
 
 /// Compares `kernel_tables[].rows` of our JSON with the golden JSON.
 fn json_rows_match(ours: &serde_json::Value, golden: &serde_json::Value) -> Result<(), String> {
-    if ours["schema_version"] != 7 {
-        return Err(format!("schema_version {}, want 7", ours["schema_version"]));
+    if ours["schema_version"] != 8 {
+        return Err(format!("schema_version {}, want 8", ours["schema_version"]));
     }
     let empty = Vec::new();
     let ot = ours["kernel_tables"].as_array().unwrap_or(&empty);

@@ -16,7 +16,7 @@ use crate::analysis::types::{cpu_op_cell, location_cell, Text, TextList, UNRESOL
 
 /// Version of the JSON layout ([`crate::report::json`]); documented in
 /// `docs/json-schema.md`. Raised whenever a field changes meaning or type.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Whether the trace served as its own mapping trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

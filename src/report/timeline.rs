@@ -40,6 +40,7 @@ pub(crate) fn stage_sum(stage: &StageTimeline) -> Figures {
         f.memory_us += x.memory_us;
         f.exposed_comm_us += x.exposed_comm_us;
         f.idle_host_wait_us += x.idle_host_wait_us;
+        f.idle_short_gap_us += x.idle_short_gap_us;
         f.longest_idle_gap_us = f.longest_idle_gap_us.max(x.longest_idle_gap_us);
         f.device_wait_us += x.device_wait_us;
         comm_overlap_num += x.comm_us - x.exposed_comm_us;
@@ -53,25 +54,18 @@ pub(crate) fn stage_sum(stage: &StageTimeline) -> Figures {
 }
 
 /// A stage's idle time (µs, summed over its GPUs) split into waiting for
-/// the host, short gaps between kernels and other waits. The host part is
-/// the GPU's own idle time whose next kernel's launch began after the gap
-/// opened; the rest is split between the other two as the per-stream idle
-/// figures split it. (The per-stream figures count each stream's own gaps,
-/// so on a trace whose streams take turns they far exceed the GPU's idle
-/// time and cannot be compared with it directly.) `f` is the stage's
-/// [`stage_sum`].
-pub(crate) fn idle_split(stage: &StageTimeline, f: &Figures) -> (f64, f64, f64) {
+/// the host, short gaps between kernels and other waits, from the GPUs'
+/// own idle gaps ([`Figures::idle_host_wait_us`],
+/// [`Figures::idle_short_gap_us`]). (The per-stream figures count each
+/// stream's own gaps, so on a trace whose streams take turns they far
+/// exceed the GPU's idle time and cannot be compared with it.) `f` is the
+/// stage's [`stage_sum`].
+pub(crate) fn idle_split(f: &Figures) -> (f64, f64, f64) {
     let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
     let idle = finite(f.idle_us).max(0.0);
     let host = finite(f.idle_host_wait_us).clamp(0.0, idle);
-    let (mut kernel, mut other) = (0.0, 0.0);
-    for s in stage.gpus.iter().flat_map(|g| &g.figures.idle_by_stream) {
-        kernel += finite(s.kernel_wait_us).max(0.0);
-        other += finite(s.other_us).max(0.0);
-    }
-    let left = idle - host;
-    let kernel_part = if kernel + other > 0.0 { left * kernel / (kernel + other) } else { 0.0 };
-    (host, kernel_part, left - kernel_part)
+    let short = finite(f.idle_short_gap_us).clamp(0.0, idle - host);
+    (host, short, idle - host - short)
 }
 
 /// Share of a stage's idle time from which its largest cause is named
@@ -86,7 +80,7 @@ const DOMINANT_CAUSE: f64 = 0.75;
 /// rounds to 0.0% of the window has no cause (`None`).
 pub(crate) fn idle_cause(stage: &StageTimeline) -> Option<String> {
     let f = stage_sum(stage);
-    let (host, kernel, other) = idle_split(stage, &f);
+    let (host, kernel, other) = idle_split(&f);
     let idle = host + kernel + other;
     let window = f.window_us;
     let points = |us: f64| if window > 0.0 { 100.0 * us / window } else { 0.0 };
@@ -610,7 +604,9 @@ pub fn section(t: &Timeline) -> Vec<String> {
          holding nccl and Kernel); compute: the other kernels but copies, memsets and \
          syncs. Both are unions over streams. Comm/compute overlap: \
          share of communication time that computation runs beside. Host wait: idle gaps on a stream whose next \
-         kernel's launch call began after the previous kernel ended; kernel wait: other gaps under 30 µs. Each \
+         kernel's launch call began after the previous kernel ended, up to 1 ms after that call ended (a kernel \
+         that starts later was held on the device; `--timeline-basis hta`: the whole gap); kernel wait: other \
+         gaps under 30 µs. Each \
          stream's idle figures count that stream's own gaps, so summed over streams they can exceed the stage's idle \
          time, which counts only time no stream runs."
             .to_string(),

@@ -66,7 +66,7 @@ fn num(v: &Value) -> f64 {
 fn a_trace_against_itself_changes_nothing() {
     let (code, v, stderr) = json(&["--gate", "0", BUNDLED, BUNDLED]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(v["schema_version"], 7);
+    assert_eq!(v["schema_version"], 8);
     assert_eq!(v["gate"]["threshold_pct"], 0.0);
     assert_eq!(v["gate"]["basis"], "auto");
     assert_eq!(v["gate"]["tripped"], false);

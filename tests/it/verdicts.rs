@@ -67,27 +67,24 @@ fn one_long_gap_makes_the_host_busy_elsewhere() {
 }
 
 #[test]
-fn graph_launches_are_no_launch_overhead() {
-    // SGLang decode on MI300X: 555 kernels from 12 graph launches, 5.2 µs
-    // kernels behind 7.9 µs calls, queued 3.5 ms ahead; the GPU idles 98 %
-    // of the window waiting for the host, all of it in one gap. "Use CUDA
-    // graphs" would be no advice: it already does.
+fn a_kernel_issued_early_and_held_on_the_device_is_no_host_wait() {
+    // SGLang decode on MI300X: 555 kernels from 12 graph launches. The GPU
+    // idles 98 % of the window in one 463 ms gap, but the kernel that ends
+    // it was launched 38 µs into the gap (a 5 µs call), behind a stream
+    // wait for an event; the host then sat in a synchronous copy waiting
+    // for the GPU. The GPU waited on the device, not for the host.
     let t = trace("tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
     let (kind, cause, _, _) = verdict(&t);
-    assert_eq!((kind.as_str(), cause), ("cpu_launch_bound", Value::from("host_work")));
+    assert_eq!((kind.as_str(), cause), ("gpu_idle", Value::Null));
     let report: Value = serde_json::from_str(&run(&t, "json")).unwrap();
     let v = &report["timeline"]["stages"][0]["verdict"];
     assert!((v["kernels_per_launch"].as_f64().unwrap() - 555.0 / 12.0).abs() < 1e-9, "{v}");
-    assert!(v["delay_p50_us"].as_f64().unwrap() > 1000.0, "{v}");
+    assert!(v["host_wait_pct"].as_f64().unwrap() < 1.0, "{v}");
     let md = run(&t, "markdown");
-    assert!(md.contains("→ host-bound: one gap of 463.30 ms holds 100% of the idle time"), "{md}");
-    // A synchronous copy fills the gap, but it starts after the next
-    // kernel's launch call: the host was waiting for the GPU there, not
-    // the GPU for the host, and the verdict does not name it.
-    assert!(!md.contains("hipMemcpyWithStream"), "{md}");
-    let named = v["host_wait_call"]["wait_us"].as_f64().unwrap_or(0.0);
-    assert!(named < 1000.0, "{v}");
-    assert!(!md.contains("CUDA graphs, fusion"), "{md}");
+    assert!(md.contains("idle 97.9% (other waits)"), "{md}");
+    assert!(md.contains("→ GPU idle on other waits"), "{md}");
+    assert!(md.contains("one gap of 463.30 ms holds 100% of the idle time"), "{md}");
+    assert!(!md.contains("host-bound"), "{md}");
 }
 
 #[test]
@@ -114,15 +111,15 @@ fn a_device_side_wait_is_not_the_top_kernel() {
 
 #[test]
 fn kernels_queued_ahead_of_the_gpu_mean_bursts_of_launches() {
-    // HTA's sampled rank 0: kernels start a median 10.8 ms after their
-    // launch calls, yet 29.7 points of the window wait for the host: the
+    // HTA's sampled rank 1: kernels start a median 11.8 ms after their
+    // launch calls, yet 26.9 points of the window wait for the host: the
     // host queues work in bursts and the GPU idles between them.
-    let t = trace("hta/trace_filter/sampled_rank-0.json.gz");
+    let t = trace("hta/trace_filter/sampled_rank-1.json.gz");
     let (kind, cause, _, _) = verdict(&t);
     assert_eq!((kind.as_str(), cause), ("cpu_launch_bound", Value::from("host_work")));
     let md = run(&t, "markdown");
     assert!(
-        md.contains("→ host-bound: the host launches in bursts that queue kernels ahead of the GPU (median launch delay 10.80 ms;"),
+        md.contains("→ host-bound: the host launches in bursts that queue kernels ahead of the GPU (median launch delay 11.83 ms;"),
         "{md}"
     );
     assert!(md.contains("leaves it waiting between bursts while it works elsewhere"), "{md}");

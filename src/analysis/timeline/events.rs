@@ -50,21 +50,34 @@ pub(crate) struct Ev {
     /// Start of the host-side call behind the event (basis clock); NaN when
     /// there is none.
     pub host_ts: f64,
+    /// That call's duration (µs); NaN when there is none.
+    host_dur: f32,
     /// The kernel row (`trace.kernels`).
     pub row: u32,
-    /// Index into [`EventSet::streams`].
-    pub stream: u32,
-    /// Index into [`EventSet::pids`].
-    pub pid: u32,
+    /// Index into [`EventSet::lanes`]: its process and stream.
+    pub lane: u32,
     /// Kernel type (2 bits), stage code (2 bits), a device-side wait (bit
     /// 4), read by the per-stream idle breakdown (top bit).
     bits: u8,
 }
 
 impl Ev {
-    pub(crate) fn new(start: f64, end: f64, host_ts: f64, kind: KernelType, stage: Stage, in_idle: bool) -> Ev {
+    pub(crate) fn new(start: f64, end: f64, host: HostSide, kind: KernelType, stage: Stage, in_idle: bool) -> Ev {
         let bits = kind.code() | (stage.code() << 2) | if in_idle { BIT_IDLE } else { 0 };
-        Ev { start, end, host_ts, row: 0, stream: 0, pid: 0, bits }
+        let mut e = Ev { start, end, host_ts: f64::NAN, host_dur: f32::NAN, row: 0, lane: 0, bits };
+        e.set_host(host);
+        e
+    }
+
+    /// Sets the host-side call behind the event.
+    pub(crate) fn set_host(&mut self, host: HostSide) {
+        self.host_ts = host.start;
+        self.host_dur = (host.end - host.start) as f32;
+    }
+
+    /// End of the host-side call behind the event; NaN without one.
+    pub(crate) fn host_end(&self) -> f64 {
+        self.host_ts + f64::from(self.host_dur)
     }
 
     pub(crate) fn kind(&self) -> KernelType {
@@ -88,6 +101,21 @@ impl Ev {
     /// Read by the per-stream idle breakdown.
     pub(crate) fn in_idle(&self) -> bool {
         self.bits & BIT_IDLE != 0
+    }
+}
+
+/// A process's stream: indexes into [`EventSet::pids`] and
+/// [`EventSet::streams`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Lane {
+    pub pid: u32,
+    pub stream: u32,
+}
+
+impl EventSet {
+    /// The index into [`EventSet::pids`] of `e`'s process.
+    pub(crate) fn pid(&self, e: &Ev) -> u32 {
+        self.lanes[e.lane as usize].pid
     }
 }
 
@@ -126,16 +154,30 @@ pub(crate) struct EventSet {
     pub pids: Vec<Sym>,
     /// Stream labels by index.
     pub streams: Vec<String>,
+    /// Each (pid index, stream index) pair the events run on.
+    pub lanes: Vec<Lane>,
     pub clock: Clock,
     pub filter: Option<StepFilter>,
     pub skipped: u64,
 }
 
-/// Host-side start per correlation, on the basis clock: the preferred start,
-/// and under the HTA bases also the earliest (8 or 16 bytes a slot).
+/// The host-side call behind a GPU event: its start and end on the basis
+/// clock (NaN without one).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct HostSide {
+    pub start: f64,
+    pub end: f64,
+}
+
+impl HostSide {
+    pub(crate) const NONE: HostSide = HostSide { start: f64::NAN, end: f64::NAN };
+}
+
+/// Host side per correlation, on the basis clock: the preferred call, and
+/// under the HTA bases also the earliest start (16 or 24 bytes a slot).
 enum HostIndex {
-    Preferred(CorrTable<f64>),
-    WithEarliest(CorrTable<(f64, f64)>),
+    Preferred(CorrTable<HostSide>),
+    WithEarliest(CorrTable<(HostSide, f64)>),
 }
 
 impl HostIndex {
@@ -147,21 +189,24 @@ impl HostIndex {
             let k = &trace.kernels;
             let r = &trace.runtime;
             let l = &trace.launches;
-            let ops = (0..c.len()).filter_map(|i| c.correlation.get(i).map(|corr| (corr, c.ts[i])));
+            let ops = (0..c.len()).filter_map(|i| c.correlation.get(i).map(|corr| (corr, c.ts[i], c.dur[i])));
             let kernels = gpu_row
                 .iter()
                 .enumerate()
                 .filter(|(_, &gpu)| !gpu)
-                .filter_map(|(i, _)| k.correlation.get(i).map(|corr| (corr, k.ts[i])));
-            let runtime = (0..r.len()).map(|i| (r.correlation.get(i), r.ts[i]));
-            let launches = (0..l.len()).map(|i| (l.correlation.get(i), l.ts[i]));
-            ops.chain(kernels).chain(runtime).chain(launches).map(move |(corr, ts)| (corr, clock.at(ts)))
+                .filter_map(|(i, _)| k.correlation.get(i).map(|corr| (corr, k.ts[i], k.dur[i])));
+            let runtime = (0..r.len()).map(|i| (r.correlation.get(i), r.ts[i], r.dur[i]));
+            let launches = (0..l.len()).map(|i| (l.correlation.get(i), l.ts[i], l.dur[i]));
+            ops.chain(kernels).chain(runtime).chain(launches).map(move |(corr, ts, dur)| {
+                let start = clock.at(ts);
+                (corr, HostSide { start, end: clock.interval(ts, dur).1.max(start) })
+            })
         };
         if !earliest {
-            return HostIndex::Preferred(CorrTable::build(rows, |old: &mut f64, new: f64| *old = new));
+            return HostIndex::Preferred(CorrTable::build(rows, |old: &mut HostSide, new: HostSide| *old = new));
         }
-        let both = || rows().map(|(corr, ts)| (corr, (ts, ts)));
-        HostIndex::WithEarliest(CorrTable::build(both, |old: &mut (f64, f64), new: (f64, f64)| {
+        let both = || rows().map(|(corr, side)| (corr, (side, side.start)));
+        HostIndex::WithEarliest(CorrTable::build(both, |old: &mut (HostSide, f64), new: (HostSide, f64)| {
             old.0 = new.0;
             if fcmp(new.1, old.1).is_lt() {
                 old.1 = new.1;
@@ -169,19 +214,19 @@ impl HostIndex {
         }))
     }
 
-    /// The preferred start of the host side of `corr`.
-    fn preferred(&self, corr: i64) -> Option<f64> {
+    /// The preferred host side of `corr`.
+    fn preferred(&self, corr: i64) -> Option<HostSide> {
         match self {
             HostIndex::Preferred(t) => t.get(corr),
             HostIndex::WithEarliest(t) => t.get(corr).map(|h| h.0),
         }
     }
 
-    /// (preferred start, earliest start) of the host side of `corr`; the
-    /// earliest is the preferred one when the index was built without it.
-    fn get(&self, corr: i64) -> Option<(f64, f64)> {
+    /// (preferred host side, earliest start) of `corr`; the earliest is the
+    /// preferred one's start when the index was built without it.
+    fn get(&self, corr: i64) -> Option<(HostSide, f64)> {
         match self {
-            HostIndex::Preferred(t) => t.get(corr).map(|ts| (ts, ts)),
+            HostIndex::Preferred(t) => t.get(corr).map(|side| (side, side.start)),
             HostIndex::WithEarliest(t) => t.get(corr),
         }
     }
@@ -250,7 +295,7 @@ pub(crate) fn build(trace: &Trace, stages: &RowStages, basis: Basis) -> EventSet
         );
         set.events.par_iter_mut().for_each(|e| {
             let corr = k.correlation.get(e.row as usize);
-            e.host_ts = corr.and_then(|c| host.preferred(c)).unwrap_or(f64::NAN);
+            e.set_host(corr.and_then(|c| host.preferred(c)).unwrap_or(HostSide::NONE));
         });
         set
     };
@@ -279,6 +324,7 @@ fn collect(
     let mut pid_of_thread: Vec<u32> = vec![u32::MAX; trace.threads.len()];
     let mut pid_index: HashMap<Sym, u32> = HashMap::default();
     let mut stream_index: HashMap<u64, u32> = HashMap::default();
+    let mut lane_index: HashMap<Lane, u32> = HashMap::default();
     let mut dropped = 0u64;
     set.events.reserve_exact(gpu.iter().filter(|&&g| g).count());
     for (row, _) in gpu.iter().enumerate().filter(|(_, &g)| g) {
@@ -289,7 +335,7 @@ fn collect(
         }
         let corr = k.correlation.get(row);
         let hosted = host.and_then(|h| corr.and_then(|c| h.get(c)));
-        let mut host_ts = hosted.map_or(f64::NAN, |h| h.0);
+        let mut host_side = hosted.map_or(HostSide::NONE, |h| h.0);
         if let Some(last) = last {
             let gpu_like = k.stream_int(row) >= 0 && corr.is_some_and(|c| c >= 0);
             let keep = if gpu_like { hosted.is_some_and(|h| h.1 < last) } else { start < last };
@@ -297,8 +343,8 @@ fn collect(
                 dropped += 1;
                 continue;
             }
-            if !(host_ts < last) {
-                host_ts = f64::NAN;
+            if !(host_side.start < last) {
+                host_side = HostSide::NONE;
             }
         }
         let name = k.name[row];
@@ -327,7 +373,7 @@ fn collect(
                 Some(flag) => flag == 2,
             }
         };
-        let mut ev = Ev::new(start, end, host_ts, kind, stages.get(row), in_idle);
+        let mut ev = Ev::new(start, end, host_side, kind, stages.get(row), in_idle);
         ev.row = row as u32;
         if wait {
             ev.set_device_wait();
@@ -341,11 +387,17 @@ fn collect(
                 next
             });
         }
-        ev.pid = pid_of_thread[thread];
+        let pid = pid_of_thread[thread];
         let key = stream_key(trace, row, hta);
         let next = stream_index.len() as u32;
-        ev.stream = *stream_index.entry(key).or_insert_with(|| {
+        let stream = *stream_index.entry(key).or_insert_with(|| {
             set.streams.push(stream_label(trace, key));
+            next
+        });
+        let lane = Lane { pid, stream };
+        let next = lane_index.len() as u32;
+        ev.lane = *lane_index.entry(lane).or_insert_with(|| {
+            set.lanes.push(lane);
             next
         });
         set.events.push(ev);

@@ -11,12 +11,20 @@
 //! Computation / communication overlap is inclusion–exclusion over unions:
 //! `comm + compute − (comm ∪ compute)`.
 //!
+//! A gap waits for the host when its next kernel's host-side call started
+//! after the gap opened, up to [`LAUNCHED_WITHIN_US`] after that call ended:
+//! a kernel that starts later than that sat on the device behind other work
+//! (a stream waiting for an event, a copy) once the host had issued it, and
+//! the rest of its gap is other idle time. A gap under [`KERNEL_WAIT_US`]
+//! that does not wait for the host is a short gap between kernels.
+//!
 //! Per stream, each gap between consecutive kernels is host wait when the
 //! later kernel's host-side call started after the earlier one ended, else
 //! kernel wait below [`KERNEL_WAIT_US`], else other. Under the HTA bases the
-//! previous kernel is the previous row and negative gaps count (HTA's
-//! arithmetic); under the trace basis it is the latest end so far and only
-//! positive gaps count.
+//! previous kernel is the previous row, negative gaps count and a host wait
+//! is the whole gap (HTA's arithmetic); under the trace basis it is the
+//! latest end so far, only positive gaps count, and a host wait ends
+//! [`LAUNCHED_WITHIN_US`] after the call ended, as for the whole GPU.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -28,6 +36,20 @@ use super::types::{Figures, StreamIdle};
 /// A gap between two kernels of a stream shorter than this is kernel wait
 /// (HTA's `consecutive_kernel_delay`, compared with trace times in µs).
 pub const KERNEL_WAIT_US: f64 = 30.0;
+
+/// A kernel issued to an idle GPU starts within this time (µs) of the end
+/// of its host-side call: the launch latency is tens of µs (the same bound
+/// tells offset clocks apart, `launch::CLOCK_OFFSET_US`). Idle time past it
+/// is not the host's: the kernel was issued and something on the device
+/// held it.
+pub const LAUNCHED_WITHIN_US: f64 = 1000.0;
+
+/// The part of a gap from `prev_end` to `e.start` that waits for the host,
+/// `e`'s host-side call having started after `prev_end`.
+fn host_part(prev_end: f64, e: &Ev) -> f64 {
+    let issued = e.host_end().max(e.host_ts) + LAUNCHED_WITHIN_US;
+    e.start.min(issued) - prev_end
+}
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Acc {
@@ -41,6 +63,7 @@ struct Acc {
     work: Union,
     idle: Sum,
     host_wait: Sum,
+    short_gap: Sum,
     longest_gap: f64,
 }
 
@@ -98,6 +121,7 @@ impl Acc {
             comm_comp_overlap_pct: (comm > 0.0).then(|| 100.0 * (overlap / comm)),
             exposed_comm_us: (comm - overlap).max(0.0),
             idle_host_wait_us: self.host_wait.value(),
+            idle_short_gap_us: self.short_gap.value(),
             longest_idle_gap_us: self.longest_gap,
             device_wait_us: (busy - self.work.total()).max(0.0),
             idle_by_stream: Vec::new(),
@@ -174,15 +198,19 @@ pub(crate) fn compute<'a>(
                 stage[s].longest_gap = gap;
             }
             if e.host_ts > prev_end {
-                overall.host_wait.add(gap);
-                stage[s].host_wait.add(gap);
+                let host = host_part(prev_end, e);
+                overall.host_wait.add(host);
+                stage[s].host_wait.add(host);
                 // What the host did before it got to the next kernel's
                 // call: after that call began, the GPU waits on the call
                 // itself or on other work (a stream waiting for another),
                 // not on what the host does meanwhile.
-                let host_part = e.start.min(e.host_ts);
-                overall_calls.gap(prev_end, host_part);
-                stage_calls[s].gap(prev_end, host_part);
+                let issued = e.start.min(e.host_ts);
+                overall_calls.gap(prev_end, issued);
+                stage_calls[s].gap(prev_end, issued);
+            } else if gap < KERNEL_WAIT_US {
+                overall.short_gap.add(gap);
+                stage[s].short_gap.add(gap);
             }
         }
     }
@@ -205,7 +233,8 @@ pub(crate) fn compute<'a>(
     let mut prev_end: Vec<f64> = Vec::new();
     let mut accs: Vec<[StreamAcc; 4]> = Vec::new();
     for e in events.filter(|e| !rule.hta || e.in_idle()) {
-        let key = if rule.by_pid { ((e.pid as u64) << 32) | e.stream as u64 } else { e.stream as u64 };
+        let lane = set.lanes[e.lane as usize];
+        let key = if rule.by_pid { ((lane.pid as u64) << 32) | lane.stream as u64 } else { lane.stream as u64 };
         let slot = *slot_of.entry(key).or_insert_with(|| {
             keys.push(key);
             prev_end.push(f64::NAN);
@@ -219,16 +248,26 @@ pub(crate) fn compute<'a>(
         let prev = prev_end[slot];
         if !prev.is_nan() {
             let gap = e.start - prev;
-            let category = if e.host_ts > prev {
+            let host = e.host_ts > prev;
+            let category = if host {
                 0
             } else if gap < KERNEL_WAIT_US {
                 1
             } else {
                 2
             };
-            if rule.hta || gap > 0.0 {
+            if rule.hta {
                 acc[3].add(category, gap);
                 acc[s].add(category, gap);
+            } else if gap > 0.0 {
+                // Past the host's part, a host wait's gap is other idle time.
+                let counted = if host { host_part(prev, e) } else { gap };
+                acc[3].add(category, counted);
+                acc[s].add(category, counted);
+                if counted < gap {
+                    acc[3].add(2, gap - counted);
+                    acc[s].add(2, gap - counted);
+                }
             }
         }
         prev_end[slot] = if rule.hta || prev.is_nan() { e.end } else { prev.max(e.end) };

@@ -140,7 +140,7 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
         delays[fill[s]] = (e.start - le).max(0.0);
         if e.start - le < least_delay {
             least_delay = e.start - le;
-            least_at = (le, e.start, e.pid);
+            least_at = (le, e.start, set.pid(e));
         }
         earliest_start = earliest_start.min(e.start - ls);
         kernel_durs[fill[s]] = kernel_dur;
@@ -163,7 +163,7 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     // delay is long enough to matter.
     let least_wait_busy = if least_delay > CLOCK_OFFSET_US {
         let (from, to, pid) = least_at;
-        busy_share(set.events.iter().filter(|e| e.pid == pid).map(|e| (e.start, e.end)), from, to)
+        busy_share(set.events.iter().filter(|e| set.pid(e) == pid).map(|e| (e.start, e.end)), from, to)
     } else {
         f64::NAN
     };

@@ -180,7 +180,7 @@ fn per_gpu(
     let npids = set.pids.len();
     let mut starts = vec![0usize; npids + 1];
     for e in &set.events {
-        starts[e.pid as usize + 1] += 1;
+        starts[set.pid(e) as usize + 1] += 1;
     }
     for i in 0..npids {
         starts[i + 1] += starts[i];
@@ -188,8 +188,9 @@ fn per_gpu(
     let mut fill = starts.clone();
     let mut by_pid = vec![0u32; set.events.len()];
     for (i, e) in set.events.iter().enumerate() {
-        by_pid[fill[e.pid as usize]] = i as u32;
-        fill[e.pid as usize] += 1;
+        let pid = set.pid(e) as usize;
+        by_pid[fill[pid]] = i as u32;
+        fill[pid] += 1;
     }
     // Pids in order of their first event.
     let mut pid_order: Vec<u32> = (0..npids as u32).collect();

@@ -49,6 +49,48 @@ fn four_kernels() -> Vec<String> {
 }
 
 #[test]
+fn a_kernel_held_on_the_device_after_its_launch_waits_for_the_host_only_until_the_launch() {
+    // The second kernel's launch begins 40 µs into a 5 ms gap and ends 5 µs
+    // later, yet the kernel starts only at the gap's end (a stream waiting
+    // for an event): the host's part ends a millisecond after the call.
+    // The third kernel's launch call itself takes 3 ms (a first launch
+    // loading its module): its whole gap is the host's.
+    let t = trace_of(&[
+        launch(-5.0, 2.0, 1),
+        kernel("gemm", 0.0, 10.0, 7, 1),
+        launch(50.0, 5.0, 2),
+        kernel("gemm", 5010.0, 10.0, 7, 2),
+        launch(5030.0, 3000.0, 3),
+        kernel("gemm", 8040.0, 10.0, 7, 3),
+    ]);
+    let f = &run(&t, Basis::Trace).trace;
+    assert!(close(f.idle_us, 5000.0 + 3020.0), "{f:?}");
+    assert!(close(f.idle_host_wait_us, (55.0 + 1000.0 - 10.0) + 3020.0), "{f:?}");
+    assert!(close(f.idle_short_gap_us, 0.0));
+    let s = &f.idle_by_stream[0];
+    assert!(close(s.host_wait_us, 1045.0 + 3020.0) && close(s.other_us, 5000.0 - 1045.0), "{s:?}");
+    // HTA's per-stream breakdown counts the whole gap.
+    let hta = &run(&t, Basis::HtaExact).trace;
+    assert!(close(hta.idle_by_stream[0].host_wait_us, 8020.0), "{hta:?}");
+    assert!(close(hta.idle_host_wait_us, 4065.0), "{hta:?}");
+}
+
+#[test]
+fn short_gaps_not_waiting_for_the_host_are_counted_whole_gpu() {
+    // Kernels on two streams take turns: each stream's own gaps are 35 µs,
+    // the GPU's 5 µs, their launches long issued.
+    let mut events = Vec::new();
+    for i in 0..4 {
+        let stream = 7 + i % 2;
+        events.push(launch(-100.0 + i as f64, 1.0, i + 1));
+        events.push(kernel("gemm", 30.0 * i as f64, 25.0, stream, i + 1));
+    }
+    let f = &run(&trace_of(&events), Basis::Trace).trace;
+    assert!(close(f.idle_us, 15.0) && close(f.idle_short_gap_us, 15.0) && close(f.idle_host_wait_us, 0.0), "{f:?}");
+    assert!(f.idle_by_stream.iter().all(|s| close(s.other_us, 35.0) && close(s.kernel_wait_us, 0.0)), "{f:?}");
+}
+
+#[test]
 fn temporal_figures_and_idle_causes() {
     let t = trace_of(&four_kernels());
     for basis in [Basis::Trace, Basis::Hta, Basis::HtaExact] {

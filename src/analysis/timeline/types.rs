@@ -96,8 +96,12 @@ pub struct Figures {
     /// Communication time not overlapped by computation.
     pub exposed_comm_us: f64,
     /// The part of `idle_us` spent waiting for the host: idle gaps whose
-    /// next kernel's host-side call started after the gap opened.
+    /// next kernel's host-side call started after the gap opened, each up
+    /// to a millisecond after that call began.
     pub idle_host_wait_us: f64,
+    /// The part of `idle_us` in short gaps between kernels the GPU already
+    /// had: gaps under 30 µs not waiting for the host.
+    pub idle_short_gap_us: f64,
     /// The longest single idle gap; 0 without one.
     pub longest_idle_gap_us: f64,
     /// Busy time in which only device-side waits run (events named as a

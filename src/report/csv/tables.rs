@@ -71,6 +71,7 @@ const TIMELINE: &[&str] = &[
     "comm_comp_overlap_pct",
     "exposed_comm_us",
     "idle_host_wait_us",
+    "idle_short_gap_us",
     "longest_idle_gap_us",
     "device_wait_us",
     "basis",

@@ -295,7 +295,8 @@ fn the_timeline_bar_names_only_what_it_measures() {
 #[test]
 fn the_idle_cause_is_the_gpus_not_its_streams() {
     // Streams that take turns: each waits long for the host while another
-    // runs, but the GPU itself waits for the host 0.4 of its 25 idle µs.
+    // runs, but the GPU itself waits for the host 0.4 of its 25 idle µs,
+    // and 2 in short gaps.
     let stream = |name: &str, host_wait_us, kernel_wait_us, other_us| StreamIdle {
         stream: name.into(),
         host_wait_us,
@@ -309,6 +310,7 @@ fn the_idle_cause_is_the_gpus_not_its_streams() {
         compute_us: 425.0,
         idle_us: 25.0,
         idle_host_wait_us: 0.4,
+        idle_short_gap_us: 2.0,
         idle_by_stream: vec![stream("7", 300.0, 5.0, 40.0), stream("8", 500.0, 1.0, 20.0)],
         ..Figures::default()
     };
@@ -321,6 +323,7 @@ fn the_idle_cause_is_the_gpus_not_its_streams() {
         busy_us: 891.0,
         idle_us: 109.0,
         idle_host_wait_us: 57.0,
+        idle_short_gap_us: 50.0,
         idle_by_stream: vec![stream("7", 57.0, 50.0, 2.0)],
         ..figures
     };
@@ -335,8 +338,8 @@ fn the_idle_cause_is_the_gpus_not_its_streams() {
     let parts = super::triage::timeline_parts(&stage);
     let part = |prefix: &str| parts.iter().find(|(label, ..)| label.starts_with(prefix)).unwrap().1;
     assert!((part("idle: host wait") - 0.4).abs() < 1e-9, "{parts:?}");
-    assert!((part("idle: kernel wait") - 24.6 * 6.0 / 66.0).abs() < 1e-9, "{parts:?}");
-    assert!((part("idle: other") - 24.6 * 60.0 / 66.0).abs() < 1e-9, "{parts:?}");
+    assert!((part("idle: kernel wait") - 2.0).abs() < 1e-9, "{parts:?}");
+    assert!((part("idle: other") - 22.6).abs() < 1e-9, "{parts:?}");
 }
 
 #[test]

@@ -40,7 +40,7 @@ pub fn timeline_parts(stage: &StageTimeline) -> [(String, f64, &'static str); 6]
     let compute = finite(f.compute_us).max(0.0);
     let comm = finite(f.exposed_comm_us).max(0.0);
     let rest = (finite(f.busy_us) - compute - comm).max(0.0);
-    let (host, kernel_part, other_part) = idle_split(stage, &f);
+    let (host, kernel_part, other_part) = idle_split(&f);
     [
         ("compute".to_string(), compute, COMPUTE),
         ("exposed communication".to_string(), comm, COMM),
