@@ -485,6 +485,19 @@ pub(crate) fn clock_offset_text(offset_us: f64) -> String {
     }
 }
 
+/// What the launch figures of a stage whose calls launch graphs compare
+/// (`graph launches, 46.2 kernels a call: …`); `None` for one kernel a
+/// call. A call that launches a graph starts many kernels: each is compared
+/// with that one call, so long delays and a high short-kernel share say
+/// nothing of per-kernel launch overhead.
+pub(crate) fn graph_launch_note(stage: &StageTimeline) -> Option<String> {
+    let per_call = stage.verdict.kernels_per_launch.filter(|&k| k > GRAPH_KERNELS_PER_LAUNCH)?;
+    Some(format!(
+        "graph launches, {} kernels a call: delays and the share shorter than their launch call compare each kernel with its graph's call",
+        fixed(per_call, 1)
+    ))
+}
+
 /// The launch-overhead line of a stage.
 pub(crate) fn launch_line(stage: &StageTimeline) -> String {
     let l = &stage.launch;
@@ -498,16 +511,7 @@ pub(crate) fn launch_line(stage: &StageTimeline) -> String {
             format!("launch delay p50 {} / p90 {} / p99 {}", us(l.delay_p50_us), us(l.delay_p90_us), us(l.delay_p99_us))
         }
     };
-    // A call that launches a graph starts many kernels: each is compared
-    // with that one call, so long delays and a high short-kernel share say
-    // nothing of per-kernel launch overhead.
-    let graphs = match stage.verdict.kernels_per_launch.filter(|&k| k > GRAPH_KERNELS_PER_LAUNCH) {
-        Some(per_call) => format!(
-            " (graph launches, {} kernels a call: delays and the share shorter than their launch call compare each kernel with its graph's call)",
-            fixed(per_call, 1)
-        ),
-        None => String::new(),
-    };
+    let graphs = graph_launch_note(stage).map_or_else(String::new, |note| format!(" ({note})"));
     format!(
         "Launch: {} launch calls for the {} kernels matched to them{graphs}, {} of CPU time in the calls; {delays}; median kernel {}, median launch call {}; {} of kernels shorter than their launch call; {} kernels per step",
         l.launches,

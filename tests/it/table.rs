@@ -185,3 +185,21 @@ fn the_progress_bar_fits_the_terminal() {
         assert!(line.chars().count() <= 80, "{} chars: {line}", line.chars().count());
     }
 }
+
+#[test]
+fn graph_launches_are_said_under_the_launch_figures() {
+    // 85 kernels a graph launch: "kernels shorter than launch 99.8%" compares
+    // each kernel with its graph's call, as the markdown's launch line says.
+    let out = table(200, &["triage", "--format", "table", VLLM]);
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("Launch: graph launches, 85.0 kernels a call: delays and the share shorter than their launch call compare each kernel with its graph's call."),
+        "{out}"
+    );
+    // One kernel a call: no such line.
+    let ranks = table(
+        200,
+        &["triage", "--format", "table", &format!("{RANKS}/worker0_step_12.1694128201545.pt.trace.json.gz")],
+    );
+    assert!(!ranks.contains("graph launches"), "{ranks}");
+}

@@ -166,6 +166,9 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     add("kernels per step", opt1(l.kernels_per_step));
     add("CPU/GPU clock offset (ms)", opt_ms(l.clock_offset_us));
     o.table(&t);
+    if let Some(note) = crate::report::timeline::graph_launch_note(stage) {
+        o.text(&format!("Launch: {note}."));
+    }
     if let Some(offset) = l.clock_offset_us {
         o.text(&format!("Clocks: {}.", clock_offset_text(offset)));
     }
