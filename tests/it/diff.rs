@@ -137,10 +137,14 @@ fn the_gate_sets_the_exit_code() {
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].starts_with("torchtriage: gate: all: busy "), "{stderr}");
     assert!(lines[0].ends_with("exceeds 5%"), "{stderr}");
+    // The JSON carries the same lines, for a program that reads it.
+    let messages: Vec<String> = lines.iter().map(|l| l.trim_start_matches("torchtriage: ").to_string()).collect();
+    assert_eq!(v["gate"]["messages"], serde_json::json!(messages));
 
     let (code, v, stderr) = json(&["--gate", "200", base, new]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(v["gate"]["tripped"], false);
+    assert_eq!(v["gate"]["messages"], serde_json::json!([]));
     assert!(stderr.is_empty(), "{stderr}");
 
     // Kernel time went from 1700 µs to 2400 µs: +41%.
@@ -185,6 +189,7 @@ fn a_gate_that_compared_nothing_has_not_passed() {
         assert_eq!(v["gate"]["threshold_pct"], 5.0);
         assert_eq!(v["gate"]["not_evaluated"], why, "{args:?}");
         assert_eq!(stderr, format!("torchtriage: gate: not evaluated: {why}\n"), "{args:?}");
+        assert_eq!(v["gate"]["messages"], serde_json::json!([format!("gate: not evaluated: {why}")]), "{args:?}");
         let mut md = vec!["-q", "diff", "--format", "markdown"];
         md.extend_from_slice(&args);
         let (code, stdout, _) = run(&md);

@@ -381,6 +381,7 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
             .any(|s| s.gate.as_ref().is_some_and(|g| g.change_pct.is_some()))
             .then(|| stages.iter().any(|s| s.gate.as_ref().is_some_and(|g| g.tripped))),
         not_evaluated: None,
+        messages: Vec::new(),
     });
     let only_in_base: Vec<Stage> = base_stages.iter().copied().filter(|s| !new_stages.contains(s)).collect();
     let only_in_new: Vec<Stage> = new_stages.iter().copied().filter(|s| !base_stages.contains(s)).collect();
@@ -396,9 +397,7 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
         gate,
         notes,
     };
-    if d.gate.not_evaluated() {
-        d.gate.not_evaluated = Some(d.gate_not_evaluated_reason());
-    }
+    d.settle_gate();
     d
 }
 

@@ -409,6 +409,9 @@ pub struct GateSummary {
     /// Why a gate that compared no stage was not evaluated
     /// ([`DiffReport::gate_not_evaluated_reason`]); `None` otherwise.
     pub not_evaluated: Option<String>,
+    /// The lines the command prints on stderr as it exits 1 for the gate
+    /// ([`DiffReport::gate_failures`]), without their `torchtriage: `.
+    pub messages: Vec<String>,
 }
 
 impl GateSummary {
@@ -419,6 +422,15 @@ impl GateSummary {
 }
 
 impl DiffReport {
+    /// Fills in the gate's outcome in words once the stages are compared:
+    /// why it compared nothing, and its stderr lines.
+    pub(crate) fn settle_gate(&mut self) {
+        if self.gate.not_evaluated() {
+            self.gate.not_evaluated = Some(self.gate_not_evaluated_reason());
+        }
+        self.gate.messages = self.gate_messages();
+    }
+
     /// Why a gate that compared nothing was not evaluated.
     pub fn gate_not_evaluated_reason(&self) -> String {
         if self.stages.is_empty() && self.only_in_base.is_empty() && self.only_in_new.is_empty() {
@@ -454,9 +466,14 @@ impl DiffReport {
     /// One line per stage whose gate tripped, for stderr, or one line when
     /// the gate could not be evaluated.
     pub fn gate_failures(&self) -> Vec<String> {
+        self.gate_messages().into_iter().map(|m| format!("torchtriage: {m}")).collect()
+    }
+
+    /// [`DiffReport::gate_failures`] without the command's name.
+    fn gate_messages(&self) -> Vec<String> {
         let Some(threshold) = self.gate.threshold_pct else { return Vec::new() };
         if self.gate.not_evaluated() {
-            return vec![format!("torchtriage: gate: not evaluated: {}", self.gate_not_evaluated_reason())];
+            return vec![format!("gate: not evaluated: {}", self.gate_not_evaluated_reason())];
         }
         self.stages
             .iter()
@@ -467,7 +484,7 @@ impl DiffReport {
                     per => format!(" {}", per.per()),
                 };
                 Some(format!(
-                    "torchtriage: gate: {}: {}{per} {} -> {} ({}) exceeds {threshold}%",
+                    "gate: {}: {}{per} {} -> {} ({}) exceeds {threshold}%",
                     s.stage.label(),
                     g.basis.label(),
                     markdown::time(g.base_us),
