@@ -339,13 +339,15 @@ def test_a_bad_option_is_refused_and_named_as_its_keyword():
             call()
 
 
-def test_a_missing_pattern_file_is_refused_as_an_option(tmp_path):
-    # A bad option value: ValueError, before the trace is read.
+def test_a_missing_pattern_file_raises_file_not_found(tmp_path):
+    # As a missing trace does, before the trace is read.
     cut = tmp_path / "cut.json"
     cut.write_text('{"traceEvents": [ {"ph": "X"')
-    with pytest.raises(ValueError, match="cannot open the pattern file") as e:
-        torchtriage.triage(cut, patterns=tmp_path / "nope.toml")
-    assert not isinstance(e.value, torchtriage.TraceError)
+    missing = tmp_path / "nope.toml"
+    for patterns in [missing, [os.devnull, missing]]:
+        with pytest.raises(FileNotFoundError) as e:
+            torchtriage.triage(cut, patterns=patterns)
+        assert e.value.filename == str(missing) and not isinstance(e.value, ValueError)
 
 
 def test_cli_help_and_version():
@@ -375,37 +377,48 @@ def test_dataframes_have_the_schema_columns():
 
 
 def test_the_frames_hold_what_the_csv_files_hold(tmp_path):
-    # kernels_df, stages_df and idle_df against the command's kernels.csv,
-    # stages.csv and idle.csv of the same trace: same columns, same cells.
+    # kernels_df, stages_df, idle_df and timeline_df against the command's
+    # kernels.csv, stages.csv, idle.csv and timeline.csv of the same trace:
+    # same columns (timeline_df then adds the lists the CSV leaves out),
+    # same rows, same cells.
     pd = pytest.importorskip("pandas")
     ranks = ROOT / "tests/data/traces/tracelens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"
-    for trace in [FIXTURE, ranks]:
+    cpu_only = ROOT / "tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    for trace, basis in [(FIXTURE, "trace"), (ranks, "hta"), (cpu_only, "trace")]:
         out = tmp_path / trace.name
-        subprocess.run([_binary(), "-q", "triage", str(trace), "--format", "csv", "-o", str(out)], check=True)
-        report = torchtriage.triage(trace)
-        for accessor, name in [("kernels_df", "kernels.csv"), ("stages_df", "stages.csv"), ("idle_df", "idle.csv")]:
+        subprocess.run([_binary(), "-q", "triage", str(trace), "--timeline-basis", basis, "--format", "csv",
+                        "-o", str(out)], check=True)
+        report = torchtriage.triage(trace, timeline_basis=basis)
+        for accessor, name in [("kernels_df", "kernels.csv"), ("stages_df", "stages.csv"), ("idle_df", "idle.csv"),
+                               ("timeline_df", "timeline.csv")]:
             got = getattr(report, accessor)()
             want = pd.read_csv(out / name, keep_default_na=False, dtype=str)
-            assert list(got.columns) == list(want.columns), (accessor, list(got.columns), list(want.columns))
-            assert len(got) == len(want), accessor
-            for col in want.columns:
-                if col in ("steps.slowest", "location", "cpu_op"):
-                    continue  # lists: JSON text in the CSV
-                for g, w in zip(got[col], want[col]):
-                    if w == "":
-                        assert pd.isna(g), (accessor, col, g)
-                    elif isinstance(g, (bool,)) or str(g) in ("True", "False"):
-                        assert str(g).lower() == w.lower(), (accessor, col, g, w)
-                    else:
-                        try:
-                            assert float(g) == pytest.approx(float(w), rel=1e-12), (accessor, col, g, w)
-                        except ValueError:
-                            assert str(g) == w, (accessor, col, g, w)
+            extra = ["idle_by_stream", "host_wait_calls"] if accessor == "timeline_df" else []
+            assert list(got.columns) == list(want.columns) + extra, (accessor, list(got.columns), list(want.columns))
+            _same_cells(pd, got, want, accessor)
         stages = report.stages_df()
         assert stages["stage"].iloc[0] == "trace"
         assert str(stages["steps.count"].dtype) in ("int64", "Int64") and stages["verdict.window_us"].dtype == "float64"
     decode = torchtriage.triage(ranks).stages_df()
     assert list(decode["verdict.host_wait_call.name"]) == ["hipMemcpyWithStream"] * 2
+
+
+def _same_cells(pd, got, want, accessor):
+    # A frame's cells as the CSV file writes them.
+    assert len(got) == len(want), accessor
+    for col in want.columns:
+        if col in ("steps.slowest", "location", "cpu_op"):
+            continue  # lists: JSON text in the CSV
+        for g, w in zip(got[col], want[col]):
+            if w == "":
+                assert pd.isna(g), (accessor, col, g)
+            elif isinstance(g, (bool,)) or str(g) in ("True", "False"):
+                assert str(g).lower() == w.lower(), (accessor, col, g, w)
+            else:
+                try:
+                    assert float(g) == pytest.approx(float(w), rel=1e-12), (accessor, col, g, w)
+                except ValueError:
+                    assert str(g) == w, (accessor, col, g, w)
 
 
 def test_empty_and_full_dataframes_have_the_same_columns(tmp_path):
@@ -416,7 +429,9 @@ def test_empty_and_full_dataframes_have_the_same_columns(tmp_path):
     full, empty = torchtriage.triage(FIXTURE), torchtriage.triage(cpu_only)
     for accessor in ["kernels_df", "overlap_df", "timeline_df", "idle_df"]:
         with_rows, without = getattr(full, accessor)(), getattr(empty, accessor)()
-        assert len(with_rows) > 0 and len(without) == 0, accessor
+        # The timeline has the whole trace's row, kernels or not.
+        rows = 1 if accessor == "timeline_df" else 0
+        assert len(with_rows) > rows and len(without) == rows, accessor
         assert list(with_rows.columns) == list(without.columns), accessor
     assert "total_us" in empty.kernels_df().sort_values("total_us").columns
     slow = _slower_copy(tmp_path)
@@ -431,7 +446,7 @@ def test_empty_and_full_dataframes_have_the_same_columns(tmp_path):
 
 def test_a_gate_that_compared_nothing_is_warned_of():
     cpu_only = ROOT / "tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
-    with pytest.warns(UserWarning, match="gate was not evaluated: no stage is present on both sides"):
+    with pytest.warns(UserWarning, match="^gate: not evaluated: no stage is present on both sides"):
         d = torchtriage.diff(cpu_only, FIXTURE, gate=5)
     assert d["gate"]["tripped"] is None and d["gate"]["not_evaluated"].startswith("no stage")
     with warnings.catch_warnings():
@@ -598,3 +613,120 @@ def test_batch_warns_of_each_traces_notes():
         report = torchtriage.batch(str(ranks), pid_substring="no-such-process")
     assert sum("matches no process" in str(w.message) for w in caught) == 8
     assert sum("matches no process" in n for n in report["notes"]) == 8
+
+
+CPU_ONLY = ROOT / "tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+RANKS = ROOT / "tests" / "data" / "traces" / "param_dlrm_8rank"
+
+
+def test_none_means_the_default_of_every_option():
+    assert torchtriage.triage(FIXTURE, kernel_table_limit=None, overlap_table_limit=None) == torchtriage.triage(FIXTURE)
+    both = [torchtriage.batch(str(FIXTURE), straggler_pct=None, jobs=None), torchtriage.batch(str(FIXTURE))]
+    for report in both:
+        report.pop("memory_budget_bytes")
+    assert both[0] == both[1]
+    one = [torchtriage.summarize(FIXTURE, framework=None, min_share=None, timeline_basis=None)]
+    assert torchtriage.merge(one, straggler_pct=None) == torchtriage.merge(one)
+    assert torchtriage.diff(FIXTURE, FIXTURE, gate=None, gate_on=None) == torchtriage.diff(FIXTURE, FIXTURE)
+    assert torchtriage.batch_files(RANKS, with_ranks=None) == torchtriage.batch_files(RANKS)
+
+
+def test_a_missing_path_given_to_batch_files_raises_file_not_found(tmp_path):
+    missing = tmp_path / "nope"
+    for given in [missing, [RANKS / "worker0_step_12.1694128201545.pt.trace.json.gz", missing]]:
+        with pytest.raises(FileNotFoundError) as e:
+            torchtriage.batch_files(given)
+        assert e.value.filename == str(missing) and not isinstance(e.value, ValueError)
+
+
+def test_the_summary_of_a_trace_without_stages_names_its_verdict():
+    # A CPU-only trace has a timeline, whose verdict says there are no kernels.
+    assert repr(torchtriage.triage(CPU_ONLY)).endswith(".pt.trace.json.gz; trace no_gpu_kernels>")
+
+
+def test_a_batch_of_a_listed_directory_names_that_directory(tmp_path):
+    assert torchtriage.batch([RANKS])["dir"] == str(RANKS)
+    # A directory and a trace beside it: their common folder.
+    (tmp_path / "ranks").mkdir()
+    shutil.copy(FIXTURE, tmp_path / "ranks" / "rank0.json")
+    shutil.copy(FIXTURE, tmp_path / "rank1.json")
+    assert torchtriage.batch([tmp_path / "ranks", tmp_path / "rank1.json"])["dir"] == str(tmp_path)
+
+
+def test_a_trace_error_names_the_path_as_given(tmp_path, monkeypatch):
+    # A name starting with "-" reaches the command as ./-x.json; the error's
+    # path is still the caller's.
+    (tmp_path / "-x.json").write_text('{"traceEvents": [ {"ph": "X"')
+    (tmp_path / "-ranks").mkdir()
+    (tmp_path / "-ranks" / "rank0.pt.trace.json").write_text('{"traceEvents": [ {"ph": "X"')
+    monkeypatch.chdir(tmp_path)
+    for call, path in [
+        (lambda: torchtriage.triage("-x.json"), "-x.json"),
+        (lambda: torchtriage.triage(b"-x.json"), "-x.json"),
+        (lambda: torchtriage.stats("-x.json"), "-x.json"),
+        (lambda: torchtriage.diff(FIXTURE, "-x.json"), "-x.json"),
+        (lambda: torchtriage.triage(mapping=FIXTURE, formal="-x.json"), "-x.json"),
+        (lambda: torchtriage.triage("-ranks"), os.path.join("-ranks", "rank0.pt.trace.json")),
+    ]:
+        with pytest.raises(torchtriage.TraceError) as e:
+            call()
+        assert e.value.path == path, (path, e.value.path)
+
+
+def test_text_columns_are_typed_as_text_by_the_schema(tmp_path):
+    # Text columns have pandas' string dtype whether they hold text, only
+    # nulls or no row at all; every null is NaN (pd.NA in Int64 columns).
+    pd = pytest.importorskip("pandas")
+    text = pd.Series(["x"]).dtype
+    full, empty = torchtriage.triage(FIXTURE), torchtriage.triage(CPU_ONLY)
+    stages = empty.stages_df()
+    for col in ["stage", "steps.source", "verdict.kind", "verdict.host_cause", "verdict.host_wait_call.name"]:
+        assert stages[col].dtype == text, (col, stages[col].dtype)
+    assert not stages["steps.source"].str.startswith("profiler").any()  # .str reads a column of nulls
+    assert full.stages_df()["steps.source"].dtype == text
+    slow = _slower_copy(tmp_path)
+    reports = [full, empty, torchtriage.diff(FIXTURE, slow), torchtriage.diff(CPU_ONLY, CPU_ONLY),
+               torchtriage.batch([FIXTURE]), torchtriage.batch([CPU_ONLY])]
+    text_columns = {
+        "kernels_df": ["stage", "kernel", "category"], "overlap_df": ["stage", "priority", "verdict", "kernel"],
+        "timeline_df": ["stage"], "idle_df": ["stage", "pid", "stream"], "ranks_df": ["stage", "rank_source", "file"],
+    }
+    for report in reports:
+        for accessor, columns in text_columns.items():
+            try:
+                df = getattr(report, accessor)()
+            except ValueError:
+                continue  # not an accessor of this kind of report
+            for col in columns:
+                assert df[col].dtype == text, (report.kind(), accessor, col, df[col].dtype)
+            for col in df.columns:
+                if df[col].dtype == object:
+                    assert not any(v is None for v in df[col]), (report.kind(), accessor, col)
+    both = pd.concat([full.kernels_df(), empty.kernels_df()])
+    assert both["kernel"].dtype == text and both["category"].dtype == text
+
+
+def _cli_gate_lines(*args):
+    """The gate lines `torchtriage diff ARGS` prints on stderr, without
+    their leading `torchtriage: `."""
+    proc = subprocess.run([_binary(), "diff", *map(str, args), "--format", "json"], capture_output=True, text=True)
+    prefix = "torchtriage: gate: "
+    return [line[len("torchtriage: ") :] for line in proc.stderr.splitlines() if line.startswith(prefix)]
+
+
+def test_gate_warnings_are_the_commands_stderr_lines(tmp_path):
+    sampled = ROOT / "tests/data/traces/hta/trace_filter/sampled_rank-0.json.gz"
+    worker0 = RANKS / "worker0_step_12.1694128201545.pt.trace.json.gz"
+    slow = _slower_copy(tmp_path)
+    for base, new, gate, gate_on in [
+        (worker0, sampled, 0, "step"),  # the step median
+        (worker0, sampled, 1e-7, "busy"),  # per step; a threshold Rust prints without an exponent
+        (FIXTURE, slow, 2.5, "kernel"),  # the extend stage, named extend/prefill
+        (CPU_ONLY, FIXTURE, 5, None),  # not evaluated
+    ]:
+        want = _cli_gate_lines(base, new, "--gate", gate, *(["--gate-on", gate_on] if gate_on else []))
+        assert want, (base, new, gate, gate_on)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torchtriage.diff(base, new, gate=gate, gate_on=gate_on)
+        assert [str(w.message) for w in caught if str(w.message).startswith("gate: ")] == want

@@ -303,3 +303,27 @@ def test_ctrl_c_interrupts_a_long_call(tmp_path):
     finally:
         timer.cancel()
     assert time.monotonic() - start < 2.0
+
+
+def _failed_tasks_logged(client):
+    return sum("Compute Failed" in line for logs in client.get_worker_logs().values() for _, line in logs)
+
+
+def test_dask_batch_of_a_missing_path_raises_file_not_found(dask_client):
+    import torchtriage.dask
+
+    logged = _failed_tasks_logged(dask_client)
+    missing = "/nonexistent/torchtriage/rank0.json"
+    for given in [os.path.dirname(missing), [str(sorted(BUNDLED_RANKS.iterdir())[0]), missing]]:
+        with pytest.raises(FileNotFoundError) as e:
+            torchtriage.dask.batch(given, dask_client)
+        assert e.value.filename in given
+    # Said once, on the client: no worker logs a failed task.
+    assert _failed_tasks_logged(dask_client) == logged
+
+
+def test_dask_batch_takes_none_for_the_default_straggler_pct(dask_client):
+    import torchtriage.dask
+
+    report = torchtriage.dask.batch(str(BUNDLED_RANKS), dask_client, straggler_pct=None, min_share=None)
+    _same_report(report, _batch_cli(BUNDLED_RANKS))

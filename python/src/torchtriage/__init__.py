@@ -8,18 +8,22 @@ Each function returns the document that the command line prints with
     r = torchtriage.triage("trace.json.gz")
     print(r.kernels_df().head())
 
-Bad input raises :class:`TraceError` (a ``ValueError``) with ``path`` and
-``offset`` (byte offset in the decompressed JSON, or ``None``); a missing
-input raises ``FileNotFoundError`` and a file that cannot be read
-``OSError``; bad options raise ``ValueError``. What the command line notes on stderr (a directory
-of which one rank was analysed, events skipped, a pid filter that kept
-nothing, a rank held by two files of a batch, files a batch skipped or
-could not triage, the stages a gate tripped on) is issued as a Python
-warning (``UserWarning``) and is in the report too.
+Bad input raises :class:`TraceError` (a ``ValueError``) with ``path`` (the
+trace as given, or the file of a directory given) and ``offset`` (byte
+offset in the decompressed JSON, or ``None``); a missing trace, directory
+or pattern file raises ``FileNotFoundError`` and a file that cannot be
+read ``OSError``; bad options raise ``ValueError``, and ``None`` for an
+option means its default. What the command line notes on stderr (a
+directory of which one rank was analysed, events skipped, a pid filter
+that kept nothing, a rank held by two files of a batch, files a batch
+skipped or could not triage, the stages a gate tripped on, a gate that
+compared nothing) is issued as a Python warning (``UserWarning``) worded
+as the command's line, and is in the report too.
 """
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import re
@@ -47,10 +51,19 @@ def _pandas():
 class Report(dict):
     """A report document (the ``--format json`` output) with DataFrame views.
 
-    Every accessor returns one row per JSON row, with the row's keys as
-    columns; nested values stay Python lists and dicts. An accessor that
-    does not apply to the kind of report (``ranks_df`` of a triage report,
-    say) raises ``ValueError``.
+    Each accessor returns a table of the report's rows, with the row's keys
+    as columns, after the columns that say where a row belongs (``trace``,
+    ``stage``): the rows of the command's CSV file of the same name where
+    there is one (``kernels.csv``, ``timeline.csv``, ``stages.csv``,
+    ``idle.csv``). ``stages_df`` writes nested objects as dotted columns
+    (``verdict.kind``), as that file does; elsewhere a nested list or object
+    stays a Python list or dict in its cell. Columns are typed by the
+    schema, whatever values a report holds: text as pandas' string dtype,
+    times, shares and ratios ``float64``, counts and ranks ``int64`` (pandas'
+    nullable ``Int64`` where one is null), ``rendered`` ``bool``, lists and
+    objects ``object``. A null is NaN (``pd.NA`` in an ``Int64`` column).
+    An accessor that does not apply to the kind of report (``ranks_df`` of
+    a triage report, say) raises ``ValueError``.
     """
 
     def __repr__(self):
@@ -58,12 +71,7 @@ class Report(dict):
         # whole document (``dict(report)`` or ``json.dumps`` gives that).
         kind = self.kind()
         if kind == "triage":
-            traces = self.get("formal_traces") or []
-            stages = [
-                "%s %s" % (st.get("stage"), (st.get("verdict") or {}).get("kind"))
-                for st in (self.get("timeline") or {}).get("stages", [])
-            ]
-            what = "%s; %s" % (_names(traces), ", ".join(stages) or "no timeline")
+            what = "%s; %s" % (_names(self.get("formal_traces") or []), _verdicts(self.get("timeline")))
         elif kind == "diff":
             gate = (self.get("gate") or {}).get("tripped")
             what = "%s vs %s; %d stages%s" % (
@@ -100,7 +108,9 @@ class Report(dict):
 
     def kernels_df(self):
         """Kernel rows: of a triage report, the kernel-table rows of every
-        (trace, stage), with ``trace`` and ``stage`` columns first; of a diff,
+        (trace, stage), after ``trace``, ``stage`` and ``stage_total_us`` (the
+        stage's kernel time, which ``share_pct`` divides by): the command's
+        ``kernels.csv``, with ``location`` and ``cpu_op`` as lists; of a diff,
         every kernel of every stage (``rendered`` false for those under the
         share bar, which the text reports leave out); of a batch, the cross-rank kernel
         rows of every stage (both with a ``stage`` column first)."""
@@ -123,9 +133,13 @@ class Report(dict):
         return _frame(rows, _OVERLAP_ROW)
 
     def timeline_df(self):
-        """Of a triage report, one row per (stage, GPU) of the timeline, with
-        a ``stage`` column first; of a diff, three rows per stage (``side``
-        ``base``, ``new`` and ``delta``) of the stage's figures."""
+        """Of a triage report, the rows of the command's ``timeline.csv``: the
+        whole trace's figures first, as the stage ``"trace"`` (``pid`` and
+        ``rank`` null), then one row per (stage, GPU), each with the
+        timeline's ``basis``; then the lists the CSV leaves out
+        (``idle_by_stream``, ``host_wait_calls``). Of a diff, three rows per
+        stage (``side`` ``base``, ``new`` and ``delta``) of the stage's
+        figures."""
         if self._need("timeline_df", ["triage", "diff"]) == "diff":
             rows = [
                 {"stage": s.get("stage"), "side": side, **(s.get("timeline") or {}).get(side, {})}
@@ -133,20 +147,14 @@ class Report(dict):
                 for side in ("base", "new", "delta")
             ]
             return _frame(rows, ["stage", "side", *_DIFF_FIGURES])
-        timeline = self.get("timeline") or {}
-        rows = [
-            {"stage": s.get("stage"), **gpu}
-            for s in timeline.get("stages", [])
-            for gpu in s.get("gpus", [])
-        ]
-        return _frame(rows, ["stage", *_GPU_ROW])
+        return _frame(_timeline_rows(self.get("timeline")), _TIMELINE_ROW)
 
     def stages_df(self):
         """Of a triage report, one row per stage of the timeline (the whole
         trace first, as the stage ``"trace"``) with its launch statistics,
         steps and verdict as dotted columns (``launch.delay_p50_us``,
-        ``verdict.kind``, ``verdict.host_wait_call.name``): the command's
-        ``stages.csv``."""
+        ``verdict.kind``, ``verdict.host_wait_call.name``; the list
+        ``steps.slowest`` stays a list): the command's ``stages.csv``."""
         self._need("stages_df", ["triage"])
         timeline = self.get("timeline") or {}
         rows = []
@@ -184,6 +192,20 @@ class Report(dict):
         return _frame(rows, ["stage", *_RANK_ROW])
 
 
+def _timeline_rows(timeline):
+    # The whole trace, then each stage's GPUs, as timeline.csv has them.
+    if not timeline:
+        return []
+    basis = timeline.get("basis")
+    whole = {"stage": "trace", "pid": None, "rank": None, **(timeline.get("trace") or {}), "basis": basis}
+    gpus = [
+        {"stage": st.get("stage"), **gpu, "basis": basis}
+        for st in timeline.get("stages", [])
+        for gpu in st.get("gpus", [])
+    ]
+    return [whole] + gpus
+
+
 def _flat(obj, prefix=""):
     # Nested dicts as dotted keys, as the command's CSV writes them; lists
     # and nulls stay values (stages_df drops a null whose dotted columns
@@ -196,6 +218,17 @@ def _flat(obj, prefix=""):
         else:
             out[name] = v
     return out
+
+
+def _verdicts(timeline):
+    # Each stage's verdict; the whole trace's when no stage has kernels (a
+    # CPU-only trace is "trace no_gpu_kernels").
+    if not timeline:
+        return "no timeline"
+    stages = [
+        "%s %s" % (st.get("stage"), (st.get("verdict") or {}).get("kind")) for st in timeline.get("stages", [])
+    ]
+    return ", ".join(stages) or "trace %s" % (timeline.get("verdict") or {}).get("kind")
 
 
 def _names(paths):
@@ -216,10 +249,12 @@ _OVERLAP_ROW = [
     "python_scope", "launch_op", "mapping_ratio", "dependency_signal", "prev_neighbor", "next_neighbor",
     "recommendation", "suggestion", "representative_idx", "rendered",
 ]
-_GPU_ROW = [
-    "pid", "rank", "kernels", "window_us", "busy_us", "idle_us", "compute_us", "non_compute_us", "idle_pct",
-    "compute_pct", "non_compute_pct", "comm_us", "memory_us", "comm_comp_overlap_pct", "exposed_comm_us",
-    "idle_host_wait_us", "longest_idle_gap_us", "device_wait_us", "idle_by_stream", "host_wait_calls",
+# The command's timeline.csv columns, then the lists it leaves out.
+_TIMELINE_ROW = [
+    "stage", "pid", "rank", "kernels", "window_us", "busy_us", "idle_us", "compute_us", "non_compute_us",
+    "idle_pct", "compute_pct", "non_compute_pct", "comm_us", "memory_us", "comm_comp_overlap_pct",
+    "exposed_comm_us", "idle_host_wait_us", "idle_short_gap_us", "longest_idle_gap_us", "device_wait_us", "basis",
+    "idle_by_stream", "host_wait_calls",
 ]
 _DIFF_KERNEL_ROW = [
     "kernel", "category", "base_us", "new_us", "delta_us", "delta_pct", "base_count", "new_count", "status",
@@ -253,45 +288,84 @@ _STAGE_ROW = [
 ]
 
 
-# Integer columns; a number column not named here is a float when its name
-# ends in _us, _pct or _ratio (or is kernels_per_step).
+# The columns of each type, by the last part of their name (``window_us``
+# of ``verdict.window_us``); besides _FLOAT_COLUMNS, a column whose name
+# ends in _us, _pct or _ratio is a float.
 _INT_COLUMNS = {
     "launches", "representative_idx", "rank", "kernels", "base_count", "new_count", "steps", "ranks_with_kernel",
     "max_rank", "waits_on", "count", "calls",
+}
+_FLOAT_COLUMNS = {"kernels_per_step", "kernels_per_launch"}
+_TEXT_COLUMNS = {
+    "trace", "stage", "side", "pid", "stream", "basis", "kernel", "category", "status", "priority", "verdict",
+    "python_scope", "launch_op", "dependency_signal", "prev_neighbor", "next_neighbor", "recommendation",
+    "suggestion", "source", "kind", "host_cause", "name", "rank_source", "file", "bundle", "role",
+}
+_OBJECT_COLUMNS = {
+    "location", "cpu_op", "idle_by_stream", "host_wait_calls", "slowest", "normalized", "leads_ranks",
+    "top_exposed_comm", "top_headroom", "leading_kernel", "straggler",
 }
 
 
 def _frame(rows, first):
     """A DataFrame of ``rows`` with the columns ``first`` (then any other
-    key), typed by column rather than by the values present: a number column
-    is ``float64`` with NaN for a null, an integer one ``int64`` (``Int64``,
-    pandas' nullable integers, when it holds a null), ``rendered`` ``bool``, so frames of several
-    reports, an empty one among them, concatenate with their types."""
+    key), each typed by the schema rather than by the values present (see
+    :func:`_column_type`), with NaN for every null but in ``Int64``
+    columns, so frames of several reports, an empty one among them,
+    concatenate with their types."""
     df = _pandas().DataFrame(rows, columns=_columns(rows, first))
-    types = {}
     for col in df.columns:
         present = [row[col] for row in rows if row.get(col) is not None]
-        nulls = len(present) < len(rows)
-        # A dotted column (verdict.window_us) is typed by its last part.
-        base = col.rsplit(".", 1)[-1]
-        if base in _INT_COLUMNS:
-            if all(type(v) is int for v in present):
-                types[col] = "Int64" if nulls else "int64"
-        elif col == "rendered":
-            if not nulls and all(type(v) is bool for v in present):
-                types[col] = "bool"
-        elif base.endswith(("_us", "_pct", "_ratio")) or base in ("kernels_per_step", "kernels_per_launch"):
-            if all(type(v) in (int, float) for v in present):
-                types[col] = "float64"
-    return df.astype(types) if types else df
+        dtype = _column_type(col, present, nulls=len(present) < len(rows))
+        if dtype is not None:
+            df[col] = df[col].astype(dtype)
+        if df[col].dtype == object:
+            # A JSON null is None, a key a row lacks NaN: one null, NaN.
+            df[col] = df[col].where(df[col].notna(), float("nan"))
+    return df
+
+
+def _column_type(col, present, nulls):
+    """The dtype of a column named ``col`` holding the non-null values
+    ``present``: text pandas' string dtype, a number ``float64``, an
+    integer ``int64`` (``Int64``, pandas' nullable integers, when it holds
+    a null), ``rendered`` ``bool``, a list or object ``object``; None (as
+    pandas reads it) for a column the schema does not name or whose values
+    are not of its type."""
+    base = col.rsplit(".", 1)[-1]
+    if base in _INT_COLUMNS:
+        return ("Int64" if nulls else "int64") if all(type(v) is int for v in present) else None
+    if col == "rendered":
+        return "bool" if not nulls and all(type(v) is bool for v in present) else None
+    if base in _TEXT_COLUMNS:
+        return _text_dtype() if all(isinstance(v, str) for v in present) else None
+    if base in _OBJECT_COLUMNS:
+        return "object"
+    if base in _FLOAT_COLUMNS or base.endswith(("_us", "_pct", "_ratio")):
+        return "float64" if all(type(v) in (int, float) for v in present) else None
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _text_dtype():
+    # The dtype pandas gives a column of strings: ``str`` from pandas 3 on,
+    # ``object`` before.
+    return _pandas().Series(["text"]).dtype
 
 
 def _columns(rows, first):
+    # The columns `first`, with any other key of the rows after the key it
+    # follows in its row: a field the schema adds lands where the report
+    # (and the command's CSV file) has it.
     cols = list(first)
     for row in rows:
+        at = 0
         for k in row:
-            if k not in cols:
-                cols.append(k)
+            if k in cols:
+                at = cols.index(k) + 1
+            else:
+                cols.insert(at, k)
+                at += 1
     return cols
 
 
@@ -354,11 +428,22 @@ def _number(name, value):
         raise ValueError("%s must be a number, not %r" % (name, value)) from None
 
 
-def _count(name, value):
-    # A count option's value: a whole number, 0 or more.
+def _count(name, value, default):
+    # A count option's value: a whole number, 0 or more; None means the
+    # option's default.
+    if value is None:
+        value = default
     if not _is_count(value):
         raise ValueError("%s must be a non-negative whole number, not %r" % (name, value))
     return str(value)
+
+
+def _straggler_options(straggler_pct):
+    # batch's and merge's bar for slow and waiting ranks, as arguments; none
+    # for None, which leaves the command's default.
+    if straggler_pct is None:
+        return []
+    return [_option("straggler-pct", _number("straggler_pct", straggler_pct))]
 
 
 def _option(name, value):
@@ -381,8 +466,41 @@ def _input(p):
     as ``open()`` does."""
     name = os.fsdecode(os.fspath(p))
     if not os.path.exists(name):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        raise _not_found(name)
     return _path(name)
+
+
+@contextlib.contextmanager
+def _named_as_given(paths):
+    """Names the trace of a :class:`TraceError` in its ``path`` as the
+    caller gave it (``-x.json``, not the ``./-x.json`` :func:`_path` passes
+    on); None among ``paths`` is skipped."""
+    try:
+        yield
+    except TraceError as e:
+        if e.path is not None:
+            e.path = _as_given(os.fspath(e.path), [p for p in paths if p is not None])
+        raise
+
+
+def _as_given(path, given):
+    # `path` with the form _path gave one of the `given` paths (or a folder
+    # of them) replaced by the path as given.
+    for p in given:
+        name = os.fsdecode(os.fspath(p))
+        passed = _path(name)
+        if passed == name:
+            continue
+        if path == passed:
+            return name
+        if path.startswith(passed + os.sep):
+            return name + path[len(passed) :]
+    return path
+
+
+def _not_found(name):
+    # The error open() raises for a missing file.
+    return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
 def triage(
@@ -406,7 +524,8 @@ def triage(
     ``"hta-exact"``; ``patterns`` is a fuse-pattern file (TOML) to add, or a
     list of them, as ``--patterns`` repeated; ``kernel_table_limit`` and
     ``overlap_table_limit`` are the rows of each stage's table marked
-    ``rendered`` (0: all), as the command's options of the same names."""
+    ``rendered`` (0: all), as the command's options of the same names. A
+    missing trace or pattern file raises ``FileNotFoundError``."""
     if path is not None and (mapping is not None or formal is not None):
         raise ValueError("give either path or both mapping and formal")
     if path is not None:
@@ -416,12 +535,13 @@ def triage(
     else:
         raise ValueError("give either path or both mapping and formal")
     args = ["triage"] + inputs + _analysis_args(framework, min_share, pid_substring, timeline_basis)
-    args.append(_option("kernel-table-limit", _count("kernel_table_limit", kernel_table_limit)))
-    args.append(_option("overlap-table-limit", _count("overlap_table_limit", overlap_table_limit)))
+    args.append(_option("kernel-table-limit", _count("kernel_table_limit", kernel_table_limit, 0)))
+    args.append(_option("overlap-table-limit", _count("overlap_table_limit", overlap_table_limit, 0)))
     if patterns is not None:
         files = [patterns] if isinstance(patterns, (str, bytes, os.PathLike)) else list(patterns)
-        args.extend(_option("patterns", _path(f)) for f in files)
-    _, report = _run_json(args)
+        args.extend(_option("patterns", _input(f)) for f in files)
+    with _named_as_given([path, mapping, formal]):
+        _, report = _run_json(args)
     _warn_notes(report, 2)
     return report
 
@@ -474,7 +594,8 @@ def _warn_failures(report, stacklevel):
 
 def stats(path):
     """``torchtriage stats --json``: event counts, metadata and column sizes of one trace."""
-    return Report(json.loads(_native.stats_json(_input(path))))
+    with _named_as_given([path]):
+        return Report(json.loads(_native.stats_json(_input(path))))
 
 
 def batch(
@@ -490,9 +611,10 @@ def batch(
     """``torchtriage batch``: triage every per-rank trace below a directory
     (or of a list of trace files) and compare the ranks. Files that fail are
     listed in the report's ``failures`` and warned of. For a list, the report's ``dir`` is
-    the deepest directory holding all the traces."""
+    the deepest directory holding every path of the list (a directory of
+    the list holds itself)."""
     options = _analysis_args(framework, min_share, pid_substring, timeline_basis)
-    options.append(_option("straggler-pct", _number("straggler_pct", straggler_pct)))
+    options.extend(_straggler_options(straggler_pct))
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         report = _batch(_input(dir_or_paths), jobs, options)
         _warn_notes(report, 2)
@@ -510,7 +632,7 @@ def batch(
             os.symlink(p, os.path.join(tmp, "%04d-%s" % (i, os.path.basename(p))))
         report = _batch(tmp, jobs, options)
     # The links' folder is gone: name where the traces are instead.
-    report["dir"] = os.path.commonpath([os.path.dirname(p) for p in paths])
+    report["dir"] = os.path.commonpath([p if os.path.isdir(p) else os.path.dirname(p) for p in paths])
     _warn_notes(report, 2)
     _warn_failures(report, 2)
     return report
@@ -530,13 +652,16 @@ def _batch(directory, jobs, options):
 
 def batch_files(dir_or_paths, *, with_ranks=False):
     """The traces ``batch`` would triage, as absolute paths in its order: the
-    traces below a directory, or of a list of files and directories.
+    traces below a directory, or of a list of files and directories (a
+    missing one raises ``FileNotFoundError``).
 
     With ``with_ranks=True``, ``(path, name_rank)`` pairs: the rank the name
     each trace was found by carries (a link named ``rank2.json`` to a trace
     named otherwise), or None, to pass to ``summarize(path, index,
     name_rank=...)`` so a map and merge numbers the ranks as ``batch``
     does."""
+    if with_ranks is None:
+        with_ranks = False
     if not isinstance(with_ranks, bool):
         raise ValueError("with_ranks must be True or False")
     entries = _batch_entries(dir_or_paths)
@@ -550,7 +675,7 @@ def _batch_entries(dir_or_paths):
         dir_or_paths = [dir_or_paths]
     found = []
     for p in dir_or_paths:
-        found.extend(_native.batch_files(_path(p)))
+        found.extend(_native.batch_files(_input(p)))
     return _in_batch_order(found)
 
 
@@ -567,10 +692,11 @@ def _batch_listing(dir_or_paths):
     # What batch reads below the directories given, one walk of each: the
     # traces as _batch_entries gives them, what it leaves out as its
     # report's "skipped" entries, its warnings about those that look like
-    # missing ranks, and the warning that it is incomplete (or None).
+    # missing ranks, and the warning that it is incomplete (or None). A
+    # missing path raises FileNotFoundError.
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         dir_or_paths = [dir_or_paths]
-    found, skipped, skip_notes, note = _native.batch_listing([_path(p) for p in dir_or_paths])
+    found, skipped, skip_notes, note = _native.batch_listing([_input(p) for p in dir_or_paths])
     return _in_batch_order(found), [{"file": f, "reason": why} for f, why in skipped], skip_notes, note
 
 
@@ -624,7 +750,7 @@ def merge(summaries, *, straggler_pct=10.0):
             with open(os.path.join(tmp, "%06d.summary.json" % i), "w", encoding="utf-8") as f:
                 json.dump(s, f)
         try:
-            _, report = _run_json(["merge", tmp, _option("straggler-pct", _number("straggler_pct", straggler_pct))])
+            _, report = _run_json(["merge", tmp, *_straggler_options(straggler_pct)])
         except TraceError as e:
             raise _summary_error(e, tmp) from None
     # The summaries' folder is gone: name where the traces are instead.
@@ -663,7 +789,10 @@ def diff(
     stages regressed past it; ``gate_on`` (``"busy"``, ``"step"`` or
     ``"kernel"``) picks the figure compared. A gate that could compare no
     stage has ``report["gate"]["tripped"]`` None, not False, and is warned
-    of (``UserWarning``) with the reason in ``report["gate"]["not_evaluated"]``."""
+    of (``UserWarning``) with the reason in ``report["gate"]["not_evaluated"]``;
+    a gate that tripped is warned of once per stage it tripped on. The
+    warnings are the lines the command prints on stderr, without their
+    leading ``torchtriage: ``."""
     args = ["diff", _input(base), _input(new)] + _analysis_args(framework, min_share, pid_substring, timeline_basis)
     if gate is not None:
         args.append(_option("gate", _number("gate", gate)))
@@ -671,13 +800,9 @@ def diff(
         if gate is None:
             raise ValueError("gate_on needs gate")
         args.append(_option("gate-on", str(gate_on)))
-    _, report = _run_json(args)
+    with _named_as_given([base, new]):
+        _, report = _run_json(args)
     _warn_notes(report, 2)
-    gate_report = report.get("gate") or {}
-    reason = gate_report.get("not_evaluated")
-    if reason:
-        # A gate that compared nothing has not passed: ``tripped`` is None.
-        warnings.warn("the gate was not evaluated: %s" % reason, stacklevel=2)
     for line in _gate_failures(report):
         # The lines the command prints on stderr as it exits 1.
         warnings.warn(line, stacklevel=2)
@@ -685,38 +810,7 @@ def diff(
 
 
 def _gate_failures(report):
-    # One line per stage the gate tripped on, as the command line has them.
-    threshold = (report.get("gate") or {}).get("threshold_pct")
-    lines = []
-    for stage in report.get("stages", []):
-        g = stage.get("gate") or {}
-        if not g.get("tripped"):
-            continue
-        per = {"step": " per step", "window_ms": " per ms"}.get(g.get("per"), "")
-        lines.append(
-            "gate: %s: %s%s %s -> %s (%+.1f%%) exceeds %s%%"
-            % (
-                stage.get("stage"),
-                g.get("basis"),
-                per,
-                _time(g["base_us"]),
-                _time(g["new_us"]),
-                g["change_pct"],
-                _threshold(threshold),
-            )
-        )
-    return lines
-
-
-def _time(us):
-    # A time as the command line's reports print it.
-    if abs(us) >= 1e6:
-        return "%.3f s" % (us / 1e6)
-    if abs(us) >= 1e3:
-        return "%.2f ms" % (us / 1e3)
-    return "%.1f µs" % us
-
-
-def _threshold(pct):
-    # The threshold as Rust prints an f64: 5.0 as 5, 2.5 as 2.5.
-    return repr(int(pct)) if float(pct).is_integer() else repr(pct)
+    # The lines the command prints on stderr for a gate that tripped (one
+    # per stage it tripped on) or compared no stage, without their leading
+    # "torchtriage: ": the report's gate.messages.
+    return list((report.get("gate") or {}).get("messages") or [])

@@ -30,8 +30,13 @@ def _summarize(entry, index, options):
 def _list(dir_or_paths):
     # Runs on a worker: the traces, each with the rank its name carries, and
     # what batch leaves out (with the warning that it is incomplete, when a
-    # directory could not be listed).
-    return torchtriage._batch_listing(dir_or_paths)
+    # directory could not be listed); and the path given that is missing, or
+    # None. A missing path is returned, not raised, for the client to raise:
+    # the worker does not log it as a failed task.
+    try:
+        return torchtriage._batch_listing(dir_or_paths), None
+    except FileNotFoundError as e:
+        return None, e.filename
 
 
 def batch(
@@ -47,19 +52,24 @@ def batch(
     """``torchtriage batch`` over the cluster ``client`` is connected to
     (a :class:`distributed.Client`). ``dir_or_paths`` is a directory of
     per-rank traces or a list of traces, as the workers see them. Returns
-    the batch report (a :class:`torchtriage.Report`). Bad options raise
-    ``ValueError`` here, before any task is submitted."""
+    the batch report (a :class:`torchtriage.Report`). ``None`` for an
+    option means its default. Bad options raise ``ValueError`` here, before
+    any task is submitted; a path the workers do not find raises
+    ``FileNotFoundError``, before any trace is read."""
     options = dict(framework=framework, min_share=min_share, pid_substring=pid_substring, timeline_basis=timeline_basis)
-    straggler = torchtriage._option("straggler-pct", torchtriage._number("straggler_pct", straggler_pct))
+    straggler = torchtriage._straggler_options(straggler_pct)
     with torchtriage._keyword_names():
-        torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + [straggler])
+        torchtriage._native.check_batch_options(torchtriage._analysis_args(**options) + straggler)
     # The traces are listed where they are read: on a worker, whose file
     # system the client need not share.
     if not isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         dir_or_paths = list(dir_or_paths)
         if not dir_or_paths:
             raise ValueError("batch needs at least one trace")
-    entries, skipped, skip_notes, incomplete = client.submit(_list, dir_or_paths, pure=False).result()
+    listing, missing = client.submit(_list, dir_or_paths, pure=False).result()
+    if missing is not None:
+        raise torchtriage._not_found(missing)
+    entries, skipped, skip_notes, incomplete = listing
     # The files left out that look like missing ranks, warned of first, as
     # batch does before it reads the traces.
     torchtriage._warn_notes({"notes": skip_notes}, 2)
