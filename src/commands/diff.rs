@@ -27,7 +27,9 @@ pub struct DiffArgs {
     pub gate: Option<f64>,
     /// The figure the gate compares: `busy` (GPU busy time), `step` (median
     /// step time) or `kernel` (total kernel time). Default: the step median
-    /// where both sides have steps that span their GPU work, else busy time.
+    /// where both sides have steps that span their GPU work (and where the
+    /// GPU idles within those steps, the step median or busy time, whichever
+    /// changed more), else busy time.
     #[arg(long, value_enum, requires = "gate")]
     pub gate_on: Option<GateBasis>,
 }
