@@ -359,7 +359,9 @@ impl ColumnsBuilder {
                 return;
             }
         };
-        let complete = !ev.ts.is_none() && !ev.dur.is_none() && dur > 0.0;
+        // An infinite duration (`1e999`, `Infinity`) is no measurement: not
+        // complete, as NaN is not.
+        let complete = !ev.ts.is_none() && !ev.dur.is_none() && dur > 0.0 && dur.is_finite();
         if !ev.ts.is_none() {
             let c = &mut self.t.counts;
             c.min_ts = Some(c.min_ts.map_or(ts, |m| m.min(ts)));
@@ -416,10 +418,10 @@ impl ColumnsBuilder {
             && (cc & CAT_KERNELISH != 0 || has_stream_marker);
         let kernel_like = complete && gpu_event;
         // A GPU event left out for its times (no `ts` or `dur`, or a
-        // negative duration) is counted with the skipped events, so the
-        // report says the kernel table lacks it; a zero duration is a real,
-        // empty event and is not.
-        if gpu_event && (ev.ts.is_none() || ev.dur.is_none() || dur < 0.0) {
+        // negative, NaN or infinite duration) is counted with the skipped
+        // events, so the report says the kernel table lacks it; a zero
+        // duration is a real, empty event and is not.
+        if gpu_event && (ev.ts.is_none() || ev.dur.is_none() || dur < 0.0 || !dur.is_finite()) {
             self.t.counts.skipped += 1;
         }
         let stream_int = if has_stream_marker { stream_int(ev.args.stream) } else { -1 };

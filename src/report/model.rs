@@ -217,7 +217,7 @@ pub struct TriageReport {
 pub fn skipped_note(path: &std::path::Path, skipped: u64) -> String {
     let events = if skipped == 1 { "event" } else { "events" };
     format!(
-        "warning: {}: {skipped} {events} skipped (non-numeric ts or dur; a GPU event without them or with a negative dur; an event written as a begin/end pair)",
+        "warning: {}: {skipped} {events} skipped (non-numeric ts or dur; a GPU event without them or with a negative, NaN or infinite dur; an event written as a begin/end pair)",
         crate::error::shown(path)
     )
 }
@@ -476,7 +476,7 @@ mod tests {
     #[test]
     fn the_skipped_events_warning_counts_in_words() {
         let p = std::path::Path::new("t.json");
-        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 event skipped (non-numeric ts or dur; a GPU event without them or with a negative dur; an event written as a begin/end pair)");
-        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 events skipped (non-numeric ts or dur; a GPU event without them or with a negative dur; an event written as a begin/end pair)");
+        assert_eq!(skipped_note(p, 1), "warning: t.json: 1 event skipped (non-numeric ts or dur; a GPU event without them or with a negative, NaN or infinite dur; an event written as a begin/end pair)");
+        assert_eq!(skipped_note(p, 3), "warning: t.json: 3 events skipped (non-numeric ts or dur; a GPU event without them or with a negative, NaN or infinite dur; an event written as a begin/end pair)");
     }
 }

@@ -286,3 +286,32 @@ fn hundreds_of_thousands_of_distinct_kernel_names_stay_bounded() {
     assert!(o.max_rss_kb < 300 * 1024, "peak RSS {} MB", o.max_rss_kb / 1024);
     assert!(String::from_utf8_lossy(&o.stdout).contains("kern_000000"));
 }
+
+#[test]
+fn a_kernel_of_infinite_duration_is_skipped_and_counted_not_summed() {
+    // `1e400` is valid JSON and overflows to infinity, as Python reads it:
+    // summed, it would make every share of the stage NaN.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("inf.json");
+    let kernel = |name: &str, ts: u32, dur: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{ts},"dur":{dur},"args":{{"stream":7}}}}"#
+        )
+    };
+    std::fs::write(
+        &p,
+        format!(
+            r#"{{"traceEvents":[{},{},{}]}}"#,
+            kernel("k1", 1, "2"),
+            kernel("k2", 5, "1e400"),
+            kernel("k3", 9, "NaN")
+        ),
+    )
+    .unwrap();
+    let out = common::run(&["triage", p.to_str().unwrap()]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stdout.contains("nan") && !stdout.contains("inf ms"), "{stdout}");
+    assert!(stdout.contains("top kernel k1 (100.0%)"), "{stdout}");
+    assert!(stderr.contains("2 events skipped"), "{stderr}");
+}
