@@ -65,6 +65,14 @@ fn width_from(columns: Option<&str>, terminal: Option<usize>) -> usize {
         .map_or(120, |w| w.max(crate::report::table::MIN_WIDTH))
 }
 
+/// Whether `path` ends in a compressed file's extension (`.gz`, `.zst`,
+/// `.bz2`, `.xz`).
+fn names_compression(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| ["gz", "zst", "bz2", "xz"].iter().any(|c| e.eq_ignore_ascii_case(c)))
+}
+
 /// The columns of the terminal stdout writes to, if it is one.
 fn stdout_terminal_columns() -> Option<usize> {
     let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
@@ -80,6 +88,14 @@ impl OutputArgs {
     pub fn resolve(&self, quiet: bool) -> Result<Output> {
         // `-o -` is stdout, as `-` is stdin for an input.
         let output = self.output.as_ref().filter(|p| p.as_os_str() != "-");
+        if let Some(p) = output.filter(|p| names_compression(p)) {
+            // The report is written plain: under a `.gz` name it would
+            // break whatever reads the file as compressed.
+            return Err(Error::usage(
+                "--output: the report is written uncompressed: name the file .json, .md, .html or .txt, or pipe stdout to a compressor",
+            )
+            .in_file(p));
+        }
         let format = match (self.format, output) {
             (Some(f), _) => f,
             (None, Some(p)) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
@@ -297,6 +313,12 @@ mod tests {
         let file = tempfile::NamedTempFile::new().unwrap();
         let csv_file = OutputArgs { format: Some(Format::Csv), output: Some(file.path().to_path_buf()) };
         assert!(csv_file.resolve(false).err().is_some_and(|e| e.message.contains("not one")));
+        // A compressed file's name is refused, whatever the format: the
+        // report would be plain text under it.
+        for (format, name) in [(None, "r.json.gz"), (Some(Format::Json), "r.json.ZST"), (None, "r.md.xz")] {
+            let compressed = OutputArgs { format, output: Some(PathBuf::from(name)) };
+            assert!(compressed.resolve(false).err().is_some_and(|e| e.message.contains("uncompressed")), "{name}");
+        }
     }
 
     #[test]

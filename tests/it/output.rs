@@ -183,8 +183,15 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
     std::fs::copy(FIXTURE, &trace).unwrap();
     let ranks = dir.path().join("ranks");
     copy_dir(std::path::Path::new(RANKS), &ranks);
-    // Rank 0, the trace `triage` reads of a directory of ranks.
-    let rank = ranks.join("worker0_step_12.1694128201545.pt.trace.json.gz");
+    // Rank 0, the trace `triage` reads of a directory of ranks, stored
+    // plain (a compressed name is refused as a report's name anyway).
+    let gz = ranks.join("worker0_step_12.1694128201545.pt.trace.json.gz");
+    let rank = ranks.join("worker0_step_12.1694128201545.pt.trace.json");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut plain)
+        .unwrap();
+    std::fs::write(&rank, plain).unwrap();
+    std::fs::remove_file(&gz).unwrap();
     let t = trace.to_str().unwrap();
     let r = rank.to_str().unwrap();
     let link = dir.path().join("latest.json");
