@@ -267,15 +267,28 @@ pub fn coarse_clock_note(path: &std::path::Path, extreme_us: f64) -> String {
     )
 }
 
+/// The warning for a trace that records a graph capture
+/// ([`crate::analysis::timeline::captures_graphs`]).
+pub fn graph_capture_note(path: &std::path::Path) -> String {
+    format!(
+        "warning: {}: the trace records a CUDA graph capture (a stream capture begins in it): the kernels launched \
+         while capturing run only when the graph is replayed, so the GPU idles through the capture and the timeline \
+         and verdict describe the capture, not the steady state; profile the replays",
+        crate::error::shown(path)
+    )
+}
+
 impl TriageReport {
     /// [`TriageReport::notes`] from the report's other fields, the GPU
-    /// events each trace's timeline left out (`non_finite`, by trace) and
-    /// the timestamp of each trace farthest from zero (`clocks`, µs).
+    /// events each trace's timeline left out (`non_finite`, by trace), the
+    /// timestamp of each trace farthest from zero (`clocks`, µs) and the
+    /// traces that record a graph capture (`captures`).
     pub fn make_notes(
         &self,
         pid_substring: Option<&str>,
         non_finite: &[(PathBuf, u64)],
         clocks: &[(PathBuf, f64)],
+        captures: &[PathBuf],
     ) -> Vec<String> {
         let left_out = self.left_out.iter().map(LeftOut::note);
         let skipped = self.skipped_by_trace.iter().map(|(p, n)| skipped_note(p, *n));
@@ -285,7 +298,8 @@ impl TriageReport {
             .iter()
             .filter(|(_, m)| m.is_finite() && m.abs() >= COARSE_CLOCK_US)
             .map(|(p, m)| coarse_clock_note(p, *m));
-        left_out.chain(skipped).chain(pid).chain(non_finite).chain(coarse).collect()
+        let captures = captures.iter().map(|p| graph_capture_note(p));
+        left_out.chain(skipped).chain(pid).chain(non_finite).chain(coarse).chain(captures).collect()
     }
 
     /// Why a stage's overlap table may be empty other than for want of rows

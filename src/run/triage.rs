@@ -618,7 +618,15 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             (as_given(&l.path), if lo.abs() > hi.abs() { lo } else { hi })
         })
         .collect();
-    report.notes = report.make_notes(opts.pid_substring.as_deref(), &non_finite, &clocks);
+    // The analysed traces that record a graph capture.
+    let captures: Vec<PathBuf> = formal
+        .traces
+        .iter()
+        .filter_map(|p| loaded.iter().find(|l| &l.path == p))
+        .filter(|l| crate::analysis::timeline::captures_graphs(&l.trace))
+        .map(|l| as_given(&l.path))
+        .collect();
+    report.notes = report.make_notes(opts.pid_substring.as_deref(), &non_finite, &clocks, &captures);
     crate::run::progress::phase("overlap rows");
     Ok(report)
 }

@@ -171,3 +171,40 @@ fn the_table_view_gives_the_stage_s_host_wait_and_its_call() {
     let label = format!("  of it in {} (ms)", call["name"].as_str().unwrap());
     assert!((row(&label) - call["wait_us"].as_f64().unwrap() / 1000.0).abs() < 0.005, "{table}");
 }
+
+#[test]
+fn a_trace_that_records_a_graph_capture_says_its_timeline_is_the_captures() {
+    // A stream capture begins, kernels are launched under it (they run only
+    // when the graph is replayed), and the one kernel that runs waits for
+    // the capture to end: the idle time is the capture's.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("capture.json");
+    let call = |name: &str, ts: u32, corr: u32| {
+        format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":2,"args":{{"correlation":{corr}}}}}"#
+        )
+    };
+    let kernel = |ts: u32, corr: u32| {
+        format!(
+            r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{ts},"dur":5,"args":{{"stream":7,"correlation":{corr}}}}}"#
+        )
+    };
+    let events = [
+        call("hipLaunchKernel", 0, 1),
+        kernel(10, 1),
+        call("hipStreamBeginCapture", 20, 2),
+        call("hipLaunchKernel", 30, 3),
+        call("hipStreamEndCapture", 5000, 4),
+        call("hipLaunchKernel", 5010, 5),
+        kernel(5020, 5),
+    ];
+    std::fs::write(&p, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
+    let out = common::run(&["triage", p.to_str().unwrap()]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("records a CUDA graph capture"), "{stderr}");
+    assert!(stdout.contains("the timeline and verdict describe the capture"), "{stdout}");
+    // A trace without a capture says nothing of it.
+    let plain = run(&trace("hta/trace_filter/sampled_rank-0.json.gz"), "markdown");
+    assert!(!plain.contains("graph capture"), "{plain}");
+}

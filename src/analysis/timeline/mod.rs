@@ -54,6 +54,15 @@ use crate::columns::Trace;
 
 use figures::IdleRule;
 
+/// Whether `trace` records a CUDA or HIP graph capture (a
+/// `cudaStreamBeginCapture` or `hipStreamBeginCapture` call): the kernels
+/// launched during a capture run only when the graph is replayed, so the
+/// GPU idles through it whatever the host does.
+pub fn captures_graphs(trace: &Trace) -> bool {
+    let r = &trace.runtime;
+    (0..r.len()).any(|i| trace.s(r.name[i]).ends_with("StreamBeginCapture"))
+}
+
 /// The timeline of `trace` on `opts.basis`; `stages` is the stage of each
 /// kernel row. Never panics, whatever the times (a GPU event whose start or
 /// end is not finite is left out and counted).
