@@ -257,7 +257,7 @@ fn verdict_text(stage: &StageTimeline) -> String {
             line + &comm_next(v)
         }
         VerdictKind::CommunicationBound => format!(
-            "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle})",
+            "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle}); a collective's kernel runs until the last rank joins it, so part of that may be waiting for a slower rank: `torchtriage batch` over the job's traces names the rank the others wait on",
             pct(v.exposed_comm_pct)
         ),
         VerdictKind::GpuIdle if v.idle_outside_window() => format!(

@@ -208,3 +208,11 @@ fn a_trace_that_records_a_graph_capture_says_its_timeline_is_the_captures() {
     let plain = run(&trace("hta/trace_filter/sampled_rank-0.json.gz"), "markdown");
     assert!(!plain.contains("graph capture"), "{plain}");
 }
+
+#[test]
+fn a_communication_bound_verdict_says_a_collective_waits_for_the_slowest_rank() {
+    // DLRM rank 1: 59% of the window exposed communication, most of it its
+    // all-to-all kernels waiting for rank 7 to join.
+    let md = run(&trace("param_dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz"), "markdown");
+    assert!(md.contains("→ communication-bound (GPU idle 34.3%); a collective's kernel runs until the last rank joins it, so part of that may be waiting for a slower rank: `torchtriage batch` over the job's traces names the rank the others wait on"), "{md}");
+}
