@@ -34,18 +34,21 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
 
+/// 10 µs `gemm` kernels on stream 7, each after its launch call: one
+/// `(launch start, launch duration, kernel start)` per kernel.
+fn launched_gemms(kernels: &[(f64, f64, f64)]) -> Vec<String> {
+    let mut events = Vec::new();
+    for (i, &(launch_ts, launch_dur, start)) in kernels.iter().enumerate() {
+        let corr = i as i64 + 1;
+        events.push(launch(launch_ts, launch_dur, corr));
+        events.push(kernel("gemm", start, 10.0, 7, corr));
+    }
+    events
+}
+
 /// Four kernels on one stream, each gap of a different cause.
 fn four_kernels() -> Vec<String> {
-    vec![
-        launch(-5.0, 2.0, 1),
-        kernel("gemm", 0.0, 10.0, 7, 1),
-        launch(2.0, 2.0, 2),
-        kernel("gemm", 15.0, 10.0, 7, 2),
-        launch(50.0, 2.0, 3),
-        kernel("gemm", 100.0, 10.0, 7, 3),
-        launch(20.0, 2.0, 4),
-        kernel("gemm", 200.0, 10.0, 7, 4),
-    ]
+    launched_gemms(&[(-5.0, 2.0, 0.0), (2.0, 2.0, 15.0), (50.0, 2.0, 100.0), (20.0, 2.0, 200.0)])
 }
 
 #[test]
@@ -55,14 +58,7 @@ fn a_kernel_held_on_the_device_after_its_launch_waits_for_the_host_only_until_th
     // for an event): the host's part ends a millisecond after the call.
     // The third kernel's launch call itself takes 3 ms (a first launch
     // loading its module): its whole gap is the host's.
-    let t = trace_of(&[
-        launch(-5.0, 2.0, 1),
-        kernel("gemm", 0.0, 10.0, 7, 1),
-        launch(50.0, 5.0, 2),
-        kernel("gemm", 5010.0, 10.0, 7, 2),
-        launch(5030.0, 3000.0, 3),
-        kernel("gemm", 8040.0, 10.0, 7, 3),
-    ]);
+    let t = trace_of(&launched_gemms(&[(-5.0, 2.0, 0.0), (50.0, 5.0, 5010.0), (5030.0, 3000.0, 8040.0)]));
     let f = &run(&t, Basis::Trace).trace;
     assert!(close(f.idle_us, 5000.0 + 3020.0), "{f:?}");
     assert!(close(f.idle_host_wait_us, (55.0 + 1000.0 - 10.0) + 3020.0), "{f:?}");
