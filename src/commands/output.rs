@@ -88,14 +88,6 @@ impl OutputArgs {
     pub fn resolve(&self, quiet: bool) -> Result<Output> {
         // `-o -` is stdout, as `-` is stdin for an input.
         let output = self.output.as_ref().filter(|p| p.as_os_str() != "-");
-        if let Some(p) = output.filter(|p| names_compression(p)) {
-            // The report is written plain: under a `.gz` name it would
-            // break whatever reads the file as compressed.
-            return Err(Error::usage(
-                "--output: the report is written uncompressed: name the file .json, .md, .html or .txt, or pipe stdout to a compressor",
-            )
-            .in_file(p));
-        }
         let format = match (self.format, output) {
             (Some(f), _) => f,
             (None, Some(p)) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
@@ -110,6 +102,15 @@ impl OutputArgs {
             (None, None) if std::io::stdout().is_terminal() => Format::Table,
             (None, None) => Format::Markdown,
         };
+        if let Some(p) = output.filter(|p| !format.is_directory() && names_compression(p)) {
+            // The report is written plain: under a `.gz` name it would
+            // break whatever reads the file as compressed. (A directory of
+            // CSV files may be named for its trace, `t.json.gz`.)
+            return Err(Error::usage(
+                "--output: the report is written uncompressed: name the file .json, .md, .html or .txt, or pipe stdout to a compressor",
+            )
+            .in_file(p));
+        }
         let destination = match (output, format.is_directory()) {
             (None, true) if self.output.is_some() => {
                 return Err(Error::usage("--format csv writes one file per table: give a directory, not -"));
@@ -319,6 +320,10 @@ mod tests {
             let compressed = OutputArgs { format, output: Some(PathBuf::from(name)) };
             assert!(compressed.resolve(false).err().is_some_and(|e| e.message.contains("uncompressed")), "{name}");
         }
+        // A directory of CSV files may be named for its trace.
+        let dir = tempfile::tempdir().unwrap();
+        let tables = OutputArgs { format: Some(Format::Csv), output: Some(dir.path().join("t.json.gz")) };
+        assert_eq!(tables.resolve(false).unwrap().format, Format::Csv);
     }
 
     #[test]
