@@ -428,14 +428,14 @@ def _number(name, value):
         raise ValueError("%s must be a number, not %r" % (name, value)) from None
 
 
-def _count(name, value, default):
-    # A count option's value: a whole number, 0 or more; None means the
-    # option's default.
+def _count_options(option, name, value):
+    # A count option (a whole number, 0 or more) as arguments; none for
+    # None, which leaves the command's default.
     if value is None:
-        value = default
+        return []
     if not _is_count(value):
         raise ValueError("%s must be a non-negative whole number, not %r" % (name, value))
-    return str(value)
+    return [_option(option, str(value))]
 
 
 def _straggler_options(straggler_pct):
@@ -535,8 +535,8 @@ def triage(
     else:
         raise ValueError("give either path or both mapping and formal")
     args = ["triage"] + inputs + _analysis_args(framework, min_share, pid_substring, timeline_basis)
-    args.append(_option("kernel-table-limit", _count("kernel_table_limit", kernel_table_limit, 0)))
-    args.append(_option("overlap-table-limit", _count("overlap_table_limit", overlap_table_limit, 0)))
+    args.extend(_count_options("kernel-table-limit", "kernel_table_limit", kernel_table_limit))
+    args.extend(_count_options("overlap-table-limit", "overlap_table_limit", overlap_table_limit))
     if patterns is not None:
         files = [patterns] if isinstance(patterns, (str, bytes, os.PathLike)) else list(patterns)
         args.extend(_option("patterns", _input(f)) for f in files)

@@ -113,9 +113,14 @@ pub(crate) struct Lane {
 }
 
 impl EventSet {
+    /// `e`'s process and stream.
+    pub(crate) fn lane(&self, e: &Ev) -> Lane {
+        self.lanes[e.lane as usize]
+    }
+
     /// The index into [`EventSet::pids`] of `e`'s process.
     pub(crate) fn pid(&self, e: &Ev) -> u32 {
-        self.lanes[e.lane as usize].pid
+        self.lane(e).pid
     }
 }
 
@@ -198,8 +203,8 @@ impl HostIndex {
             let runtime = (0..r.len()).map(|i| (r.correlation.get(i), r.ts[i], r.dur[i]));
             let launches = (0..l.len()).map(|i| (l.correlation.get(i), l.ts[i], l.dur[i]));
             ops.chain(kernels).chain(runtime).chain(launches).map(move |(corr, ts, dur)| {
-                let start = clock.at(ts);
-                (corr, HostSide { start, end: clock.interval(ts, dur).1.max(start) })
+                let (start, end) = clock.interval(ts, dur);
+                (corr, HostSide { start, end: end.max(start) })
             })
         };
         if !earliest {

@@ -233,7 +233,7 @@ pub(crate) fn compute<'a>(
     let mut prev_end: Vec<f64> = Vec::new();
     let mut accs: Vec<[StreamAcc; 4]> = Vec::new();
     for e in events.filter(|e| !rule.hta || e.in_idle()) {
-        let lane = set.lanes[e.lane as usize];
+        let lane = set.lane(e);
         let key = if rule.by_pid { ((lane.pid as u64) << 32) | lane.stream as u64 } else { lane.stream as u64 };
         let slot = *slot_of.entry(key).or_insert_with(|| {
             keys.push(key);
