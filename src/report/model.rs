@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::analysis::framework::Framework;
 use crate::analysis::ranks::RankFacts;
 use crate::analysis::stage::Stage;
-use crate::analysis::timeline::Timeline;
+use crate::analysis::timeline::{Caveat, Timeline};
 use crate::error::Result;
 
 use serde::Serialize;
@@ -267,28 +267,36 @@ pub fn coarse_clock_note(path: &std::path::Path, extreme_us: f64) -> String {
     )
 }
 
-/// The warning for a trace that records a graph capture
-/// ([`crate::analysis::timeline::captures_graphs`]).
-pub fn graph_capture_note(path: &std::path::Path) -> String {
-    format!(
-        "warning: {}: the trace records a CUDA graph capture (a stream capture begins in it): the kernels launched \
-         while capturing run only when the graph is replayed, so the GPU idles through the capture and the timeline \
-         and verdict describe the capture, not the steady state; profile the replays",
-        crate::error::shown(path)
-    )
+/// The warning for a trace with a [`Caveat`].
+pub fn caveat_note(path: &std::path::Path, caveat: &Caveat) -> String {
+    let path = crate::error::shown(path);
+    match caveat {
+        Caveat::GraphCapture => format!(
+            "warning: {path}: the trace records a CUDA graph capture (a stream capture begins in it): the kernels \
+             launched while capturing run only when the graph is replayed, so the GPU idles through the capture and \
+             the timeline and verdict describe the capture, not the steady state; profile the replays"
+        ),
+        Caveat::Sampled(s) => format!(
+            "warning: {path}: the trace looks sampled or filtered: the correlation ids of its {} host calls step by \
+             {} at the median and {} at the 90th percentile, where the profiler's own traces step by a few, so most \
+             calls and the kernels they launched were left out; the GPU looks idle where they ran, and the timeline \
+             and verdict describe only the events kept",
+            s.calls, s.median, s.p90
+        ),
+    }
 }
 
 impl TriageReport {
     /// [`TriageReport::notes`] from the report's other fields, the GPU
     /// events each trace's timeline left out (`non_finite`, by trace), the
-    /// timestamp of each trace farthest from zero (`clocks`, µs) and the
-    /// traces that record a graph capture (`captures`).
+    /// timestamp of each trace farthest from zero (`clocks`, µs) and each
+    /// analysed trace's [`Caveat`]s.
     pub fn make_notes(
         &self,
         pid_substring: Option<&str>,
         non_finite: &[(PathBuf, u64)],
         clocks: &[(PathBuf, f64)],
-        captures: &[PathBuf],
+        caveats: &[(PathBuf, Caveat)],
     ) -> Vec<String> {
         let left_out = self.left_out.iter().map(LeftOut::note);
         let skipped = self.skipped_by_trace.iter().map(|(p, n)| skipped_note(p, *n));
@@ -298,8 +306,8 @@ impl TriageReport {
             .iter()
             .filter(|(_, m)| m.is_finite() && m.abs() >= COARSE_CLOCK_US)
             .map(|(p, m)| coarse_clock_note(p, *m));
-        let captures = captures.iter().map(|p| graph_capture_note(p));
-        left_out.chain(skipped).chain(pid).chain(non_finite).chain(coarse).chain(captures).collect()
+        let caveats = caveats.iter().map(|(p, c)| caveat_note(p, c));
+        left_out.chain(skipped).chain(pid).chain(non_finite).chain(coarse).chain(caveats).collect()
     }
 
     /// Why a stage's overlap table may be empty other than for want of rows

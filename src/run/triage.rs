@@ -25,7 +25,7 @@ use crate::analysis::sites::SiteIndex;
 use crate::analysis::stage::{parse_stage, path_stage, Stage};
 use crate::analysis::stage::{RowStages, StageRule};
 use crate::analysis::text::Masking;
-use crate::analysis::timeline::{timeline, Timeline, TimelineOptions};
+use crate::analysis::timeline::{timeline, Caveat, Timeline, TimelineOptions};
 use crate::analysis::types::{KernelEntry, StagePayload, Text};
 use crate::columns::Trace;
 use crate::error::{Error, Result};
@@ -618,15 +618,14 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             (as_given(&l.path), if lo.abs() > hi.abs() { lo } else { hi })
         })
         .collect();
-    // The analysed traces that record a graph capture.
-    let captures: Vec<PathBuf> = formal
+    // Why an analysed trace's timeline may not describe its run.
+    let caveats: Vec<(PathBuf, Caveat)> = formal
         .traces
         .iter()
         .filter_map(|p| loaded.iter().find(|l| &l.path == p))
-        .filter(|l| crate::analysis::timeline::captures_graphs(&l.trace))
-        .map(|l| as_given(&l.path))
+        .flat_map(|l| crate::analysis::timeline::caveats(&l.trace).into_iter().map(|c| (as_given(&l.path), c)))
         .collect();
-    report.notes = report.make_notes(opts.pid_substring.as_deref(), &non_finite, &clocks, &captures);
+    report.notes = report.make_notes(opts.pid_substring.as_deref(), &non_finite, &clocks, &caveats);
     crate::run::progress::phase("overlap rows");
     Ok(report)
 }

@@ -216,3 +216,20 @@ fn a_communication_bound_verdict_says_a_collective_waits_for_the_slowest_rank() 
     let md = run(&trace("param_dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz"), "markdown");
     assert!(md.contains("→ communication-bound (GPU idle 34.3%); a collective's kernel runs until the last rank joins it, so part of that may be waiting for a slower rank: `torchtriage batch` over the job's traces names the rank the others wait on"), "{md}");
 }
+
+#[test]
+fn a_sampled_trace_warns_that_its_timeline_counts_only_the_events_kept() {
+    // HTA's sampled traces keep about one host call in twenty: their
+    // correlation ids step by 36 and 37 at the median.
+    for rank in ["0", "1"] {
+        let p = trace(&format!("hta/trace_filter/sampled_rank-{rank}.json.gz"));
+        let out = common::run(&["triage", &p]);
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("the trace looks sampled or filtered"), "{stderr}");
+        assert!(stdout.contains("describe only the events kept"), "{stdout}");
+    }
+    // A complete trace whose ids step by 8 at the median says nothing of it.
+    let complete = run(&trace("tracelens/b200/eager_trace.json.gz"), "json");
+    assert!(!complete.contains("looks sampled"), "{complete}");
+}

@@ -18,8 +18,9 @@
 //! sums, percentiles, HTA's kernel type), `figures` (window, busy, idle,
 //! kernel classes, overlap, per-stream idle), `hostcalls` (the runtime calls
 //! the host was in while the GPU waited for it), `launch`, `steps`, `verdict`
-//! (the rule is documented in [`verdict`]) and `types` (the serializable
-//! result).
+//! (the rule is documented in [`verdict`]), `types` (the serializable
+//! result) and `caveats` (signs that the timeline does not describe the run:
+//! a graph capture, a sampled trace).
 //!
 //! Cost: it runs alone after ingest, on the columns only. One sort of the
 //! GPU events (40 bytes each; they are nearly in order already), host-side
@@ -29,6 +30,7 @@
 //! their names can mark steps (runs decoded in parallel); no per-kernel
 //! strings.
 
+pub mod caveats;
 mod corr;
 mod events;
 mod figures;
@@ -42,6 +44,7 @@ pub mod verdict;
 #[cfg(test)]
 mod tests;
 
+pub use caveats::{caveats, Caveat};
 pub use events::trace_rank;
 pub use figures::KERNEL_WAIT_US;
 pub(crate) use intervals::Union;
@@ -53,15 +56,6 @@ use crate::analysis::stage::{RowStages, Stage};
 use crate::columns::Trace;
 
 use figures::IdleRule;
-
-/// Whether `trace` records a CUDA or HIP graph capture (a
-/// `cudaStreamBeginCapture` or `hipStreamBeginCapture` call): the kernels
-/// launched during a capture run only when the graph is replayed, so the
-/// GPU idles through it whatever the host does.
-pub fn captures_graphs(trace: &Trace) -> bool {
-    let r = &trace.runtime;
-    (0..r.len()).any(|i| trace.s(r.name[i]).ends_with("StreamBeginCapture"))
-}
 
 /// The timeline of `trace` on `opts.basis`; `stages` is the stage of each
 /// kernel row. Never panics, whatever the times (a GPU event whose start or

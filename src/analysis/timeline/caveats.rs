@@ -1,0 +1,141 @@
+//! Signs in a trace that its timeline does not describe the run as it
+//! went: a CUDA graph capture (the kernels launched while capturing run only
+//! when the graph is replayed), and a sampled or filtered trace (events were
+//! dropped after profiling, so the GPU looks idle where left-out kernels
+//! ran). Each is a [`Caveat`]; the report turns them into warnings.
+
+use crate::columns::Trace;
+
+/// Host calls with a correlation id a trace needs before its ids can tell
+/// that it was sampled: fewer leave too few steps to judge.
+pub const SAMPLED_MIN_CALLS: usize = 100;
+/// The median step between consecutive correlation ids of the host calls at
+/// or above which a trace looks sampled. The profiler numbers every CUDA
+/// API call and leaves a few kinds out of the trace, so a complete trace
+/// steps by 1–11 (medians of the 44 public traces this tool is tested on);
+/// a trace that kept one call in twenty steps by 20 or more.
+pub const SAMPLED_MEDIAN_STEP: u64 = 24;
+/// The 90th percentile of those steps at or above which a trace looks
+/// sampled (at most 32 in the public traces; 280 and more in sampled ones).
+pub const SAMPLED_P90_STEP: u64 = 100;
+
+/// How the correlation ids of a trace's host calls step from one to the
+/// next (distinct ids in order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdSteps {
+    /// Distinct correlation ids of host calls (launches and other runtime
+    /// and driver calls).
+    pub calls: usize,
+    pub median: u64,
+    pub p90: u64,
+}
+
+/// Why a trace's timeline may not describe the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caveat {
+    /// A stream capture begins in the trace.
+    GraphCapture,
+    /// The host calls' correlation ids skip most numbers: calls (and the
+    /// kernels they launched) were left out of the trace.
+    Sampled(IdSteps),
+}
+
+/// The caveats of `trace`, in the order above.
+pub fn caveats(trace: &Trace) -> Vec<Caveat> {
+    let mut out = Vec::new();
+    if captures_graphs(trace) {
+        out.push(Caveat::GraphCapture);
+    }
+    if let Some(steps) = id_steps(trace).filter(looks_sampled) {
+        out.push(Caveat::Sampled(steps));
+    }
+    out
+}
+
+/// Whether `trace` records a CUDA or HIP graph capture (a
+/// `cudaStreamBeginCapture` or `hipStreamBeginCapture` call): the kernels
+/// launched during a capture run only when the graph is replayed, so the
+/// GPU idles through it whatever the host does.
+pub fn captures_graphs(trace: &Trace) -> bool {
+    let r = &trace.runtime;
+    (0..r.len()).any(|i| trace.s(r.name[i]).ends_with("StreamBeginCapture"))
+}
+
+/// Whether ids that step like `s` mark a sampled trace.
+pub fn looks_sampled(s: &IdSteps) -> bool {
+    s.calls >= SAMPLED_MIN_CALLS && s.median >= SAMPLED_MEDIAN_STEP && s.p90 >= SAMPLED_P90_STEP
+}
+
+/// The steps between the distinct correlation ids of `trace`'s host calls,
+/// or `None` with fewer than two.
+pub fn id_steps(trace: &Trace) -> Option<IdSteps> {
+    let (l, r) = (&trace.launches, &trace.runtime);
+    let mut ids: Vec<i64> =
+        (0..l.len()).map(|i| l.correlation.get(i)).chain((0..r.len()).map(|i| r.correlation.get(i))).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut steps: Vec<u64> = ids.windows(2).map(|w| w[1].abs_diff(w[0])).collect();
+    if steps.is_empty() {
+        return None;
+    }
+    let mut at = |q: usize| -> u64 {
+        let k = (q * (steps.len() - 1)) / 100;
+        *steps.select_nth_unstable(k).1
+    };
+    let (median, p90) = (at(50), at(90));
+    Some(IdSteps { calls: ids.len(), median, p90 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::load_bytes;
+
+    fn trace_with_calls(ids: impl Iterator<Item = i64>) -> Trace {
+        let events: Vec<String> = ids
+            .enumerate()
+            .map(|(i, c)| {
+                format!(
+                    r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{i},"dur":1,"args":{{"correlation":{c}}}}}"#
+                )
+            })
+            .collect();
+        load_bytes(format!(r#"{{"traceEvents":[{}]}}"#, events.join(",")).as_bytes()).expect("parses")
+    }
+
+    #[test]
+    fn a_complete_trace_steps_by_a_few_and_is_not_sampled() {
+        // Every third id kept, as when the profiler leaves out two calls in three.
+        let t = trace_with_calls((0..500).map(|i| 3 * i));
+        let s = id_steps(&t).unwrap();
+        assert_eq!((s.calls, s.median, s.p90), (500, 3, 3));
+        assert!(caveats(&t).is_empty());
+    }
+
+    #[test]
+    fn ids_that_skip_most_numbers_mark_a_sampled_trace() {
+        // Steps of 30, with every fifth one of 400.
+        let ids = (0..300i64).scan(0i64, |id, i| {
+            *id += if i % 5 == 4 { 400 } else { 30 };
+            Some(*id)
+        });
+        let t = trace_with_calls(ids);
+        let s = id_steps(&t).unwrap();
+        assert_eq!((s.median, s.p90), (30, 400));
+        assert_eq!(caveats(&t), vec![Caveat::Sampled(s)]);
+    }
+
+    #[test]
+    fn few_calls_or_only_a_few_long_steps_are_not_enough() {
+        // Wide steps, but only 50 calls.
+        let t = trace_with_calls((0..50).map(|i| 1000 * i));
+        assert_eq!(id_steps(&t).unwrap().median, 1000);
+        assert!(caveats(&t).is_empty());
+        // A wide median with a narrow tail, and a narrow median with a wide tail.
+        assert!(!looks_sampled(&IdSteps { calls: 500, median: 30, p90: 40 }));
+        assert!(!looks_sampled(&IdSteps { calls: 500, median: 5, p90: 400 }));
+        assert!(looks_sampled(&IdSteps { calls: 500, median: 24, p90: 100 }));
+        // No call at all, or one.
+        assert_eq!(id_steps(&trace_with_calls(std::iter::once(7))), None);
+    }
+}
