@@ -46,7 +46,7 @@ pub fn caveats(trace: &Trace) -> Vec<Caveat> {
     if captures_graphs(trace) {
         out.push(Caveat::GraphCapture);
     }
-    if let Some(steps) = id_steps(trace).filter(looks_sampled) {
+    if let Some(steps) = sampling(trace) {
         out.push(Caveat::Sampled(steps));
     }
     out
@@ -66,14 +66,40 @@ pub fn looks_sampled(s: &IdSteps) -> bool {
     s.calls >= SAMPLED_MIN_CALLS && s.median >= SAMPLED_MEDIAN_STEP && s.p90 >= SAMPLED_P90_STEP
 }
 
+/// How `trace`'s ids step when they mark it as sampled. Percentiles are
+/// taken only when at least half the steps reach the median's bar (else the
+/// median cannot), so a complete trace costs one pass over its ids.
+fn sampling(trace: &Trace) -> Option<IdSteps> {
+    let ids = host_ids(trace);
+    let steps = ids.len().checked_sub(1)?;
+    let wide = ids.windows(2).filter(|w| w[1].abs_diff(w[0]) >= SAMPLED_MEDIAN_STEP).count();
+    if ids.len() < SAMPLED_MIN_CALLS || 2 * wide < steps {
+        return None;
+    }
+    steps_of(&ids).filter(looks_sampled)
+}
+
 /// The steps between the distinct correlation ids of `trace`'s host calls,
 /// or `None` with fewer than two.
 pub fn id_steps(trace: &Trace) -> Option<IdSteps> {
+    steps_of(&host_ids(trace))
+}
+
+/// The distinct correlation ids of `trace`'s host calls, in order.
+fn host_ids(trace: &Trace) -> Vec<i64> {
     let (l, r) = (&trace.launches, &trace.runtime);
     let mut ids: Vec<i64> =
         (0..l.len()).map(|i| l.correlation.get(i)).chain((0..r.len()).map(|i| r.correlation.get(i))).collect();
-    ids.sort_unstable();
+    // Each table is in trace order, which mostly is id order: the stable
+    // sort merges such runs in linear time.
+    ids.sort();
     ids.dedup();
+    ids
+}
+
+/// The median and 90th percentile of the steps between `ids` (sorted,
+/// distinct), or `None` with fewer than two.
+fn steps_of(ids: &[i64]) -> Option<IdSteps> {
     let mut steps: Vec<u64> = ids.windows(2).map(|w| w[1].abs_diff(w[0])).collect();
     if steps.is_empty() {
         return None;
