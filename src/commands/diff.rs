@@ -23,13 +23,13 @@ pub struct DiffArgs {
     pub output: OutputArgs,
     /// Exit 1 when some stage of NEW is worse than BASE by more than this
     /// percentage (one line per such stage on stderr).
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = super::percent)]
     pub gate: Option<f64>,
     /// The figure the gate compares: `busy` (GPU busy time), `step` (median
     /// step time) or `kernel` (total kernel time). Default: the step median
     /// where both sides have steps that span their GPU work (and where the
     /// GPU idles within those steps, the step median or busy time, whichever
-    /// changed more), else busy time.
+    /// grew more: the worse change), else busy time.
     #[arg(long, value_enum, requires = "gate")]
     pub gate_on: Option<GateBasis>,
 }

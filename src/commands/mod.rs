@@ -14,6 +14,13 @@ use crate::analysis::timeline::{Basis, TimelineOptions};
 use crate::run::triage::TriageOptions;
 use std::io::Write;
 
+/// Reads a percentage option as a number, `-0` as `0` (so that no report
+/// says "more than -0%"); the range is checked by the command, which names
+/// the option in its refusal.
+pub fn percent(text: &str) -> std::result::Result<f64, String> {
+    text.trim().parse::<f64>().map(|x| x + 0.0).map_err(|e| e.to_string())
+}
+
 /// Analysis options shared by `triage` and `batch`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct AnalysisArgs {
@@ -27,7 +34,7 @@ pub struct AnalysisArgs {
     #[arg(long)]
     pub pid_substring: Option<String>,
     /// Hide rows below this share of the stage's GPU time, in percent.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = percent)]
     pub min_share: f64,
     /// Timeline basis: `trace` (every GPU kernel at the trace's own times),
     /// `hta` (Holistic Trace Analysis 0.5.0's figures, µs rounding and all)

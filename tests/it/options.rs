@@ -297,3 +297,17 @@ fn the_hta_timeline_basis_is_marked_in_every_view() {
     assert!(lines.next().unwrap().ends_with(",basis"), "{timeline}");
     assert!(lines.all(|l| l.ends_with(",hta")), "{timeline}");
 }
+
+#[test]
+fn minus_zero_is_read_as_zero() {
+    // `--gate -0` passes the range check; no report says "exceeds -0%".
+    let out = common::run(&["-q", "diff", "--format", "json", "--gate=-0", FIXTURE, FIXTURE]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["gate"]["threshold_pct"].as_f64().unwrap().is_sign_positive(), "{}", doc["gate"]);
+    let out = common::run(&["-q", "batch", "--format", "json", "--straggler-pct=-0", FIXTURE]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["straggler_pct"].to_string(), "0.0");
+    let out = common::run(&["-q", "batch", "--straggler-pct=-0", FIXTURE]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("-0%"));
+}
