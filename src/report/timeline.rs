@@ -257,7 +257,7 @@ fn verdict_text(stage: &StageTimeline) -> String {
             line + &comm_next(v)
         }
         VerdictKind::CommunicationBound => format!(
-            "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle}); a collective's kernel runs until the last rank joins it, so part of that may be waiting for a slower rank: `torchtriage batch` over the job's traces names the rank the others wait on",
+            "{name}: {} of the window is communication that no computation hides → communication-bound (GPU idle {idle}); a collective's kernel runs until the last rank joins it, so part of that may be waiting for a slower rank: a batch over the job's traces (torchtriage batch DIR) names the rank the others wait on",
             pct(v.exposed_comm_pct)
         ),
         VerdictKind::GpuIdle if v.idle_outside_window() => format!(
@@ -353,8 +353,19 @@ fn short_name(name: &str) -> String {
 }
 
 /// One line per stage: window, busy and idle share (with the idle time's
-/// main cause), communication/computation overlap and the top kernel.
+/// main cause), communication/computation overlap and the top kernel, its
+/// name escaped for a markdown table cell.
 pub fn headline(r: &TriageReport, t: &Timeline) -> Vec<String> {
+    headline_with(r, t, |n| escape_md_cell(&short_name(n)))
+}
+
+/// [`headline`] with the top kernel's name as plain text (shortened), for
+/// a renderer that escapes the whole line itself.
+pub fn headline_plain(r: &TriageReport, t: &Timeline) -> Vec<String> {
+    headline_with(r, t, short_name)
+}
+
+fn headline_with(r: &TriageReport, t: &Timeline, name: impl Fn(&str) -> String) -> Vec<String> {
     let mut lines = vec!["Headline".to_string()];
     if t.stages.is_empty() {
         lines.push("- no GPU kernels in this trace: nothing ran on a GPU, or the profiler did not record it".into());
@@ -363,8 +374,7 @@ pub fn headline(r: &TriageReport, t: &Timeline) -> Vec<String> {
     for stage in &t.stages {
         let f = stage_sum(stage);
         let busy = (f.window_us > 0.0).then(|| 100.0 * f.busy_us / f.window_us);
-        let top = top_kernel(r, stage.stage)
-            .map_or_else(|| "-".to_string(), |top| top.text(|n| escape_md_cell(&short_name(n))));
+        let top = top_kernel(r, stage.stage).map_or_else(|| "-".to_string(), |top| top.text(&name));
         lines.push(format!(
             "- {}: window {}, GPU busy {}, {}, comm/compute overlap {}, top kernel {}",
             stage.stage.label(),
@@ -552,8 +562,18 @@ pub(crate) fn steps_pace_note(stage: &StageTimeline) -> Option<String> {
     })
 }
 
-/// The steps line of a stage.
+/// The steps line of a stage, step names escaped for markdown.
 pub(crate) fn steps_line(stage: &StageTimeline) -> String {
+    steps_line_with(stage, escape_md_cell)
+}
+
+/// [`steps_line`] with the step names as they are, for a renderer that
+/// escapes the whole line itself.
+pub(crate) fn steps_line_plain(stage: &StageTimeline) -> String {
+    steps_line_with(stage, str::to_string)
+}
+
+fn steps_line_with(stage: &StageTimeline, name: impl Fn(&str) -> String) -> String {
     let s = &stage.steps;
     let Some(source) = s.source else {
         return "Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)".into();
@@ -564,7 +584,7 @@ pub(crate) fn steps_line(stage: &StageTimeline) -> String {
     let slowest: Vec<String> = s
         .slowest
         .iter()
-        .map(|x| format!("{} at ts {} ({})", escape_md_cell(&x.name), fixed(x.start_us, 3), format_ms(x.dur_us)))
+        .map(|x| format!("{} at ts {} ({})", name(&x.name), fixed(x.start_us, 3), format_ms(x.dur_us)))
         .collect();
     let pace = steps_pace_note(stage).map_or_else(String::new, |n| format!("; {n}"));
     format!(

@@ -368,3 +368,26 @@ fn list_cells_show_an_entry_a_line() {
     );
     assert!(!html.contains("(site share 53%); vllm"), "not joined into one line");
 }
+
+#[test]
+fn names_in_the_page_s_prose_are_not_escaped_for_markdown() {
+    // The top kernel's name and the slowest step's name hold characters a
+    // markdown table escapes (`<` before a letter, `|`); the page shows
+    // them as they are, and the markdown report escapes them.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    let events = [
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1 a|b","pid":1,"tid":1,"ts":0,"dur":100}"#,
+        r#"{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":2,"args":{"correlation":1}}"#,
+        r#"{"ph":"X","cat":"kernel","name":"void gemm<float>(int)","pid":0,"tid":7,"ts":5,"dur":50,"args":{"stream":7,"correlation":1}}"#,
+    ];
+    std::fs::write(&trace, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
+    let t = trace.to_str().unwrap();
+    let (_, html) = write_html(dir.path(), "names", &["triage", t]);
+    assert!(html.contains("top kernel void gemm&lt;float&gt; ("), "{html}");
+    assert!(html.contains("slowest: ProfilerStep#1 a|b at ts"), "{html}");
+    assert!(!html.contains("\\&lt;") && !html.contains("\\|"), "{html}");
+    let md = String::from_utf8(common::run(&["-q", "triage", "--format", "markdown", t]).stdout).unwrap();
+    assert!(md.contains("top kernel void gemm\\<float> ("), "{md}");
+    assert!(md.contains("slowest: ProfilerStep#1 a\\|b at ts"), "{md}");
+}

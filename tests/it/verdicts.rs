@@ -214,7 +214,7 @@ fn a_communication_bound_verdict_says_a_collective_waits_for_the_slowest_rank() 
     // DLRM rank 1: 59% of the window exposed communication, most of it its
     // all-to-all kernels waiting for rank 7 to join.
     let md = run(&trace("param_dlrm_8rank/worker1_step_12.1694128201556.pt.trace.json.gz"), "markdown");
-    assert!(md.contains("→ communication-bound (GPU idle 34.3%); a collective's kernel runs until the last rank joins it, so part of that may be waiting for a slower rank: `torchtriage batch` over the job's traces names the rank the others wait on"), "{md}");
+    assert!(md.contains("→ communication-bound (GPU idle 34.3%); a collective's kernel runs until the last rank joins it, so part of that may be waiting for a slower rank: a batch over the job's traces (torchtriage batch DIR) names the rank the others wait on"), "{md}");
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::analysis::timeline::StageTimeline;
 use crate::report::markdown::{hidden_rows_note, overlap_terms, KERNEL_LEGEND};
 use crate::report::model::TriageReport;
 use crate::report::timeline::{
-    clocks_offset_mark, headline, idle_split, launch_line, stage_sum, steps_line, verdict_line,
+    clocks_offset_mark, headline_plain, idle_split, launch_line, stage_sum, steps_line_plain, verdict_line,
 };
 
 use super::svg::{hbars, stacked_bar, Bar, Segment};
@@ -102,7 +102,7 @@ fn timeline_section(out: &mut String, stage: &StageTimeline) {
         "<p class=\"meta\">Each stream's gaps between its own kernels: summed over streams they can exceed the idle time above, which counts only time no stream runs.</p>"
     );
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&launch_line(stage)));
-    let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&steps_line(stage)));
+    let _ = writeln!(out, "<p class=\"meta\">{}</p>", esc(&steps_line_plain(stage)));
 }
 
 fn top_kernels(out: &mut String, r: &TriageReport, stage: Stage) {
@@ -251,7 +251,7 @@ pub fn render(r: &TriageReport) -> String {
         let _ = writeln!(b, "<p class=\"note\">{}</p>", esc(note));
     }
     if let Some(t) = r.shown_timeline() {
-        let lines = headline(r, t);
+        let lines = headline_plain(r, t);
         b.push_str("<div class=\"headline\"><ul>");
         for line in lines.iter().skip(1) {
             let _ = write!(b, "<li>{}</li>", esc(line.trim_start_matches("- ")));

@@ -178,7 +178,7 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
             o.text(&format!("Steps from {}{pace}.", step_source_name(src)));
         }
         // None in this stage, or none found at all: as the other formats say it.
-        _ => o.text(&format!("{}.", crate::report::timeline::steps_line(stage))),
+        _ => o.text(&format!("{}.", crate::report::timeline::steps_line_plain(stage))),
     }
     o.text(&format!("Verdict: {}", verdict_line(stage)));
     o.legend(TIMELINE_LEGEND);
