@@ -214,6 +214,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
                     "--jsonl - writes the lines to stdout, which carries the report: give -o FILE for the report",
                 ));
             }
+            super::stdout_open()?;
             Some(std::io::BufWriter::new(Box::new(std::io::stdout())))
         }
         Some(p) => Some(std::io::BufWriter::new(Box::new(

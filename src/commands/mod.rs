@@ -119,10 +119,32 @@ pub fn print_report(text: &str) -> crate::Result<()> {
     })
 }
 
+/// Set by the binary when the process started with no standard output
+/// (`cmd >&-`): the runtime then puts `/dev/null` there, where a report would
+/// vanish without an error.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that the process started with standard output closed: every
+/// report for stdout is then refused (exit 2) instead of being lost.
+pub fn mark_stdout_closed() {
+    STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// An error when the process started with standard output closed.
+pub fn stdout_open() -> crate::Result<()> {
+    if STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
+        let e = std::io::Error::from_raw_os_error(libc::EBADF);
+        let message = "standard output is closed, so the report would be lost: give -o FILE".to_string();
+        return Err(crate::Error { message, ..crate::Error::io(e) }.in_file(std::path::Path::new("stdout")));
+    }
+    Ok(())
+}
+
 /// [`print_report`] for a report that `write` writes to stdout as it goes
 /// (through a buffer), so that a large one is not built as one string
 /// first.
 pub fn print_report_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> crate::Result<()> {
+    stdout_open()?;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let r = write(&mut out).and_then(|()| out.flush());
     match r {

@@ -304,3 +304,37 @@ fn a_batch_of_one_file_names_it_as_a_file() {
     let dir = String::from_utf8(stdout_of(&["-q", "batch", RANKS])).unwrap();
     assert!(dir.lines().nth(1).is_some_and(|l| l.starts_with("Directory: ")), "{dir}");
 }
+
+/// Runs the binary with `args` and its standard output closed (`>&-`).
+#[cfg(target_os = "linux")]
+fn run_without_stdout(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec \"$@\" >&-")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_torchtriage"))
+        .args(args)
+        .output()
+        .expect("run sh")
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_report_for_a_closed_stdout_is_refused_not_lost() {
+    for args in [&["-q", "triage", FIXTURE][..], &["stats", FIXTURE], &["-q", "diff", FIXTURE, FIXTURE]] {
+        let out = run_without_stdout(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.trim_end(),
+            "torchtriage: stdout: standard output is closed, so the report would be lost: give -o FILE",
+            "{args:?}"
+        );
+    }
+    // A report written to a file does not need stdout.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.md");
+    let out = run_without_stdout(&["-q", "triage", FIXTURE, "-o", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("Triage View"));
+}
