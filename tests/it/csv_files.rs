@@ -300,3 +300,45 @@ fn batch_notes_are_in_their_own_csv() {
     let got: Vec<&str> = notes.iter().map(|row| row["note"].as_str()).collect();
     assert_eq!(got, want);
 }
+
+/// The gate's overall result is in `gate.csv`, and its lines (as stderr has
+/// them) in `notes.csv`: a gate that could not be evaluated is told apart
+/// from one that passed, and from no gate at all.
+#[test]
+fn diff_csv_records_the_gate() {
+    let cpu_only = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/traces/edge_cases/hta_cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], Option<i32>, &str, &str); 3] = [
+        (&["diff", FIXTURE, cpu_only, "--gate", "5"], Some(1), "", "no stage is present on both sides"),
+        (&["diff", FIXTURE, FIXTURE, "--gate", "5"], Some(0), "false", ""),
+        (&["diff", FIXTURE, FIXTURE], Some(0), "", ""),
+    ];
+    for (k, (args, code, tripped, not_evaluated)) in cases.into_iter().enumerate() {
+        let dir = tmp.path().join(k.to_string());
+        let mut all = vec!["-q"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "csv", "-o", dir.to_str().unwrap()]);
+        let out = common::run(&all);
+        assert_eq!(out.status.code(), code, "{args:?}");
+        let gate = read(&dir.join("gate.csv"));
+        let notes: Vec<String> = read(&dir.join("notes.csv")).into_iter().map(|r| r["note"].clone()).collect();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let gate_lines: Vec<String> =
+            stderr.lines().filter_map(|l| l.strip_prefix("torchtriage: ")).map(String::from).collect();
+        assert_eq!(notes, gate_lines, "{args:?}");
+        if args.contains(&"--gate") {
+            assert_eq!(gate.len(), 1, "{args:?}");
+            assert_eq!((gate[0]["threshold_pct"].as_str(), gate[0]["basis"].as_str()), ("5.0", "auto"));
+            assert_eq!(gate[0]["tripped"], tripped, "{args:?}");
+            assert!(gate[0]["not_evaluated"].starts_with(not_evaluated), "{args:?}");
+            if !not_evaluated.is_empty() {
+                assert!(notes[0].starts_with("gate: not evaluated: no stage is present"), "{notes:?}");
+            }
+        } else {
+            assert!(gate.is_empty(), "{gate:?}");
+        }
+    }
+}

@@ -29,6 +29,7 @@ pub const FILE_NAMES: &[&str] = &[
     "failures.csv",
     "skipped.csv",
     "categories.csv",
+    "gate.csv",
     "notes.csv",
 ];
 

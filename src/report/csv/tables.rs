@@ -323,7 +323,10 @@ pub(super) fn batch(b: &Value) -> Vec<(&'static str, String)> {
 }
 
 /// `timeline.csv` (one row per stage: base, new and delta figures, the
-/// normalisation and the gate), `kernels.csv`, `categories.csv`.
+/// normalisation and the gate), `kernels.csv`, `categories.csv`,
+/// `gate.csv` (the gate's overall result: one row with a gate, none
+/// without), `notes.csv` (the notes, then the gate's lines as stderr has
+/// them).
 pub(super) fn diff(d: &Value) -> Vec<(&'static str, String)> {
     let sides: Vec<String> = ["base", "new", "delta"]
         .iter()
@@ -341,5 +344,19 @@ pub(super) fn diff(d: &Value) -> Vec<(&'static str, String)> {
             categories.push(&[("stage", &s["stage"])], row, &[]);
         }
     }
-    vec![done("timeline.csv", timeline), done("kernels.csv", kernels), done("categories.csv", categories), notes(d)]
+    let mut gate = Table::with_columns(&["threshold_pct", "basis", "tripped", "not_evaluated"]);
+    if !d["gate"]["threshold_pct"].is_null() {
+        gate.push(&[], &d["gate"], &["messages"]);
+    }
+    let mut notes = Table::with_columns(&["note"]);
+    for note in items(&d["notes"]).iter().chain(items(&d["gate"]["messages"])) {
+        notes.push(&[("note", note)], &Value::Object(Default::default()), &[]);
+    }
+    vec![
+        done("timeline.csv", timeline),
+        done("kernels.csv", kernels),
+        done("categories.csv", categories),
+        done("gate.csv", gate),
+        done("notes.csv", notes),
+    ]
 }
