@@ -94,8 +94,8 @@ fn run(py: Python<'_>, args: Vec<String>) -> PyResult<i32> {
 /// found by carries (a symbolic link's own name), if any.
 #[pyfunction]
 fn batch_files(py: Python<'_>, dir: PathBuf) -> PyResult<Traces> {
-    let files = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
-    Ok(files.into_iter().map(|f| (f.path, f.name_rank)).collect())
+    let found = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
+    Ok(found.files.into_iter().map(|f| (f.path, f.name_rank)).collect())
 }
 
 /// Files or directories a batch left out, each with the reason.
@@ -116,9 +116,9 @@ fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skippe
     let mut traces = Vec::new();
     let mut skipped = Vec::new();
     for dir in dirs {
-        let files = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
-        skipped.extend(torchtriage::run::batch::skipped_files(&dir, &files));
-        traces.extend(files.into_iter().map(|f| (f.path, f.name_rank)));
+        let found = torchtriage::run::batch::discover_batch_files(&dir).map_err(|e| to_py(py, e))?;
+        skipped.extend(torchtriage::run::batch::skipped_files(&dir, &found));
+        traces.extend(found.files.into_iter().map(|f| (f.path, f.name_rank)));
     }
     skipped.sort();
     skipped.dedup();

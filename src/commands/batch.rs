@@ -195,10 +195,11 @@ pub fn file_options(args: &BatchArgs) -> Result<TriageOptions> {
 pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     check_args(args)?;
     let output = args.output.resolve(global.quiet)?;
-    let files = discover_batch_files(&args.dir)?;
+    let found = discover_batch_files(&args.dir)?;
+    let skipped = skipped_files(&args.dir, &found);
+    let files = found.files;
     output.check_not_input(files.iter().map(|f| f.path.as_path()))?;
     check_side_outputs(args, &output, &files)?;
-    let skipped = skipped_files(&args.dir, &files);
     let skip_notes = crate::run::batch::skip_warnings(&skipped);
     if !global.quiet && !global.embedded {
         for warning in &skip_notes {

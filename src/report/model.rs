@@ -448,6 +448,8 @@ pub enum SkipReason {
     DanglingLink,
     /// A directory whose entries cannot be listed (no permission).
     UnreadableDirectory,
+    /// A second name (a link) of a trace the batch reads under another.
+    SameFile,
 }
 
 impl SkipReason {
@@ -459,18 +461,21 @@ impl SkipReason {
             SkipReason::EmptyFile => "empty file",
             SkipReason::DanglingLink => "dangling symbolic link",
             SkipReason::UnreadableDirectory => "unreadable directory",
+            SkipReason::SameFile => "the same trace as another name in the batch",
         }
     }
 
     /// The warning for `path` skipped for this reason when it is a sign of
     /// a rank that should have been there (an empty file, a link to a moved
     /// run, a file named as a rank, `name_rank`, that is no trace: cut
-    /// short before its first event, overwritten); `None` for a file worth
-    /// only a line in the report.
+    /// short before its first event, overwritten; a second link to a trace
+    /// the batch has under another name); `None` for a file worth only a
+    /// line in the report.
     pub fn warning(self, path: &std::path::Path, name_rank: Option<u64>) -> Option<String> {
         let named = match (self, name_rank) {
             (SkipReason::EmptyFile | SkipReason::DanglingLink | SkipReason::UnreadableDirectory, _) => String::new(),
-            (SkipReason::NotATrace, Some(rank)) => format!(" (its name gives rank {rank})"),
+            (SkipReason::NotATrace | SkipReason::SameFile, Some(rank)) => format!(" (its name gives rank {rank})"),
+            (SkipReason::SameFile, None) => String::new(),
             _ => return None,
         };
         Some(format!("warning: {}: skipped, {self}{named}", crate::error::shown(path)))

@@ -330,12 +330,19 @@ fn oldest_first(found: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
 /// Trace files in a directory (or the file itself), in walk order: each as
 /// its canonical path and the path it was found by (a symbolic link's own
 /// name, which may carry a rank its target's does not). A file reached by
-/// several paths is listed once, by the first.
+/// several paths is listed once for each (read once to tell whether it is
+/// a trace); the caller picks among the names.
 pub fn discover_named_trace_files(path: &Path, recursive: bool) -> Vec<(PathBuf, PathBuf)> {
-    named_trace_files(path, recursive, &mut Sniffs::default())
+    named_files(path, recursive, &mut Sniffs::default(), true)
 }
 
+/// [`discover_named_trace_files`] with a file reached by several paths
+/// listed once, by the first.
 fn named_trace_files(path: &Path, recursive: bool, sniffs: &mut Sniffs) -> Vec<(PathBuf, PathBuf)> {
+    named_files(path, recursive, sniffs, false)
+}
+
+fn named_files(path: &Path, recursive: bool, sniffs: &mut Sniffs, every_name: bool) -> Vec<(PathBuf, PathBuf)> {
     if path.is_file() {
         let p = path.to_path_buf();
         return if sniffs.looks_like_trace(path) { vec![(p.clone(), p)] } else { vec![] };
@@ -346,12 +353,19 @@ fn named_trace_files(path: &Path, recursive: bool, sniffs: &mut Sniffs) -> Vec<(
             found.push(p);
         }
     });
-    let mut seen = std::collections::HashSet::new();
+    // Whether each canonical path is a trace, looked at once.
+    let mut seen: std::collections::HashMap<PathBuf, bool> = std::collections::HashMap::new();
     found
         .into_iter()
         .map(|p| (p.canonicalize().unwrap_or_else(|_| p.clone()), p))
-        .filter(|(c, _)| seen.insert(c.clone()))
-        .filter(|(c, _)| c.exists() && sniffs.looks_like_trace(c))
+        .filter(|(c, _)| match seen.get(c) {
+            Some(&trace) => every_name && trace,
+            None => {
+                let trace = c.exists() && sniffs.looks_like_trace(c);
+                seen.insert(c.clone(), trace);
+                trace
+            }
+        })
         .collect()
 }
 

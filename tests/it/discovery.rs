@@ -308,3 +308,37 @@ fn messages_name_a_linked_rank_by_its_link() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("torchtriage: job/rank0.json: byte 5000: "), "{err}");
 }
+
+/// Two links to one trace (`rank2.json` and `rank10.json`): the batch reads
+/// it once, as rank 2 (the lower rank, though `rank10` sorts first), and
+/// names the other link as skipped, with a warning, since the rank it names
+/// is missing.
+#[test]
+fn a_second_link_to_one_trace_is_named_as_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let links = dir.path().join("links");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::create_dir_all(&links).unwrap();
+    let (a, b) = (store.join("a.pt.trace.json"), store.join("b.pt.trace.json"));
+    std::fs::copy(FIXTURE, &a).unwrap();
+    std::fs::copy(FIXTURE, &b).unwrap();
+    for (name, target) in [("rank0.json", &a), ("rank2.json", &b), ("rank10.json", &b)] {
+        std::os::unix::fs::symlink(target, links.join(name)).unwrap();
+    }
+    let out = common::run(&["batch", "--format", "json", links.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ranks: Vec<u64> =
+        summary["stages"][0]["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [0, 2]);
+    let skipped = summary["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("links/rank10.json"), "{skipped:?}");
+    assert_eq!(skipped[0]["reason"], "the same trace as another name in the batch");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("rank10.json: skipped, the same trace as another name in the batch (its name gives rank 10)"),
+        "{stderr}"
+    );
+}

@@ -45,10 +45,11 @@ fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// files, empty files and files not recognised as traces (by content, or
 /// unreadable), worth a note since a truncated trace without `.trace.json`
 /// in its name ends up here rather than failing.
-pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, SkipReason)> {
+pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason)> {
     if !dir.is_dir() {
         return Vec::new();
     }
+    let files = &found.files;
     let mut all = Vec::new();
     json_files(dir, &mut all);
     all.sort();
@@ -87,8 +88,19 @@ pub fn skipped_files(dir: &Path, files: &[BatchFile]) -> Vec<(PathBuf, SkipReaso
     skipped.extend(
         passed.unreadable_dirs.into_iter().map(|p| (p.canonicalize().unwrap_or(p), SkipReason::UnreadableDirectory)),
     );
+    // A second link to a trace: the batch reads the trace once, under the
+    // first of its names, so a rank named by the other is missing.
+    skipped.extend(found.same_file.iter().map(|p| (std::path::absolute(p).unwrap_or(p.clone()), SkipReason::SameFile)));
     skipped.sort();
     skipped
+}
+
+/// The traces a batch reads, and the other names some of them were found
+/// by (links to a trace found first under another name).
+#[derive(Clone, Debug, Default)]
+pub struct Discovered {
+    pub files: Vec<BatchFile>,
+    pub same_file: Vec<PathBuf>,
 }
 
 /// The warnings `batch` gives about the `skipped` files that look like
@@ -107,8 +119,10 @@ fn is_json_name(p: &Path) -> bool {
 /// Every trace below `dir` (or `dir` itself when it is a file), by the
 /// discovery rules of `triage` but across all ranks and stages: `*.json` /
 /// `*.json.gz` / `*.json.zst` / `*.zst` files that look like traces, recursively, `merged-` files
-/// skipped unless nothing else is there. Sorted by path.
-pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
+/// skipped unless nothing else is there. Sorted by path; a trace found
+/// under several names (links) is read once, under the name with the
+/// lowest rank, else the first.
+pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
     if !dir.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(dir))));
     }
@@ -131,9 +145,21 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
     // found by (a link named `rank2.json` to a trace named otherwise).
     let mut paths: Vec<(PathBuf, PathBuf)> =
         paths.into_iter().map(|(p, named)| (p.canonicalize().unwrap_or(p), named)).collect();
-    paths.sort();
-    paths.dedup_by(|a, b| a.0 == b.0);
-    Ok(paths
+    // A trace found under several names is read under the one with the
+    // lowest rank (`rank2.json` before `rank10.json`), else the first.
+    let rank_order = |named: &Path| parse_rank(named).unwrap_or(u64::MAX);
+    paths.sort_by(|a, b| {
+        a.0.cmp(&b.0).then_with(|| rank_order(&a.1).cmp(&rank_order(&b.1))).then_with(|| a.1.cmp(&b.1))
+    });
+    let mut same_file = Vec::new();
+    paths.dedup_by(|later, first| {
+        let same = later.0 == first.0;
+        if same {
+            same_file.push(later.1.clone());
+        }
+        same
+    });
+    let files = paths
         .into_iter()
         .enumerate()
         .map(|(index, (path, named))| {
@@ -141,7 +167,8 @@ pub fn discover_batch_files(dir: &Path) -> Result<Vec<BatchFile>> {
             let name_rank = parse_rank(&named).or_else(|| parse_rank(&path));
             BatchFile { index, path, size, name_rank }
         })
-        .collect())
+        .collect();
+    Ok(Discovered { files, same_file })
 }
 
 /// `distributedInfo.rank` as a non-negative integer (or integral float /
