@@ -12,7 +12,9 @@ use crate::run::batch::summary::{merge_summaries, read_summaries};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct MergeArgs {
-    /// Summary files, or directories holding `*.summary.json` files.
+    /// Summary files, or directories searched (with their subdirectories) for
+    /// `*.summary.json` files. Two summaries of one trace that differ are
+    /// refused.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Bar, in percent above the stage median, for the likely slow rank and

@@ -198,3 +198,51 @@ fn the_files_notes_survive_the_summaries() {
     let md = common::run(&["-q", "batch", RANKS, filter[0], filter[1]]);
     assert_eq!(String::from_utf8_lossy(&md.stdout).matches("matches no process").count(), 8);
 }
+
+/// A job array that writes each task's summaries in a directory of its
+/// own: `merge` of the parent finds them all, as `batch` finds traces.
+#[test]
+fn summaries_in_subdirectories_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let sums = dir.path().join("sums");
+    let (code, batch, stderr) = json(&["batch", RANKS, "--summaries", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let nest = dir.path().join("nest");
+    for (k, e) in std::fs::read_dir(&sums).unwrap().enumerate() {
+        let task = nest.join(format!("task{}", k % 3)).join("out");
+        std::fs::create_dir_all(&task).unwrap();
+        let p = e.unwrap().path();
+        std::fs::copy(&p, task.join(p.file_name().unwrap())).unwrap();
+    }
+    let (code, merged, stderr) = json(&["merge", s(&nest)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(merged["files"], 8);
+    assert_eq!(merged["stages"], batch["stages"]);
+    // Nothing below: the message says it looked below too.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(empty.join("sub")).unwrap();
+    let out = common::run(&["merge", s(&empty)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no *.summary.json files found in ") && err.ends_with(" or below\n"), "{err}");
+}
+
+/// Two summaries of one trace that disagree (here made with and without a
+/// process filter) are refused, whichever comes first; two that agree
+/// count once.
+#[test]
+fn two_different_summaries_of_one_trace_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, filtered) = (dir.path().join("all"), dir.path().join("filtered"));
+    assert_eq!(json(&["batch", RANKS, "--summaries", s(&all)]).0, Some(0));
+    assert_eq!(json(&["batch", RANKS, "--pid-substring", "zzz", "--summaries", s(&filtered)]).0, Some(0));
+    for args in [["merge", s(&all), s(&filtered)], ["merge", s(&filtered), s(&all)]] {
+        let out = common::run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("summarize the same trace differently"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+    let (code, twice, stderr) = json(&["merge", s(&all), s(&all)]);
+    assert_eq!((code, &twice["files"]), (Some(0), &Value::from(8)), "{stderr}");
+}

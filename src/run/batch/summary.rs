@@ -130,31 +130,48 @@ fn json_error_offset(text: &[u8], e: &serde_json::Error) -> Option<u64> {
 }
 
 /// Every summary in `inputs` (summary files, or directories searched for
-/// `*.summary.json`), in trace-path order as `batch` orders its files;
-/// a trace summarized twice counts once.
+/// `*.summary.json` with their subdirectories, as `batch` searches for
+/// traces), in trace-path order as `batch` orders its files. A trace
+/// summarized twice counts once when the two summaries agree; when they do
+/// not (two runs, or other options), the merge is refused rather than made
+/// from whichever came first.
 pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            let entries = std::fs::read_dir(input).map_err(|e| Error::io(e).in_file(input))?;
-            for e in entries {
-                let p = e.map_err(|e| Error::io(e).in_file(input))?.path();
-                if p.is_file() && p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(SUMMARY_SUFFIX)) {
+            let unreadable = crate::run::discover::passed_over(input, true).unreadable_dirs;
+            if let Some(dir) = unreadable.first() {
+                return Err(Error::usage("cannot list this directory, which may hold summaries").in_file(dir));
+            }
+            crate::run::discover::walk_regular_files(input, true, &mut |p| {
+                if p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(SUMMARY_SUFFIX)) {
                     files.push(p);
                 }
-            }
+            });
         } else if input.is_file() {
             files.push(input.clone());
         } else {
             return Err(Error::usage("no such file or directory").in_file(input));
         }
     }
-    let mut out = files.iter().map(|p| read_summary(p)).collect::<Result<Vec<_>>>()?;
-    if out.is_empty() {
+    let mut read = files.iter().map(|p| Ok((p, read_summary(p)?))).collect::<Result<Vec<_>>>()?;
+    if read.is_empty() {
         let under: Vec<String> = inputs.iter().map(|p| crate::error::shown(p)).collect();
-        return Err(Error::usage(format!("no *{SUMMARY_SUFFIX} files found under {}", under.join(", "))));
+        return Err(Error::usage(format!("no *{SUMMARY_SUFFIX} files found in {} or below", under.join(", "))));
     }
-    out.sort_by(|a, b| a.file.cmp(&b.file));
+    read.sort_by(|a, b| a.1.file.cmp(&b.1.file));
+    for pair in read.windows(2) {
+        let ((a_path, a), (b_path, b)) = (&pair[0], &pair[1]);
+        if a.file == b.file && a != b {
+            return Err(Error::usage(format!(
+                "{} and {} summarize the same trace differently (two runs, or other options): merge one of them",
+                crate::error::shown(a_path),
+                crate::error::shown(b_path)
+            ))
+            .in_file(&a.file));
+        }
+    }
+    let mut out: Vec<RankSummary> = read.into_iter().map(|(_, s)| s).collect();
     out.dedup_by(|a, b| a.file == b.file);
     Ok(out)
 }
