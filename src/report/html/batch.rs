@@ -43,11 +43,22 @@ pub fn render(v: BatchView<'_>) -> String {
         for line in crate::report::batch::roles_lines(s, info.straggler_pct) {
             let _ = writeln!(b, "<p class=\"verdict\">{}</p>", esc(&line));
         }
+        // Ranks held by more than one file are told apart on hover.
+        let shared = |rank: u64| s.rows.iter().filter(|r| r.rank == rank).count() > 1;
         let groups: Vec<Group> = s
             .rows
             .iter()
             .map(|r| Group {
                 label: format!("rank {}", r.rank),
+                hover: if shared(r.rank) {
+                    let name = r
+                        .file
+                        .file_name()
+                        .map_or_else(|| r.file.display().to_string(), |n| n.to_string_lossy().into_owned());
+                    format!("rank {} ({name})", r.rank)
+                } else {
+                    format!("rank {}", r.rank)
+                },
                 mark: match r.role {
                     Some(Role::Slow) => Some("slow"),
                     _ => None,

@@ -211,15 +211,24 @@ pub fn axis_ticks(max: f64) -> Vec<f64> {
 /// in red with `mark` under the label), and one value per series.
 pub struct Group<'a> {
     pub label: String,
+    /// What a column's hover text names the group by (the label, with the
+    /// file when ranks share numbers).
+    pub hover: String,
     pub mark: Option<&'a str>,
     /// One value per series; `None` (a figure not measured) draws no
     /// column.
     pub values: Vec<Option<f64>>,
 }
 
+/// A chart this wide (px) or wider keeps its size and scrolls sideways
+/// instead of being shrunk to the page, which would leave its labels too
+/// small to read.
+pub const SCROLL_WIDTH: f64 = 1200.0;
+
 /// Vertical grouped columns: one group per item, one column per series
 /// (name, colour), all scaled to the largest value; a marked group gets a
-/// red outline and label.
+/// red outline and label. A chart of many groups scrolls sideways
+/// ([`SCROLL_WIDTH`]).
 pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f64) -> String) -> String {
     let (plot_h, top, bottom, left) = (240.0, 14.0, 44.0, 78.0);
     let col_w = 16.0;
@@ -230,12 +239,15 @@ pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f
     let ticks = axis_ticks(largest);
     // The axis ends at its last tick, so the tallest column stays under it.
     let max = ticks.last().copied().unwrap_or(largest).max(largest);
+    let wide = width >= SCROLL_WIDTH;
     let mut out = format!(
-        "<svg viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\">",
+        "{}<svg viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\"{}>",
+        if wide { "<div class=\"wrap\">" } else { "" },
         n(width),
         n(height),
         n(width),
-        n(height)
+        n(height),
+        if wide { " class=\"wide\"" } else { "" }
     );
     let base_y = top + plot_h;
     // The value axis: a gridline and a label at each tick.
@@ -294,7 +306,7 @@ pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f
                 n(base_y - h),
                 n(col_w - 2.0),
                 n(h),
-                esc(&g.label),
+                esc(&g.hover),
                 esc(name),
                 esc(&fmt(v))
             );
@@ -318,6 +330,6 @@ pub fn grouped_columns(groups: &[Group], series: &[(&str, &str)], fmt: &dyn Fn(f
             );
         }
     }
-    out.push_str("</svg>\n");
+    out.push_str(if wide { "</svg></div>\n" } else { "</svg>\n" });
     out
 }

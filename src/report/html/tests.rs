@@ -179,7 +179,12 @@ fn charts_stay_finite_with_missing_or_zero_figures() {
         paired_bars(&[Pair { label: "k", base: Some(0.0), new: Some(f64::INFINITY) }], ("#000", "#111"), &fmt),
         paired_bars(&[Pair { label: "k", base: None, new: Some(f64::NAN) }], ("#000", "#111"), &fmt),
         grouped_columns(
-            &[Group { label: "rank 0".into(), mark: Some("slow"), values: vec![Some(f64::NAN), Some(0.0), None] }],
+            &[Group {
+                label: "rank 0".into(),
+                hover: "rank 0".into(),
+                mark: Some("slow"),
+                values: vec![Some(f64::NAN), Some(0.0), None],
+            }],
             &[("busy", "#000"), ("idle", "#111"), ("comm", "#222")],
             &fmt,
         ),
@@ -352,7 +357,12 @@ fn value_axes_reach_past_the_largest_value_in_round_steps() {
     assert_eq!(axis_ticks(f64::NAN), vec![0.0]);
     // The batch chart labels its ticks.
     let svg = grouped_columns(
-        &[Group { label: "rank 0".into(), mark: None, values: vec![Some(12_000.0), Some(3_000.0)] }],
+        &[Group {
+            label: "rank 0".into(),
+            hover: "rank 0".into(),
+            mark: None,
+            values: vec![Some(12_000.0), Some(3_000.0)],
+        }],
         &[("busy", "#000"), ("idle", "#111")],
         &|v| ms(v),
     );
@@ -395,4 +405,27 @@ fn kernels_alike_up_to_the_cut_keep_apart_in_charts_and_tables() {
     assert_ne!(text(cells[0]), text(cells[1]), "{html}");
     assert!(text(cells[2]).starts_with("aiter::add_rmsnorm_quant_kernel"), "{html}");
     assert!(cells[2].contains(&format!("title=\"{mangled}\"")), "{html}");
+}
+
+#[test]
+fn a_chart_of_many_ranks_scrolls_instead_of_shrinking() {
+    let series = [("busy", "#000"), ("compute", "#111"), ("idle", "#222"), ("comm", "#333")];
+    let ranks = |count: u64| -> Vec<Group<'static>> {
+        (0..count)
+            .map(|r| Group {
+                label: format!("rank {r}"),
+                hover: format!("rank {r} (worker{r}.json)"),
+                mark: None,
+                values: vec![Some(1.0); 4],
+            })
+            .collect()
+    };
+    // Eight ranks fit the page; sixty-four keep their size in a scrolling box.
+    let few = grouped_columns(&ranks(8), &series, &|v| ms(v));
+    assert!(few.starts_with("<svg ") && !few.contains("class=\"wide\""), "{few}");
+    let many = grouped_columns(&ranks(64), &series, &|v| ms(v));
+    assert!(many.starts_with("<div class=\"wrap\"><svg ") && many.ends_with("</svg></div>\n"));
+    assert!(many.contains(" class=\"wide\">"));
+    // Labels under the columns stay short; the hover text names the file.
+    assert!(many.contains(">rank 63</text>") && many.contains("<title>rank 63 (worker63.json) busy: "), "{many}");
 }
