@@ -167,7 +167,11 @@ pub fn render(v: BatchView<'_>) -> String {
         }
         b.push_str("</ul>\n");
     }
-    page("torchtriage batch", &b)
+    let first = match info.source {
+        crate::report::batch::Source::Batch { dir, .. } => Some(dir),
+        crate::report::batch::Source::Merge { inputs } => inputs.first().map(|p| p.as_path()),
+    };
+    page(&super::title("torchtriage batch", first), &b)
 }
 
 /// `-` for a figure not measured.

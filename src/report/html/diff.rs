@@ -237,7 +237,7 @@ pub fn render(d: &DiffReport) -> String {
     if d.stages.is_empty() {
         let _ = writeln!(b, "<p class=\"note\">No stage on both sides.</p>");
     }
-    page("torchtriage diff", &b)
+    page(&super::title("torchtriage diff", d.new_traces.first().map(|p| p.as_path())), &b)
 }
 
 /// A kernel's time on one side, `-` when it did not run there (a `new` or

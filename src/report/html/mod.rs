@@ -253,6 +253,15 @@ pub fn legend(entries: &[(&str, String, &str)]) -> String {
 }
 
 /// The whole page around `body` (already HTML).
+/// The page's title: `what` and the file name of its first input, so that
+/// browser tabs of several reports tell them apart.
+pub fn title(what: &str, first: Option<&std::path::Path>) -> String {
+    match first.and_then(|p| p.file_name()) {
+        Some(name) => format!("{} — {what}", name.to_string_lossy()),
+        None => what.to_string(),
+    }
+}
+
 pub fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

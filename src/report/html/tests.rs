@@ -429,3 +429,14 @@ fn a_chart_of_many_ranks_scrolls_instead_of_shrinking() {
     // Labels under the columns stay short; the hover text names the file.
     assert!(many.contains(">rank 63</text>") && many.contains("<title>rank 63 (worker63.json) busy: "), "{many}");
 }
+
+#[test]
+fn a_page_s_title_names_its_input() {
+    use super::title;
+    assert_eq!(
+        title("torchtriage report", Some(std::path::Path::new("/x/rank0.json.gz"))),
+        "rank0.json.gz — torchtriage report"
+    );
+    assert_eq!(title("torchtriage batch", Some(std::path::Path::new("job/"))), "job — torchtriage batch");
+    assert_eq!(title("torchtriage batch", None), "torchtriage batch");
+}

@@ -302,5 +302,5 @@ pub fn render(r: &TriageReport) -> String {
         b,
         "<p class=\"note\">Click a column header to sort. Long names are shortened; hover for the full text.</p>"
     );
-    page("torchtriage report", &b)
+    page(&super::title("torchtriage report", r.formal_traces.first().map(|p| p.as_path())), &b)
 }
