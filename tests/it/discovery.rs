@@ -342,3 +342,20 @@ fn a_second_link_to_one_trace_is_named_as_skipped() {
         "{stderr}"
     );
 }
+
+/// `batch` of one empty file says it is empty, as `triage` does.
+#[test]
+fn batch_of_an_empty_file_says_it_is_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("rank0.json");
+    std::fs::write(&empty, b"").unwrap();
+    for command in ["batch", "triage"] {
+        let out = common::run(&[command, empty.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.ends_with("rank0.json: byte 0: empty input: expected a JSON object or array\n"),
+            "{command}: {err}"
+        );
+    }
+}

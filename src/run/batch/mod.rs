@@ -132,6 +132,9 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
     if paths.is_empty() {
         paths = found;
     }
+    if paths.is_empty() && dir.is_file() && std::fs::metadata(dir).is_ok_and(|m| m.len() == 0) {
+        return Err(Error::bad_input("empty input: expected a JSON object or array").in_file(dir).at(0));
+    }
     if paths.is_empty() && dir.is_file() {
         return Err(
             Error::usage("not recognised as a trace (its start does not look like a profiler trace)").in_file(dir)
