@@ -6,6 +6,7 @@
 
 pub mod framework;
 pub mod fusion;
+pub mod hardware;
 pub mod kernels;
 pub mod mapping;
 pub mod overlap;

@@ -206,6 +206,9 @@ pub struct TriageReport {
     /// `distributedInfo` of the first formal trace, if it has one.
     #[serde(skip)]
     pub distributed_info: Option<serde_json::Value>,
+    /// What the first formal trace ran on, for a comparison of two runs.
+    #[serde(skip)]
+    pub hardware: crate::analysis::hardware::Hardware,
     /// What the reader should know about how the report was made, one line
     /// each (`note: ...` or `warning: ...`), as the command also prints
     /// them on stderr: inputs not wholly analysed, events skipped, a pid

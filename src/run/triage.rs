@@ -545,6 +545,10 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             .first()
             .and_then(|p| find(p))
             .and_then(|l| l.trace.meta.distributed_info.clone()),
+        hardware: formal.traces.first().and_then(|p| find(p)).map_or_else(Default::default, |l| {
+            let m = &l.trace.meta;
+            crate::analysis::hardware::Hardware::of(m.device_properties.as_ref(), m.distributed_info.as_ref())
+        }),
         notes: Vec::new(),
     };
 

@@ -418,3 +418,36 @@ fn a_gate_says_which_stages_it_did_not_compare() {
     let (_, v, stderr) = json(&[base, new]);
     assert!(v["notes"].as_array().unwrap().is_empty() && stderr.is_empty(), "{stderr}");
 }
+
+/// Two runs on different GPU models or world sizes are compared, with a
+/// warning that a change may be the hardware's; two ranks of one job are
+/// not warned of.
+#[test]
+fn sides_on_different_hardware_are_warned_of() {
+    let ranks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let rank = |r: &str| {
+        std::fs::read_dir(ranks)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("worker{r}_")))
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let b200 = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/tracelens/b200/eager_trace.json.gz");
+    let (code, v, _) = json(&[&rank("0"), b200]);
+    assert_eq!(code, Some(0));
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains(
+            "warning: the sides ran on different hardware (GPUs 8× Tesla V100-SXM2-32GB against 8× NVIDIA B200): \
+             a change may be the hardware's, not the code's"
+        ),
+        "{notes}"
+    );
+    let (_, stdout, stderr) = run(&["diff", &rank("0"), b200]);
+    assert!(stderr.contains("torchtriage: warning: the sides ran on different hardware"), "{stderr}");
+    assert!(stdout.contains("the sides ran on different hardware"), "{stdout}");
+    let (_, same, _) = json(&[&rank("0"), &rank("1")]);
+    assert!(!same["notes"].to_string().contains("different hardware"), "{same}");
+}

@@ -386,6 +386,9 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
     let only_in_base: Vec<Stage> = base_stages.iter().copied().filter(|s| !new_stages.contains(s)).collect();
     let only_in_new: Vec<Stage> = new_stages.iter().copied().filter(|s| !base_stages.contains(s)).collect();
     let mut notes = shared_once(&base.notes, &new.notes);
+    notes.extend(base.hardware.difference(&new.hardware).map(|d| {
+        format!("warning: the sides ran on different hardware ({d}): a change may be the hardware's, not the code's")
+    }));
     notes.extend(super::uncompared_stages_note(&gate, &only_in_base, &only_in_new));
     let mut d = DiffReport {
         base_traces: base.formal_traces.clone(),

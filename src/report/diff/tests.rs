@@ -86,6 +86,7 @@ fn report(stage: Stage, rows: Vec<KernelTableRow>, busy_us: f64, step_p50: Optio
         pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
+        hardware: Default::default(),
         notes: vec![],
     }
 }

@@ -94,6 +94,7 @@ fn report(rows: Vec<KernelTableRow>) -> TriageReport {
         pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
+        hardware: Default::default(),
         notes: vec![],
     }
 }

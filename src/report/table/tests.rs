@@ -162,6 +162,7 @@ fn report() -> TriageReport {
         pid_unmatched: vec![],
         left_out: vec![],
         distributed_info: None,
+        hardware: Default::default(),
         notes: vec![],
     }
 }

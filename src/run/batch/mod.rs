@@ -88,8 +88,8 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
     skipped.extend(
         passed.unreadable_dirs.into_iter().map(|p| (p.canonicalize().unwrap_or(p), SkipReason::UnreadableDirectory)),
     );
-    // A second link to a trace: the batch reads the trace once, under the
-    // first of its names, so a rank named by the other is missing.
+    // A second link to a trace: the batch reads the trace once, under one
+    // of its names, so a rank another name gives is missing.
     skipped.extend(found.same_file.iter().map(|p| (std::path::absolute(p).unwrap_or(p.clone()), SkipReason::SameFile)));
     skipped.sort();
     skipped
