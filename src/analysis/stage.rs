@@ -1,8 +1,9 @@
 //! Stage resolution: which serving stage (`extend` = prefill, `decode`, or
 //! `all`) a GPU kernel belongs to, from user / gpu_user annotations. An
 //! annotation sharing the kernel's External id wins; otherwise a merged
-//! annotation window containing the kernel start; otherwise the nearest
-//! window within 20 ms.
+//! annotation window containing the kernel (a GPU-side window its start; a
+//! host-side one, by default, the start of its launch call); otherwise the
+//! nearest window within 20 ms.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Component, Path};
@@ -330,6 +331,15 @@ impl StageIndex {
 
     /// The reference's `resolve_kernel_stage`.
     pub fn resolve(&self, kernel_ts: f64, external_id: Option<i64>) -> Stage {
+        self.resolve_launched(kernel_ts, None, external_id)
+    }
+
+    /// [`StageIndex::resolve`], with the host-side (CPU) windows probed at
+    /// the start of the kernel's launch call when it has one: a CPU
+    /// annotation spans the host's time, and a GPU that runs behind the
+    /// host runs the kernels launched inside it after it has ended. GPU
+    /// windows are probed at the kernel's own start, as the reference does.
+    pub fn resolve_launched(&self, kernel_ts: f64, launch_ts: Option<f64>, external_id: Option<i64>) -> Stage {
         if let Some(ext) = external_id {
             if let Some(a) = self.by_external_id.get(&ext) {
                 return a.stage;
@@ -338,9 +348,10 @@ impl StageIndex {
         if self.gpu_windows.is_empty() && self.cpu_windows.is_empty() {
             return Stage::All;
         }
-        let probe = kernel_ts + 1e-3;
+        let gpu_probe = kernel_ts + 1e-3;
+        let cpu_probe = launch_ts.unwrap_or(kernel_ts) + 1e-3;
         let mut nearest: (Option<Stage>, Option<f64>) = (None, None);
-        for windows in [&self.gpu_windows, &self.cpu_windows] {
+        for (windows, probe) in [(&self.gpu_windows, gpu_probe), (&self.cpu_windows, cpu_probe)] {
             let (stage, gap) = windows.resolve(probe);
             if gap == Some(0.0) && stage.is_some() {
                 return stage.unwrap_or(Stage::All);
@@ -358,6 +369,27 @@ impl StageIndex {
     }
 }
 
+/// The start of each launch call, by correlation id (the first call of an
+/// id, in trace order).
+#[derive(Default)]
+struct LaunchTimes(Vec<(i64, f64)>);
+
+impl LaunchTimes {
+    fn of(trace: &Trace) -> Self {
+        let l = &trace.launches;
+        let mut v: Vec<(i64, f64)> = (0..l.len()).map(|i| (l.correlation.get(i), l.ts[i])).collect();
+        // Stable: the first call of an id stays first.
+        v.sort_by_key(|&(c, _)| c);
+        v.dedup_by_key(|&mut (c, _)| c);
+        LaunchTimes(v)
+    }
+
+    fn get(&self, correlation: i64) -> Option<f64> {
+        let i = self.0.binary_search_by_key(&correlation, |&(c, _)| c).ok()?;
+        Some(self.0[i].1)
+    }
+}
+
 /// The stage of every kernel row of a trace (`trace.kernels`), resolved
 /// once, in parallel, and shared by the kernel table and the overlap
 /// bundles: one byte per row.
@@ -367,17 +399,25 @@ pub struct RowStages {
 }
 
 impl RowStages {
-    /// The stage of every kernel row, annotation names read by `rule`.
+    /// The stage of every kernel row, annotation names read by `rule`;
+    /// under [`StageRule::Default`] a host-side (CPU) annotation holds the
+    /// kernels launched inside it ([`StageIndex::resolve_launched`]), under
+    /// [`StageRule::Reference`] those that start on the GPU inside it.
     pub fn build(trace: &Trace, rule: StageRule) -> Self {
         use rayon::prelude::*;
         let index = StageIndex::build(trace, rule);
         let k = &trace.kernels;
+        let launches = match rule {
+            StageRule::Default if !index.cpu_windows.is_empty() => LaunchTimes::of(trace),
+            _ => LaunchTimes::default(),
+        };
         let codes = (0..k.len())
             .into_par_iter()
             .with_min_len(1 << 12)
             .map(|i| {
                 let external_id = trace.resolve_external(k.get(i).external_id, k.get(i).correlation);
-                index.resolve(k.ts[i], external_id).code()
+                let launch_ts = k.get(i).correlation.and_then(|c| launches.get(c));
+                index.resolve_launched(k.ts[i], launch_ts, external_id).code()
             })
             .collect();
         RowStages { codes }

@@ -465,3 +465,46 @@ fn overlap_rows_come_by_priority() {
     b.sort();
     assert_eq!(a, b, "the same rows");
 }
+
+/// Deviation 29: a host-side stage annotation holds the kernels launched
+/// inside it. Here the GPU runs 30 ms behind the host: the three kernels
+/// launched inside the prefill step start on the GPU nearer the next
+/// decode step, where the reference files them.
+#[test]
+fn a_host_annotation_holds_the_kernels_launched_inside_it() {
+    let annotation = |name: &str, ts: u64| {
+        format!(
+            r#"{{"ph": "X", "cat": "user_annotation", "name": "{name}", "pid": 1, "tid": 1, "ts": {ts}, "dur": 100}}"#
+        )
+    };
+    let launch = |ts: u64, corr: u64| {
+        format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 5, "args": {{"correlation": {corr}}}}}"#
+        )
+    };
+    let mut events = vec![annotation("prefill step", 0), annotation("decode step", 40_000)];
+    for (corr, (launched, ran)) in [(10, 30_000), (20, 30_020), (30, 30_040), (40_010, 40_200)].into_iter().enumerate()
+    {
+        let corr = corr as u64 + 1;
+        events.push(launch(launched, corr));
+        events.push(kernel(&format!("k{corr}"), ran, corr));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_trace(&dir, &events);
+    let launches_by_stage = |extra: &[&str]| -> Vec<(String, u64)> {
+        let mut args = vec!["-q", "triage", "--format", "json", p.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&triage(&args)).unwrap();
+        v["kernel_tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let n = t["rows"].as_array().unwrap().iter().map(|r| r["launches"].as_u64().unwrap()).sum();
+                (t["stage"].as_str().unwrap().to_string(), n)
+            })
+            .collect()
+    };
+    assert_eq!(launches_by_stage(&[]), [("extend".to_string(), 3), ("decode".to_string(), 1)]);
+    assert_eq!(launches_by_stage(&["--compat", "reference"]), [("decode".to_string(), 4)]);
+}

@@ -324,10 +324,11 @@ fn kernels_per_step_counts_the_kernels_launched_inside_the_steps() {
 #[test]
 fn a_step_named_for_a_stage_belongs_to_it_and_counts_its_kernels() {
     // An SGLang extend step launches five kernels; the GPU runs the last
-    // three 100 ms later, past the prefill annotation (stage `all`). The
-    // step is the extend stage's, by its name, and counts the two extend
-    // kernels it launched; a step named for decode, which launched no
-    // decode kernel, goes by its kernels' stage.
+    // three 100 ms later, past the prefill annotation on the GPU, and the
+    // step's name names no kernel stage (stage `all`). The step is the
+    // extend stage's, by its name, and counts the two extend kernels it
+    // launched. A decode step launches one kernel that runs 100 ms after
+    // the step: the host-side annotation holds it, so it is a decode kernel.
     let mut ev = vec![
         annotation("gpu_user_annotation", "prefill", 0.0, 50.0),
         annotation("user_annotation", "step[EXTEND bs=4 toks=64]", -10.0, 30.0),
@@ -341,15 +342,16 @@ fn a_step_named_for_a_stage_belongs_to_it_and_counts_its_kernels() {
     }
     let tl = run(&trace_of(&ev), Basis::Trace);
     let stages: Vec<Stage> = tl.stages.iter().map(|s| s.stage).collect();
-    assert_eq!(stages, [Stage::Extend, Stage::All]);
-    let (extend, all) = (&tl.stages[0], &tl.stages[1]);
-    assert_eq!(extend.kernels(), 2);
+    assert_eq!(stages, [Stage::Extend, Stage::Decode, Stage::All]);
+    let (extend, decode, all) = (&tl.stages[0], &tl.stages[1], &tl.stages[2]);
+    assert_eq!((extend.kernels(), decode.kernels(), all.kernels()), (2, 1, 3));
     assert_eq!(extend.steps.count, 1);
     assert_eq!(extend.steps.slowest[0].name, "step[EXTEND bs=4 toks=64]");
     assert!(close(extend.launch.kernels_per_step.unwrap(), 2.0), "{:?}", extend.launch);
-    assert_eq!(all.steps.count, 1);
-    assert_eq!(all.steps.slowest[0].name, "step[DECODE bs=4]");
-    assert!(close(all.launch.kernels_per_step.unwrap(), 1.0), "{:?}", all.launch);
+    assert_eq!(decode.steps.count, 1);
+    assert_eq!(decode.steps.slowest[0].name, "step[DECODE bs=4]");
+    assert!(close(decode.launch.kernels_per_step.unwrap(), 1.0), "{:?}", decode.launch);
+    assert_eq!(all.steps.count, 0);
     // Over the whole trace, every kernel launched inside a step counts.
     assert!(close(tl.launch.kernels_per_step.unwrap(), 3.0), "{:?}", tl.launch);
 }
