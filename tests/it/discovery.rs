@@ -232,16 +232,21 @@ fn the_stages_of_a_folder_of_runs_come_from_one_run() {
     assert_eq!(analysed(tmp.path()), ["run_b/decode/z.json", "run_b/prefill/y.json"]);
 }
 
+/// `store/` for traces and `links/` for links to them, in `dir`.
+fn store_and_links(dir: &tempfile::TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (store, links) = (dir.path().join("store"), dir.path().join("links"));
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::create_dir_all(&links).unwrap();
+    (store, links)
+}
+
 /// A directory of links named by rank, to traces named by another rank
 /// (`rank0.json` → `worker7.json`): `triage` analyses the link named rank 0,
 /// the trace `batch` calls rank 0.
 #[test]
 fn ranks_are_read_from_the_names_links_give_them() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let links = dir.path().join("links");
-    std::fs::create_dir_all(&store).unwrap();
-    std::fs::create_dir_all(&links).unwrap();
+    let (store, links) = store_and_links(&dir);
     for (link, target) in [(0, 7), (1, 0)] {
         let t = store.join(format!("worker{target}.pt.trace.json"));
         std::fs::copy(FIXTURE, &t).unwrap();
@@ -316,10 +321,7 @@ fn messages_name_a_linked_rank_by_its_link() {
 #[test]
 fn a_second_link_to_one_trace_is_named_as_skipped() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let links = dir.path().join("links");
-    std::fs::create_dir_all(&store).unwrap();
-    std::fs::create_dir_all(&links).unwrap();
+    let (store, links) = store_and_links(&dir);
     let (a, b) = (store.join("a.pt.trace.json"), store.join("b.pt.trace.json"));
     std::fs::copy(FIXTURE, &a).unwrap();
     std::fs::copy(FIXTURE, &b).unwrap();

@@ -18,6 +18,16 @@ fn run(trace: &str, format: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Triages `trace` (exit 0) and checks that stderr warns `on_stderr` and
+/// the report carries `in_report`.
+fn warns(trace: &str, on_stderr: &str, in_report: &str) {
+    let out = common::run(&["triage", trace]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(on_stderr), "{stderr}");
+    assert!(stdout.contains(in_report), "{stdout}");
+}
+
 /// (kind, host_cause, host wait points, exposed communication points) of
 /// the trace's one stage.
 fn verdict(trace: &str) -> (String, Value, f64, f64) {
@@ -199,11 +209,7 @@ fn a_trace_that_records_a_graph_capture_says_its_timeline_is_the_captures() {
         kernel(5020, 5),
     ];
     std::fs::write(&p, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
-    let out = common::run(&["triage", p.to_str().unwrap()]);
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("records a CUDA graph capture"), "{stderr}");
-    assert!(stdout.contains("the timeline and verdict describe the capture"), "{stdout}");
+    warns(p.to_str().unwrap(), "records a CUDA graph capture", "the timeline and verdict describe the capture");
     // A trace without a capture says nothing of it.
     let plain = run(&trace("hta/trace_filter/sampled_rank-0.json.gz"), "markdown");
     assert!(!plain.contains("graph capture"), "{plain}");
@@ -223,11 +229,7 @@ fn a_sampled_trace_warns_that_its_timeline_counts_only_the_events_kept() {
     // correlation ids step by 36 and 37 at the median.
     for rank in ["0", "1"] {
         let p = trace(&format!("hta/trace_filter/sampled_rank-{rank}.json.gz"));
-        let out = common::run(&["triage", &p]);
-        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert_eq!(out.status.code(), Some(0), "{stderr}");
-        assert!(stderr.contains("the trace looks sampled or filtered"), "{stderr}");
-        assert!(stdout.contains("describe only the events kept"), "{stdout}");
+        warns(&p, "the trace looks sampled or filtered", "describe only the events kept");
     }
     // A complete trace whose ids step by 8 at the median says nothing of it.
     let complete = run(&trace("tracelens/b200/eager_trace.json.gz"), "json");
