@@ -12,7 +12,8 @@ pub const SAMPLED_MIN_CALLS: usize = 100;
 /// The median step between consecutive correlation ids of the host calls at
 /// or above which a trace looks sampled. The profiler numbers every CUDA
 /// API call and leaves a few kinds out of the trace, so a complete trace
-/// steps by 1–11 (medians of the 44 public traces this tool is tested on);
+/// steps by 1–11 (the medians of the 37 complete public traces in this
+/// tool's tests that have such ids);
 /// a trace that kept one call in twenty steps by 20 or more.
 pub const SAMPLED_MEDIAN_STEP: u64 = 24;
 /// The 90th percentile of those steps at or above which a trace looks
