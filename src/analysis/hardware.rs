@@ -26,12 +26,7 @@ impl Hardware {
             }
         }
         gpus.sort();
-        let world_size = distributed_info.and_then(|d| match d.get("world_size")? {
-            Value::Number(n) => n.as_u64(),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
-        });
-        Hardware { gpus, world_size }
+        Hardware { gpus, world_size: distributed_number(distributed_info, "world_size") }
     }
 
     /// How `self` and `other` differ, where both say: the GPU models, or the
@@ -53,6 +48,18 @@ impl Hardware {
     /// `8× NVIDIA A100-SXM4-40GB`, models joined by ` + `.
     fn gpus_text(&self) -> String {
         self.gpus.iter().map(|(n, c)| format!("{c}× {n}")).collect::<Vec<_>>().join(" + ")
+    }
+}
+
+/// `distributedInfo.<key>` as a non-negative integer (or integral float /
+/// numeric string).
+pub fn distributed_number(info: Option<&Value>, key: &str) -> Option<u64> {
+    match info?.get(key)? {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0 && *f < 1e15).map(|f| f as u64)
+        }),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
     }
 }
 

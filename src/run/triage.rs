@@ -512,6 +512,8 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
     // Python truthiness: an empty object counts as absent.
     let server_args = present(&formal.server_args).or_else(|| present(&mapping.server_args));
 
+    // The first formal trace's metadata: its job and its hardware.
+    let first_meta = formal.traces.first().and_then(|p| find(p)).map(|l| &l.trace.meta);
     let mut report = TriageReport {
         mode: if single { Mode::SingleTrace } else { Mode::MappingFormal },
         compat: opts.compat,
@@ -540,13 +542,8 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
                 .collect(),
             None => Vec::new(),
         },
-        distributed_info: formal
-            .traces
-            .first()
-            .and_then(|p| find(p))
-            .and_then(|l| l.trace.meta.distributed_info.clone()),
-        hardware: formal.traces.first().and_then(|p| find(p)).map_or_else(Default::default, |l| {
-            let m = &l.trace.meta;
+        distributed_info: first_meta.and_then(|m| m.distributed_info.clone()),
+        hardware: first_meta.map_or_else(Default::default, |m| {
             crate::analysis::hardware::Hardware::of(m.device_properties.as_ref(), m.distributed_info.as_ref())
         }),
         notes: Vec::new(),

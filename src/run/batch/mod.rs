@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use indexmap::IndexMap;
 
+use crate::analysis::hardware::distributed_number;
 use crate::analysis::ranks::{RankFacts, RankSource, StageFacts};
 use crate::analysis::stage::{parse_stage, Stage};
 use crate::error::{Error, Result};
@@ -178,18 +179,6 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
 /// numeric string).
 fn distributed_rank(info: Option<&serde_json::Value>) -> Option<u64> {
     distributed_number(info, "rank")
-}
-
-/// `distributedInfo.<key>` as a non-negative integer (or integral float /
-/// numeric string).
-fn distributed_number(info: Option<&serde_json::Value>, key: &str) -> Option<u64> {
-    match info?.get(key)? {
-        serde_json::Value::Number(n) => n.as_u64().or_else(|| {
-            n.as_f64().filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0 && *f < 1e15).map(|f| f as u64)
-        }),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
 }
 
 /// The file's rank: from its name, else from the trace's `distributedInfo`,
