@@ -199,6 +199,7 @@ const DIFF_STAGE: &[&str] = &[
     "gate.new_us",
     "gate.change_pct",
     "gate.tripped",
+    "gate.work_ratio",
 ];
 
 fn joined(parts: &[&[&str]]) -> Vec<String> {

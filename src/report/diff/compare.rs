@@ -292,16 +292,22 @@ fn category_rows(base: &SideKernels, new: &SideKernels, norm: &Normalization) ->
 /// work, else busy time; and where the GPU also sits idle within the steps
 /// on either side (a host-bound run, whose step time a slower kernel does
 /// not change), busy time as well, the worse change deciding.
-fn gate_stage(gate: &GateOptions, base: &StageFigures, new: &StageFigures, norm: &Normalization) -> Option<StageGate> {
+fn gate_stage(
+    gate: &GateOptions,
+    base: &StageFigures,
+    new: &StageFigures,
+    norm: &Normalization,
+    work_ratio: Option<f64>,
+) -> Option<StageGate> {
     if let Some(basis) = gate.basis {
-        return gate_on(basis, gate.threshold_pct, base, new, norm);
+        return gate_on(basis, gate.threshold_pct, base, new, norm, work_ratio);
     }
     let steps = |f: &StageFigures| f.step_p50_us.is_some() && f.steps_span_gpu;
-    let busy = gate_on(GateBasis::Busy, gate.threshold_pct, base, new, norm);
+    let busy = gate_on(GateBasis::Busy, gate.threshold_pct, base, new, norm, work_ratio);
     if !(steps(base) && steps(new)) {
         return busy;
     }
-    let step = gate_on(GateBasis::Step, gate.threshold_pct, base, new, norm);
+    let step = gate_on(GateBasis::Step, gate.threshold_pct, base, new, norm, work_ratio);
     if !(base.gpu_idles_in_steps || new.gpu_idles_in_steps) {
         return step;
     }
@@ -321,6 +327,7 @@ fn gate_on(
     base: &StageFigures,
     new: &StageFigures,
     norm: &Normalization,
+    work_ratio: Option<f64>,
 ) -> Option<StageGate> {
     let pick = |f: &StageFigures| match basis {
         GateBasis::Busy => f.busy_us,
@@ -334,9 +341,47 @@ fn gate_on(
             (base_us, new_us, per) = (base_us / b, new_us / n, NormBasis::Step);
         }
     }
+    // Totals of captures of different lengths: NEW's to BASE's amount of work.
+    let work_ratio = work_ratio.filter(|_| basis != GateBasis::Step && norm.basis == NormBasis::WindowMs);
+    if let Some(r) = work_ratio {
+        new_us /= r;
+    }
     let change_pct = pct_change(base_us, new_us - base_us);
     let tripped = change_pct.is_some_and(|c| c > threshold_pct);
-    Some(StageGate { basis, per, base_us, new_us, change_pct, tripped })
+    Some(StageGate { basis, per, base_us, new_us, change_pct, tripped, work_ratio })
+}
+
+/// Launches off by less than this (relative) count as the same work.
+const SAME_WORK: f64 = 0.02;
+
+/// How many times as often NEW launched the kernels both sides ran: the
+/// median of each such kernel's launch ratio, weighted by BASE's time in
+/// it, so that a kernel fused away or added (which only one side ran) or
+/// a few kernels launched a different number of times do not move it.
+/// `None` when it is within [`SAME_WORK`] of 1 (the sides captured the same
+/// work) or when the kernels both ran hold under half of BASE's kernel
+/// time (too little to say).
+fn work_ratio(base: &SideKernels, new: &SideKernels, matched_base_pct: Option<f64>) -> Option<f64> {
+    if matched_base_pct? < 50.0 {
+        return None;
+    }
+    let ((base_rows, _), (new_rows, _)) = (base.as_ref()?, new.as_ref()?);
+    let mut ratios: Vec<(f64, f64)> = base_rows
+        .iter()
+        .filter_map(|(name, b)| {
+            let n = new_rows.get(name)?;
+            (b.launches > 0 && n.launches > 0 && b.total_us > 0.0)
+                .then(|| (n.launches as f64 / b.launches as f64, b.total_us))
+        })
+        .collect();
+    ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let half = ratios.iter().map(|r| r.1).sum::<f64>() / 2.0;
+    let mut seen = 0.0;
+    let median = ratios.iter().find(|r| {
+        seen += r.1;
+        seen >= half
+    })?;
+    ((median.0 - 1.0).abs() > SAME_WORK).then_some(median.0)
 }
 
 /// Compares NEW against BASE.
@@ -350,9 +395,10 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
         let base_f = StageFigures::of(stage_timeline(base, stage), base_k.as_ref().map(|k| k.1));
         let new_f = StageFigures::of(stage_timeline(new, stage), new_k.as_ref().map(|k| k.1));
         let normalization = Normalization::of(&base_f, &new_f);
-        let gate = opts.gate.as_ref().and_then(|g| gate_stage(g, &base_f, &new_f, &normalization));
-        let categories = category_rows(&base_k, &new_k, &normalization);
         let matched_base_pct = matched_base_pct(&base_k, &new_k);
+        let ratio = work_ratio(&base_k, &new_k, matched_base_pct);
+        let gate = opts.gate.as_ref().and_then(|g| gate_stage(g, &base_f, &new_f, &normalization, ratio));
+        let categories = category_rows(&base_k, &new_k, &normalization);
         let (kernels, kernels_hidden) = kernel_rows(base_k, new_k, opts.min_share, &normalization);
         let delta = StageFigures::delta(&base_f, &new_f);
         stages.push(StageDiff {

@@ -165,17 +165,15 @@ fn timeline_table(out: &mut Vec<String>, s: &StageDiff) {
     }
     if let Some(g) = &s.gate {
         let verdict = if g.tripped { "tripped" } else { "passed" };
-        let per = match g.per {
-            NormBasis::None => String::new(),
-            per => format!(" {}", per.per()),
-        };
         out.push(String::new());
         out.push(format!(
-            "Gate on {}{per}: {} -> {} ({}), {verdict}.",
+            "Gate on {}{}: {} -> {} ({}), {verdict}.{}",
             g.basis.label(),
+            g.per_label(),
             time(g.base_us),
             time(g.new_us),
-            signed_pct(g.change_pct)
+            signed_pct(g.change_pct),
+            g.work_note().map_or_else(String::new, |n| format!(" {n}"))
         ));
     }
 }

@@ -371,6 +371,44 @@ pub struct StageGate {
     /// `None` when BASE is zero: nothing to compare against.
     pub change_pct: Option<f64>,
     pub tripped: bool,
+    /// How many times as often NEW launched the kernels both sides ran,
+    /// when busy or kernel time is compared over windows of different
+    /// lengths that have no steps to divide by and the launches show
+    /// different amounts of work: `new_us` is NEW's figure divided by it,
+    /// so that the gate compares the same work. `None` otherwise.
+    pub work_ratio: Option<f64>,
+}
+
+impl StageGate {
+    /// What the compared figures are per, as the gate's lines word it after
+    /// the figure's name (` per step`); empty for totals.
+    pub fn per_label(&self) -> String {
+        match (self.per, self.work_ratio) {
+            (NormBasis::None, Some(_)) => " per base's work".to_string(),
+            (NormBasis::None, None) => String::new(),
+            (per, _) => format!(" {}", per.per()),
+        }
+    }
+
+    /// Why NEW's figure was divided, for a gate that compares the same work
+    /// over captures of different lengths; `None` otherwise.
+    pub fn work_note(&self) -> Option<String> {
+        let r = self.work_ratio?;
+        Some(format!(
+            "The sides cover different spans without steps to divide by, and new launched the kernels both ran {} as often: the gate divides new's {} time by that to compare the same work.",
+            ratio_text(r),
+            self.basis.label()
+        ))
+    }
+}
+
+/// A ratio as the gate's lines write it: `2.00×`, `0.500×`.
+fn ratio_text(r: f64) -> String {
+    if r >= 1.0 {
+        format!("{r:.2}×")
+    } else {
+        format!("{r:.3}×")
+    }
 }
 
 /// One stage on both sides.
@@ -479,14 +517,17 @@ impl DiffReport {
             .iter()
             .filter_map(|s| {
                 let g = s.gate.as_ref().filter(|g| g.tripped)?;
-                let per = match g.per {
-                    NormBasis::None => String::new(),
-                    per => format!(" {}", per.per()),
-                };
+                let work = g.work_ratio.map_or_else(String::new, |r| {
+                    format!(
+                        " (new launched the kernels both ran {} as often, without steps to divide by)",
+                        ratio_text(r)
+                    )
+                });
                 Some(format!(
-                    "gate: {}: {}{per} {} -> {} ({}) exceeds {threshold}%",
+                    "gate: {}: {}{} {} -> {} ({}) exceeds {threshold}%{work}",
                     s.stage.label(),
                     g.basis.label(),
+                    g.per_label(),
                     markdown::time(g.base_us),
                     markdown::time(g.new_us),
                     markdown::signed_pct(g.change_pct)

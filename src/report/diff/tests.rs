@@ -378,9 +378,65 @@ fn different_windows_without_steps_are_also_given_per_ms() {
     assert_eq!(&*s.kernels[0].kernel, "a");
     let a = s.kernels[0].normalized.unwrap();
     assert_eq!((a.base_us, a.new_us, a.delta_us), (500.0, 500.0, 0.0));
+    // `a`, nearly all of BASE's kernel time, launched twice as often: the
+    // new capture holds twice the work, and the gate compares it per
+    // BASE's work (busy 2000 / 2 against 1000).
     let g = s.gate.as_ref().unwrap();
-    assert_eq!((g.basis, g.per, g.base_us, g.new_us), (GateBasis::Busy, NormBasis::None, 1000.0, 2000.0));
+    assert_eq!((g.basis, g.per, g.work_ratio), (GateBasis::Busy, NormBasis::None, Some(2.0)));
+    assert_eq!((g.base_us, g.new_us, g.change_pct), (1000.0, 1000.0, Some(0.0)));
+    assert!(!g.tripped);
+    assert!(d.gate_failures().is_empty());
+    let md = markdown(&d);
+    assert!(md.contains("Gate on busy per base's work: 1.00 ms -> 1.00 ms (0.0%), passed."), "{md}");
+    assert!(md.contains("new launched the kernels both ran 2.00× as often"), "{md}");
+}
+
+#[test]
+fn a_longer_capture_of_slower_work_trips_the_gate_per_base_work() {
+    // Twice the launches and 2.4 times the busy time: 20% slower for the
+    // same work.
+    let base = report(Stage::All, vec![row("a", 1000.0, 10)], 1000.0, None);
+    let new = report(Stage::All, vec![row("a", 2400.0, 20)], 2400.0, None);
+    let d = diff(&base, &new, &gate(10.0, None));
+    let g = d.stages[0].gate.as_ref().unwrap();
+    assert_eq!((g.work_ratio, g.new_us), (Some(2.0), 1200.0));
     assert!(g.tripped);
+    let lines = d.gate_failures();
+    assert_eq!(
+        lines,
+        ["torchtriage: gate: all: busy per base's work 1.00 ms -> 1.20 ms (+20.0%) exceeds 10% (new launched the kernels both ran 2.00× as often, without steps to divide by)"]
+    );
+}
+
+#[test]
+fn the_same_launches_over_a_longer_window_compare_totals() {
+    // The same kernels launched as often, twice as slow: a real
+    // regression, which also lengthens the window.
+    let base = report(Stage::All, vec![row("a", 1000.0, 10), row("b", 500.0, 5)], 1500.0, None);
+    let new = report(Stage::All, vec![row("a", 2000.0, 10), row("b", 1000.0, 5)], 3000.0, None);
+    let d = diff(&base, &new, &gate(10.0, None));
+    let s = &d.stages[0];
+    assert_eq!(s.normalization.basis, NormBasis::WindowMs);
+    let g = s.gate.as_ref().unwrap();
+    assert_eq!((g.work_ratio, g.base_us, g.new_us), (None, 1500.0, 3000.0));
+    assert!(g.tripped);
+    assert!(!markdown(&d).contains("per base's work"));
+}
+
+#[test]
+fn launch_ratios_are_weighted_by_base_time_and_need_matched_kernels() {
+    // `big` (launched as often) holds most of BASE's time: the same work,
+    // whatever `small` did.
+    let base = report(Stage::All, vec![row("big", 900.0, 10), row("small", 100.0, 10)], 1000.0, None);
+    let new = report(Stage::All, vec![row("big", 900.0, 10), row("small", 300.0, 30)], 1200.0, None);
+    let d = diff(&base, &new, &gate(10.0, Some(GateBasis::Kernel)));
+    let g = d.stages[0].gate.as_ref().unwrap();
+    assert_eq!((g.work_ratio, g.new_us), (None, 1200.0));
+    // Kernels both ran hold under half of BASE's time: no ratio.
+    let base = report(Stage::All, vec![row("old", 900.0, 10), row("kept", 100.0, 10)], 1000.0, None);
+    let new = report(Stage::All, vec![row("fused", 900.0, 5), row("kept", 200.0, 20)], 1100.0, None);
+    let d = diff(&base, &new, &gate(10.0, None));
+    assert_eq!(d.stages[0].gate.as_ref().unwrap().work_ratio, None);
 }
 
 #[test]

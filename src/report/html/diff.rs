@@ -88,13 +88,17 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
     if let Some(g) = &s.gate {
         let _ = writeln!(
             b,
-            "<p class=\"verdict\">Gate ({}): {} → {} ({}){}</p>",
+            "<p class=\"verdict\">Gate ({}{}): {} → {} ({}){}</p>",
             esc(g.basis.label()),
+            esc(&g.per_label()),
             esc(&ms(g.base_us)),
             esc(&ms(g.new_us)),
             esc(&signed_pct(g.change_pct)),
             if g.tripped { " — tripped" } else { "" }
         );
+        if let Some(note) = g.work_note() {
+            let _ = writeln!(b, "<p>{}</p>", esc(&note));
+        }
     }
     // Few kernel names in common (another GPU vendor, another library):
     // the categories tell the story, the kernels only come and go.

@@ -109,18 +109,18 @@ fn timeline_table(o: &mut Out, s: &StageDiff) {
         o.text(&note);
     }
     if let Some(g) = &s.gate {
-        let per = match g.per {
-            NormBasis::None => String::new(),
-            per => format!(" {}", per.per()),
-        };
         o.text(&format!(
-            "Gate on {}{per}: {} ms -> {} ms ({}%), {}.",
+            "Gate on {}{}: {} ms -> {} ms ({}%), {}.",
             g.basis.label(),
+            g.per_label(),
             ms(g.base_us),
             ms(g.new_us),
             signed_pct(g.change_pct),
             if g.tripped { "tripped" } else { "passed" }
         ));
+        if let Some(note) = g.work_note() {
+            o.text(&note);
+        }
     }
 }
 
