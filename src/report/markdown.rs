@@ -119,18 +119,38 @@ fn group_by_stage(stages: &[Stage]) -> Vec<(Stage, Vec<usize>)> {
 /// Renders one table per stage (headed by `##### stage`), or a single
 /// unheaded table when there are no rows or only the `all` stage.
 fn stage_sections(stages: &[Stage], render: &dyn Fn(&[usize]) -> Vec<String>) -> Vec<String> {
+    stage_sections_with(stages, &[], &|_| Vec::new(), render)
+}
+
+/// [`stage_sections`], where each stage of `empty` that `stages` lacks (a
+/// stage with no row to show) gets a section of its own from
+/// `render_empty`, in stage order among the others; with any such
+/// section, the `all` stage is headed too.
+fn stage_sections_with(
+    stages: &[Stage],
+    empty: &[Stage],
+    render_empty: &dyn Fn(Stage) -> Vec<String>,
+    render: &dyn Fn(&[usize]) -> Vec<String>,
+) -> Vec<String> {
     if stages.is_empty() {
         return render(&[]);
     }
-    let groups = group_by_stage(stages);
-    if groups.len() == 1 && groups[0].0 == Stage::All {
-        return render(&groups[0].1);
+    let mut groups: Vec<(Stage, Option<Vec<usize>>)> =
+        group_by_stage(stages).into_iter().map(|(s, idx)| (s, Some(idx))).collect();
+    groups.extend(empty.iter().filter(|s| !stages.contains(s)).map(|&s| (s, None)));
+    groups.sort_by_key(|(s, _)| *s);
+    groups.dedup_by_key(|(s, _)| *s);
+    if let [(Stage::All, Some(idx))] = groups.as_slice() {
+        return render(idx);
     }
     let mut lines = Vec::new();
     let n = groups.len();
     for (i, (stage, idx)) in groups.iter().enumerate() {
         lines.push(format!("##### {}", stage.label()));
-        lines.extend(render(idx));
+        match idx {
+            Some(idx) => lines.extend(render(idx)),
+            None => lines.extend(render_empty(*stage)),
+        }
         if i + 1 != n {
             lines.push(String::new());
         }
@@ -141,30 +161,27 @@ fn stage_sections(stages: &[Stage], render: &dyn Fn(&[usize]) -> Vec<String>) ->
 fn kernel_tables(r: &TriageReport) -> Vec<String> {
     let rows: Vec<(Stage, &KernelTableRow)> = r.rendered_kernel_rows().collect();
     let stages: Vec<Stage> = rows.iter().map(|(s, _)| *s).collect();
-    let mut lines = kernel_sections(r, &rows, &stages);
     // A stage whose rows the share bar all hid, beside stages with rows
     // shown, gets its section saying what the bar hid.
-    if r.compat == Compat::Default && !stages.is_empty() {
-        for stage in stages_without(r.kernel_tables.iter().map(|t| t.stage), &stages) {
-            lines.push(String::new());
-            lines.push(format!("##### {}", stage.label()));
-            lines.push(r.no_kernel_rows_text());
-            lines.extend(hidden_rows_note(r, stage));
-        }
-    }
-    lines
+    let hidden: Vec<Stage> = match r.compat {
+        Compat::Default => r.kernel_tables.iter().map(|t| t.stage).collect(),
+        Compat::Reference => Vec::new(),
+    };
+    kernel_sections(r, &rows, &stages, &hidden)
 }
 
-/// The stages of `all` (in render order, each once) that `shown` lacks.
-fn stages_without(all: impl Iterator<Item = Stage>, shown: &[Stage]) -> Vec<Stage> {
-    let mut missing: Vec<Stage> = all.filter(|s| !shown.contains(s)).collect();
-    missing.sort();
-    missing.dedup();
-    missing
-}
-
-fn kernel_sections(r: &TriageReport, rows: &[(Stage, &KernelTableRow)], stages: &[Stage]) -> Vec<String> {
-    stage_sections(stages, &|idx| {
+fn kernel_sections(
+    r: &TriageReport,
+    rows: &[(Stage, &KernelTableRow)],
+    stages: &[Stage],
+    hidden: &[Stage],
+) -> Vec<String> {
+    let render_hidden = |stage: Stage| {
+        let mut lines = vec![r.no_kernel_rows_text()];
+        lines.extend(hidden_rows_note(r, stage));
+        lines
+    };
+    stage_sections_with(stages, hidden, &render_hidden, &|idx| {
         let mut lines = vec![
             "| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |".to_string(),
             "| --- | --- | ---: | ---: | ---: | --- | --- |".to_string(),
@@ -271,21 +288,22 @@ pub(crate) fn no_overlap_rows_text(r: &TriageReport, stage: Option<Stage>) -> St
 fn overlap_tables(r: &TriageReport) -> Vec<String> {
     let shown: Vec<_> = r.overlap_rows.iter().filter(|o| o.rendered).collect();
     let stages: Vec<Stage> = shown.iter().map(|o| o.stage).collect();
-    let mut lines = overlap_sections(r, &shown, &stages);
     // A stage with kernels but no overlap rows, beside stages with some,
     // gets its section saying why rather than none.
-    if r.compat == Compat::Default && !stages.is_empty() {
-        for stage in stages_without(r.kernel_tables.iter().map(|t| t.stage), &stages) {
-            lines.push(String::new());
-            lines.push(format!("##### {}", stage.label()));
-            lines.push(empty_overlap_text(r, stage));
-        }
-    }
-    lines
+    let empty: Vec<Stage> = match r.compat {
+        Compat::Default => r.kernel_tables.iter().map(|t| t.stage).collect(),
+        Compat::Reference => Vec::new(),
+    };
+    overlap_sections(r, &shown, &stages, &empty)
 }
 
-fn overlap_sections(r: &TriageReport, shown: &[&crate::report::model::OverlapRow], stages: &[Stage]) -> Vec<String> {
-    stage_sections(stages, &|idx| {
+fn overlap_sections(
+    r: &TriageReport,
+    shown: &[&crate::report::model::OverlapRow],
+    stages: &[Stage],
+    empty: &[Stage],
+) -> Vec<String> {
+    stage_sections_with(stages, empty, &|stage| vec![empty_overlap_text(r, stage)], &|idx| {
         let mut lines = vec![
             "| Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |".to_string(),
             "| --- | --- | --- | --- | --- | --- | --- |".to_string(),
@@ -514,5 +532,11 @@ mod tests {
         assert_eq!(out, vec!["##### decode", "[1]", "", "##### all", "[0, 2]"]);
         let out = stage_sections(&[Stage::All], &|idx| vec![format!("{idx:?}")]);
         assert_eq!(out, vec!["[0]"]);
+        // A stage with nothing to show, before the `all` stage: both headed,
+        // in stage order.
+        let empty = |s: Stage| vec![format!("none in {}", s.label())];
+        let out =
+            stage_sections_with(&[Stage::All], &[Stage::Decode, Stage::All], &empty, &|idx| vec![format!("{idx:?}")]);
+        assert_eq!(out, vec!["##### decode", "none in decode", "", "##### all", "[0]"]);
     }
 }

@@ -114,11 +114,16 @@ fn a_stage_the_overlap_step_left_out_says_so() {
 /// A trace with a `decode` annotation over two launches of one kernel, and
 /// two kernels launched far from it (the `all` stage, 50 % each).
 fn staged_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    staged_trace_of(dir, &[(100, "gemm_a"), (200, "gemm_a"), (100_000, "gemm_a"), (100_100, "gemm_b")])
+}
+
+/// A trace with a `decode` annotation over its first millisecond and these
+/// kernels launched at these times (µs), each running 50 µs.
+fn staged_trace_of(dir: &std::path::Path, launches: &[(u64, &str)]) -> std::path::PathBuf {
     let mut events =
         vec![r#"{"ph": "X", "cat": "user_annotation", "name": "decode", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}"#
             .to_string()];
-    let launches = [(100, "gemm_a"), (200, "gemm_a"), (100_000, "gemm_a"), (100_100, "gemm_b")];
-    for (c, (ts, name)) in launches.into_iter().enumerate() {
+    for (c, &(ts, name)) in launches.iter().enumerate() {
         events.push(format!(
             r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {ts}, "dur": 5, "args": {{"correlation": {c}}}}}"#
         ));
@@ -165,4 +170,20 @@ fn a_stage_whose_rows_are_all_hidden_keeps_its_table() {
     let reference: serde_json::Value =
         serde_json::from_str(&report("json", &[trace, "--min-share", "60", "--compat", "reference"])).unwrap();
     assert_eq!(reference["kernel_tables"].as_array().unwrap().len(), 1);
+}
+
+/// The stage the share bar hid whole comes in its place among the others,
+/// and the `all` stage beside it keeps its heading: a bar that hides the
+/// named stage's rows does not leave the `all` table unheaded above it.
+#[test]
+fn a_hidden_stage_keeps_its_place_before_the_all_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = staged_trace_of(dir.path(), &[(100, "gemm_a"), (200, "gemm_b"), (100_000, "gemm_c")]);
+    let md = markdown(&[trace.to_str().unwrap(), "--min-share", "60"]);
+    let kernels = md.split("Kernel Table\n").nth(1).unwrap();
+    assert!(
+        kernels.starts_with("##### decode\nNo kernel rows at or above 60.0% share.\n2 more kernels below"),
+        "{kernels}"
+    );
+    assert!(kernels.contains("\n\n##### all\n| Kernel |"), "{kernels}");
 }
