@@ -19,7 +19,7 @@ use common::Corpus;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 use torchtriage::analysis::overlap::{
-    analyze_overlap, build_action_rows, stage_bundles, ActionRow, Masking, RowOptions, ShareBasis, Stage,
+    analyze_overlap, build_action_rows, stage_bundles, ActionRow, Advice, Masking, RowOptions, ShareBasis, Stage,
 };
 use torchtriage::analysis::types::{KernelEntry, SiteEntry, StagePayload};
 use torchtriage::ingest::{load_path, IngestOptions};
@@ -267,7 +267,7 @@ fn check_against_dump(dump: &Value) -> Vec<String> {
             &stats,
             &lookup,
             payload.as_ref(),
-            RowOptions { share: ShareBasis::Summed, table_limit: 0 },
+            RowOptions { share: ShareBasis::Summed, advice: Advice::Reference, table_limit: 0 },
         );
         let want_rows = sd["rows"].as_array().cloned().unwrap_or_default();
         if rows.len() != want_rows.len() {

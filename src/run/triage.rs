@@ -983,12 +983,16 @@ fn overlap_stage(
     };
     // Every row is kept; the table limit, like the kernel table's, only
     // decides which are rendered (the first `limit`, at or above the bar).
-    let share = match opts.compat {
-        Compat::Default => overlap::ShareBasis::Running,
-        Compat::Reference => overlap::ShareBasis::Summed,
+    let (share, advice) = match opts.compat {
+        Compat::Default => (overlap::ShareBasis::Running, overlap::Advice::ByCategory),
+        Compat::Reference => (overlap::ShareBasis::Summed, overlap::Advice::Reference),
     };
-    let mut rows =
-        overlap::action_rows_from(formal_bundle, source_map, stats, overlap::RowOptions { share, table_limit: 0 });
+    let mut rows = overlap::action_rows_from(
+        formal_bundle,
+        source_map,
+        stats,
+        overlap::RowOptions { share, advice, table_limit: 0 },
+    );
     if opts.compat == Compat::Default {
         // The legend's order: P1 (act first) before P2, and so on; within a
         // priority, the reference's order (weighted exclusive time). The

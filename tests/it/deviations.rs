@@ -444,7 +444,7 @@ fn a_tensile_gemm_is_compute_in_the_overlap_table() {
 #[test]
 fn overlap_rows_come_by_priority() {
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
-    let priorities = |args: &[&str]| -> Vec<(String, String)> {
+    let priorities = |args: &[&str]| -> Vec<(String, String, String)> {
         let mut all = vec!["-q", "triage", "--format", "json"];
         all.extend_from_slice(args);
         all.push(fixture);
@@ -453,17 +453,44 @@ fn overlap_rows_come_by_priority() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| (r["stage"].as_str().unwrap().to_string(), r["priority"].as_str().unwrap().to_string()))
+            .map(|r| {
+                let text = |k: &str| r[k].as_str().unwrap().to_string();
+                (text("stage"), text("priority"), text("kernel"))
+            })
             .collect()
     };
-    let sorted = |rows: &[(String, String)]| rows.windows(2).all(|w| w[0].0 != w[1].0 || w[0].1 <= w[1].1);
+    let sorted = |rows: &[(String, String, String)]| rows.windows(2).all(|w| w[0].0 != w[1].0 || w[0].1 <= w[1].1);
     let (ours, reference) = (priorities(&[]), priorities(&["--compat", "reference"]));
     assert!(sorted(&ours), "{ours:?}");
     assert!(!sorted(&reference), "{reference:?}");
-    let (mut a, mut b) = (ours.clone(), reference.clone());
-    a.sort();
-    b.sort();
-    assert_eq!(a, b, "the same rows");
+    let kernels = |rows: &[(String, String, String)]| {
+        let mut k: Vec<(String, String)> = rows.iter().map(|(s, _, k)| (s.clone(), k.clone())).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(kernels(&ours), kernels(&reference), "the same rows");
+}
+
+/// Deviation 30: an exposed GEMM or attention kernel is deferred (P3) to
+/// the kernel table instead of sent to fusion, and so comes after the
+/// elementwise rows; `--compat reference` keeps the reference's advice.
+#[test]
+fn exposed_matrix_work_is_deferred_not_sent_to_fusion() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let flash = |args: &[&str]| -> (String, String) {
+        let mut all = vec!["-q", "triage", "--format", "json"];
+        all.extend_from_slice(args);
+        all.push(fixture);
+        let v: serde_json::Value = serde_json::from_str(&triage(&all)).unwrap();
+        let rows = v["overlap"].as_array().unwrap();
+        let row = rows
+            .iter()
+            .find(|r| r["stage"] == "extend" && r["kernel"].as_str().unwrap().contains("flash_fwd"))
+            .unwrap();
+        (row["priority"].as_str().unwrap().into(), row["recommendation"].as_str().unwrap().into())
+    };
+    assert_eq!(flash(&[]), ("P3".to_string(), "defer".to_string()));
+    assert_eq!(flash(&["--compat", "reference"]), ("P1".to_string(), "try fusion".to_string()));
 }
 
 /// Deviation 29: a host-side stage annotation holds the kernels launched

@@ -34,7 +34,7 @@ use crate::columns::Trace;
 pub use bundle::{render_stages, stage_bundles, stage_bundles_with, BundleSource};
 pub use dependency::dependency_risk_label;
 pub use detect::{overlap_category, overlap_category_by, overlap_kernel_name};
-pub use rows::{RowOptions, ShareBasis};
+pub use rows::{Advice, RowOptions, ShareBasis};
 pub use source_map::{build_kernel_source_map, SampledSource, SourceMap, SourceSample};
 pub use sweep::{analyze_overlap, analyze_overlap_in, SweepOrder};
 
@@ -278,7 +278,11 @@ mod tests {
         let (stage, bundle) = &mut formal[0];
         let stats = analyze_overlap(&mut bundle.events);
         assert_eq!(stats, OverlapStats { total_busy_us: 60.0, overlap_us: 0.0, max_concurrent_streams: 1 });
-        let rows = build_action_rows(bundle, &mapping[0].1, *stage, &stats, &|_, _| None, None, RowOptions::default());
+        let rows_with = |advice| {
+            let opts = RowOptions { advice, ..RowOptions::default() };
+            build_action_rows(bundle, &mapping[0].1, *stage, &stats, &|_, _| None, None, opts)
+        };
+        let rows = rows_with(Advice::Reference);
         let got: Vec<(&str, &str, &str, &str, &str)> = rows
             .iter()
             .map(|r| (&*r.priority, &*r.kernel, &*r.python_scope, &*r.launch_op, &*r.recommendation))
@@ -290,6 +294,11 @@ mod tests {
                 ("P1", "void gemm", "vllm/model.py(10): forward", "time-window fallback", "try fusion"),
             ]
         );
+        // Advised by category, the exposed GEMM is deferred to the kernel
+        // table rather than sent to fusion.
+        let by_category = rows_with(Advice::ByCategory);
+        let advice: Vec<(&str, &str)> = by_category.iter().map(|r| (&*r.priority, &*r.recommendation)).collect();
+        assert_eq!(advice, [("P1", "try overlap"), ("P3", "defer")]);
         assert_eq!(rows[0].dependency_signal, "serial risk low");
         assert_eq!(rows[0].share_pct, 50.0 / 60.0 * 100.0);
         assert_eq!(rows[1].prev_neighbor, "none");
@@ -314,7 +323,7 @@ mod tests {
                 &stats,
                 &|_, _| None,
                 None,
-                RowOptions { share: basis, table_limit: 0 },
+                RowOptions { share: basis, table_limit: 0, ..RowOptions::default() },
             );
             rows.iter().map(|r| (r.kernel.clone(), r.total_us, r.share_pct)).collect::<Vec<_>>()
         };
@@ -407,7 +416,7 @@ mod tests {
                     &stats,
                     &lookup,
                     None,
-                    RowOptions { share, table_limit: 3 },
+                    RowOptions { share, table_limit: 3, ..RowOptions::default() },
                 );
                 assert!(rows.len() <= 3);
             }

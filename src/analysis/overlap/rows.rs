@@ -12,6 +12,7 @@ use super::detect::short_name;
 use super::lookup::relaxed_lookup;
 use super::source_map::SourceMap;
 use super::{ActionRow, OverlapKernel};
+use crate::analysis::kernels::{kernel_category, KernelRule};
 use crate::analysis::timeline::Union;
 use crate::pysem::{fcmp, py_max};
 
@@ -27,10 +28,24 @@ pub enum ShareBasis {
     Summed,
 }
 
-/// How the action rows are counted and cut.
+/// What an exposed kernel's row advises.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Advice {
+    /// By what the kernel is: compute (the work the others overlap with)
+    /// is deferred to the kernel table, since neither fusion nor overlap
+    /// cuts it; an exposed copy is to be overlapped, not fused.
+    #[default]
+    ByCategory,
+    /// The reference tool's: fusion for every exposed kernel that is not
+    /// communication.
+    Reference,
+}
+
+/// How the action rows are counted, advised and cut.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RowOptions {
     pub share: ShareBasis,
+    pub advice: Advice,
     /// Rows kept, all of them when 0.
     pub table_limit: usize,
 }
@@ -81,7 +96,44 @@ fn format_overlap_counter(stats: &KernelAggregate) -> String {
     }
 }
 
-fn headroom_suggestion(stats: &KernelAggregate) -> String {
+/// The reference's priority and recommendation of a row, as `advice`
+/// words them: under [`Advice::ByCategory`] an exposed GEMM or attention
+/// kernel is deferred (P3) to the kernel table, and an exposed copy is to
+/// be overlapped rather than fused.
+fn advise(
+    advice: Advice,
+    verdict: &str,
+    stats: &KernelAggregate,
+    reference: (&'static str, &'static str),
+) -> (&'static str, &'static str) {
+    let (priority, recommendation) = reference;
+    if advice == Advice::Reference || verdict != "headroom" || priority == "P5" {
+        return reference;
+    }
+    match stats.category() {
+        "compute" if is_matrix_work(stats.name()) => ("P3", "defer"),
+        "memory" if recommendation == "try fusion" => (priority, "try overlap"),
+        _ => reference,
+    }
+}
+
+/// A kernel the kernel table names a GEMM or attention kernel: the work
+/// itself, which a faster kernel cuts, not fusion or overlap (a Triton
+/// kernel the overlap table also calls compute may be pointwise work).
+fn is_matrix_work(name: &str) -> bool {
+    matches!(kernel_category(name, KernelRule::Default), "gemm" | "attention")
+}
+
+fn headroom_suggestion(stats: &KernelAggregate, advice: Advice) -> String {
+    match (advice, stats.category()) {
+        (Advice::ByCategory, "compute") if is_matrix_work(stats.name()) => {
+            return "Compute is the work the other kernels overlap with: a faster kernel cuts it (see the kernel table), and communication and copies can hide under it.".to_string();
+        }
+        (Advice::ByCategory, "memory") => {
+            return "This copy is still exposed. Check whether it can run on another stream under compute (a host copy needs pinned memory for that) or be avoided.".to_string();
+        }
+        _ => {}
+    }
     match stats.category() {
         "communication" => "Communication is still exposed. Check overlap with nearby compute.",
         "elementwise" | "memory" => "This work is still exposed. Check fusion or nearby compute coverage.",
@@ -138,6 +190,7 @@ struct RowContext<'a> {
     events: &'a [OverlapKernel],
     neighbors: NeighborIndex,
     total_busy_us: f64,
+    advice: Advice,
     /// Each candidate's running time ([`ShareBasis::Running`]), in the
     /// order of `candidates`.
     running: Option<(Vec<&'a KernelAggregate>, Vec<Option<f64>>)>,
@@ -205,7 +258,12 @@ fn make_row(stats: &KernelAggregate, verdict: &str, suggestion: String, cx: &Row
             (signal, prev_neighbor, next_neighbor) = classify_dependency_signal(current, source, prev, next, cx.map);
         }
     }
-    let (priority, recommendation) = priority_and_recommendation(verdict, stats.category(), &signal, stats, share_pct);
+    let (priority, recommendation) = advise(
+        cx.advice,
+        verdict,
+        stats,
+        priority_and_recommendation(verdict, stats.category(), &signal, stats, share_pct),
+    );
     ActionRow {
         priority: priority.to_string(),
         verdict: verdict.to_string(),
@@ -246,11 +304,11 @@ pub fn build_action_rows(
         let times = running_times(&candidates, events);
         (candidates, times)
     });
-    let cx = RowContext { map, events, neighbors, total_busy_us, running };
+    let cx = RowContext { map, events, neighbors, total_busy_us, advice: opts.advice, running };
     let mut rows = Vec::new();
     let mut seen: HashSet<&str> = HashSet::default();
     for stats in headroom {
-        let row = make_row(stats, "headroom", headroom_suggestion(stats), &cx);
+        let row = make_row(stats, "headroom", headroom_suggestion(stats, opts.advice), &cx);
         if row.priority == "P5" {
             continue;
         }
@@ -305,6 +363,27 @@ mod tests {
         assert_eq!(priority_and_recommendation("low-roi-hidden", "memory", "x", &s, 5.0), ("P4", "skip"));
         assert_eq!(priority_and_recommendation("headroom", "memory", "x", &s, 0.5), ("P5", "skip"));
         assert_eq!(priority_and_recommendation("other", "memory", "serial risk low", &s, 5.0), ("P3", "defer"));
+    }
+
+    #[test]
+    fn advice_by_category_defers_matrix_work_and_overlaps_copies() {
+        let by = |name: &str, category: &'static str, verdict: &str, reference| {
+            let s = agg(name, category, 10.0, 10.0, 0.0);
+            (advise(Advice::ByCategory, verdict, &s, reference), advise(Advice::Reference, verdict, &s, reference))
+        };
+        let fuse = ("P1", "try fusion");
+        assert_eq!(by("ampere_sgemm_128x64_nn", "compute", "headroom", fuse), (("P3", "defer"), fuse));
+        assert_eq!(by("flash_fwd_splitkv_kernel", "compute", "headroom", ("P2", "check deps")).0, ("P3", "defer"));
+        // Pointwise Triton work the overlap table also calls compute keeps
+        // the reference's advice.
+        assert_eq!(by("triton_poi_fused_mul_silu_2", "compute", "headroom", fuse).0, fuse);
+        assert_eq!(by("Memcpy HtoD (Pageable -> Device)", "memory", "headroom", fuse), (("P1", "try overlap"), fuse));
+        assert_eq!(by("Memcpy DtoD", "memory", "headroom", ("P2", "check deps")).0, ("P2", "check deps"));
+        assert_eq!(by("ampere_sgemm_128x64_nn", "compute", "headroom", ("P5", "skip")).0, ("P5", "skip"));
+        assert_eq!(by("Memcpy DtoD", "memory", "low-roi-hidden", ("P4", "skip")).0, ("P4", "skip"));
+        let gemm = agg("ampere_sgemm_128x64_nn", "compute", 10.0, 10.0, 0.0);
+        assert!(headroom_suggestion(&gemm, Advice::ByCategory).starts_with("Compute is the work"));
+        assert!(headroom_suggestion(&gemm, Advice::Reference).starts_with("This work is still exposed"));
     }
 
     #[test]
