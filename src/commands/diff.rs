@@ -54,6 +54,13 @@ fn warn_sides(base: Option<&TriageReport>, new: Option<&TriageReport>) {
 /// compare unrelated traces, so it is refused (exit 2) rather than passed.
 fn gate_covers_every_trace(side: &TriageReport) -> Result<()> {
     let Some(l) = side.left_out.first() else { return Ok(()) };
+    if !l.unseen.is_empty() {
+        return Err(Error::usage(format!(
+            "--gate compares whole inputs, and diff could not look at {} below this directory, which may hold other ranks or a newer run",
+            l.unseen.join(", ")
+        ))
+        .in_file(&l.input));
+    }
     let read = match l.rank {
         Some(rank) => format!("rank {rank} only"),
         None => format!("the newest trace of each stage only ({})", l.analysed.join(", ")),

@@ -403,10 +403,21 @@ fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
 /// then 1. From the skipped files alone, which is what a batch spread over a
 /// cluster has of its listing.
 pub fn incomplete_note(skipped: &[(std::path::PathBuf, crate::report::model::SkipReason)]) -> Option<String> {
-    let n = skipped.iter().filter(|(_, why)| why.leaves_batch_incomplete()).count();
-    let dirs = if n == 1 { "directory" } else { "directories" };
-    (n > 0).then(|| {
-        format!("warning: the batch is incomplete: {n} {dirs} below it could not be listed, and any ranks in them are left out")
+    use crate::report::model::SkipReason;
+    let count = |reason: SkipReason| skipped.iter().filter(|(_, why)| *why == reason).count();
+    let mut parts = Vec::new();
+    match count(SkipReason::UnreadableDirectory) {
+        0 => {}
+        1 => parts.push("1 directory below it could not be listed".to_string()),
+        n => parts.push(format!("{n} directories below it could not be listed")),
+    }
+    match count(SkipReason::NotRegular) {
+        0 => {}
+        1 => parts.push("1 entry with a trace's name is not a regular file".to_string()),
+        n => parts.push(format!("{n} entries with a trace's name are not regular files")),
+    }
+    (!parts.is_empty()).then(|| {
+        format!("warning: the batch is incomplete: {}, and any ranks in them are left out", parts.join(", and "))
     })
 }
 

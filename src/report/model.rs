@@ -408,22 +408,34 @@ pub struct LeftOut {
     pub rank: Option<u64>,
     /// Traces found and not analysed.
     pub count: usize,
+    /// What below the input could not be looked at, as named from it, with
+    /// why (`node0 (cannot be listed)`): the choice of rank and run did not
+    /// see it.
+    pub unseen: Vec<String>,
 }
 
 impl LeftOut {
-    /// The one-line note (`note: ...`).
+    /// The one-line note (`note: ...`), a warning (`warning: ...`) when
+    /// some directory below the input could not be listed.
     pub fn note(&self) -> String {
         let names = &self.analysed;
+        let input = crate::error::shown(&self.input);
         let what = match self.rank {
             Some(rank) => format!("analysed rank {rank} only ({})", names.join(", ")),
+            None if self.count == 0 => format!("analysed {}", names.join(", ")),
             None => format!("analysed the newest trace of each stage ({})", names.join(", ")),
         };
         let traces = if self.count == 1 { "trace" } else { "traces" };
+        let others = match self.count {
+            0 => String::new(),
+            n => format!("; {n} other {traces} left out (`torchtriage batch {input}` reads every trace)"),
+        };
+        if self.unseen.is_empty() {
+            return format!("note: {input}: {what}{others}");
+        }
         format!(
-            "note: {}: {what}; {} other {traces} left out (`torchtriage batch {}` reads every trace)",
-            crate::error::shown(&self.input),
-            self.count,
-            crate::error::shown(&self.input)
+            "warning: {input}: could not look at {} below it, which may hold other ranks or a newer run: {what}{others}",
+            self.unseen.join(", ")
         )
     }
 }
@@ -453,6 +465,9 @@ pub enum SkipReason {
     UnreadableDirectory,
     /// A second name (a link) of a trace the batch reads under another.
     SameFile,
+    /// A trace's name on something that is not a regular file: a pipe, a
+    /// socket, a device (or a link to one), which a batch does not read.
+    NotRegular,
 }
 
 impl SkipReason {
@@ -465,6 +480,7 @@ impl SkipReason {
             SkipReason::DanglingLink => "dangling symbolic link",
             SkipReason::UnreadableDirectory => "unreadable directory",
             SkipReason::SameFile => "the same trace as another name in the batch",
+            SkipReason::NotRegular => "not a regular file (a pipe, socket or device)",
         }
     }
 
@@ -476,7 +492,13 @@ impl SkipReason {
     /// line in the report.
     pub fn warning(self, path: &std::path::Path, name_rank: Option<u64>) -> Option<String> {
         let named = match (self, name_rank) {
-            (SkipReason::EmptyFile | SkipReason::DanglingLink | SkipReason::UnreadableDirectory, _) => String::new(),
+            (
+                SkipReason::EmptyFile
+                | SkipReason::DanglingLink
+                | SkipReason::UnreadableDirectory
+                | SkipReason::NotRegular,
+                _,
+            ) => String::new(),
             (SkipReason::NotATrace | SkipReason::SameFile, Some(rank)) => format!(" (its name gives rank {rank})"),
             (SkipReason::SameFile, None) => String::new(),
             _ => return None,
@@ -489,7 +511,7 @@ impl SkipReason {
     /// batch is reported as incomplete (exit code 1), like one with failed
     /// files.
     pub fn leaves_batch_incomplete(self) -> bool {
-        matches!(self, SkipReason::UnreadableDirectory)
+        matches!(self, SkipReason::UnreadableDirectory | SkipReason::NotRegular)
     }
 }
 

@@ -209,6 +209,9 @@ pub(crate) struct PassedOver {
     /// Directories whose entries cannot be listed (no permission), `dir`
     /// itself included: the traces in them, if any, are out of every walk.
     pub unreadable_dirs: Vec<PathBuf>,
+    /// Entries that are neither regular files nor directories (pipes,
+    /// sockets, devices, links to them).
+    pub special: Vec<PathBuf>,
 }
 
 /// What a walk of `dir` (and below, when `recursive`) passes over.
@@ -217,6 +220,7 @@ pub(crate) fn passed_over(dir: &Path, recursive: bool) -> PassedOver {
     walk_from(dir, recursive, &mut |p, kind| match kind {
         Found::DanglingLink => out.dangling_links.push(p),
         Found::UnreadableDir => out.unreadable_dirs.push(p),
+        Found::Special => out.special.push(p),
         Found::File => {}
     });
     out
@@ -228,6 +232,9 @@ enum Found {
     File,
     DanglingLink,
     UnreadableDir,
+    /// Neither a regular file nor a directory: a pipe, a socket, a device
+    /// (or a link to one). Never read by a walk: a pipe could block it.
+    Special,
 }
 
 fn walk_from(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf, Found)) {
@@ -266,6 +273,8 @@ fn walk(
             }
         } else if meta.is_file() {
             visit(p, Found::File);
+        } else {
+            visit(p, Found::Special);
         }
     }
 }
@@ -471,6 +480,11 @@ pub struct Targets {
     /// Traces found but not analysed: other ranks, and older traces of the
     /// same stage.
     pub left_out: usize,
+    /// What below the input could not be looked at, with why: directories
+    /// whose entries could not be listed (no permission) and entries with
+    /// a trace's name that are not regular files (a pipe, a device). A
+    /// rank or a newer run there was not among the choices.
+    pub unseen: Vec<(PathBuf, &'static str)>,
 }
 
 /// The traces an input path stands for, in (stage, file name) order, and the
@@ -547,12 +561,27 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
     selected.sort_by(|a, b| parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name())));
     let named_by = |t: &PathBuf| found_as.get(t).cloned().unwrap_or_else(|| t.clone());
     Ok(Targets {
+        unseen: unseen_below(path),
         left_out: found - selected.len() + elsewhere,
         found_as: selected.iter().map(named_by).collect(),
         traces: selected,
         server_args: load_server_args(&trace_dir),
         rank: chosen_rank,
     })
+}
+
+/// What below `dir` a walk could not look at ([`Targets::unseen`]).
+pub(crate) fn unseen_below(dir: &Path) -> Vec<(PathBuf, &'static str)> {
+    let passed = passed_over(dir, true);
+    let dirs = passed.unreadable_dirs.into_iter().map(|d| (d, "cannot be listed"));
+    let special = passed.special.into_iter().filter(|p| has_trace_name(p)).map(|p| (p, "not a regular file"));
+    dirs.chain(special).collect()
+}
+
+/// Whether `p`'s file name ends as a trace's does (`.json`, `.json.gz`,
+/// `.json.zst`, `.zst`), whatever it holds.
+pub(crate) fn has_trace_name(p: &Path) -> bool {
+    p.file_name().is_some_and(|n| has_trace_suffix(&n.to_string_lossy().to_lowercase()))
 }
 
 /// Framework hinted by an input path: its text, its server args, then the

@@ -239,11 +239,12 @@ fn resolve_input(path: &Path) -> Result<ResolvedInput> {
         Ok(rel) => crate::error::shown(rel),
         Err(_) => crate::error::shown(p.file_name().map_or(p.as_path(), Path::new)),
     };
-    let left_out = (targets.left_out > 0).then(|| LeftOut {
+    let left_out = (targets.left_out > 0 || !targets.unseen.is_empty()).then(|| LeftOut {
         input: path.to_path_buf(),
         analysed: targets.found_as.iter().map(shown_from_input).collect(),
         rank: targets.rank,
         count: targets.left_out,
+        unseen: targets.unseen.iter().map(|(p, why)| format!("{} ({why})", shown_from_input(p))).collect(),
     });
     Ok(ResolvedInput { path: resolved, traces: targets.traces, found_as: targets.found_as, server_args, left_out })
 }

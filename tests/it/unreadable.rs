@@ -1,7 +1,8 @@
 //! Files and directories the user running the tool may not read: a trace
 //! that cannot be opened fails naming the file and the reason (`batch`
 //! counts it among the failures), and a directory that cannot be listed is
-//! named, never passed over as if the job had one rank fewer. Run as root,
+//! named, never passed over as if the job had one rank fewer; so is a pipe
+//! or a device with a rank's name, which is not read. Run as root,
 //! the binary is started as user `nobody` through `setpriv`, since
 //! permissions do not stop root.
 
@@ -122,4 +123,67 @@ fn a_directory_that_cannot_be_listed_is_not_called_empty() {
         assert!(err.contains("cannot list this directory") && !err.contains("no trace files"), "{cmd}: {err}");
     }
     chmod(&sub, 0o755);
+}
+
+/// `triage` and `diff` of a directory with a subdirectory they cannot list
+/// choose the rank and run from what they could list: `triage` warns that
+/// the choice did not see the rest, and a gate refuses the side.
+#[test]
+fn triage_of_a_directory_warns_of_a_subdirectory_it_cannot_list() {
+    let dir = tempfile::tempdir().unwrap();
+    chmod(dir.path(), 0o755);
+    let job = dir.path().join("job");
+    let sub = job.join("node0");
+    std::fs::create_dir_all(&sub).unwrap();
+    chmod(&job, 0o755);
+    std::fs::copy(FIXTURE, job.join("rank1.json")).unwrap();
+    chmod(&job.join("rank1.json"), 0o644);
+    std::fs::copy(FIXTURE, sub.join("rank0.json")).unwrap();
+    chmod(&sub, 0o000);
+    let job = job.to_str().unwrap();
+    let out = run_unprivileged(dir.path(), &["triage", job]);
+    let diff = run_unprivileged(dir.path(), &["diff", job, job, "--gate", "5"]);
+    chmod(&sub, 0o755);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "job: could not look at node0 (cannot be listed) below it, which may hold other ranks or a newer run: analysed rank1.json"
+        ),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("node0 (cannot be listed)"));
+    assert_eq!(diff.status.code(), Some(2), "{}", stderr(&diff));
+    let refused = "--gate compares whole inputs, and diff could not look at node0 (cannot be listed)";
+    assert!(stderr(&diff).contains(refused), "{}", stderr(&diff));
+}
+
+/// A pipe or a device with a rank's name is not read (a pipe without a
+/// writer would block), and the rank it stands for is missing: `batch`
+/// names it and exits 1, `triage` of the directory warns that its choice of
+/// rank did not see it.
+#[test]
+fn a_pipe_or_device_named_as_a_rank_is_a_missing_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(FIXTURE, dir.path().join("rank1.pt.trace.json")).unwrap();
+    let fifo = dir.path().join("rank0.pt.trace.json");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("rank2.pt.trace.json")).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let bin = env!("CARGO_BIN_EXE_torchtriage");
+    let out = Command::new(bin).args(["batch", "--format", "json", d]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["files"], 1, "{summary}");
+    let reasons: Vec<&str> =
+        summary["skipped"].as_array().unwrap().iter().map(|s| s["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["not a regular file (a pipe, socket or device)"; 2], "{summary}");
+    let err = stderr(&out);
+    assert!(err.contains("rank0.pt.trace.json: skipped, not a regular file"), "{err}");
+    assert!(err.contains("the batch is incomplete: 2 entries with a trace's name are not regular files"), "{err}");
+    let out = Command::new(bin).args(["triage", d]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("could not look at rank0.pt.trace.json (not a regular file), rank2.pt.trace.json (not a regular file) below it"), "{err}");
 }

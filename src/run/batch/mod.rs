@@ -89,6 +89,15 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
     skipped.extend(
         passed.unreadable_dirs.into_iter().map(|p| (p.canonicalize().unwrap_or(p), SkipReason::UnreadableDirectory)),
     );
+    // A pipe or a device with a rank's name is not read (it could block or
+    // never end), and the rank it stands for is missing.
+    skipped.extend(
+        passed
+            .special
+            .into_iter()
+            .filter(|p| is_json_name(p))
+            .map(|p| (std::path::absolute(&p).unwrap_or(p), SkipReason::NotRegular)),
+    );
     // A second link to a trace: the batch reads the trace once, under one
     // of its names, so a rank another name gives is missing.
     skipped.extend(found.same_file.iter().map(|p| (std::path::absolute(p).unwrap_or(p.clone()), SkipReason::SameFile)));
