@@ -79,10 +79,32 @@ impl fmt::Display for Error {
         if let Some(o) = self.offset {
             write!(f, "byte {}: ", o)?;
         }
-        // Keep it one line whatever the message holds.
-        let msg: String = self.message.chars().map(|c| if matches!(c, '\n' | '\r') { ' ' } else { c }).collect();
-        f.write_str(&msg)
+        f.write_str(&one_line(&self.message))
     }
+}
+
+/// Messages longer than this many characters are cut (a parser's message
+/// can quote a whole value of the input).
+const MESSAGE_CHARS: usize = 2_000;
+
+/// `text` as a message line shows it: line breaks as spaces, other control
+/// characters escaped (so that a terminal escape from the input is shown,
+/// not obeyed), and cut after [`MESSAGE_CHARS`] characters with how much
+/// was left out.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MESSAGE_CHARS + 64));
+    for (n, (i, c)) in text.char_indices().enumerate() {
+        if n == MESSAGE_CHARS {
+            out.push_str(&format!("… ({} more bytes)", text.len() - i));
+            break;
+        }
+        match c {
+            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl std::error::Error for Error {}
@@ -108,5 +130,15 @@ mod tests {
     #[test]
     fn line_breaks_in_a_message_become_spaces() {
         assert_eq!(Error::usage("a\nb\r\nc").to_string(), "a b  c");
+    }
+
+    #[test]
+    fn a_message_is_cut_and_its_terminal_escapes_shown() {
+        let e = Error::bad_input("boom\u{1b}]0;title\u{7}\u{1b}[2J").in_file(Path::new("s.json"));
+        assert_eq!(e.to_string(), "s.json: boom\\u{1b}]0;title\\u{7}\\u{1b}[2J");
+        let long = format!("unknown variant `{}`", "x".repeat(10_000_000));
+        let shown = Error::bad_input(long).to_string();
+        assert_eq!(shown.chars().count(), MESSAGE_CHARS + "… (9998018 more bytes)".chars().count());
+        assert!(shown.ends_with("xxx… (9998018 more bytes)"), "{}", &shown[shown.len() - 40..]);
     }
 }

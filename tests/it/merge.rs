@@ -246,3 +246,28 @@ fn two_different_summaries_of_one_trace_are_refused() {
     let (code, twice, stderr) = json(&["merge", s(&all), s(&all)]);
     assert_eq!((code, &twice["files"]), (Some(0), &Value::from(8)), "{stderr}");
 }
+
+/// A summary with neither a trace's facts nor its failure would drop its
+/// rank from the merge unnoticed: it is refused, as is one with both.
+#[test]
+fn a_summary_without_facts_or_error_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sums = dir.path().join("sums");
+    let (code, _, stderr) = json(&["batch", RANKS, "--summaries", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut files: Vec<_> = std::fs::read_dir(&sums).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let first = &files[0];
+    let mut v: Value = serde_json::from_slice(&std::fs::read(first).unwrap()).unwrap();
+    let facts = v["facts"].take();
+    std::fs::write(first, v.to_string()).unwrap();
+    let out = common::run(&["-q", "merge", s(&sums)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("it holds neither `facts` nor an `error`"), "{err}");
+    v["facts"] = facts;
+    v["error"] = Value::from("boom");
+    std::fs::write(first, v.to_string()).unwrap();
+    let err = String::from_utf8_lossy(&common::run(&["-q", "merge", s(&sums)]).stderr).into_owned();
+    assert!(err.contains("it holds both `facts` and an `error`"), "{err}");
+}

@@ -113,6 +113,21 @@ pub fn read_summary(path: &Path) -> Result<RankSummary> {
         ))
         .in_file(path));
     }
+    // A summary holds a triaged trace's facts or its failure: one without
+    // either would drop its rank from the merge unnoticed.
+    match (&s.facts, &s.error) {
+        (None, None) => {
+            return Err(
+                Error::bad_input("not a torchtriage summary: it holds neither `facts` nor an `error`").in_file(path)
+            )
+        }
+        (Some(_), Some(_)) => {
+            return Err(
+                Error::bad_input("not a torchtriage summary: it holds both `facts` and an `error`").in_file(path)
+            )
+        }
+        _ => {}
+    }
     Ok(s)
 }
 
