@@ -22,14 +22,20 @@ pub struct DiffArgs {
     #[command(flatten)]
     pub output: OutputArgs,
     /// Exit 1 when some stage of NEW is worse than BASE by more than this
-    /// percentage (one line per such stage on stderr).
+    /// percentage (one line per such stage on stderr), or when no stage
+    /// could be compared (the gate is then not evaluated). A side that is a
+    /// directory of which diff reads only some traces (rank 0 of several) is
+    /// refused with exit 2: gate each pair of files.
     #[arg(long, value_name = "PCT", value_parser = super::percent)]
     pub gate: Option<f64>,
     /// The figure the gate compares: `busy` (GPU busy time), `step` (median
     /// step time) or `kernel` (total kernel time). Default: the step median
     /// where both sides have steps that span their GPU work (and where the
     /// GPU idles within those steps, the step median or busy time, whichever
-    /// grew more: the worse change), else busy time.
+    /// grew more: the worse change), else busy time. Busy and kernel time are
+    /// compared per step when the step counts differ, and, without steps,
+    /// per BASE's work when the kernels both sides ran were launched a
+    /// different number of times.
     #[arg(long, value_enum, requires = "gate")]
     pub gate_on: Option<GateBasis>,
 }

@@ -13,7 +13,8 @@ use crate::report::model::TriageReport;
 /// An output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// The reference tool's layout (for agents, PR comments, parity).
+    /// Markdown tables (for agents and PR comments); `triage`'s keeps the
+    /// reference tool's layout.
     Markdown,
     /// Versioned JSON (`docs/json-schema.md`).
     Json,
