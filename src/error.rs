@@ -89,7 +89,7 @@ const MESSAGE_CHARS: usize = 2_000;
 
 /// `text` as a message line shows it: line breaks as spaces, other control
 /// characters escaped (so that a terminal escape from the input is shown,
-/// not obeyed), and cut after [`MESSAGE_CHARS`] characters with how much
+/// not obeyed), and cut after 2,000 characters (`MESSAGE_CHARS`) with how much
 /// was left out.
 pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(MESSAGE_CHARS + 64));

@@ -130,10 +130,33 @@ pub(crate) fn idle_text(stage: &StageTimeline) -> String {
 /// it`.
 pub fn verdict_line(stage: &StageTimeline) -> String {
     let line = verdict_text(stage);
-    match one_gap_note(stage) {
+    let line = match one_gap_note(stage) {
         Some(note) => format!("{line}; {note}"),
         None => line,
+    };
+    match little_work_note(stage) {
+        Some(note) => format!("{line} ({note})"),
+        None => line,
     }
+}
+
+/// A stage with GPU work below these (kernels, or µs of window) is too
+/// small for its verdict to say much: a few copies beside the named
+/// stages, a trace cut to a moment.
+const FEW_KERNELS: u64 = 10;
+const SHORT_WINDOW_US: f64 = 1_000.0;
+
+/// For a stage with fewer than [`FEW_KERNELS`] kernels or a window under
+/// [`SHORT_WINDOW_US`], the caution its verdict carries; `None` otherwise
+/// and for a stage without kernels.
+fn little_work_note(stage: &StageTimeline) -> Option<String> {
+    let v = &stage.verdict;
+    let kernels: u64 = stage.gpus.iter().map(|g| g.figures.kernels).sum();
+    if v.kind == VerdictKind::NoGpuKernels || (kernels >= FEW_KERNELS && v.window_us >= SHORT_WINDOW_US) {
+        return None;
+    }
+    let count = if kernels == 1 { "1 kernel".to_string() } else { format!("{kernels} kernels") };
+    Some(format!("judged on {count} in a {} window: too little GPU work for it to say much", format_ms(v.window_us)))
 }
 
 /// For a stage idle on other waits on its window, the note that one gap
@@ -665,6 +688,25 @@ mod tests {
             exposed_comm_us: exposed_us,
             ..Figures::default()
         }
+    }
+
+    #[test]
+    fn a_verdict_on_little_gpu_work_says_so() {
+        // Two copies in 12.9 µs, busy throughout: GPU-bound, on next to
+        // nothing.
+        let tiny = stage(Figures { kernels: 2, ..figures(12.9, 0.0, 0.0, 0.0) }, LaunchStats::default(), None);
+        let line = verdict_line(&tiny);
+        assert!(
+            line.ends_with(
+                "GPU-bound: the kernels themselves are the time to cut (judged on 2 kernels in a 0.01 ms window: too little GPU work for it to say much)"
+            ),
+            "{line}"
+        );
+        // Many kernels, or a long window with a few: no such caution.
+        let busy = stage(figures(84_480.0, 0.0, 0.0, 0.0), LaunchStats::default(), None);
+        assert!(!verdict_line(&busy).contains("too little"));
+        let few = stage(Figures { kernels: 9, ..figures(84_480.0, 0.0, 0.0, 0.0) }, LaunchStats::default(), None);
+        assert!(verdict_line(&few).contains("judged on 9 kernels in a 84.48 ms window"), "{}", verdict_line(&few));
     }
 
     #[test]
