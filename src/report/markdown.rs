@@ -163,11 +163,17 @@ fn kernel_tables(r: &TriageReport) -> Vec<String> {
     let stages: Vec<Stage> = rows.iter().map(|(s, _)| *s).collect();
     // A stage whose rows the share bar all hid, beside stages with rows
     // shown, gets its section saying what the bar hid.
-    let hidden: Vec<Stage> = match r.compat {
+    kernel_sections(r, &rows, &stages, &sectioned_stages(r))
+}
+
+/// The stages that get a section of their own even without a row to show
+/// (saying why there is none): every stage with kernels, unless the report
+/// keeps to the reference's layout.
+fn sectioned_stages(r: &TriageReport) -> Vec<Stage> {
+    match r.compat {
         Compat::Default => r.kernel_tables.iter().map(|t| t.stage).collect(),
         Compat::Reference => Vec::new(),
-    };
-    kernel_sections(r, &rows, &stages, &hidden)
+    }
 }
 
 fn kernel_sections(
@@ -290,11 +296,7 @@ fn overlap_tables(r: &TriageReport) -> Vec<String> {
     let stages: Vec<Stage> = shown.iter().map(|o| o.stage).collect();
     // A stage with kernels but no overlap rows, beside stages with some,
     // gets its section saying why rather than none.
-    let empty: Vec<Stage> = match r.compat {
-        Compat::Default => r.kernel_tables.iter().map(|t| t.stage).collect(),
-        Compat::Reference => Vec::new(),
-    };
-    overlap_sections(r, &shown, &stages, &empty)
+    overlap_sections(r, &shown, &stages, &sectioned_stages(r))
 }
 
 fn overlap_sections(

@@ -24,6 +24,15 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The summaries of the 8-rank job, written by `batch` into `sums` below
+/// `dir`.
+fn summaries(dir: &Path) -> std::path::PathBuf {
+    let sums = dir.join("sums");
+    let (code, _, stderr) = json(&["batch", RANKS, "--summaries", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    sums
+}
+
 #[test]
 fn merged_summaries_equal_the_batch_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,8 +117,7 @@ fn a_file_that_is_not_a_summary_is_bad_input() {
 #[test]
 fn the_merged_report_does_not_claim_a_memory_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let sums = dir.path().join("sums");
-    assert_eq!(json(&["batch", RANKS, "--summaries", s(&sums)]).0, Some(0));
+    let sums = summaries(dir.path());
     for format in ["markdown", "table"] {
         let out = common::run(&["-q", "merge", s(&sums), "--format", format]);
         let text = String::from_utf8_lossy(&out.stdout);
@@ -130,8 +138,7 @@ fn the_merged_report_does_not_claim_a_memory_budget() {
 #[test]
 fn the_merged_report_names_its_inputs() {
     let dir = tempfile::tempdir().unwrap();
-    let sums = dir.path().join("sums");
-    assert_eq!(json(&["batch", RANKS, "--summaries", s(&sums)]).0, Some(0));
+    let sums = summaries(dir.path());
     let mut files: Vec<String> = std::fs::read_dir(&sums).unwrap().map(|e| s(&e.unwrap().path()).to_string()).collect();
     files.sort();
     for format in ["markdown", "table", "html"] {
@@ -252,9 +259,7 @@ fn two_different_summaries_of_one_trace_are_refused() {
 #[test]
 fn a_summary_without_facts_or_error_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let sums = dir.path().join("sums");
-    let (code, _, stderr) = json(&["batch", RANKS, "--summaries", s(&sums)]);
-    assert_eq!(code, Some(0), "{stderr}");
+    let sums = summaries(dir.path());
     let mut files: Vec<_> = std::fs::read_dir(&sums).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     let first = &files[0];

@@ -77,13 +77,10 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
     // A rank's link whose target is gone (a moved or deleted run) is worth
     // naming: the batch would otherwise just have one rank fewer.
     let passed = passed_over(dir, true);
-    skipped.extend(
-        passed
-            .dangling_links
-            .into_iter()
-            .filter(|p| is_json_name(p))
-            .map(|p| (std::path::absolute(&p).unwrap_or(p), SkipReason::DanglingLink)),
-    );
+    let named_as_trace = |paths: Vec<PathBuf>, why: SkipReason| {
+        paths.into_iter().filter(|p| is_json_name(p)).map(move |p| (std::path::absolute(&p).unwrap_or(p), why))
+    };
+    skipped.extend(named_as_trace(passed.dangling_links, SkipReason::DanglingLink));
     // A directory that cannot be listed may hold ranks: the batch is
     // complete only as far as the listing went.
     skipped.extend(
@@ -91,13 +88,7 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
     );
     // A pipe or a device with a rank's name is not read (it could block or
     // never end), and the rank it stands for is missing.
-    skipped.extend(
-        passed
-            .special
-            .into_iter()
-            .filter(|p| is_json_name(p))
-            .map(|p| (std::path::absolute(&p).unwrap_or(p), SkipReason::NotRegular)),
-    );
+    skipped.extend(named_as_trace(passed.special, SkipReason::NotRegular));
     // A second link to a trace: the batch reads the trace once, under one
     // of its names, so a rank another name gives is missing.
     skipped.extend(found.same_file.iter().map(|p| (std::path::absolute(p).unwrap_or(p.clone()), SkipReason::SameFile)));
