@@ -451,3 +451,36 @@ fn sides_on_different_hardware_are_warned_of() {
     let (_, same, _) = json(&[&rank("0"), &rank("1")]);
     assert!(!same["notes"].to_string().contains("different hardware"), "{same}");
 }
+
+/// A side whose kernels have unusable start times loses them from the
+/// timeline and looks faster: the gate is not evaluated (exit 1), never
+/// passed on what is left.
+#[test]
+fn a_side_that_lost_kernels_to_unusable_times_is_not_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let new = dir.path().join("new.json");
+    std::fs::write(&new, with_unusable_kernel_starts(&std::fs::read_to_string(base).unwrap())).unwrap();
+    let (code, _, stderr) = run(&["diff", base, new.to_str().unwrap(), "--gate", "5"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("gate: not evaluated: new left out "), "{stderr}");
+    assert!(stderr.contains("events for unusable times"), "{stderr}");
+}
+
+/// The text with every kernel event's `"ts": NUMBER` made `"ts": Infinity`.
+fn with_unusable_kernel_starts(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match (line.contains("\"cat\": \"kernel\""), line.find("\"ts\": ")) {
+            (true, Some(i)) => {
+                let start = i + "\"ts\": ".len();
+                let end = start + line[start..].find(|c: char| c != '.' && !c.is_ascii_digit()).unwrap_or(0);
+                out.push_str(&line[..start]);
+                out.push_str("Infinity");
+                out.push_str(&line[end..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}

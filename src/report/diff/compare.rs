@@ -386,6 +386,13 @@ fn work_ratio(base: &SideKernels, new: &SideKernels, matched_base_pct: Option<f6
 
 /// Compares NEW against BASE.
 pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> DiffReport {
+    // Events a side left out for unusable times: skipped at ingest, or
+    // kept by the kernel table but left out of the timeline.
+    let left_out = |r: &TriageReport| r.skipped_events + r.timeline.as_ref().map_or(0, |t| t.skipped_non_finite);
+    let skipped = (left_out(base), left_out(new));
+    // A side missing events has figures no gate can judge: no stage is
+    // gated, and the gate says why it was not evaluated.
+    let gate_opts = opts.gate.filter(|_| skipped == (0, 0));
     let base_stages = stages_of(base);
     let new_stages = stages_of(new);
     let mut stages = Vec::new();
@@ -397,7 +404,7 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
         let normalization = Normalization::of(&base_f, &new_f);
         let matched_base_pct = matched_base_pct(&base_k, &new_k);
         let ratio = work_ratio(&base_k, &new_k, matched_base_pct);
-        let gate = opts.gate.as_ref().and_then(|g| gate_stage(g, &base_f, &new_f, &normalization, ratio));
+        let gate = gate_opts.as_ref().and_then(|g| gate_stage(g, &base_f, &new_f, &normalization, ratio));
         let categories = category_rows(&base_k, &new_k, &normalization);
         let (kernels, kernels_hidden) = kernel_rows(base_k, new_k, opts.min_share, &normalization);
         let delta = StageFigures::delta(&base_f, &new_f);
@@ -445,6 +452,7 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
         stages,
         gate,
         notes,
+        skipped_events: skipped,
     };
     d.settle_gate();
     d

@@ -91,6 +91,11 @@ pub struct DiffReport {
     /// The two sides' triage notes (what a directory left out, a process
     /// filter that matched nothing), a note both share once.
     pub notes: Vec<String>,
+    /// Events each side left out for unusable times (BASE, NEW): skipped
+    /// at ingest, or left out of the timeline. A side that left out any
+    /// has figures the gate cannot trust.
+    #[serde(skip)]
+    pub skipped_events: (u64, u64),
 }
 
 fn display_paths<S: serde::Serializer>(paths: &[PathBuf], s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -471,6 +476,9 @@ impl DiffReport {
 
     /// Why a gate that compared nothing was not evaluated.
     pub fn gate_not_evaluated_reason(&self) -> String {
+        if let Some(why) = self.skipped_reason() {
+            return why;
+        }
         if self.stages.is_empty() && self.only_in_base.is_empty() && self.only_in_new.is_empty() {
             // A stage is where kernels ran: two CPU-only traces have none.
             "neither side has GPU kernels".to_string()
@@ -488,6 +496,23 @@ impl DiffReport {
         } else {
             "no stage has the gate's figure on both sides".to_string()
         }
+    }
+
+    /// Why the gate cannot judge the sides' figures: a side left out
+    /// events for their times (a GPU event without a usable start or duration is
+    /// left out of every figure), so a faster-looking side may just have
+    /// lost its kernels. `None` when neither did.
+    fn skipped_reason(&self) -> Option<String> {
+        let side = |name: &str, n: u64| match n {
+            0 => None,
+            1 => Some(format!("{name} left out 1 event")),
+            n => Some(format!("{name} left out {n} events")),
+        };
+        let (b, n) = self.skipped_events;
+        let sides: Vec<String> = [side("base", b), side("new", n)].into_iter().flatten().collect();
+        (!sides.is_empty()).then(|| {
+            format!("{} for unusable times, so the figures compared lack them: see the warnings", sides.join(" and "))
+        })
     }
 
     /// The gate's outcome as the text reports word it (`tripped`, `passed`,

@@ -392,6 +392,24 @@ fn different_windows_without_steps_are_also_given_per_ms() {
 }
 
 #[test]
+fn a_side_that_skipped_events_leaves_the_gate_not_evaluated() {
+    // NEW lost most of its kernels to unusable times: it looks faster, and
+    // the gate must not pass it.
+    let base = report(Stage::All, vec![row("a", 1000.0, 10)], 1000.0, None);
+    let mut new = report(Stage::All, vec![row("a", 100.0, 1)], 100.0, None);
+    new.skipped_events = 9;
+    let d = diff(&base, &new, &gate(5.0, None));
+    assert_eq!(d.gate.tripped, None);
+    assert!(d.stages[0].gate.is_none());
+    let why = "new left out 9 events for unusable times, so the figures compared lack them: see the warnings";
+    assert_eq!(d.gate.not_evaluated.as_deref(), Some(why));
+    assert_eq!(d.gate_failures(), [format!("torchtriage: gate: not evaluated: {why}")]);
+    assert!(markdown(&d).contains(&format!("gate: not evaluated ({why})")), "{}", markdown(&d));
+    // Without a gate, nothing is said of it here (the sides' warnings are).
+    assert!(diff(&base, &new, &DiffOptions::default()).gate_failures().is_empty());
+}
+
+#[test]
 fn a_longer_capture_of_slower_work_trips_the_gate_per_base_work() {
     // Twice the launches and 2.4 times the busy time: 20% slower for the
     // same work.
