@@ -187,3 +187,16 @@ fn a_hidden_stage_keeps_its_place_before_the_all_stage() {
     );
     assert!(kernels.contains("\n\n##### all\n| Kernel |"), "{kernels}");
 }
+
+/// The markdown and table views define a host wait alike: counted up to a
+/// millisecond after the next kernel's launch call ended.
+#[test]
+fn both_views_give_the_host_wait_its_one_millisecond_cap() {
+    let md = markdown(&[FIXTURE]);
+    assert!(md.contains("began after the previous kernel ended, up to 1 ms after that call ended"), "markdown");
+    let table = report("table", &[FIXTURE]).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        table.contains("kernel ended, counted up to 1 ms after that call ended (a kernel that starts later"),
+        "{table}"
+    );
+}

@@ -276,3 +276,20 @@ fn a_summary_without_facts_or_error_is_refused() {
     let err = String::from_utf8_lossy(&common::run(&["-q", "merge", s(&sums)]).stderr).into_owned();
     assert!(err.contains("it holds both `facts` and an `error`"), "{err}");
 }
+
+/// A summary saved with a byte-order mark (an editor's save) is read as
+/// traces with one are.
+#[test]
+fn a_summary_with_a_byte_order_mark_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let sums = summaries(dir.path());
+    let (code, before, stderr) = json(&["merge", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let first = std::fs::read_dir(&sums).unwrap().next().unwrap().unwrap().path();
+    let mut text = b"\xEF\xBB\xBF".to_vec();
+    text.extend(std::fs::read(&first).unwrap());
+    std::fs::write(&first, text).unwrap();
+    let (code, after, stderr) = json(&["merge", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(after["stages"], before["stages"]);
+}

@@ -42,7 +42,9 @@ const TIMELINE_LEGEND: &[&str] = &[
     "Window: first kernel start to last kernel end; busy: time any kernel runs (union over streams); percentages are of \
      the window. Stream idle: gaps between consecutive kernels of each stream, summed over streams (so it can exceed \
      idle, which counts only time no stream runs): host wait = the next kernel's launch call began after the previous \
-     kernel ended; kernel wait = other gaps under 30 µs. Exposed communication: communication no computation overlaps.",
+     kernel ended, counted up to 1 ms after that call ended (a kernel that starts later was held on the device; \
+     `--timeline-basis hta`: the whole gap); kernel wait = other gaps under 30 µs. Exposed communication: \
+     communication no computation overlaps.",
 ];
 
 /// Kernel names in the headline are shortened to this many characters.

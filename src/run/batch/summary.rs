@@ -91,15 +91,19 @@ pub fn write_summaries(dir: &Path, outcomes: &[FileOutcome]) -> Result<()> {
 
 /// Reads one summary file.
 pub fn read_summary(path: &Path) -> Result<RankSummary> {
-    let text = std::fs::read(path).map_err(|e| Error::io(e).in_file(path))?;
-    let s: RankSummary = serde_json::from_slice(&text).map_err(|e| {
+    let file = std::fs::read(path).map_err(|e| Error::io(e).in_file(path))?;
+    // A byte-order mark (an editor's save) is no part of the JSON, as in a
+    // trace; offsets stay the file's.
+    let bom = if file.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+    let text = &file[bom..];
+    let s: RankSummary = serde_json::from_slice(text).map_err(|e| {
         let message = e.to_string();
         // serde_json's message ends with the line and column: give the byte
         // offset instead, as every other input error does.
         let reason = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]);
         let err = Error::bad_input(format!("not a torchtriage summary: {reason}")).in_file(path);
-        match json_error_offset(&text, &e) {
-            Some(at) => err.at(at),
+        match json_error_offset(text, &e) {
+            Some(at) => err.at(at + bom as u64),
             None => err,
         }
     })?;
