@@ -416,7 +416,7 @@ pub struct LeftOut {
 
 impl LeftOut {
     /// The one-line note (`note: ...`), a warning (`warning: ...`) when
-    /// some directory below the input could not be listed.
+    /// something below the input could not be looked at (`unseen`).
     pub fn note(&self) -> String {
         let names = &self.analysed;
         let input = crate::error::shown(&self.input);
