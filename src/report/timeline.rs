@@ -155,7 +155,7 @@ fn little_work_note(stage: &StageTimeline) -> Option<String> {
     if v.kind == VerdictKind::NoGpuKernels || (kernels >= FEW_KERNELS && v.window_us >= SHORT_WINDOW_US) {
         return None;
     }
-    let count = if kernels == 1 { "1 kernel".to_string() } else { format!("{kernels} kernels") };
+    let count = crate::report::diff::kernels_count(usize::try_from(kernels).unwrap_or(usize::MAX));
     Some(format!("judged on {count} in a {} window: too little GPU work for it to say much", format_ms(v.window_us)))
 }
 

@@ -403,8 +403,10 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
         let new_f = StageFigures::of(stage_timeline(new, stage), new_k.as_ref().map(|k| k.1));
         let normalization = Normalization::of(&base_f, &new_f);
         let matched_base_pct = matched_base_pct(&base_k, &new_k);
-        let ratio = work_ratio(&base_k, &new_k, matched_base_pct);
-        let gate = gate_opts.as_ref().and_then(|g| gate_stage(g, &base_f, &new_f, &normalization, ratio));
+        let gate = gate_opts.as_ref().and_then(|g| {
+            let ratio = work_ratio(&base_k, &new_k, matched_base_pct);
+            gate_stage(g, &base_f, &new_f, &normalization, ratio)
+        });
         let categories = category_rows(&base_k, &new_k, &normalization);
         let (kernels, kernels_hidden) = kernel_rows(base_k, new_k, opts.min_share, &normalization);
         let delta = StageFigures::delta(&base_f, &new_f);
