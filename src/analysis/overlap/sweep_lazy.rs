@@ -5,10 +5,11 @@
 //! stream's sums when it leaves and when it joined. A slice then costs
 //! O(streams with active kernels) instead of O(active kernels); the
 //! strongest kernel per stream, and the two strongest streams, are kept in
-//! ordered sets. The dominant overlapper's name is logged per stream as
-//! runs, with each name's running total, so a kernel's `overlap_with` is
-//! rebuilt from the names charged while it was active (in first-seen
-//! order) at a cost per name, not per run.
+//! ordered sets. Per stream, each dominant overlapper's name keeps its
+//! running total and marks its first run after each join, so a kernel's
+//! `overlap_with` is rebuilt from the names charged while it was active
+//! (in first-seen order) at a cost per name, not per run, and the marks
+//! grow with the kernels that join, not with the slices.
 //!
 //! Results equal the slice-by-slice accounting up to floating-point
 //! rounding (sums of differences instead of sums of slices), so the sweep
@@ -76,9 +77,14 @@ struct StreamSums {
     hidden: f64,
     by_compute: f64,
     /// Time charged to a named dominant overlapper (the stream's overlap
-    /// clock), and the runs of one name on it: (name id, start).
+    /// clock), the runs of one name on it so far, and the name of the run
+    /// still open (none right after a kernel joined, so that no run spans
+    /// a join).
     overlap: f64,
-    runs: Vec<(u32, f64)>,
+    runs: u32,
+    open: Option<u32>,
+    /// Joins so far: each name marks its first run after each of them.
+    epoch: u32,
     names: Vec<NameLog>,
     ids: HashMap<NameKey, u32>,
     /// Name ids by the index of their latest run.
@@ -103,34 +109,47 @@ impl std::hash::Hash for NameKey {
     }
 }
 
-/// One name's runs on a stream: (run index, start on the overlap clock,
-/// the name's total before the run), and its total so far.
+/// One name's time on a stream: its total so far, its latest run, and its
+/// first run after each join (run index, the name's total before it). A
+/// kernel needs no more: what the name had when the kernel joined, and
+/// which of its names came first. Marks grow with joins, not with runs, so
+/// an active set whose dominant overlapper changes every slice keeps a few
+/// marks per name instead of a log of every run.
 struct NameLog {
     name: Arc<KernelName>,
     total: f64,
-    runs: Vec<(u32, f64, f64)>,
+    latest: u32,
+    marks: Vec<(u32, f64)>,
+    marked_epoch: u32,
 }
 
 impl StreamSums {
     /// Charges `segment` to `name` on the overlap clock.
     fn charge(&mut self, name: &Arc<KernelName>, segment: f64) {
-        let current = self.runs.last().map(|&(id, _)| id).filter(|&id| same_name(&self.names[id as usize].name, name));
+        let current = self.open.filter(|&id| same_name(&self.names[id as usize].name, name));
         let id = match current {
             Some(id) => id,
             None => {
                 let next = self.names.len() as u32;
                 let id = *self.ids.entry(NameKey(name.clone())).or_insert(next);
+                let run = self.runs;
+                self.runs += 1;
                 if id == next {
-                    self.names.push(NameLog { name: name.clone(), total: 0.0, runs: Vec::new() });
+                    let log =
+                        NameLog { name: name.clone(), total: 0.0, latest: run, marks: Vec::new(), marked_epoch: 0 };
+                    self.names.push(log);
                 }
-                let run = self.runs.len() as u32;
                 let log = &mut self.names[id as usize];
-                if let Some(&(last, _, _)) = log.runs.last() {
-                    self.recent.remove(&last);
+                if !log.marks.is_empty() {
+                    self.recent.remove(&log.latest);
                 }
-                log.runs.push((run, self.overlap, log.total));
+                if log.marks.is_empty() || log.marked_epoch != self.epoch {
+                    log.marks.push((run, log.total));
+                    log.marked_epoch = self.epoch;
+                }
+                log.latest = run;
                 self.recent.insert(run, id);
-                self.runs.push((id, self.overlap));
+                self.open = Some(id);
                 id
             }
         };
@@ -138,33 +157,30 @@ impl StreamSums {
         self.overlap += segment;
     }
 
-    /// Where run `run` ends on the overlap clock.
-    fn run_end(&self, run: u32) -> f64 {
-        self.runs.get(run as usize + 1).map_or(self.overlap, |r| r.1)
+    /// Starts a joining kernel's clock: the next charge opens a new run,
+    /// which each name marks.
+    fn restart(&mut self) -> Joined {
+        self.open = None;
+        self.epoch = self.epoch.wrapping_add(1);
+        Joined { exclusive: self.exclusive, hidden: self.hidden, by_compute: self.by_compute, run: self.runs }
     }
 
-    /// Each name's time on the overlap clock from `from` to now, in the
-    /// order the names were first charged after `from`; `run` is the
-    /// number of runs there were at `from`.
-    fn charged_since(&self, from: f64, run: u32) -> Vec<(&Arc<KernelName>, f64)> {
-        let mut found: Vec<(f64, u32, f64)> = Vec::new();
-        for (_, &id) in self.recent.range(run.saturating_sub(1)..) {
+    /// Each name's time since run `run` began (the number of runs when a
+    /// kernel's clock started), in the order the names were first charged.
+    fn charged_since(&self, run: u32) -> Vec<(&Arc<KernelName>, f64)> {
+        let mut found: Vec<(u32, u32, f64)> = Vec::new();
+        for (_, &id) in self.recent.range(run..) {
             let log = &self.names[id as usize];
-            let k = log.runs.partition_point(|r| r.1 <= from);
-            let (before, first) = match k.checked_sub(1).map(|i| log.runs[i]) {
-                Some((r, start, before)) => {
-                    let end = self.run_end(r);
-                    let first = if from < end { from } else { log.runs.get(k).map_or(f64::INFINITY, |r| r.1) };
-                    (before + (from.min(end) - start).max(0.0), first)
-                }
-                None => (0.0, log.runs[0].1),
-            };
+            // The name has run since `run`, so its first run since then
+            // is marked.
+            let k = log.marks.partition_point(|m| m.0 < run);
+            let Some(&(first, before)) = log.marks.get(k) else { continue };
             let amount = log.total - before;
             if amount > 0.0 {
                 found.push((first, id, amount));
             }
         }
-        found.sort_by(|a, b| fcmp(a.0, b.0));
+        found.sort_unstable_by_key(|f| f.0);
         found.into_iter().map(|(_, id, amount)| (&self.names[id as usize].name, amount)).collect()
     }
 }
@@ -175,8 +191,7 @@ struct Joined {
     exclusive: f64,
     hidden: f64,
     by_compute: f64,
-    overlap: f64,
-    run: usize,
+    run: u32,
 }
 
 /// Per-stream accounting of a large active set.
@@ -222,44 +237,29 @@ impl Lazy {
             sums.compute += 1;
             self.compute += 1;
         }
-        let joined = Joined {
-            exclusive: sums.exclusive,
-            hidden: sums.hidden,
-            by_compute: sums.by_compute,
-            overlap: sums.overlap,
-            run: sums.runs.len(),
-        };
+        let joined = sums.restart();
         self.joined.insert(pos, joined);
         if let Some(best) = self.best(s) {
             self.bests.insert((best, s));
         }
     }
 
-    /// Gives kernel `pos` its charges since it joined (or since the last
-    /// settlement) and restarts its clock.
+    /// Gives kernel `pos` its charges since it joined; its clock stops.
     fn settle(&mut self, keys: &Keys, events: &mut [OverlapKernel], pos: u32) {
         let s = keys.stream[pos as usize] as usize;
-        let Some(j) = self.joined.get_mut(&pos) else { return };
+        let Some(j) = self.joined.remove(&pos) else { return };
         let sums = &self.streams[s];
         let e = &mut events[pos as usize];
         e.exclusive_us += sums.exclusive - j.exclusive;
         e.hidden_us += sums.hidden - j.hidden;
         e.hidden_by_compute_us += sums.by_compute - j.by_compute;
-        for (name, amount) in sums.charged_since(j.overlap, j.run as u32) {
+        for (name, amount) in sums.charged_since(j.run) {
             e.overlap_with.add(name, amount);
         }
-        *j = Joined {
-            exclusive: sums.exclusive,
-            hidden: sums.hidden,
-            by_compute: sums.by_compute,
-            overlap: sums.overlap,
-            run: sums.runs.len(),
-        };
     }
 
     pub(super) fn leave(&mut self, keys: &Keys, events: &mut [OverlapKernel], pos: u32) {
         self.settle(keys, events, pos);
-        self.joined.remove(&pos);
         let s = keys.stream[pos as usize];
         if let Some(old) = self.best(s) {
             self.bests.remove(&(old, s));
@@ -310,5 +310,52 @@ impl Lazy {
                 sums.charge(name, segment);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(n: &str) -> Arc<KernelName> {
+        Arc::new(KernelName { canonical: n.into(), category: "other" })
+    }
+
+    fn since(sums: &StreamSums, run: u32) -> Vec<(String, f64)> {
+        sums.charged_since(run).into_iter().map(|(n, v)| (n.canonical.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn an_overlapper_changing_every_slice_keeps_a_mark_per_join_not_per_run() {
+        let (x, y) = (name("x"), name("y"));
+        let mut sums = StreamSums::default();
+        let first = sums.restart();
+        for _ in 0..10_000 {
+            sums.charge(&x, 1.0);
+            sums.charge(&y, 2.0);
+        }
+        assert_eq!(sums.runs, 20_000);
+        let marks: usize = sums.names.iter().map(|n| n.marks.len()).sum();
+        assert_eq!(marks, 2);
+        assert_eq!(since(&sums, first.run), vec![("x".into(), 10_000.0), ("y".into(), 20_000.0)]);
+    }
+
+    #[test]
+    fn a_kernel_joining_mid_run_is_charged_from_its_join_in_first_charged_order() {
+        let (x, y, z) = (name("x"), name("y"), name("z"));
+        let mut sums = StreamSums::default();
+        let early = sums.restart();
+        sums.charge(&x, 1.0);
+        sums.charge(&y, 4.0);
+        let late = sums.restart();
+        // The run of `y` open at the join goes on: the late kernel sees
+        // only what came after, and `y` before `z` and `x`.
+        sums.charge(&y, 2.0);
+        sums.charge(&z, 8.0);
+        sums.charge(&x, 16.0);
+        assert_eq!(since(&sums, early.run), vec![("x".into(), 17.0), ("y".into(), 6.0), ("z".into(), 8.0)]);
+        assert_eq!(since(&sums, late.run), vec![("y".into(), 2.0), ("z".into(), 8.0), ("x".into(), 16.0)]);
+        let after = sums.restart();
+        assert!(since(&sums, after.run).is_empty());
     }
 }
