@@ -237,29 +237,68 @@ enum Found {
     Special,
 }
 
+/// Entries (files, directories, links) one walk looks at before it stops:
+/// a job's profile directory holds thousands, while a link to `/` or to
+/// `/proc` below it would otherwise have the walk read the whole machine.
+pub(crate) const WALK_BUDGET: usize = 200_000;
+
+/// Whether a recursive walk of `dir` stays within [`WALK_BUDGET`]; the
+/// error names `dir` and says what to do. Commands that walk a directory
+/// check this first: a walk cut short would otherwise pass for all of it.
+pub(crate) fn check_walk_budget(dir: &Path) -> Result<()> {
+    check_walk_budget_of(dir, WALK_BUDGET)
+}
+
+fn check_walk_budget_of(dir: &Path, budget: usize) -> Result<()> {
+    if !dir.is_dir() || walk_within(dir, true, budget, &mut |_, _| {}) {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "more than {budget} files and folders below this directory, links followed; \
+         give the directory that holds the traces"
+    ))
+    .in_file(dir))
+}
+
 fn walk_from(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf, Found)) {
+    walk_within(dir, recursive, WALK_BUDGET, visit);
+}
+
+/// Walks `dir`; false when it stopped at `budget` entries.
+fn walk_within(dir: &Path, recursive: bool, budget: usize, visit: &mut dyn FnMut(PathBuf, Found)) -> bool {
     let mut seen = std::collections::HashSet::new();
     if let Ok(c) = dir.canonicalize() {
         seen.insert(c);
     }
-    walk(dir, recursive, &mut seen, visit);
+    let mut left = budget;
+    walk(dir, recursive, &mut seen, &mut left, visit)
 }
 
 fn walk(
     dir: &Path,
     recursive: bool,
     seen: &mut std::collections::HashSet<PathBuf>,
+    left: &mut usize,
     visit: &mut dyn FnMut(PathBuf, Found),
-) {
+) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         if dir.is_dir() {
             visit(dir.to_path_buf(), Found::UnreadableDir);
         }
-        return;
+        return true;
     };
-    let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    for p in entries {
+    let mut listed: Vec<PathBuf> = Vec::new();
+    for e in entries {
+        if *left == 0 {
+            return false;
+        }
+        *left -= 1;
+        if let Ok(e) = e {
+            listed.push(e.path());
+        }
+    }
+    listed.sort();
+    for p in listed {
         // Follows a symlink; a dangling one has no metadata of its target.
         let Ok(meta) = std::fs::metadata(&p) else {
             if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -268,8 +307,8 @@ fn walk(
             continue;
         };
         if meta.is_dir() {
-            if recursive && p.canonicalize().is_ok_and(|c| seen.insert(c)) {
-                walk(&p, true, seen, visit);
+            if recursive && p.canonicalize().is_ok_and(|c| seen.insert(c)) && !walk(&p, true, seen, left, visit) {
+                return false;
             }
         } else if meta.is_file() {
             visit(p, Found::File);
@@ -277,6 +316,7 @@ fn walk(
             visit(p, Found::Special);
         }
     }
+    true
 }
 
 /// Whether `path` is one trace read once as a stream: `-` (standard
@@ -505,6 +545,7 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
     if !path.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(path))));
     }
+    check_walk_budget(path)?;
     let direct = trace_files(path, false, None, sniffs);
     let found_below = named_trace_files(path, true, sniffs);
     let recursive = oldest_first(&found_below);
@@ -657,6 +698,34 @@ mod tests {
         assert!(!head_looks_like_trace(br#"{"file": "t.json", "top_level_keys": ["schemaVersion", "traceEvents"]}"#));
         assert!(head_looks_like_trace(br#"{"zzz": ["traceEvents"], "traceEvents" : []}"#));
         assert!(!head_looks_like_trace(b""));
+    }
+
+    #[test]
+    fn a_walk_stops_at_its_budget_and_the_check_names_the_directory() {
+        // Two ranks and a link back to the folder's parent, which holds
+        // more: the link's entries count against the budget too (3 in the
+        // job, 11 in its parent, the job not walked twice).
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("job");
+        std::fs::create_dir(&dir).unwrap();
+        for name in ["rank0.json", "rank1.json"] {
+            std::fs::write(dir.join(name), b"{}").unwrap();
+        }
+        for i in 0..10 {
+            std::fs::write(top.path().join(format!("other{i}")), b"").unwrap();
+        }
+        assert!(check_walk_budget_of(&dir, 2).is_ok());
+        std::os::unix::fs::symlink(top.path(), dir.join("up")).unwrap();
+        assert!(check_walk_budget_of(&dir, 14).is_ok());
+        let err = check_walk_budget_of(&dir, 13).unwrap_err();
+        assert_eq!(err.kind, crate::error::ErrorKind::Usage);
+        assert_eq!(err.path.as_deref(), Some(dir.as_path()));
+        assert!(err.message.starts_with("more than 13 files and folders below this directory"), "{}", err.message);
+        let mut files = 0;
+        assert!(!walk_within(&dir, true, 13, &mut |_, kind| files += usize::from(kind == Found::File)));
+        assert!(files <= 13);
+        // A file is no walk.
+        assert!(check_walk_budget_of(&dir.join("rank0.json"), 0).is_ok());
     }
 
     #[test]

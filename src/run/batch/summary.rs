@@ -158,6 +158,7 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
+            crate::run::discover::check_walk_budget(input)?;
             let unreadable = crate::run::discover::passed_over(input, true).unreadable_dirs;
             if let Some(dir) = unreadable.first() {
                 return Err(Error::usage("cannot list this directory, which may hold summaries").in_file(dir));
