@@ -319,3 +319,63 @@ fn a_kernel_of_infinite_duration_is_skipped_and_counted_not_summed() {
     assert!(stdout.contains("top kernel k1 (100.0%)"), "{stdout}");
     assert!(stderr.contains("2 events skipped"), "{stderr}");
 }
+
+/// A trace of `n` events written by `event`, one per line.
+fn write_events(path: &Path, n: usize, event: &dyn Fn(usize) -> String) {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    w.write_all(b"{\"traceEvents\": [\n").unwrap();
+    for i in 0..n {
+        if i > 0 {
+            w.write_all(b",\n").unwrap();
+        }
+        w.write_all(event(i).as_bytes()).unwrap();
+    }
+    w.write_all(b"]}\n").unwrap();
+}
+
+#[test]
+fn kernels_all_overlapping_on_a_hundred_streams_stay_bounded() {
+    // 50,000 kernels of 10 ms started 10 ns apart, one stream in a hundred
+    // each: all of them run at once, and the strongest overlapper changes
+    // at every kernel's end. The sweep logged every change for every
+    // stream (268 MB, 1.6 s).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overlap.json");
+    write_events(&path, 50_000, &|i| {
+        format!(
+            r#"{{"ph":"X","cat":"kernel","name":"k{}","pid":0,"tid":{s},"ts":{:.2},"dur":10000,"args":{{"stream":{s},"correlation":{i}}}}}"#,
+            i % 50,
+            i as f64 * 0.01,
+            s = i % 100
+        )
+    });
+    let o = triage(&path, &[]);
+    assert_sane(&o, "50,000 overlapping kernels on 100 streams");
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(o.max_rss_kb < 120 * 1024, "peak RSS {} MB", o.max_rss_kb / 1024);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("| k0 |"), "no overlap row for k0");
+}
+
+#[test]
+fn hundreds_of_thousands_of_distinct_strings_cost_little_more_than_their_bytes() {
+    // 300,000 thread names (24 MB) and 300,000 step annotations (31 MB),
+    // each string its own: the string table held about a hundred bytes a
+    // string besides its text (134 and 75 MB).
+    let dir = tempfile::tempdir().unwrap();
+    let threads = dir.path().join("threads.json");
+    write_events(&threads, 300_000, &|i| {
+        format!(r#"{{"ph":"M","name":"thread_name","pid":0,"tid":{i},"args":{{"name":"t{i}"}}}}"#)
+    });
+    let steps = dir.path().join("steps.json");
+    write_events(&steps, 300_000, &|i| {
+        format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"step[DECODE bs={i}]","pid":1,"tid":1,"ts":{},"dur":1}}"#,
+            i * 2
+        )
+    });
+    for (path, limit_mb) in [(&threads, 100), (&steps, 60)] {
+        let o = run_measured(&["triage".as_ref(), "--quiet".as_ref(), path.as_os_str()]);
+        assert_sane(&o, &path.display().to_string());
+        assert!(o.max_rss_kb < limit_mb << 10, "{}: peak RSS {} MB", path.display(), o.max_rss_kb >> 10);
+    }
+}
