@@ -180,7 +180,11 @@ impl DocParser {
                         }
                     }
                     _ => {
-                        return syntax(s.pos - 1, format!("not a JSON trace: expected '{{' or '[', found {}", show(b)))
+                        let hint = other_format(&s.buf[s.pos - 1..]).map_or(String::new(), |h| format!("; {h}"));
+                        return syntax(
+                            s.pos - 1,
+                            format!("not a JSON trace: expected '{{' or '[', found {}{hint}", show(b)),
+                        );
                     }
                 }
             }
@@ -493,5 +497,42 @@ pub fn parse_events_partial(
         }
         after_event = true;
         at_open = false;
+    }
+}
+
+/// What a document that is not JSON is, when its first bytes say so: data
+/// compressed in a format torchtriage does not read (or compressed twice),
+/// an archive, or text in another encoding, with what to do about it.
+fn other_format(head: &[u8]) -> Option<&'static str> {
+    const UTF16: &str = "it is UTF-16 text: convert it to UTF-8 first with `iconv -f UTF-16 -t UTF-8`";
+    const KNOWN: &[(&[u8], &str)] = &[
+        (b"\x1f\x8b", "it is gzip data (compressed twice?): decompress it first with `gzip -dc`"),
+        (b"\x28\xb5\x2f\xfd", "it is zstd data (compressed twice?): decompress it first with `zstd -dc`"),
+        (b"BZh", "it is bzip2 data, which torchtriage does not read: decompress it first with `bzip2 -dc`"),
+        (b"\xfd7zXZ\x00", "it is xz data, which torchtriage does not read: decompress it first with `xz -dc`"),
+        (b"\x04\x22\x4d\x18", "it is lz4 data, which torchtriage does not read: decompress it first with `lz4 -dc`"),
+        (b"PK\x03\x04", "it is a zip archive: extract the trace first with `unzip`"),
+        (b"\xff\xfe", UTF16),
+        (b"\xfe\xff", UTF16),
+    ];
+    KNOWN.iter().find(|(magic, _)| head.starts_with(magic)).map(|&(_, what)| what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::other_format;
+
+    #[test]
+    fn other_formats_are_told_by_their_first_bytes() {
+        let said = |head: &[u8]| other_format(head).unwrap_or("").split(':').next().unwrap_or("").to_string();
+        assert_eq!(said(b"BZh91AY&SY"), "it is bzip2 data, which torchtriage does not read");
+        assert_eq!(said(b"\xfd7zXZ\x00\x00"), "it is xz data, which torchtriage does not read");
+        assert_eq!(said(b"\x1f\x8b\x08\x00"), "it is gzip data (compressed twice?)");
+        assert_eq!(said(b"\xff\xfe{\x00"), "it is UTF-16 text");
+        assert_eq!(said(b"PK\x03\x04"), "it is a zip archive");
+        // Too short to tell, or just not JSON.
+        for head in [&b"BZ"[..], b"\x1f", b"hello", b"42", b""] {
+            assert_eq!(other_format(head), None, "{head:?}");
+        }
     }
 }

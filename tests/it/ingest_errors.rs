@@ -94,6 +94,22 @@ fn not_json() {
 }
 
 #[test]
+fn data_in_another_format_is_named_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let bz2 = write_temp(&dir, "trace.json.bz2", b"BZh91AY&SY\x00\x01");
+    assert_bad(
+        &bz2,
+        Some(0),
+        "it is bzip2 data, which torchtriage does not read: decompress it first with `bzip2 -dc`",
+    );
+    let twice = write_temp(&dir, "trace.json.gz", &gzip(&gzip(GOOD)));
+    assert_bad(&twice, Some(0), "it is gzip data (compressed twice?): decompress it first with `gzip -dc`");
+    let utf16: Vec<u8> = b"\xff\xfe".iter().copied().chain(GOOD.iter().flat_map(|&b| [b, 0])).collect();
+    let wide = write_temp(&dir, "trace.json", &utf16);
+    assert_bad(&wide, Some(0), "it is UTF-16 text: convert it to UTF-8 first");
+}
+
+#[test]
 fn empty_file() {
     let dir = tempfile::tempdir().unwrap();
     let p = write_temp(&dir, "empty.json", b"");
