@@ -103,7 +103,8 @@ impl Table {
                 Value::Null if self.has_children(&name) => {}
                 _ => {
                     let i = self.column(&name);
-                    row.push((i, cell(v)));
+                    let text = cell(v);
+                    row.push((i, if v.is_number() { text } else { defused(text) }));
                 }
             }
         }
@@ -133,6 +134,23 @@ impl Table {
             line(&mut out, &mut cells.into_iter());
         }
         out
+    }
+}
+
+/// A text cell a spreadsheet would run as a formula (one starting with
+/// `=`, `@`, a tab or a carriage return, or with `+` or `-` not followed by
+/// a number), with a `'` in front, which spreadsheets show as text and do
+/// not display: a kernel name comes from the trace, and a trace from anyone.
+fn defused(text: String) -> String {
+    let risky = match text.as_bytes().first() {
+        Some(b'=' | b'@' | b'\t' | b'\r') => true,
+        Some(b'+' | b'-') => text.len() > 1 && text.trim_end_matches('%').parse::<f64>().is_err(),
+        _ => false,
+    };
+    if risky {
+        format!("'{text}")
+    } else {
+        text
     }
 }
 
@@ -191,6 +209,22 @@ mod tests {
             &[],
         );
         assert_eq!(t.render(), "stage,name,us,l,n\r\ndecode,\"a, \"\"b\"\"\",1.5,\"x\ny\",\r\n");
+    }
+
+    #[test]
+    fn a_text_cell_a_spreadsheet_would_run_is_kept_as_text() {
+        let mut t = Table::default();
+        let row = json!({
+            "name": "=HYPERLINK(\"http://x\")", "at": "@SUM(A1)", "plus": "+cmd|' /C calc'!A0",
+            "minus": "-2+3", "tab": "\tx", "change": "+12.5%", "neg": "-0.5", "dash": "-", "n": -3,
+            "kernel": "void gemm<float>", "list": ["=1+1", "x"],
+        });
+        t.push(&[], &row, &[]);
+        let text = t.render();
+        let cells = text.split("\r\n").nth(1).unwrap();
+        let want = r#""'=HYPERLINK(""http://x"")",'@SUM(A1),'+cmd|' /C calc'!A0,'-2+3,'<TAB>x,+12.5%,-0.5,-,-3,"#
+            .replace("<TAB>", "\t");
+        assert_eq!(cells, format!("{want}void gemm<float>,\"'=1+1\nx\""));
     }
 
     #[test]
