@@ -65,10 +65,10 @@ impl Error {
 /// stays one line and still names the file.
 pub fn shown(path: &Path) -> String {
     let text = path.display().to_string();
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(is_hidden_char) {
         return text;
     }
-    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
+    text.chars().map(|c| if is_hidden_char(c) { escaped(c) } else { c.to_string() }).collect()
 }
 
 impl fmt::Display for Error {
@@ -87,9 +87,29 @@ impl fmt::Display for Error {
 /// can quote a whole value of the input).
 const MESSAGE_CHARS: usize = 2_000;
 
+/// A hidden character as Rust writes it in a string (`\n`, `\u{1b}`,
+/// `\u{202e}`).
+fn escaped(c: char) -> String {
+    if c.is_control() {
+        c.escape_debug().to_string()
+    } else {
+        c.escape_unicode().to_string()
+    }
+}
+
+/// Whether a character of a name from a trace (or of a path) must not reach a reader
+/// as it is: a control character (C0 or C1: `ESC` and `CSI` drive a
+/// terminal) or a bidirectional formatting character (`U+202E` and its
+/// kin reorder the text after them, so a name reads as something else).
+/// Messages and the text renderers show such a character escaped.
+pub fn is_hidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// `text` as a message line shows it: line breaks as spaces, other control
-/// characters escaped (so that a terminal escape from the input is shown,
-/// not obeyed), and cut after 2,000 characters (`MESSAGE_CHARS`) with how much
+/// and bidirectional formatting characters escaped (so that a terminal
+/// escape from the input is shown, not obeyed), and cut after 2,000 characters (`MESSAGE_CHARS`) with how much
 /// was left out.
 pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(MESSAGE_CHARS + 64));
@@ -100,7 +120,7 @@ pub fn one_line(text: &str) -> String {
         }
         match c {
             '\n' | '\r' => out.push(' '),
-            c if c.is_control() => out.extend(c.escape_debug()),
+            c if is_hidden_char(c) => out.push_str(&escaped(c)),
             c => out.push(c),
         }
     }
@@ -125,6 +145,7 @@ mod tests {
         assert_eq!(e.to_string(), "/tmp/nl\\nname\\r.json: byte 16: unexpected end of input");
         assert_eq!(shown(Path::new("plain/trace.json")), "plain/trace.json");
         assert_eq!(shown(Path::new("tab\there")), "tab\\there");
+        assert_eq!(shown(Path::new("rank\u{202e}nosj.json")), "rank\\u{202e}nosj.json");
     }
 
     #[test]

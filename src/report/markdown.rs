@@ -43,7 +43,7 @@ fn escape_md(text: &str, html: bool) -> String {
                 out.push_str("\\<")
             }
             '&' if html && next.is_some_and(|n| n.is_ascii_alphanumeric() || n == '#') => out.push_str("\\&"),
-            c if c.is_ascii_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if crate::report::is_hidden_char(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
         rest = &rest[c.len_utf8()..];
@@ -486,6 +486,9 @@ mod tests {
     #[test]
     fn control_characters_in_cells_are_shown_escaped() {
         assert_eq!(escape_md_cell("a|b\nc\td\0e\u{1b}[31m\u{7f}"), "a\\|b<br>c\td\\u0000e\\u001b[31m\\u007f");
+        // A C1 control (CSI) and a right-to-left override: escaped, so the
+        // line neither drives the terminal nor reads backwards.
+        assert_eq!(escape_md_cell("k\u{9b}31m\u{202e}exe"), "k\\u009b31m\\u202eexe");
     }
 
     #[test]

@@ -14,3 +14,5 @@ pub mod model;
 pub mod render;
 pub mod table;
 pub mod timeline;
+
+pub use crate::error::is_hidden_char;

@@ -86,11 +86,12 @@ pub fn drop_arguments(name: &str) -> String {
     name.to_string()
 }
 
-/// Control characters (which could corrupt the terminal) as `\u00XX`.
+/// Control and bidirectional formatting characters (which could corrupt
+/// the terminal or reorder the line) as `\uXXXX`.
 pub fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() {
+        if crate::report::is_hidden_char(c) {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);
@@ -279,6 +280,7 @@ mod tests {
         // A CUDA kernel's `void ` goes, mangled or not.
         assert_eq!(display_name("void f<int>(int)"), "f<int>(int)");
         assert_eq!(display_name("a\u{1b}b"), "a\\u001bb");
+        assert_eq!(display_name("gemm\u{202e}txt.exe\u{2066}"), "gemm\\u202etxt.exe\\u2066");
     }
 
     #[test]
