@@ -257,7 +257,12 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     drop(progress);
     let outcomes: Vec<FileOutcome> = results.into_iter().map(|(file, result)| FileOutcome { file, result }).collect();
     if let Some(dir) = &args.summaries {
-        write_summaries(dir, &outcomes)?;
+        write_summaries(dir, &outcomes, &opts).map_err(|mut e| {
+            if e.kind == crate::error::ErrorKind::Io {
+                e.message = format!("--summaries: cannot write the summaries: {}", e.message);
+            }
+            e
+        })?;
     }
     if let (Some(out), Some(path)) = (jsonl.as_mut(), args.jsonl.as_deref()) {
         match write_jsonl(out, &outcomes) {
@@ -267,7 +272,11 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
             Err(e)
                 if e.kind() == std::io::ErrorKind::BrokenPipe
                     && (path.as_os_str() == "-" || crate::run::atomic::is_descriptor(path)) => {}
-            Err(e) => return Err(Error::io(e).in_file(path)),
+            Err(e) => {
+                let mut err = Error::io(e);
+                err.message = format!("--jsonl: cannot write the lines: {}", err.message);
+                return Err(err.in_file(path));
+            }
         }
     }
     let ok: Vec<&RankFacts> = outcomes.iter().filter_map(|o| o.result.as_ref().ok().map(|a| &a.facts)).collect();

@@ -260,6 +260,20 @@ fn batch_side_outputs_are_checked_before_the_run() {
     assert!(!sums.exists() && !std::path::Path::new(x).exists(), "nothing written");
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn a_side_output_that_fills_up_is_named_by_its_option() {
+    // `/dev/full` opens, so the check before the run passes, and every
+    // write to it fails.
+    let out = common::run(&["-q", "batch", RANKS, "--jsonl", "/dev/full", "-o", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim_end(),
+        "torchtriage: /dev/full: --jsonl: cannot write the lines: No space left on device (os error 28)"
+    );
+}
+
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

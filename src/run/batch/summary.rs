@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::framework::FrameworkChoice;
 use crate::analysis::ranks::RankFacts;
 use crate::error::{Error, Result};
 use crate::report::batch::error_text;
 use crate::report::model::{FileOutcome, SCHEMA_VERSION};
 use crate::run::atomic::write_atomic;
+use crate::run::triage::TriageOptions;
 
 /// `kind` of a summary file.
 pub const SUMMARY_KIND: &str = "torchtriage-rank-summary";
@@ -39,10 +41,48 @@ pub struct RankSummary {
     /// filter that kept nothing); absent in summaries of older builds.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The options the facts were found with; absent in summaries of
+    /// older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<FactOptions>,
+}
+
+/// The options a summary's facts depend on. Facts found with other options
+/// (another timeline basis, framework or process filter) do not compare,
+/// so `merge` refuses to put them side by side.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FactOptions {
+    /// `--framework`: `auto` or the framework asked for.
+    pub framework: String,
+    /// `--pid-substring`, when given.
+    pub pid_substring: Option<String>,
+    /// `--timeline-basis`: `trace`, `hta` or `hta_exact`.
+    pub timeline_basis: crate::analysis::timeline::Basis,
+}
+
+impl FactOptions {
+    pub fn of(opts: &TriageOptions) -> Self {
+        let framework = match opts.framework {
+            FrameworkChoice::Auto => "auto".to_string(),
+            FrameworkChoice::Fixed(f) => f.as_str().to_string(),
+        };
+        FactOptions { framework, pid_substring: opts.pid_substring.clone(), timeline_basis: opts.timeline.basis }
+    }
+
+    /// The options as a command line gives them.
+    fn as_flags(&self) -> String {
+        let basis = serde_json::to_value(self.timeline_basis).ok();
+        let basis = basis.as_ref().and_then(|v| v.as_str()).unwrap_or("trace").replace('_', "-");
+        let mut flags = format!("--framework {} --timeline-basis {basis}", self.framework);
+        if let Some(pid) = &self.pid_substring {
+            flags.push_str(&format!(" --pid-substring {pid:?}"));
+        }
+        flags
+    }
 }
 
 impl RankSummary {
-    pub fn of(outcome: &FileOutcome) -> Self {
+    pub fn of(outcome: &FileOutcome, opts: &TriageOptions) -> Self {
         let (facts, error, skipped_events, notes) = match &outcome.result {
             Ok(a) => (Some(a.facts.clone()), None, a.skipped_events, a.notes.clone()),
             Err(e) => (None, Some(error_text(&outcome.file.path, e)), 0, Vec::new()),
@@ -56,6 +96,7 @@ impl RankSummary {
             facts,
             error,
             notes,
+            options: Some(FactOptions::of(opts)),
         }
     }
 
@@ -77,10 +118,10 @@ pub fn summary_file_name(trace: &Path) -> String {
 }
 
 /// Writes one summary file per outcome into `dir` (created when missing).
-pub fn write_summaries(dir: &Path, outcomes: &[FileOutcome]) -> Result<()> {
+pub fn write_summaries(dir: &Path, outcomes: &[FileOutcome], opts: &TriageOptions) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(e).in_file(dir))?;
     for o in outcomes {
-        let s = RankSummary::of(o);
+        let s = RankSummary::of(o, opts);
         write_atomic(&dir.join(summary_file_name(&s.file)), |out| {
             serde_json::to_writer(&mut *out, &s)?;
             out.write_all(b"\n")
@@ -191,9 +232,27 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
             .in_file(&a.file));
         }
     }
+    same_options(&read)?;
     let mut out: Vec<RankSummary> = read.into_iter().map(|(_, s)| s).collect();
     out.dedup_by(|a, b| a.file == b.file);
     Ok(out)
+}
+
+/// Refuses summaries whose facts were found with different options
+/// (summaries of older builds, which do not record them, go with any).
+fn same_options(read: &[(&PathBuf, RankSummary)]) -> Result<()> {
+    let mut with = read.iter().filter_map(|(p, s)| Some((p, s.options.as_ref()?)));
+    let Some((first_path, first)) = with.next() else { return Ok(()) };
+    match with.find(|(_, o)| o != &first) {
+        None => Ok(()),
+        Some((path, other)) => Err(Error::usage(format!(
+            "{} was made with {}, {} with {}: the facts do not compare; merge summaries made with the same options",
+            crate::error::shown(first_path),
+            first.as_flags(),
+            crate::error::shown(path),
+            other.as_flags()
+        ))),
+    }
 }
 
 /// The map step on its own: triages one trace as `batch` does and returns
@@ -216,7 +275,7 @@ pub fn summarize_trace(
     let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let file = super::BatchFile { index, path, size, name_rank };
     let result = super::analyze_file(&file, opts, false, &|_| {});
-    RankSummary::of(&FileOutcome { file, result })
+    RankSummary::of(&FileOutcome { file, result }, opts)
 }
 
 /// The reduce step: the cross-rank stages of any set of summaries (in
@@ -238,6 +297,39 @@ pub fn merge_summaries(
 mod tests {
     use super::*;
     use crate::run::triage::TriageOptions;
+
+    #[test]
+    fn summaries_made_with_other_options_are_not_merged() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/traces/param_dlrm_8rank");
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        let trace = TriageOptions { quiet: true, ..TriageOptions::default() };
+        let mut hta = trace.clone();
+        hta.timeline.basis = crate::analysis::timeline::Basis::Hta;
+        let out = tempfile::tempdir().unwrap();
+        let write = |name: &str, s: &RankSummary| {
+            let p = out.path().join(format!("{name}{SUMMARY_SUFFIX}"));
+            std::fs::write(&p, serde_json::to_string(s).unwrap()).unwrap();
+            p
+        };
+        let a = summarize_trace(&paths[0], 0, None, &trace);
+        let b = summarize_trace(&paths[1], 1, None, &hta);
+        assert_eq!(a.options.as_ref().map(|o| o.timeline_basis), Some(crate::analysis::timeline::Basis::Trace));
+        let (pa, pb) = (write("a", &a), write("b", &b));
+        let err = read_summaries(&[pa.clone(), pb.clone()]).unwrap_err();
+        assert_eq!(err.kind, crate::error::ErrorKind::Usage);
+        assert!(
+            err.message.contains("was made with --framework auto --timeline-basis trace, ")
+                && err.message.contains(" with --framework auto --timeline-basis hta: the facts do not compare"),
+            "{}",
+            err.message
+        );
+        // A summary of an older build, which records no options, goes with any.
+        let old = RankSummary { options: None, ..summarize_trace(&paths[2], 2, None, &hta) };
+        let po = write("old", &old);
+        assert_eq!(read_summaries(&[pa, po.clone()]).unwrap().len(), 2);
+        assert_eq!(read_summaries(&[pb, po]).unwrap().len(), 2);
+    }
 
     #[test]
     fn summaries_survive_json_and_merge_like_a_batch() {
