@@ -189,8 +189,8 @@ fn names_trace_events_key(head: &[u8]) -> bool {
 
 /// Calls `visit` on every regular file in `dir` (and, when `recursive`, in
 /// its subdirectories), in path order within each directory. Symlinks are
-/// followed, but never into a directory already walked (by its canonical
-/// path), so link cycles end; FIFOs, sockets and devices are passed over
+/// followed, but never into a directory already walked (by its device and
+/// inode), so link cycles end; FIFOs, sockets and devices are passed over
 /// without being opened, so the walk never blocks.
 pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf)) {
     walk_from(dir, recursive, &mut |p, kind| {
@@ -267,25 +267,39 @@ fn walk_from(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf, Found))
 /// Walks `dir`; false when it stopped at `budget` entries.
 fn walk_within(dir: &Path, recursive: bool, budget: usize, visit: &mut dyn FnMut(PathBuf, Found)) -> bool {
     let mut seen = std::collections::HashSet::new();
-    if let Ok(c) = dir.canonicalize() {
-        seen.insert(c);
+    if let Ok(m) = std::fs::metadata(dir) {
+        seen.insert(dir_id(&m));
     }
     let mut left = budget;
     walk(dir, recursive, &mut seen, &mut left, visit)
 }
 
+/// A directory's identity (device and inode): the same directory reached
+/// by two paths (a link back up the tree) has one. Read from metadata the
+/// walk has anyway, where resolving each folder's full path would cost a
+/// system call per level of its depth.
+fn dir_id(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
 fn walk(
     dir: &Path,
     recursive: bool,
-    seen: &mut std::collections::HashSet<PathBuf>,
+    seen: &mut std::collections::HashSet<(u64, u64)>,
     left: &mut usize,
     visit: &mut dyn FnMut(PathBuf, Found),
 ) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        if dir.is_dir() {
-            visit(dir.to_path_buf(), Found::UnreadableDir);
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            // Gone since it was listed is no loss; anything else (no
+            // permission, a path too long to open) leaves its traces out.
+            if e.kind() != std::io::ErrorKind::NotFound {
+                visit(dir.to_path_buf(), Found::UnreadableDir);
+            }
+            return true;
         }
-        return true;
     };
     let mut listed: Vec<PathBuf> = Vec::new();
     for e in entries {
@@ -300,14 +314,21 @@ fn walk(
     listed.sort();
     for p in listed {
         // Follows a symlink; a dangling one has no metadata of its target.
-        let Ok(meta) = std::fs::metadata(&p) else {
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
-                visit(p, Found::DanglingLink);
+        let meta = match std::fs::metadata(&p) {
+            Ok(meta) => meta,
+            Err(e) => {
+                if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+                    visit(p, Found::DanglingLink);
+                } else if e.kind() != std::io::ErrorKind::NotFound {
+                    // Neither gone nor a link: an entry that cannot be
+                    // looked at (a path too long to name), perhaps a folder.
+                    visit(p, Found::UnreadableDir);
+                }
+                continue;
             }
-            continue;
         };
         if meta.is_dir() {
-            if recursive && p.canonicalize().is_ok_and(|c| seen.insert(c)) && !walk(&p, true, seen, left, visit) {
+            if recursive && seen.insert(dir_id(&meta)) && !walk(&p, true, seen, left, visit) {
                 return false;
             }
         } else if meta.is_file() {

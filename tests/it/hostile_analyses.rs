@@ -127,6 +127,44 @@ fn link_cycles_in_a_trace_directory_are_walked_once() {
     }
 }
 
+#[test]
+fn a_deep_folder_tree_is_walked_in_time_and_a_path_too_long_to_open_is_named() {
+    // 1,000 nested folders: resolving each folder's full path cost a
+    // system call per level (14 s for this tree). Then, below a rank, 20
+    // folders of 240-character names with a rank at the bottom, whose path
+    // is longer than the system opens: it used to be left out in silence.
+    let dir = trace_dir();
+    let deep: PathBuf = std::iter::once(dir.path().to_path_buf()).chain((0..1000).map(|_| "d".into())).collect();
+    std::fs::create_dir_all(&deep).unwrap();
+    // SAFETY: valid NUL-terminated names, descriptors owned and closed here.
+    unsafe {
+        let mut fd = libc::open(std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap().as_ptr(), libc::O_RDONLY);
+        assert!(fd >= 0);
+        let name = std::ffi::CString::new("n".repeat(240)).unwrap();
+        for _ in 0..20 {
+            assert_eq!(libc::mkdirat(fd, name.as_ptr(), 0o755), 0);
+            let next = libc::openat(fd, name.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
+            libc::close(fd);
+            assert!(next >= 0);
+            fd = next;
+        }
+        let file = std::ffi::CString::new("rank7.trace.json").unwrap();
+        let out = libc::openat(fd, file.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+        assert!(out >= 0);
+        let tiny =
+            br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]}"#;
+        assert_eq!(libc::write(out, tiny.as_ptr().cast(), tiny.len()), tiny.len() as isize);
+        libc::close(out);
+        libc::close(fd);
+    }
+    let o = run_measured(&["batch".as_ref(), dir.path().as_os_str()]);
+    assert_eq!(o.code, Some(1), "{}", o.stderr);
+    assert!(o.stderr.contains("the batch is incomplete: 1 directory below it could not be listed"), "{}", o.stderr);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("Files: 2 triaged, 0 failed"), "{out}");
+    assert_sane(&Outcome { code: Some(0), ..o }, "batch of a deep tree");
+}
+
 /// A pipe with a rank's name is never opened (without a writer it would
 /// block the run), and a batch that lacks the rank it stands for says so
 /// with exit code 1; `triage` picks from the rest.
