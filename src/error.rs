@@ -99,12 +99,18 @@ fn escaped(c: char) -> String {
 
 /// Whether a character of a name from a trace (or of a path) must not reach a reader
 /// as it is: a control character (C0 or C1: `ESC` and `CSI` drive a
-/// terminal) or a bidirectional formatting character (`U+202E` and its
-/// kin reorder the text after them, so a name reads as something else).
+/// terminal), a bidirectional formatting character (`U+202E` and its
+/// kin reorder the text after them, so a name reads as something else),
+/// a line or paragraph separator (`U+2028`, `U+2029`: a line break to some
+/// viewers) or an invisible one (zero-width space, byte-order mark).
 /// Messages and the text renderers show such a character escaped.
 pub fn is_hidden_char(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            '\u{200b}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{2028}' | '\u{2029}' | '\u{feff}'
+                | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
 }
 
 /// `text` as a message line shows it: line breaks as spaces, other control

@@ -489,6 +489,7 @@ mod tests {
         // A C1 control (CSI) and a right-to-left override: escaped, so the
         // line neither drives the terminal nor reads backwards.
         assert_eq!(escape_md_cell("k\u{9b}31m\u{202e}exe"), "k\\u009b31m\\u202eexe");
+        assert_eq!(escape_md_cell("a\u{2028}b\u{200b}c\u{feff}"), "a\\u2028b\\u200bc\\ufeff");
     }
 
     #[test]

@@ -245,17 +245,18 @@ pub(crate) const WALK_BUDGET: usize = 200_000;
 /// Whether a recursive walk of `dir` stays within [`WALK_BUDGET`]; the
 /// error names `dir` and says what to do. Commands that walk a directory
 /// check this first: a walk cut short would otherwise pass for all of it.
-pub(crate) fn check_walk_budget(dir: &Path) -> Result<()> {
-    check_walk_budget_of(dir, WALK_BUDGET)
+/// `holding` names what the command looks for (`traces`, `summaries`).
+pub(crate) fn check_walk_budget(dir: &Path, holding: &str) -> Result<()> {
+    check_walk_budget_of(dir, WALK_BUDGET, holding)
 }
 
-fn check_walk_budget_of(dir: &Path, budget: usize) -> Result<()> {
+fn check_walk_budget_of(dir: &Path, budget: usize, holding: &str) -> Result<()> {
     if !dir.is_dir() || walk_within(dir, true, budget, &mut |_, _| {}) {
         return Ok(());
     }
     Err(Error::usage(format!(
-        "more than {budget} files and folders below this directory, links followed; \
-         give the directory that holds the traces"
+        "more than {budget} files and folders below this directory (links followed); \
+         give the directory that holds the {holding}"
     ))
     .in_file(dir))
 }
@@ -566,7 +567,7 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
     if !path.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(path))));
     }
-    check_walk_budget(path)?;
+    check_walk_budget(path, "traces")?;
     let direct = trace_files(path, false, None, sniffs);
     let found_below = named_trace_files(path, true, sniffs);
     let recursive = oldest_first(&found_below);
@@ -735,18 +736,18 @@ mod tests {
         for i in 0..10 {
             std::fs::write(top.path().join(format!("other{i}")), b"").unwrap();
         }
-        assert!(check_walk_budget_of(&dir, 2).is_ok());
+        assert!(check_walk_budget_of(&dir, 2, "traces").is_ok());
         std::os::unix::fs::symlink(top.path(), dir.join("up")).unwrap();
-        assert!(check_walk_budget_of(&dir, 14).is_ok());
-        let err = check_walk_budget_of(&dir, 13).unwrap_err();
+        assert!(check_walk_budget_of(&dir, 14, "traces").is_ok());
+        let err = check_walk_budget_of(&dir, 13, "traces").unwrap_err();
         assert_eq!(err.kind, crate::error::ErrorKind::Usage);
         assert_eq!(err.path.as_deref(), Some(dir.as_path()));
-        assert!(err.message.starts_with("more than 13 files and folders below this directory"), "{}", err.message);
+        assert!(err.message.starts_with("more than 13 files and folders below this directory (links followed); give the directory that holds the traces"), "{}", err.message);
         let mut files = 0;
         assert!(!walk_within(&dir, true, 13, &mut |_, kind| files += usize::from(kind == Found::File)));
         assert!(files <= 13);
         // A file is no walk.
-        assert!(check_walk_budget_of(&dir.join("rank0.json"), 0).is_ok());
+        assert!(check_walk_budget_of(&dir.join("rank0.json"), 0, "traces").is_ok());
     }
 
     #[test]

@@ -169,6 +169,11 @@ impl DocParser {
                 }
                 let b = s.peek()?;
                 s.pos += 1;
+                if matches!(b, b'{' | b'[') && s.buf.get(s.pos) == Some(&0) {
+                    // A brace and a zero byte: UTF-16 without a byte-order mark.
+                    let hint = other_format(s.buf).unwrap_or(UTF16LE);
+                    return syntax(s.pos, format!("not a JSON trace: found byte 0x00 after '{}'; {hint}", b as char));
+                }
                 match b {
                     b'{' => self.state = State::ObjKey { first: true },
                     b'[' => {
@@ -180,7 +185,7 @@ impl DocParser {
                         }
                     }
                     _ => {
-                        let hint = other_format(&s.buf[s.pos - 1..]).map_or(String::new(), |h| format!("; {h}"));
+                        let hint = other_format(s.buf).map_or(String::new(), |h| format!("; {h}"));
                         return syntax(
                             s.pos - 1,
                             format!("not a JSON trace: expected '{{' or '[', found {}{hint}", show(b)),
@@ -500,23 +505,47 @@ pub fn parse_events_partial(
     }
 }
 
-/// What a document that is not JSON is, when its first bytes say so: data
+/// What a document that is not JSON is, when its first bytes (`head`, from
+/// the start of the document) say so: data
 /// compressed in a format torchtriage does not read (or compressed twice),
 /// an archive, or text in another encoding, with what to do about it.
 fn other_format(head: &[u8]) -> Option<&'static str> {
-    const UTF16: &str = "it is UTF-16 text: convert it to UTF-8 first with `iconv -f UTF-16 -t UTF-8`";
     const KNOWN: &[(&[u8], &str)] = &[
         (b"\x1f\x8b", "it is gzip data (compressed twice?): decompress it first with `gzip -dc`"),
         (b"\x28\xb5\x2f\xfd", "it is zstd data (compressed twice?): decompress it first with `zstd -dc`"),
         (b"BZh", "it is bzip2 data, which torchtriage does not read: decompress it first with `bzip2 -dc`"),
         (b"\xfd7zXZ\x00", "it is xz data, which torchtriage does not read: decompress it first with `xz -dc`"),
-        (b"\x04\x22\x4d\x18", "it is lz4 data, which torchtriage does not read: decompress it first with `lz4 -dc`"),
+        (b"\x04\x22\x4d\x18", LZ4),
+        (b"\x02\x21\x4c\x18", LZ4),
         (b"PK\x03\x04", "it is a zip archive: extract the trace first with `unzip`"),
+        // UTF-32 first: its little-endian mark begins with UTF-16's.
+        (b"\xff\xfe\x00\x00", UTF32),
+        (b"\x00\x00\xfe\xff", UTF32),
         (b"\xff\xfe", UTF16),
         (b"\xfe\xff", UTF16),
     ];
-    KNOWN.iter().find(|(magic, _)| head.starts_with(magic)).map(|&(_, what)| what)
+    if head.get(257..262) == Some(b"ustar") {
+        return Some("it is a tar archive: extract the trace first with `tar -xf`");
+    }
+    if let Some(&(_, what)) = KNOWN.iter().find(|(magic, _)| head.starts_with(magic)) {
+        return Some(what);
+    }
+    // ASCII text in UTF-16 without a byte-order mark: every other byte zero.
+    let ascii = |b: u8| (1..0x80).contains(&b);
+    match head {
+        [a, 0, b, 0, ..] if ascii(*a) && ascii(*b) => Some(UTF16LE),
+        [0, a, 0, b, ..] if ascii(*a) && ascii(*b) => Some(UTF16BE),
+        _ => None,
+    }
 }
+
+const LZ4: &str = "it is lz4 data, which torchtriage does not read: decompress it first with `lz4 -dc`";
+const UTF16: &str = "it is UTF-16 text: convert it to UTF-8 first with `iconv -f UTF-16 -t UTF-8`";
+const UTF16LE: &str = "it is UTF-16 text without a byte-order mark: convert it to UTF-8 first with \
+                       `iconv -f UTF-16LE -t UTF-8`";
+const UTF16BE: &str = "it is UTF-16 text without a byte-order mark: convert it to UTF-8 first with \
+                       `iconv -f UTF-16BE -t UTF-8`";
+const UTF32: &str = "it is UTF-32 text: convert it to UTF-8 first with `iconv -f UTF-32 -t UTF-8`";
 
 #[cfg(test)]
 mod tests {
@@ -530,6 +559,13 @@ mod tests {
         assert_eq!(said(b"\x1f\x8b\x08\x00"), "it is gzip data (compressed twice?)");
         assert_eq!(said(b"\xff\xfe{\x00"), "it is UTF-16 text");
         assert_eq!(said(b"PK\x03\x04"), "it is a zip archive");
+        assert_eq!(said(b"\xff\xfe\x00\x00{\x00\x00\x00"), "it is UTF-32 text");
+        assert_eq!(said(b"\x00{\x00\""), "it is UTF-16 text without a byte-order mark");
+        assert_eq!(said(b"\n\x00{\x00"), "it is UTF-16 text without a byte-order mark");
+        assert_eq!(said(b"\x02\x21\x4c\x18"), "it is lz4 data, which torchtriage does not read");
+        let mut tar = vec![0u8; 512];
+        tar[257..262].copy_from_slice(b"ustar");
+        assert_eq!(said(&tar), "it is a tar archive");
         // Too short to tell, or just not JSON.
         for head in [&b"BZ"[..], b"\x1f", b"hello", b"42", b""] {
             assert_eq!(other_format(head), None, "{head:?}");

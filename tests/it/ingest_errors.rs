@@ -107,6 +107,12 @@ fn data_in_another_format_is_named_with_what_to_do() {
     let utf16: Vec<u8> = b"\xff\xfe".iter().copied().chain(GOOD.iter().flat_map(|&b| [b, 0])).collect();
     let wide = write_temp(&dir, "trace.json", &utf16);
     assert_bad(&wide, Some(0), "it is UTF-16 text: convert it to UTF-8 first");
+    let bare = write_temp(&dir, "bare.json", &utf16[2..]);
+    assert_bad(
+        &bare,
+        Some(1),
+        "it is UTF-16 text without a byte-order mark: convert it to UTF-8 first with `iconv -f UTF-16LE",
+    );
 }
 
 #[test]

@@ -144,7 +144,12 @@ impl Table {
 fn defused(text: String) -> String {
     let risky = match text.as_bytes().first() {
         Some(b'=' | b'@' | b'\t' | b'\r') => true,
-        Some(b'+' | b'-') => text.len() > 1 && text.trim_end_matches('%').parse::<f64>().is_err(),
+        // A signed number (`-0.5`, `+12.5%`) is a number to a spreadsheet
+        // too; `-inf` or `-x` is a formula.
+        Some(b'+' | b'-') => {
+            let digits = text.as_bytes().get(1).is_some_and(|b| b.is_ascii_digit() || *b == b'.');
+            text.len() > 1 && !(digits && text.trim_end_matches('%').parse::<f64>().is_ok())
+        }
         _ => false,
     };
     if risky {
@@ -216,13 +221,13 @@ mod tests {
         let mut t = Table::default();
         let row = json!({
             "name": "=HYPERLINK(\"http://x\")", "at": "@SUM(A1)", "plus": "+cmd|' /C calc'!A0",
-            "minus": "-2+3", "tab": "\tx", "change": "+12.5%", "neg": "-0.5", "dash": "-", "n": -3,
+            "minus": "-2+3", "inf": "-inf", "tab": "\tx", "change": "+12.5%", "neg": "-0.5", "dash": "-", "n": -3,
             "kernel": "void gemm<float>", "list": ["=1+1", "x"],
         });
         t.push(&[], &row, &[]);
         let text = t.render();
         let cells = text.split("\r\n").nth(1).unwrap();
-        let want = r#""'=HYPERLINK(""http://x"")",'@SUM(A1),'+cmd|' /C calc'!A0,'-2+3,'<TAB>x,+12.5%,-0.5,-,-3,"#
+        let want = r#""'=HYPERLINK(""http://x"")",'@SUM(A1),'+cmd|' /C calc'!A0,'-2+3,'-inf,'<TAB>x,+12.5%,-0.5,-,-3,"#
             .replace("<TAB>", "\t");
         assert_eq!(cells, format!("{want}void gemm<float>,\"'=1+1\nx\""));
     }

@@ -127,7 +127,7 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
     if !dir.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(dir))));
     }
-    crate::run::discover::check_walk_budget(dir)?;
+    crate::run::discover::check_walk_budget(dir, "traces")?;
     let found = discover_named_trace_files(dir, true);
     let is_merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
     let mut paths: Vec<(PathBuf, PathBuf)> = found.iter().filter(|(p, _)| !is_merged(p)).cloned().collect();

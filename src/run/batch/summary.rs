@@ -199,7 +199,7 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            crate::run::discover::check_walk_budget(input)?;
+            crate::run::discover::check_walk_budget(input, "summaries")?;
             let unreadable = crate::run::discover::passed_over(input, true).unreadable_dirs;
             if let Some(dir) = unreadable.first() {
                 return Err(Error::usage("cannot list this directory, which may hold summaries").in_file(dir));
@@ -239,9 +239,23 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
 }
 
 /// Refuses summaries whose facts were found with different options
-/// (summaries of older builds, which do not record them, go with any).
+/// (summaries of older builds, which do not record them, go with any; a
+/// failed trace's, which has none, too), or with a framework no build
+/// writes.
 fn same_options(read: &[(&PathBuf, RankSummary)]) -> Result<()> {
-    let mut with = read.iter().filter_map(|(p, s)| Some((p, s.options.as_ref()?)));
+    for (path, o) in read.iter().filter_map(|(p, s)| Some((p, s.options.as_ref()?))) {
+        let known = o.framework == "auto" || crate::analysis::framework::Framework::from_id(&o.framework).is_some();
+        if !known {
+            return Err(Error::usage(format!(
+                "not a torchtriage summary: options.framework {:?} is none that torchtriage writes \
+                 (auto, sglang, vllm, trtllm, tokenspeed, generic)",
+                o.framework
+            ))
+            .in_file(path));
+        }
+    }
+    // A failed trace has no facts to compare.
+    let mut with = read.iter().filter(|(_, s)| s.facts.is_some()).filter_map(|(p, s)| Some((p, s.options.as_ref()?)));
     let Some((first_path, first)) = with.next() else { return Ok(()) };
     match with.find(|(_, o)| o != &first) {
         None => Ok(()),
@@ -328,7 +342,20 @@ mod tests {
         let old = RankSummary { options: None, ..summarize_trace(&paths[2], 2, None, &hta) };
         let po = write("old", &old);
         assert_eq!(read_summaries(&[pa, po.clone()]).unwrap().len(), 2);
-        assert_eq!(read_summaries(&[pb, po]).unwrap().len(), 2);
+        assert_eq!(read_summaries(&[pb.clone(), po]).unwrap().len(), 2);
+        // A failed trace has no facts that could disagree.
+        let failed = summarize_trace(&dir.join("nonesuch.json"), 9, None, &trace);
+        assert!(failed.facts.is_none());
+        assert_eq!(read_summaries(&[pb, write("failed", &failed)]).unwrap().len(), 2);
+        // A framework no build writes is no summary of ours.
+        let mut odd = a.clone();
+        odd.options.as_mut().unwrap().framework = "pytorch".into();
+        let err = read_summaries(&[write("odd", &odd)]).unwrap_err();
+        assert!(
+            err.message.contains(r#"options.framework "pytorch" is none that torchtriage writes"#),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
