@@ -439,6 +439,29 @@ fn a_rank_held_by_two_files_is_warned_of() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("held by more than one file"));
 }
 
+/// A file triaged without a GPU kernel is counted but in no rank table:
+/// the report says why, as does stderr, and so does a merge of summaries.
+fn a_file_without_kernels_is_named_in_the_notes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    std::fs::copy(fixture, tmp.path().join("rank0.json")).unwrap();
+    write_rank(tmp.path(), 3, &[]);
+    let dir = tmp.path().to_str().unwrap();
+    let out = common::run(&["batch", "--format", "json", dir]);
+    assert_eq!(out.status.code(), Some(0));
+    let empty = tmp.path().join("rank3.json").canonicalize().unwrap();
+    let note = format!("warning: {}: no GPU kernels, so the file is in no stage's rank table", empty.display());
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end(), format!("torchtriage: {note}"));
+    let report = json_of(&out);
+    assert_eq!(report["files"], 2);
+    assert_eq!(report["notes"], serde_json::json!([note]));
+    let sums = tmp.path().join("sums");
+    let out = common::run(&["batch", "-q", "--summaries", sums.to_str().unwrap(), "-o", "/dev/null", dir]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = common::run(&["merge", "-q", "--format", "json", sums.to_str().unwrap()]);
+    assert_eq!(json_of(&out)["notes"], serde_json::json!([note]));
+}
+
 /// Writes `rank{rank}.json` in `dir` holding `events`.
 fn write_rank(dir: &Path, rank: u32, events: &[String]) {
     let text = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
@@ -584,7 +607,8 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 8] = [
+    let plain: [(&str, fn()); 9] = [
+        ("a_file_without_kernels_is_named_in_the_notes", a_file_without_kernels_is_named_in_the_notes),
         (
             "exposed_communication_is_the_kernel_tables_communication",
             exposed_communication_is_the_kernel_tables_communication,

@@ -287,18 +287,27 @@ pub fn analyze_file(
             (s.bundle.clone(), comm_exposure(kernels))
         })
         .collect();
+    let stages = stage_facts(&report, &exposure);
+    let mut notes = report.notes.clone();
+    if stages.is_empty() {
+        // Triaged, and counted so, but in no table: say why it is missing.
+        notes.push(format!(
+            "warning: {}: no GPU kernels, so the file is in no stage's rank table",
+            crate::error::shown(&file.path)
+        ));
+    }
     Ok(FileAnalysis {
         facts: RankFacts {
             file: file.path.clone(),
             rank,
             rank_source,
-            stages: stage_facts(&report, &exposure),
+            stages,
             world_size: distributed_number(report.distributed_info.as_ref(), "world_size"),
         },
         path_stage: parse_stage(&file.path),
         triage_ms,
         skipped_events: report.skipped_events,
-        notes: report.notes.clone(),
+        notes,
         report_json: keep_json.then(|| crate::report::json::compact(&report)),
     })
 }
