@@ -113,10 +113,10 @@ pub fn is_hidden_char(c: char) -> bool {
         )
 }
 
-/// `text` as a message line shows it: line breaks as spaces, other control
-/// and bidirectional formatting characters escaped (so that a terminal
-/// escape from the input is shown, not obeyed), and cut after 2,000 characters (`MESSAGE_CHARS`) with how much
-/// was left out.
+/// `text` as a message line shows it: line breaks as spaces, other hidden
+/// characters ([`is_hidden_char`]) escaped, so that a terminal escape from
+/// the input is shown, not obeyed, and cut after 2,000 characters
+/// (`MESSAGE_CHARS`) with how much was left out.
 pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(MESSAGE_CHARS + 64));
     for (n, (i, c)) in text.char_indices().enumerate() {

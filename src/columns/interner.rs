@@ -14,9 +14,10 @@ pub type Sym = u32;
 
 /// Append-only string table. Lookups by string are hashed; lookups by id are
 /// a slice index. The strings' bytes lie one after another in one buffer,
-/// and the table holds ids only: a string costs its bytes and about 14
-/// more, where a shared allocation per string cost near a hundred, which a
-/// trace of a million distinct names (one per step, one per thread) felt.
+/// and the table holds ids only: a string costs its bytes and 14 to 20
+/// more, not the hundred an allocation of its own and two table slots
+/// cost, which matters to a trace of a million distinct names (a step
+/// annotation per step, a name per thread).
 #[derive(Default, Debug, Clone)]
 pub struct Interner {
     text: String,

@@ -310,13 +310,19 @@ pub fn merge_summaries(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::triage::TriageOptions;
 
-    #[test]
-    fn summaries_made_with_other_options_are_not_merged() {
+    /// The bundled DLRM profile's folder and its eight rank traces, in
+    /// path order.
+    fn dlrm_ranks() -> (PathBuf, Vec<PathBuf>) {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/traces/param_dlrm_8rank");
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
         paths.sort();
+        (dir, paths)
+    }
+
+    #[test]
+    fn summaries_made_with_other_options_are_not_merged() {
+        let (dir, paths) = dlrm_ranks();
         let trace = TriageOptions { quiet: true, ..TriageOptions::default() };
         let mut hta = trace.clone();
         hta.timeline.basis = crate::analysis::timeline::Basis::Hta;
@@ -360,9 +366,7 @@ mod tests {
 
     #[test]
     fn summaries_survive_json_and_merge_like_a_batch() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/traces/param_dlrm_8rank");
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-        paths.sort();
+        let (dir, paths) = dlrm_ranks();
         let opts = TriageOptions { quiet: true, ..TriageOptions::default() };
         let sums: Vec<RankSummary> =
             paths.iter().enumerate().rev().map(|(i, p)| summarize_trace(p, i, None, &opts)).collect();
