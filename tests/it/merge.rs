@@ -277,6 +277,29 @@ fn a_summary_without_facts_or_error_is_refused() {
     assert!(err.contains("it holds both `facts` and an `error`"), "{err}");
 }
 
+/// A summary's `options` that are no object, and `-` for standard input,
+/// are refused in the user's terms.
+#[test]
+fn odd_options_and_standard_input_are_refused_in_plain_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let sums = summaries(dir.path());
+    let first = std::fs::read_dir(&sums).unwrap().next().unwrap().unwrap().path();
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&first).unwrap()).unwrap();
+    v["options"] = Value::Array(Vec::new());
+    std::fs::write(&first, v.to_string()).unwrap();
+    let out = common::run(&["-q", "merge", s(&sums)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("expected an object of the options (framework, pid_substring, timeline_basis)"), "{err}");
+    assert!(!err.contains("FactOptions"), "{err}");
+    let out = common::run(&["-q", "merge", "-"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "torchtriage: merge reads summary files and the directories that hold them, not standard input"
+    );
+}
+
 /// A summary saved with a byte-order mark (an editor's save) is read as
 /// traces with one are.
 #[test]

@@ -51,6 +51,7 @@ pub struct RankSummary {
 /// (another timeline basis, framework or process filter) do not compare,
 /// so `merge` refuses to put them side by side.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(expecting = "an object of the options (framework, pid_substring, timeline_basis)")]
 pub struct FactOptions {
     /// `--framework`: `auto` or the framework asked for.
     pub framework: String,
@@ -211,6 +212,10 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
             });
         } else if input.is_file() {
             files.push(input.clone());
+        } else if input.as_os_str() == "-" {
+            return Err(Error::usage(
+                "merge reads summary files and the directories that hold them, not standard input",
+            ));
         } else {
             return Err(Error::usage("no such file or directory").in_file(input));
         }
