@@ -462,6 +462,20 @@ fn a_file_without_kernels_is_named_in_the_notes() {
     assert_eq!(json_of(&out)["notes"], serde_json::json!([note]));
 }
 
+/// A JSON array of records that are not events (a package list) is no
+/// trace: it is listed as skipped, not triaged as a rank.
+fn an_array_of_other_records_is_no_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    std::fs::copy(fixture, tmp.path().join("rank0.json")).unwrap();
+    std::fs::write(tmp.path().join("vendors.json"), r#"[{"name": "lodash", "version": "4.17.21"}]"#).unwrap();
+    let report = batch_json(tmp.path().to_str().unwrap());
+    assert_eq!(report["files"], 1);
+    let skipped = &report["skipped"][0];
+    assert!(skipped["file"].as_str().unwrap().ends_with("vendors.json"), "{skipped}");
+    assert_eq!(skipped["reason"], "not recognised as a trace");
+}
+
 /// Writes `rank{rank}.json` in `dir` holding `events`.
 fn write_rank(dir: &Path, rank: u32, events: &[String]) {
     let text = format!("{{\"traceEvents\": [\n{}\n]}}", events.join(",\n"));
@@ -607,7 +621,8 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 9] = [
+    let plain: [(&str, fn()); 10] = [
+        ("an_array_of_other_records_is_no_rank", an_array_of_other_records_is_no_rank),
         ("a_file_without_kernels_is_named_in_the_notes", a_file_without_kernels_is_named_in_the_notes),
         (
             "exposed_communication_is_the_kernel_tables_communication",

@@ -118,7 +118,8 @@ const SNIFF_BYTES: usize = 64 << 10;
 
 /// Whether a file is a trace: by name for `*.trace.json` (and its gzip and
 /// zstd forms), else from its first bytes: after gzip or zstd magic is
-/// undone, a JSON array whose first element is an object, or an object
+/// undone, a JSON array whose first element is an object and which names a
+/// `ph` key within those bytes, or an object
 /// whose first key is one the profiler writes (or that names `traceEvents`
 /// early on). Nothing is parsed in full.
 pub fn file_looks_like_trace(path: &Path) -> bool {
@@ -160,9 +161,11 @@ pub fn head_looks_like_trace(head: &[u8]) -> bool {
     let skip_ws = |b: &[u8]| -> usize { b.iter().take_while(|&&c| is_ws(c)).count() };
     let i = skip_ws(head);
     match head.get(i) {
+        // An array of events: every event has a `ph`, which an array of
+        // other records (a package's `vendors.json`) does not.
         Some(b'[') => {
             let j = i + 1 + skip_ws(&head[i + 1..]);
-            head.get(j) == Some(&b'{')
+            head.get(j) == Some(&b'{') && names_key(&head[j..], b"\"ph\"")
         }
         Some(b'{') => {
             let j = i + 1 + skip_ws(&head[i + 1..]);
@@ -170,19 +173,19 @@ pub fn head_looks_like_trace(head: &[u8]) -> bool {
             let first_key = rest
                 .strip_prefix(b"\"")
                 .and_then(|r| r.iter().position(|&c| c == b'"' || c == b'\\').map(|end| &r[..end]));
-            first_key.is_some_and(|k| TRACE_KEYS.iter().any(|t| t.as_bytes() == k)) || names_trace_events_key(head)
+            first_key.is_some_and(|k| TRACE_KEYS.iter().any(|t| t.as_bytes() == k))
+                || names_key(head, b"\"traceEvents\"")
         }
         _ => false,
     }
 }
 
-/// Whether `"traceEvents"` appears in `head` as a key (followed by a
+/// Whether `key` (quoted) appears in `head` as a key (followed by a
 /// colon), not merely as a string: a report that lists a trace's top-level
 /// keys is not a trace.
-fn names_trace_events_key(head: &[u8]) -> bool {
-    const KEY: &[u8] = b"\"traceEvents\"";
-    memchr::memmem::find_iter(head, KEY).any(|at| {
-        let rest = &head[at + KEY.len()..];
+fn names_key(head: &[u8], key: &[u8]) -> bool {
+    memchr::memmem::find_iter(head, key).any(|at| {
+        let rest = &head[at + key.len()..];
         rest.iter().find(|&&c| !is_ws(c)) == Some(&b':')
     })
 }
@@ -712,6 +715,9 @@ mod tests {
         assert!(head_looks_like_trace(br#"{"zzz": 1, "traceEvents": [{"ph": "X""#));
         assert!(head_looks_like_trace(br#"  [ {"ph": "X", "name": "k"}"#));
         assert!(!head_looks_like_trace(br#"[]"#));
+        // An array of other records is no trace.
+        assert!(!head_looks_like_trace(br#"[{"name": "lodash", "version": "4.17.21"}]"#));
+        assert!(!head_looks_like_trace(br#"[{"a": 1}]"#));
         assert!(!head_looks_like_trace(br#"{"not": "a trace"}"#));
         assert!(!head_looks_like_trace(br#"{"model_path": "m", "tp_size": 2}"#));
         assert!(!head_looks_like_trace(b"\x00\x01garbage"));
