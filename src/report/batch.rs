@@ -3,6 +3,7 @@
 //! per-file JSON lines. Layout of the JSON: docs/json-schema.md, "Batch".
 
 use crate::error::shown;
+use crate::report::counted;
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -405,16 +406,14 @@ fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
 pub fn incomplete_note(skipped: &[(std::path::PathBuf, crate::report::model::SkipReason)]) -> Option<String> {
     use crate::report::model::SkipReason;
     let count = |reason: SkipReason| skipped.iter().filter(|(_, why)| *why == reason).count();
+    let (dirs, special) = (count(SkipReason::UnreadableDirectory), count(SkipReason::NotRegular));
     let mut parts = Vec::new();
-    match count(SkipReason::UnreadableDirectory) {
-        0 => {}
-        1 => parts.push("1 directory below it could not be listed".to_string()),
-        n => parts.push(format!("{n} directories below it could not be listed")),
+    if dirs > 0 {
+        parts.push(format!("{} below it could not be listed", counted(dirs as u64, "directory", "directories")));
     }
-    match count(SkipReason::NotRegular) {
-        0 => {}
-        1 => parts.push("1 entry with a trace's name is not a regular file".to_string()),
-        n => parts.push(format!("{n} entries with a trace's name are not regular files")),
+    if special > 0 {
+        let are = if special == 1 { "is not a regular file" } else { "are not regular files" };
+        parts.push(format!("{} with a trace's name {are}", counted(special as u64, "entry", "entries")));
     }
     (!parts.is_empty()).then(|| {
         format!("warning: the batch is incomplete: {}, and any ranks in them are left out", parts.join(", and "))
@@ -428,11 +427,8 @@ fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
     if info.world_sizes.len() < 2 {
         return None;
     }
-    let sizes: Vec<String> = info
-        .world_sizes
-        .iter()
-        .map(|(size, n)| format!("{size} in {n} {}", if *n == 1 { "file" } else { "files" }))
-        .collect();
+    let sizes: Vec<String> =
+        info.world_sizes.iter().map(|(size, n)| format!("{size} in {}", counted(*n as u64, "file", "files"))).collect();
     Some(format!(
         "warning: the traces give different world sizes ({}): files of different jobs are compared as ranks of one",
         sizes.join(", ")

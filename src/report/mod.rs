@@ -16,3 +16,9 @@ pub mod table;
 pub mod timeline;
 
 pub use crate::error::is_hidden_char;
+
+/// `n` and the noun for it: `1 file`, `2 files`.
+pub fn counted(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}

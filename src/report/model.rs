@@ -218,10 +218,10 @@ pub struct TriageReport {
 
 /// The warning for events skipped in `path` for a non-numeric `ts` or `dur`.
 pub fn skipped_note(path: &std::path::Path, skipped: u64) -> String {
-    let events = if skipped == 1 { "event" } else { "events" };
     format!(
-        "warning: {}: {skipped} {events} skipped (non-numeric ts or dur; a GPU event without them or with a negative, NaN or infinite dur; an event written as a begin/end pair)",
-        crate::error::shown(path)
+        "warning: {}: {} skipped (non-numeric ts or dur; a GPU event without them or with a negative, NaN or infinite dur; an event written as a begin/end pair)",
+        crate::error::shown(path),
+        crate::report::counted(skipped, "event", "events")
     )
 }
 

@@ -24,6 +24,13 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The first of the summaries in `sums`, in path order.
+fn first_summary(sums: &Path) -> std::path::PathBuf {
+    let mut files: Vec<_> = std::fs::read_dir(sums).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files.swap_remove(0)
+}
+
 /// The summaries of the 8-rank job, written by `batch` into `sums` below
 /// `dir`.
 fn summaries(dir: &Path) -> std::path::PathBuf {
@@ -260,9 +267,7 @@ fn two_different_summaries_of_one_trace_are_refused() {
 fn a_summary_without_facts_or_error_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let sums = summaries(dir.path());
-    let mut files: Vec<_> = std::fs::read_dir(&sums).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let first = &files[0];
+    let first = &first_summary(&sums);
     let mut v: Value = serde_json::from_slice(&std::fs::read(first).unwrap()).unwrap();
     let facts = v["facts"].take();
     std::fs::write(first, v.to_string()).unwrap();
@@ -283,7 +288,7 @@ fn a_summary_without_facts_or_error_is_refused() {
 fn odd_options_and_standard_input_are_refused_in_plain_words() {
     let dir = tempfile::tempdir().unwrap();
     let sums = summaries(dir.path());
-    let first = std::fs::read_dir(&sums).unwrap().next().unwrap().unwrap().path();
+    let first = first_summary(&sums);
     let mut v: Value = serde_json::from_slice(&std::fs::read(&first).unwrap()).unwrap();
     v["options"] = Value::Array(Vec::new());
     std::fs::write(&first, v.to_string()).unwrap();
@@ -308,7 +313,7 @@ fn a_summary_with_a_byte_order_mark_is_read() {
     let sums = summaries(dir.path());
     let (code, before, stderr) = json(&["merge", s(&sums)]);
     assert_eq!(code, Some(0), "{stderr}");
-    let first = std::fs::read_dir(&sums).unwrap().next().unwrap().unwrap().path();
+    let first = first_summary(&sums);
     let mut text = b"\xEF\xBB\xBF".to_vec();
     text.extend(std::fs::read(&first).unwrap());
     std::fs::write(&first, text).unwrap();

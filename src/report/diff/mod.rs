@@ -503,11 +503,8 @@ impl DiffReport {
     /// left out of every figure), so a faster-looking side may just have
     /// lost its kernels. `None` when neither did.
     fn skipped_reason(&self) -> Option<String> {
-        let side = |name: &str, n: u64| match n {
-            0 => None,
-            1 => Some(format!("{name} left out 1 event")),
-            n => Some(format!("{name} left out {n} events")),
-        };
+        let side =
+            |name: &str, n: u64| (n > 0).then(|| format!("{name} left out {}", super::counted(n, "event", "events")));
         let (b, n) = self.skipped_events;
         let sides: Vec<String> = [side("base", b), side("new", n)].into_iter().flatten().collect();
         (!sides.is_empty()).then(|| {
