@@ -110,7 +110,8 @@ type Traces = Vec<(PathBuf, Option<u64>)>;
 /// out with the reason `batch` gives (`skipped` in its report), in its order;
 /// the warnings `batch` gives about those that look like missing ranks (the
 /// first of its report's notes); and the warning that the batch is
-/// incomplete when a directory below could not be listed.
+/// incomplete when it lacks ranks (a directory below could not be listed,
+/// an entry with a trace's name could not be read).
 #[pyfunction]
 fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skipped, Vec<String>, Option<String>)> {
     let mut traces = Vec::new();

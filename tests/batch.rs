@@ -363,13 +363,33 @@ fn a_dangling_link_is_listed_as_skipped() {
     std::os::unix::fs::symlink("/nonexistent/rank1.pt.trace.json", tmp.path().join("rank1.pt.trace.json")).unwrap();
     std::os::unix::fs::symlink("/nonexistent/notes", tmp.path().join("notes.txt")).unwrap();
     let out = common::run(&["batch", "--format", "json", tmp.path().to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // The rank the link stood for is missing: the batch is incomplete.
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let summary = json_of(&out);
     assert_eq!(summary["files"], 1);
     let skipped = summary["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert!(skipped[0]["file"].as_str().unwrap().ends_with("rank1.pt.trace.json"));
     assert_eq!(skipped[0]["reason"], "dangling symbolic link");
+    let incomplete = "warning: the batch is incomplete: 1 link with a trace's name leads to no file";
+    assert!(summary["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().starts_with(incomplete)));
+    let quiet = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
+    assert_eq!(quiet.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&quiet.stderr).contains(incomplete), "{}", String::from_utf8_lossy(&quiet.stderr));
+    // A link that leads back to itself is named as such.
+    std::os::unix::fs::symlink("rank5.pt.trace.json", tmp.path().join("rank5.pt.trace.json")).unwrap();
+    let out = common::run(&["batch", "--format", "json", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let summary = json_of(&out);
+    let reasons: Vec<&str> =
+        summary["skipped"].as_array().unwrap().iter().map(|s| s["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["dangling symbolic link", "symbolic link loop"]);
+    let notes = summary["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().contains("2 links with a trace's name lead to no file")),
+        "{notes:?}"
+    );
+    std::fs::remove_file(tmp.path().join("rank5.pt.trace.json")).unwrap();
     let text = common::run(&["batch", tmp.path().to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("rank1.pt.trace.json: dangling symbolic link"));
     // A rank's link gone, or its file empty: the report lists them and
@@ -383,7 +403,8 @@ fn a_dangling_link_is_listed_as_skipped() {
     assert!(!err.contains("server_args.json"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("rank2.json: empty file"));
     let quiet = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
-    assert!(quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
+    let quiet_err = String::from_utf8_lossy(&quiet.stderr);
+    assert!(quiet_err.lines().all(|l| l.contains("the batch is incomplete")), "{quiet_err}");
     // A file named as a trace is one by its name: empty, it is a failure.
     std::fs::write(tmp.path().join("rank3.pt.trace.json"), "").unwrap();
     let out = common::run(&["batch", tmp.path().to_str().unwrap()]);

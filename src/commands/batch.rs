@@ -313,8 +313,9 @@ fn warn_notes(summary: &[StageSummary], info: &render::RunInfo) {
 }
 
 /// Prints the cross-rank report and, on stderr (unless run from a
-/// library), the files that failed; exit code 1 when some did, or when a
-/// directory below the batch could not be listed (the batch may lack ranks).
+/// library), the files that failed; exit code 1 when some did, or when the
+/// batch lacks ranks (a directory below it could not be listed, an entry
+/// with a trace's name could not be read).
 pub(super) fn print_batch(
     output: &Output,
     summary: &[StageSummary],

@@ -398,15 +398,17 @@ fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
     ))
 }
 
-/// The warning that the batch may lack ranks, when directories below it
-/// could not be listed (they are among the skipped files), or `None`.
-/// Printed on stderr and carried in the JSON's `notes`; the exit code is
-/// then 1. From the skipped files alone, which is what a batch spread over a
-/// cluster has of its listing.
+/// The warning that the batch lacks ranks ([`SkipReason::leaves_batch_incomplete`]:
+/// directories below it that could not be listed, entries with a trace's
+/// name that cannot be read), or `None`. Printed on stderr and carried in
+/// the JSON's `notes`; the exit code is then 1. From the skipped files
+/// alone, which is what a batch spread over a cluster has of its listing.
 pub fn incomplete_note(skipped: &[(std::path::PathBuf, crate::report::model::SkipReason)]) -> Option<String> {
     use crate::report::model::SkipReason;
-    let count = |reason: SkipReason| skipped.iter().filter(|(_, why)| *why == reason).count();
-    let (dirs, special) = (count(SkipReason::UnreadableDirectory), count(SkipReason::NotRegular));
+    let count = |reasons: &[SkipReason]| skipped.iter().filter(|(_, why)| reasons.contains(why)).count();
+    let dirs = count(&[SkipReason::UnreadableDirectory]);
+    let special = count(&[SkipReason::NotRegular]);
+    let links = count(&[SkipReason::DanglingLink, SkipReason::LinkLoop]);
     let mut parts = Vec::new();
     if dirs > 0 {
         parts.push(format!("{} below it could not be listed", counted(dirs as u64, "directory", "directories")));
@@ -414,6 +416,10 @@ pub fn incomplete_note(skipped: &[(std::path::PathBuf, crate::report::model::Ski
     if special > 0 {
         let are = if special == 1 { "is not a regular file" } else { "are not regular files" };
         parts.push(format!("{} with a trace's name {are}", counted(special as u64, "entry", "entries")));
+    }
+    if links > 0 {
+        let lead = if links == 1 { "leads" } else { "lead" };
+        parts.push(format!("{} with a trace's name {lead} to no file", counted(links as u64, "link", "links")));
     }
     (!parts.is_empty()).then(|| {
         format!("warning: the batch is incomplete: {}, and any ranks in them are left out", parts.join(", and "))

@@ -461,6 +461,9 @@ pub enum SkipReason {
     EmptyFile,
     /// A link whose target does not exist.
     DanglingLink,
+    /// A link that leads back to itself (through other links), so it names
+    /// no file.
+    LinkLoop,
     /// A directory whose entries cannot be listed (no permission).
     UnreadableDirectory,
     /// A second name (a link) of a trace the batch reads under another.
@@ -478,6 +481,7 @@ impl SkipReason {
             SkipReason::NotATrace => "not recognised as a trace",
             SkipReason::EmptyFile => "empty file",
             SkipReason::DanglingLink => "dangling symbolic link",
+            SkipReason::LinkLoop => "symbolic link loop",
             SkipReason::UnreadableDirectory => "unreadable directory",
             SkipReason::SameFile => "the same trace as another name in the batch",
             SkipReason::NotRegular => "not a regular file (a pipe, socket or device)",
@@ -495,6 +499,7 @@ impl SkipReason {
             (
                 SkipReason::EmptyFile
                 | SkipReason::DanglingLink
+                | SkipReason::LinkLoop
                 | SkipReason::UnreadableDirectory
                 | SkipReason::NotRegular,
                 _,
@@ -506,12 +511,16 @@ impl SkipReason {
         Some(format!("warning: {}: skipped, {self}{named}", crate::error::shown(path)))
     }
 
-    /// Whether the batch may lack ranks it was meant to hold: a directory
-    /// that could not be listed may have held any number of them, so the
-    /// batch is reported as incomplete (exit code 1), like one with failed
-    /// files.
+    /// Whether the batch lacks a rank it was meant to hold: a directory
+    /// that could not be listed may have held any number of them, and an
+    /// entry with a trace's name that cannot be read (a link to nothing, a
+    /// pipe) stands for one. The batch is then reported as incomplete (exit
+    /// code 1), like one with failed files.
     pub fn leaves_batch_incomplete(self) -> bool {
-        matches!(self, SkipReason::UnreadableDirectory | SkipReason::NotRegular)
+        matches!(
+            self,
+            SkipReason::UnreadableDirectory | SkipReason::NotRegular | SkipReason::DanglingLink | SkipReason::LinkLoop
+        )
     }
 }
 

@@ -209,6 +209,8 @@ pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn Fn
 pub(crate) struct PassedOver {
     /// Symbolic links whose target does not exist.
     pub dangling_links: Vec<PathBuf>,
+    /// Symbolic links that lead back to themselves.
+    pub link_loops: Vec<PathBuf>,
     /// Directories whose entries cannot be listed (no permission), `dir`
     /// itself included: the traces in them, if any, are out of every walk.
     pub unreadable_dirs: Vec<PathBuf>,
@@ -222,6 +224,7 @@ pub(crate) fn passed_over(dir: &Path, recursive: bool) -> PassedOver {
     let mut out = PassedOver::default();
     walk_from(dir, recursive, &mut |p, kind| match kind {
         Found::DanglingLink => out.dangling_links.push(p),
+        Found::LinkLoop => out.link_loops.push(p),
         Found::UnreadableDir => out.unreadable_dirs.push(p),
         Found::Special => out.special.push(p),
         Found::File => {}
@@ -234,6 +237,7 @@ pub(crate) fn passed_over(dir: &Path, recursive: bool) -> PassedOver {
 enum Found {
     File,
     DanglingLink,
+    LinkLoop,
     UnreadableDir,
     /// Neither a regular file nor a directory: a pipe, a socket, a device
     /// (or a link to one). Never read by a walk: a pipe could block it.
@@ -322,7 +326,8 @@ fn walk(
             Ok(meta) => meta,
             Err(e) => {
                 if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
-                    visit(p, Found::DanglingLink);
+                    let looped = e.raw_os_error() == Some(libc::ELOOP);
+                    visit(p, if looped { Found::LinkLoop } else { Found::DanglingLink });
                 } else if e.kind() != std::io::ErrorKind::NotFound {
                     // Neither gone nor a link: an entry that cannot be
                     // looked at (a path too long to name), perhaps a folder.

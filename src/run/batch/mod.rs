@@ -74,13 +74,15 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
             (p, why)
         })
         .collect();
-    // A rank's link whose target is gone (a moved or deleted run) is worth
-    // naming: the batch would otherwise just have one rank fewer.
+    // A rank's link whose target is gone (a moved or deleted run) or that
+    // loops is worth naming: the batch would otherwise just have one rank
+    // fewer.
     let passed = passed_over(dir, true);
     let named_as_trace = |paths: Vec<PathBuf>, why: SkipReason| {
         paths.into_iter().filter(|p| is_json_name(p)).map(move |p| (std::path::absolute(&p).unwrap_or(p), why))
     };
     skipped.extend(named_as_trace(passed.dangling_links, SkipReason::DanglingLink));
+    skipped.extend(named_as_trace(passed.link_loops, SkipReason::LinkLoop));
     // A directory that cannot be listed may hold ranks: the batch is
     // complete only as far as the listing went.
     skipped.extend(
