@@ -3,6 +3,7 @@
 
 pub mod extract;
 pub mod family;
+mod keywords;
 pub mod names;
 
 use indexmap::IndexMap;

@@ -2,6 +2,9 @@
 //! list of `void f(...)` signatures dropped), the coarse category from name
 //! keywords, and display truncation.
 
+use std::sync::LazyLock;
+
+use super::keywords::{Hits, Keywords};
 use crate::pysem::normalize_text;
 
 /// Ordered (category, keywords) list; the first category whose keyword occurs
@@ -64,7 +67,8 @@ const COMMUNICATION_STRONG: &[&str] = &[
     "mooncake",
 ];
 const COMMUNICATION_WEAK: &[&str] = &["broadcast", "dispatch", "combine"];
-const MEMORY_STRONG: &[&str] = &["memcpy", "memset", "dma", "prefetch"];
+/// `dma` last: the default rule takes it only as a word of its own.
+const MEMORY_STRONG: &[&str] = &["memcpy", "memset", "prefetch", "dma"];
 const MEMORY_WEAK: &[&str] = &["copy", "fill"];
 const COMPUTE_HINTS: &[&str] = &[
     "gemm",
@@ -105,12 +109,8 @@ const COMMUNICATION_NAMESPACES: &[&str] = &["deep_ep::", "dpsk::ep::"];
 /// lies in an expert-parallel library's namespace (`deep_ep::`,
 /// `dpsk::ep::`).
 pub fn names_communication(name: &str) -> bool {
-    lowered_names_communication(&name.to_lowercase())
-}
-
-/// [`names_communication`] of an already lowercased name.
-fn lowered_names_communication(lowered: &str) -> bool {
-    contains_any(lowered, COMMUNICATION_STRONG) || contains_any(lowered, COMMUNICATION_NAMESPACES)
+    let lowered = name.to_lowercase();
+    Holds::of(&lowered).names_communication()
 }
 
 /// Whether a GPU event's name says it is a device-side wait: a stream
@@ -198,38 +198,138 @@ fn keyword_category(name: &str, rule: KernelRule) -> &'static str {
         // sign of one.
         lowered = lowered.replace(LIBRARY_NOT_GEMM, "fb_lib");
     }
-    let sure = if ours { lowered_names_communication(&lowered) } else { contains_any(&lowered, COMMUNICATION_STRONG) };
+    let holds = Holds::of(&lowered);
+    let sure = if ours { holds.names_communication() } else { holds.any(List::CommStrong) };
     if sure {
         return "communication";
     }
     // `dma` counts as a word of its own under the default rule, so that
     // CUTLASS's `ThreadMap` (a GEMM's or convolution's) is not memory.
     let memory = if ours {
-        MEMORY_STRONG.iter().any(|k| if *k == "dma" { contains_word(name, k) } else { lowered.contains(k) })
+        holds.any(List::MemoryStrongButDma) || contains_word(name, "dma")
     } else {
-        contains_any(&lowered, MEMORY_STRONG)
+        holds.any(List::MemoryStrong)
     };
     if memory {
         return "memory";
     }
-    let compute_like = contains_any(&lowered, COMPUTE_HINTS);
-    if contains_any(&lowered, MEMORY_WEAK) && !compute_like {
+    let compute_like = holds.any(List::Compute);
+    if holds.any(List::MemoryWeak) && !compute_like {
         return "memory";
     }
-    for (category, keywords) in CATEGORY_PATTERNS {
-        if contains_any(&lowered, keywords) || (ours && *category == "norm" && contains_any(&lowered, NORM_MORE)) {
+    for (i, (category, _)) in CATEGORY_PATTERNS.iter().enumerate() {
+        if holds.any(List::Category(i)) || (ours && *category == "norm" && holds.any(List::NormMore)) {
             return category;
         }
     }
-    let weak = if ours {
-        COMMUNICATION_WEAK.iter().any(|w| contains_word(name, w))
-    } else {
-        contains_any(&lowered, COMMUNICATION_WEAK)
-    };
+    let weak = if ours { COMMUNICATION_WEAK.iter().any(|w| contains_word(name, w)) } else { holds.any(List::CommWeak) };
     if weak && !compute_like {
         return "communication";
     }
     "other"
+}
+
+/// The keyword lists a category is decided by.
+#[derive(Clone, Copy)]
+enum List {
+    CommStrong,
+    CommNamespaces,
+    CommWeak,
+    MemoryStrong,
+    MemoryStrongButDma,
+    MemoryWeak,
+    Compute,
+    NormMore,
+    /// The keywords of `CATEGORY_PATTERNS[i]`.
+    Category(usize),
+}
+
+impl List {
+    const FIXED: [List; 8] = [
+        List::CommStrong,
+        List::CommNamespaces,
+        List::CommWeak,
+        List::MemoryStrong,
+        List::MemoryStrongButDma,
+        List::MemoryWeak,
+        List::Compute,
+        List::NormMore,
+    ];
+
+    fn words(self) -> &'static [&'static str] {
+        match self {
+            List::CommStrong => COMMUNICATION_STRONG,
+            List::CommNamespaces => COMMUNICATION_NAMESPACES,
+            List::CommWeak => COMMUNICATION_WEAK,
+            List::MemoryStrong => MEMORY_STRONG,
+            List::MemoryStrongButDma => &MEMORY_STRONG[..MEMORY_STRONG.len() - 1],
+            List::MemoryWeak => MEMORY_WEAK,
+            List::Compute => COMPUTE_HINTS,
+            List::NormMore => NORM_MORE,
+            List::Category(i) => CATEGORY_PATTERNS.get(i).map_or(&[], |c| c.1),
+        }
+    }
+
+    /// Its place in [`Table::sets`], as [`List::all`] lists it.
+    fn index(self) -> usize {
+        match self {
+            List::CommStrong => 0,
+            List::CommNamespaces => 1,
+            List::CommWeak => 2,
+            List::MemoryStrong => 3,
+            List::MemoryStrongButDma => 4,
+            List::MemoryWeak => 5,
+            List::Compute => 6,
+            List::NormMore => 7,
+            List::Category(i) => Self::FIXED.len() + i,
+        }
+    }
+
+    fn all() -> impl Iterator<Item = List> {
+        Self::FIXED.into_iter().chain((0..CATEGORY_PATTERNS.len()).map(List::Category))
+    }
+}
+
+/// Every list's keywords in one automaton, and each list's set of them.
+struct Table {
+    keywords: Keywords,
+    sets: Vec<Hits>,
+}
+
+static TABLE: LazyLock<Option<Table>> = LazyLock::new(|| {
+    let lists: Vec<&'static [&'static str]> = List::all().map(List::words).collect();
+    let keywords = Keywords::new(&lists)?;
+    let sets = List::all().map(|l| keywords.set(l.words())).collect();
+    Some(Table { keywords, sets })
+});
+
+/// What a lowercased name holds of each keyword list: found in one pass,
+/// or (should the table not build) searched for list by list.
+enum Holds<'a> {
+    Found(Hits, &'a [Hits]),
+    Search(&'a str),
+}
+
+impl<'a> Holds<'a> {
+    fn of(lowered: &'a str) -> Self {
+        match &*TABLE {
+            Some(t) => Holds::Found(t.keywords.hits(lowered), &t.sets),
+            None => Holds::Search(lowered),
+        }
+    }
+
+    /// Whether the name holds any keyword of `list`.
+    fn any(&self, list: List) -> bool {
+        match self {
+            Holds::Found(hits, sets) => sets.get(list.index()).is_some_and(|set| hits.any(*set)),
+            Holds::Search(text) => contains_any(text, list.words()),
+        }
+    }
+
+    /// [`names_communication`] of the name.
+    fn names_communication(&self) -> bool {
+        self.any(List::CommStrong) || self.any(List::CommNamespaces)
+    }
 }
 
 /// Whether `word` (lowercase ASCII) occurs in `name`, in any case, as a
@@ -295,6 +395,38 @@ pub fn short_name(name: &str, max_len: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{contains_any, Holds, List, TABLE};
+
+    #[test]
+    fn one_pass_finds_what_a_search_per_keyword_finds() {
+        assert!(TABLE.is_some(), "the keyword table builds");
+        for (i, list) in List::all().enumerate() {
+            assert_eq!(list.index(), i);
+        }
+        let names = [
+            "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_relu_bf16_32x32_128x2_tn_align8>(T1::Params)",
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            "fbgemm_gpu::embedding_forward_kernel<float>",
+            "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0",
+            "flash_fwd_splitkv_kernel",
+            "Memcpy DtoH (Device -> Pinned)",
+            "deep_ep::intranode::dispatch",
+            "rms_norm_kernel",
+            "moe_align_block_size_kernel",
+            "",
+            "ÄÖÜ_gemm_ǅ",
+        ];
+        for name in names {
+            let lowered = name.to_lowercase();
+            let found = Holds::of(&lowered);
+            let searched = Holds::Search(&lowered);
+            for list in List::all() {
+                assert_eq!(found.any(list), searched.any(list), "{name}");
+                assert_eq!(searched.any(list), contains_any(&lowered, list.words()), "{name}");
+            }
+        }
+    }
+
     #[test]
     fn device_waits_by_word() {
         for name in ["event_wait", "Stream Wait Event", "waitOnEvent", "wait_kernel", "WAIT"] {
