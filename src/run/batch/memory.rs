@@ -1,10 +1,10 @@
 //! The memory rule of a batch: how much a file will cost while it is being
 //! triaged, and how much may be spent on files in flight at once.
 //!
-//! Rule: a file's footprint is its uncompressed JSON size × [`EXPANSION`]
-//! (columns, interned strings, kernel views and overlap events of a loaded
-//! trace; mapped file pages are released behind the parser and not
-//! counted). Files start only while the footprints in flight stay within
+//! Rule: a file's footprint is [`BASE`] plus its uncompressed JSON size ×
+//! [`EXPANSION`] (columns, interned strings, kernel views and overlap events
+//! of a loaded trace; mapped file pages are released behind the parser and
+//! not counted). Files start only while the footprints in flight stay within
 //! the budget, [`BUDGET_FRACTION`] of `MemAvailable` in /proc/meminfo
 //! (4 GiB when that cannot be read). A file larger than the whole budget
 //! still runs, alone.
@@ -14,11 +14,19 @@ use std::path::Path;
 
 use crate::input::Encoding;
 
-/// Peak resident bytes per byte of uncompressed JSON while one file is
-/// triaged. Measured: `batch --jobs 1` on one 273 MB synthetic trace peaks
-/// at 292 MB RSS (1.07×; `triage` alone 264 MB, `stats` 52 MB); 1.5 leaves a
-/// margin for traces with more kernels per byte.
-pub const EXPANSION: f64 = 1.5;
+/// Peak resident bytes per byte of uncompressed JSON, above [`BASE`], while
+/// one file is triaged. Measured peaks (GNU time, `triage -q`): 42 MB for a
+/// 286 MB synthetic trace (`batch --jobs 1` the same), 103 MB for 1.07 GB,
+/// 2.0 GB for 21.5 GB; 114 MB for a real vLLM trace tiled to 1.12 GB; 170 MB
+/// for 2.2 GB of Python frames that overlap without nesting: at most a
+/// tenth of the JSON. 0.5 leaves a margin of five for kinds of traces not
+/// measured; a trace of hundreds of thousands of distinct kernel names
+/// (3× its 113 MB) is beyond it.
+pub const EXPANSION: f64 = 0.5;
+
+/// Peak resident bytes of triaging a small file: the program, its threads'
+/// buffers and the analyses' fixed tables.
+pub const BASE: u64 = 64 << 20;
 
 /// Share of `MemAvailable` that files in flight may use together.
 pub const BUDGET_FRACTION: f64 = 0.5;
@@ -72,7 +80,7 @@ pub fn uncompressed_size(path: &Path, disk_len: u64) -> u64 {
 
 /// Estimated peak bytes of triaging a file of `uncompressed` JSON bytes.
 pub fn footprint(uncompressed: u64) -> u64 {
-    (uncompressed as f64 * EXPANSION) as u64
+    BASE.saturating_add((uncompressed as f64 * EXPANSION) as u64)
 }
 
 #[cfg(test)]
@@ -86,6 +94,13 @@ mod tests {
         assert_eq!(parse_mem_available(text), Some(22_000_000 * 1024));
         assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
         assert_eq!(parse_mem_available("MemAvailable: x kB\n"), None);
+    }
+
+    #[test]
+    fn footprints() {
+        assert_eq!(footprint(0), 64 << 20);
+        assert_eq!(footprint(2 << 30), (64 << 20) + (1 << 30));
+        assert!(footprint(u64::MAX) > u64::MAX / 2, "no overflow");
     }
 
     #[test]
