@@ -205,8 +205,8 @@ pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn Fn
 
 /// What a walk of a directory passes over, in the order
 /// [`walk_regular_files`] would meet it.
-#[derive(Default)]
-pub(crate) struct PassedOver {
+#[derive(Clone, Debug, Default)]
+pub struct PassedOver {
     /// Symbolic links whose target does not exist.
     pub dangling_links: Vec<PathBuf>,
     /// Symbolic links that lead back to themselves.
@@ -249,23 +249,48 @@ enum Found {
 /// `/proc` below it would otherwise have the walk read the whole machine.
 pub(crate) const WALK_BUDGET: usize = 200_000;
 
-/// Whether a recursive walk of `dir` stays within [`WALK_BUDGET`]; the
-/// error names `dir` and says what to do. Commands that walk a directory
-/// check this first: a walk cut short would otherwise pass for all of it.
-/// `holding` names what the command looks for (`traces`, `summaries`).
-pub(crate) fn check_walk_budget(dir: &Path, holding: &str) -> Result<()> {
-    check_walk_budget_of(dir, WALK_BUDGET, holding)
+/// One recursive walk of a directory (links followed, each folder once):
+/// its regular files and what it passed over, in walk order. Commands that
+/// look below a directory walk it once, through this.
+#[derive(Clone, Debug, Default)]
+pub struct Survey {
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) passed: PassedOver,
 }
 
-fn check_walk_budget_of(dir: &Path, budget: usize, holding: &str) -> Result<()> {
-    if !dir.is_dir() || walk_within(dir, true, budget, &mut |_, _| {}) {
-        return Ok(());
+impl Survey {
+    /// Walks `dir` (a file, or a path that is no directory, gives an empty
+    /// survey). More than [`WALK_BUDGET`] entries is a usage error naming
+    /// `dir` and saying what to do, since a walk cut short would pass for
+    /// all of it; `holding` names what the command looks for (`traces`,
+    /// `summaries`).
+    pub(crate) fn of(dir: &Path, holding: &str) -> Result<Survey> {
+        Self::within(dir, WALK_BUDGET, holding)
     }
-    Err(Error::usage(format!(
-        "more than {budget} files and folders below this directory (links followed); \
-         give the directory that holds the {holding}"
-    ))
-    .in_file(dir))
+
+    fn within(dir: &Path, budget: usize, holding: &str) -> Result<Survey> {
+        let mut survey = Survey::default();
+        if !dir.is_dir() {
+            return Ok(survey);
+        }
+        let passed = &mut survey.passed;
+        let files = &mut survey.files;
+        let complete = walk_within(dir, true, budget, &mut |p, kind| match kind {
+            Found::File => files.push(p),
+            Found::DanglingLink => passed.dangling_links.push(p),
+            Found::LinkLoop => passed.link_loops.push(p),
+            Found::UnreadableDir => passed.unreadable_dirs.push(p),
+            Found::Special => passed.special.push(p),
+        });
+        if !complete {
+            return Err(Error::usage(format!(
+                "more than {budget} files and folders below this directory (links followed); \
+                 give the directory that holds the {holding}"
+            ))
+            .in_file(dir));
+        }
+        Ok(survey)
+    }
 }
 
 fn walk_from(dir: &Path, recursive: bool, visit: &mut dyn FnMut(PathBuf, Found)) {
@@ -427,15 +452,17 @@ fn named_files(path: &Path, recursive: bool, sniffs: &mut Sniffs, every_name: bo
         return if sniffs.looks_like_trace(path) { vec![(p.clone(), p)] } else { vec![] };
     }
     let mut found = Vec::new();
-    walk_regular_files(path, recursive, &mut |p| {
-        if p.file_name().is_some_and(|n| has_trace_suffix(&n.to_string_lossy())) {
-            found.push(p);
-        }
-    });
+    walk_regular_files(path, recursive, &mut |p| found.push(p));
+    named_among(found, sniffs, every_name)
+}
+
+/// Of the regular `files` a walk met, the traces, as [`named_files`] lists
+/// them.
+fn named_among(files: Vec<PathBuf>, sniffs: &mut Sniffs, every_name: bool) -> Vec<(PathBuf, PathBuf)> {
+    let found = files.into_iter().filter(|p| p.file_name().is_some_and(|n| has_trace_suffix(&n.to_string_lossy())));
     // Whether each canonical path is a trace, looked at once.
     let mut seen: std::collections::HashMap<PathBuf, bool> = std::collections::HashMap::new();
     found
-        .into_iter()
         .map(|p| (p.canonicalize().unwrap_or_else(|_| p.clone()), p))
         .filter(|(c, _)| match seen.get(c) {
             Some(&trace) => every_name && trace,
@@ -448,16 +475,24 @@ fn named_files(path: &Path, recursive: bool, sniffs: &mut Sniffs, every_name: bo
         .collect()
 }
 
-fn newest_trace_dir(path: &Path, sniffs: &mut Sniffs) -> Result<PathBuf> {
+/// [`discover_named_trace_files`] of a directory from its survey, without
+/// walking it again.
+pub(crate) fn named_trace_files_in(survey: &Survey) -> Vec<(PathBuf, PathBuf)> {
+    named_among(survey.files.clone(), &mut Sniffs::default(), true)
+}
+
+/// The folder holding the newest of `path`'s traces: `path` itself when
+/// `direct` (its own traces) is not empty, else the folder of the newest of
+/// `below` (every trace below it, oldest first).
+fn newest_trace_dir(path: &Path, direct: &[PathBuf], below: &[PathBuf]) -> Result<PathBuf> {
     if path.is_file() {
         return Ok(path.parent().map(Path::to_path_buf).unwrap_or_default());
     }
-    if !trace_files(path, false, None, sniffs).is_empty() {
+    if !direct.is_empty() {
         return Ok(path.to_path_buf());
     }
-    let traces = trace_files(path, true, None, sniffs);
     let mut dirs: Vec<(PathBuf, SystemTime)> = Vec::new();
-    for t in &traces {
+    for t in below {
         let parent = t.parent().map(Path::to_path_buf).unwrap_or_default();
         let m = mtime(t);
         match dirs.iter_mut().find(|(d, _)| *d == parent) {
@@ -472,9 +507,14 @@ fn newest_trace_dir(path: &Path, sniffs: &mut Sniffs) -> Result<PathBuf> {
 /// Why `dir` yields no trace: a directory in it that cannot be listed,
 /// named with the system's reason, else [`NO_TRACES`].
 pub(crate) fn no_traces(dir: &Path) -> Error {
-    for d in passed_over(dir, true).unreadable_dirs {
-        if let Err(e) = std::fs::read_dir(&d) {
-            return Error::usage(format!("cannot list this directory: {e}")).in_file(&d);
+    no_traces_in(dir, &passed_over(dir, true))
+}
+
+/// [`no_traces`] from what a walk of `dir` passed over.
+pub(crate) fn no_traces_in(dir: &Path, passed: &PassedOver) -> Error {
+    for d in &passed.unreadable_dirs {
+        if let Err(e) = std::fs::read_dir(d) {
+            return Error::usage(format!("cannot list this directory: {e}")).in_file(d);
         }
     }
     Error::usage(NO_TRACES).in_file(dir)
@@ -575,9 +615,9 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
     if !path.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(path))));
     }
-    check_walk_budget(path, "traces")?;
+    let survey = Survey::of(path, "traces")?;
     let direct = trace_files(path, false, None, sniffs);
-    let found_below = named_trace_files(path, true, sniffs);
+    let found_below = named_among(survey.files, sniffs, false);
     let recursive = oldest_first(&found_below);
     let (traces, trace_dir) =
         if direct.is_empty() && !recursive.is_empty() && recursive.iter().any(|t| parse_stage(t) != Stage::All) {
@@ -586,7 +626,7 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
             let run = newest_stage_run(&recursive);
             (recursive.iter().filter(|t| run_dir(t) == run).cloned().collect(), run)
         } else {
-            let dir = newest_trace_dir(path, sniffs)?;
+            let dir = newest_trace_dir(path, &direct, &recursive)?;
             (trace_files(&dir, false, None, sniffs), dir)
         };
     // Traces in the other folders below `path`, when one folder was chosen.
@@ -632,7 +672,7 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
     selected.sort_by(|a, b| parse_stage(a).cmp(&parse_stage(b)).then_with(|| a.file_name().cmp(&b.file_name())));
     let named_by = |t: &PathBuf| found_as.get(t).cloned().unwrap_or_else(|| t.clone());
     Ok(Targets {
-        unseen: unseen_below(path),
+        unseen: unseen_in(&survey.passed),
         left_out: found - selected.len() + elsewhere,
         found_as: selected.iter().map(named_by).collect(),
         traces: selected,
@@ -641,11 +681,11 @@ fn trace_targets(path: &Path, sniffs: &mut Sniffs) -> Result<Targets> {
     })
 }
 
-/// What below `dir` a walk could not look at ([`Targets::unseen`]).
-pub(crate) fn unseen_below(dir: &Path) -> Vec<(PathBuf, &'static str)> {
-    let passed = passed_over(dir, true);
-    let dirs = passed.unreadable_dirs.into_iter().map(|d| (d, "cannot be listed"));
-    let special = passed.special.into_iter().filter(|p| has_trace_name(p)).map(|p| (p, "not a regular file"));
+/// What a walk could not look at ([`Targets::unseen`]), from what it
+/// passed over.
+pub(crate) fn unseen_in(passed: &PassedOver) -> Vec<(PathBuf, &'static str)> {
+    let dirs = passed.unreadable_dirs.iter().map(|d| (d.clone(), "cannot be listed"));
+    let special = passed.special.iter().filter(|p| has_trace_name(p)).map(|p| (p.clone(), "not a regular file"));
     dirs.chain(special).collect()
 }
 
@@ -747,10 +787,10 @@ mod tests {
         for i in 0..10 {
             std::fs::write(top.path().join(format!("other{i}")), b"").unwrap();
         }
-        assert!(check_walk_budget_of(&dir, 2, "traces").is_ok());
+        assert!(Survey::within(&dir, 2, "traces").is_ok());
         std::os::unix::fs::symlink(top.path(), dir.join("up")).unwrap();
-        assert!(check_walk_budget_of(&dir, 14, "traces").is_ok());
-        let err = check_walk_budget_of(&dir, 13, "traces").unwrap_err();
+        assert!(Survey::within(&dir, 14, "traces").is_ok());
+        let err = Survey::within(&dir, 13, "traces").unwrap_err();
         assert_eq!(err.kind, crate::error::ErrorKind::Usage);
         assert_eq!(err.path.as_deref(), Some(dir.as_path()));
         assert!(err.message.starts_with("more than 13 files and folders below this directory (links followed); give the directory that holds the traces"), "{}", err.message);
@@ -758,7 +798,7 @@ mod tests {
         assert!(!walk_within(&dir, true, 13, &mut |_, kind| files += usize::from(kind == Found::File)));
         assert!(files <= 13);
         // A file is no walk.
-        assert!(check_walk_budget_of(&dir.join("rank0.json"), 0, "traces").is_ok());
+        assert!(Survey::within(&dir.join("rank0.json"), 0, "traces").is_ok());
     }
 
     #[test]

@@ -25,21 +25,18 @@ use crate::error::{Error, Result};
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::report::model::{SkipReason, TriageReport};
 use crate::run::discover::{
-    discover_named_trace_files, has_trace_suffix, no_traces, parse_rank, passed_over, walk_regular_files,
+    discover_named_trace_files, has_trace_suffix, named_trace_files_in, no_traces_in, parse_rank, Survey,
 };
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
 /// Names `triage` never reads as traces.
 const SIDE_FILES: &[&str] = &["server_args.json", "metadata.json", "config.json"];
 
-/// Every `*.json`, `*.json.gz`, `*.json.zst` and `*.zst` below `dir`,
-/// recursively (regular files only, link cycles walked once).
-fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    walk_regular_files(dir, true, &mut |p| {
-        if is_json_name(&p) {
-            out.push(p.canonicalize().unwrap_or(p));
-        }
-    });
+/// Every `*.json`, `*.json.gz`, `*.json.zst` and `*.zst` the survey of a
+/// directory found (regular files only, link cycles walked once), by their
+/// canonical paths.
+fn json_files(survey: &Survey) -> Vec<PathBuf> {
+    survey.files.iter().filter(|p| is_json_name(p)).map(|p| p.canonicalize().unwrap_or_else(|_| p.clone())).collect()
 }
 
 /// JSON files below `dir` left out of the batch, with why: `merged-`
@@ -51,8 +48,7 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
         return Vec::new();
     }
     let files = &found.files;
-    let mut all = Vec::new();
-    json_files(dir, &mut all);
+    let mut all = json_files(&found.survey);
     all.sort();
     all.dedup();
     all.retain(|p| !files.iter().any(|f| &f.path == p));
@@ -77,20 +73,20 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
     // A rank's link whose target is gone (a moved or deleted run) or that
     // loops is worth naming: the batch would otherwise just have one rank
     // fewer.
-    let passed = passed_over(dir, true);
-    let named_as_trace = |paths: Vec<PathBuf>, why: SkipReason| {
-        paths.into_iter().filter(|p| is_json_name(p)).map(move |p| (std::path::absolute(&p).unwrap_or(p), why))
-    };
-    skipped.extend(named_as_trace(passed.dangling_links, SkipReason::DanglingLink));
-    skipped.extend(named_as_trace(passed.link_loops, SkipReason::LinkLoop));
+    let passed = &found.survey.passed;
+    fn named_as_trace(paths: &[PathBuf], why: SkipReason) -> impl Iterator<Item = (PathBuf, SkipReason)> + '_ {
+        paths.iter().filter(|p| is_json_name(p)).map(move |p| (std::path::absolute(p).unwrap_or(p.clone()), why))
+    }
+    skipped.extend(named_as_trace(&passed.dangling_links, SkipReason::DanglingLink));
+    skipped.extend(named_as_trace(&passed.link_loops, SkipReason::LinkLoop));
     // A directory that cannot be listed may hold ranks: the batch is
     // complete only as far as the listing went.
     skipped.extend(
-        passed.unreadable_dirs.into_iter().map(|p| (p.canonicalize().unwrap_or(p), SkipReason::UnreadableDirectory)),
+        passed.unreadable_dirs.iter().map(|p| (p.canonicalize().unwrap_or(p.clone()), SkipReason::UnreadableDirectory)),
     );
     // A pipe or a device with a rank's name is not read (it could block or
     // never end), and the rank it stands for is missing.
-    skipped.extend(named_as_trace(passed.special, SkipReason::NotRegular));
+    skipped.extend(named_as_trace(&passed.special, SkipReason::NotRegular));
     // A second link to a trace: the batch reads the trace once, under one
     // of its names, so a rank another name gives is missing.
     skipped.extend(found.same_file.iter().map(|p| (std::path::absolute(p).unwrap_or(p.clone()), SkipReason::SameFile)));
@@ -104,6 +100,9 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
 pub struct Discovered {
     pub files: Vec<BatchFile>,
     pub same_file: Vec<PathBuf>,
+    /// The walk the files were found by (empty for a file), which
+    /// [`skipped_files`] reads again rather than walking once more.
+    pub survey: Survey,
 }
 
 /// The warnings `batch` gives about the `skipped` files that look like
@@ -129,8 +128,8 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
     if !dir.exists() {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(dir))));
     }
-    crate::run::discover::check_walk_budget(dir, "traces")?;
-    let found = discover_named_trace_files(dir, true);
+    let survey = Survey::of(dir, "traces")?;
+    let found = if dir.is_dir() { named_trace_files_in(&survey) } else { discover_named_trace_files(dir, true) };
     let is_merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
     let mut paths: Vec<(PathBuf, PathBuf)> = found.iter().filter(|(p, _)| !is_merged(p)).cloned().collect();
     if paths.is_empty() {
@@ -145,7 +144,7 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
         );
     }
     if paths.is_empty() {
-        return Err(no_traces(dir));
+        return Err(no_traces_in(dir, &survey.passed));
     }
     // Canonical paths, as `triage` resolves its input (stage names in parent
     // directories depend on it); the rank is read from the name the file was
@@ -175,7 +174,7 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
             BatchFile { index, path, size, name_rank }
         })
         .collect();
-    Ok(Discovered { files, same_file })
+    Ok(Discovered { files, same_file, survey })
 }
 
 /// `distributedInfo.rank` as a non-negative integer (or integral float /
@@ -322,6 +321,27 @@ mod tests {
 
     fn file(index: usize, name: &str) -> BatchFile {
         BatchFile { index, path: PathBuf::from(name), size: 0, name_rank: parse_rank(Path::new(name)) }
+    }
+
+    #[test]
+    fn the_skipped_files_come_from_the_walk_that_found_the_traces() {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+        std::fs::copy(fixture, dir.path().join("rank0.pt.trace.json")).unwrap();
+        std::fs::write(dir.path().join("notes.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("/nonexistent/rank1.json", dir.path().join("rank1.json")).unwrap();
+        let found = discover_batch_files(dir.path()).unwrap();
+        assert_eq!(found.files.len(), 1);
+        // A file that turns up after the walk is in neither list: the
+        // report describes one listing of the folder.
+        std::fs::write(dir.path().join("late.json"), "{}").unwrap();
+        let skipped = skipped_files(dir.path(), &found);
+        let names: Vec<(String, SkipReason)> =
+            skipped.iter().map(|(p, why)| (p.file_name().unwrap().to_string_lossy().into_owned(), *why)).collect();
+        assert_eq!(
+            names,
+            [("notes.json".to_string(), SkipReason::NotATrace), ("rank1.json".to_string(), SkipReason::DanglingLink)]
+        );
     }
 
     #[test]

@@ -200,16 +200,12 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            crate::run::discover::check_walk_budget(input, "summaries")?;
-            let unreadable = crate::run::discover::passed_over(input, true).unreadable_dirs;
-            if let Some(dir) = unreadable.first() {
+            let survey = crate::run::discover::Survey::of(input, "summaries")?;
+            if let Some(dir) = survey.passed.unreadable_dirs.first() {
                 return Err(Error::usage("cannot list this directory, which may hold summaries").in_file(dir));
             }
-            crate::run::discover::walk_regular_files(input, true, &mut |p| {
-                if p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(SUMMARY_SUFFIX)) {
-                    files.push(p);
-                }
-            });
+            let summary = |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(SUMMARY_SUFFIX));
+            files.extend(survey.files.into_iter().filter(summary));
         } else if input.is_file() {
             files.push(input.clone());
         } else if input.as_os_str() == "-" {
