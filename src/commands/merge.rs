@@ -8,7 +8,7 @@ use super::output::OutputArgs;
 use super::Global;
 use crate::error::{Error, Result};
 use crate::report::batch::{RunInfo, Source};
-use crate::run::batch::summary::{merge_summaries, read_summaries};
+use crate::run::batch::summary::{merge_summaries, read_summary_files, summary_files};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct MergeArgs {
@@ -30,8 +30,11 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
         return Err(Error::usage("--straggler-pct must be a finite number, 0 or more"));
     }
     let output = args.output.resolve(global.quiet)?;
-    output.check_not_input(args.inputs.iter().map(PathBuf::as_path))?;
-    let summaries = read_summaries(&args.inputs)?;
+    // Neither a summary nor a trace they were made from may be replaced.
+    let files = summary_files(&args.inputs)?;
+    output.check_not_among(files.iter().map(PathBuf::as_path), "a summary")?;
+    let summaries = read_summary_files(&files, &args.inputs)?;
+    output.check_not_input(summaries.iter().map(|s| s.file.as_path()))?;
     if !global.quiet {
         for s in &summaries {
             super::warn_skipped(&s.file, s.skipped_events);

@@ -167,12 +167,19 @@ impl Output {
     /// Refuses a report file that is one of `inputs`, the traces the report
     /// is made from: writing it would replace the trace.
     pub fn check_not_input<'a>(&self, inputs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+        self.check_not_among(inputs, "a trace")
+    }
+
+    /// Refuses a report file that is one of `inputs`, which are `what` (`a
+    /// trace`, `a summary`) the report is made from.
+    pub fn check_not_among<'a>(&self, inputs: impl IntoIterator<Item = &'a Path>, what: &str) -> Result<()> {
         let Destination::File(out) = &self.destination else { return Ok(()) };
-        let trace = |input: &&Path| std::fs::metadata(input).is_ok_and(|m| m.is_file()) && same_file(out, input);
-        if inputs.into_iter().any(|input| trace(&input)) {
-            return Err(
-                Error::usage("--output names a trace this report is made from, which it would replace").in_file(out)
-            );
+        let input = |input: &&Path| std::fs::metadata(input).is_ok_and(|m| m.is_file()) && same_file(out, input);
+        if inputs.into_iter().any(|i| input(&i)) {
+            return Err(Error::usage(format!(
+                "--output names {what} this report is made from, which it would replace"
+            ))
+            .in_file(out));
         }
         Ok(())
     }

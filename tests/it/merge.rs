@@ -321,3 +321,30 @@ fn a_summary_with_a_byte_order_mark_is_read() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(after["stages"], before["stages"]);
 }
+
+#[test]
+fn the_report_replaces_neither_a_summary_nor_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    // Plain traces, which a report file could be named as.
+    let traces = dir.path().join("job");
+    std::fs::create_dir(&traces).unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    for rank in 0..2 {
+        let doc = std::fs::read_to_string(fixture).unwrap().replacen('{', &format!("{{\"rank_tag\": {rank}, "), 1);
+        std::fs::write(traces.join(format!("rank{rank}.pt.trace.json")), doc).unwrap();
+    }
+    let sums = dir.path().join("sums");
+    let (code, _, stderr) = json(&["batch", s(&traces), "--summaries", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary = first_summary(&sums);
+    let trace = traces.join("rank0.pt.trace.json");
+    for (target, what) in [(&summary, "a summary"), (&trace, "a trace")] {
+        let before = std::fs::read(target).unwrap();
+        let out = common::run(&["merge", "-q", s(&sums), "-o", s(target)]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let why = format!("--output names {what} this report is made from, which it would replace");
+        assert!(stderr.contains(&why), "{stderr}");
+        assert_eq!(std::fs::read(target).unwrap(), before, "{}", target.display());
+    }
+}

@@ -197,6 +197,12 @@ fn json_error_offset(text: &[u8], e: &serde_json::Error) -> Option<u64> {
 /// not (two runs, or other options), the merge is refused rather than made
 /// from whichever came first.
 pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
+    read_summary_files(&summary_files(inputs)?, inputs)
+}
+
+/// The summary files `inputs` name (files as given, directories searched
+/// with their subdirectories for `*.summary.json`), in the order found.
+pub fn summary_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
@@ -216,6 +222,11 @@ pub fn read_summaries(inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
             return Err(Error::usage("no such file or directory").in_file(input));
         }
     }
+    Ok(files)
+}
+
+/// [`read_summaries`] of the `files` [`summary_files`] found in `inputs`.
+pub fn read_summary_files(files: &[PathBuf], inputs: &[PathBuf]) -> Result<Vec<RankSummary>> {
     let mut read = files.iter().map(|p| Ok((p, read_summary(p)?))).collect::<Result<Vec<_>>>()?;
     if read.is_empty() {
         let under: Vec<String> = inputs.iter().map(|p| crate::error::shown(p)).collect();
