@@ -123,7 +123,7 @@ fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skippe
     }
     skipped.sort();
     skipped.dedup();
-    let note = torchtriage::report::batch::incomplete_note(&skipped);
+    let note = torchtriage::run::batch::incomplete_note(&skipped);
     let warnings = torchtriage::run::batch::skip_warnings(&skipped);
     // Paths as `batch`'s JSON writes them (a name that is not UTF-8 shown
     // with replacement characters), so the two reports are equal.

@@ -371,7 +371,7 @@ fn a_dangling_link_is_listed_as_skipped() {
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert!(skipped[0]["file"].as_str().unwrap().ends_with("rank1.pt.trace.json"));
     assert_eq!(skipped[0]["reason"], "dangling symbolic link");
-    let incomplete = "warning: the batch is incomplete: 1 link with a trace's name leads to no file";
+    let incomplete = "warning: the batch is incomplete: 1 link named for a rank leads to no file";
     assert!(summary["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().starts_with(incomplete)));
     let quiet = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
     assert_eq!(quiet.status.code(), Some(1));
@@ -386,7 +386,7 @@ fn a_dangling_link_is_listed_as_skipped() {
     assert_eq!(reasons, ["dangling symbolic link", "symbolic link loop"]);
     let notes = summary["notes"].as_array().unwrap();
     assert!(
-        notes.iter().any(|n| n.as_str().unwrap().contains("2 links with a trace's name lead to no file")),
+        notes.iter().any(|n| n.as_str().unwrap().contains("2 links named for a rank lead to no file")),
         "{notes:?}"
     );
     std::fs::remove_file(tmp.path().join("rank5.pt.trace.json")).unwrap();
@@ -404,13 +404,80 @@ fn a_dangling_link_is_listed_as_skipped() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("rank2.json: empty file"));
     let quiet = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
     let quiet_err = String::from_utf8_lossy(&quiet.stderr);
-    assert!(quiet_err.lines().all(|l| l.contains("the batch is incomplete")), "{quiet_err}");
+    let incomplete = "warning: the batch is incomplete: 1 link named for a rank leads to no file, and 1 file named for a rank is empty; the ranks in them or named by them are not in it";
+    assert_eq!(quiet_err.trim_end(), format!("torchtriage: {incomplete}"));
     // A file named as a trace is one by its name: empty, it is a failure.
     std::fs::write(tmp.path().join("rank3.pt.trace.json"), "").unwrap();
     let out = common::run(&["batch", tmp.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("1 of 2 files failed") && err.contains("rank3.pt.trace.json"), "{err}");
+}
+
+/// Links that lead nowhere, and empty files, whose names stand for no rank
+/// (no rank number, no `.trace.json`, a merged trace) are listed but leave
+/// the batch complete.
+fn entries_named_for_no_rank_leave_the_batch_complete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    for rank in 0..2 {
+        std::fs::copy(fixture, tmp.path().join(format!("rank{rank}.json"))).unwrap();
+    }
+    let link = |target: &str, name: &str| std::os::unix::fs::symlink(target, tmp.path().join(name)).unwrap();
+    link("loop2.json", "loop1.json");
+    link("loop1.json", "loop2.json");
+    link("/nonexistent/notes", "notes.json");
+    link("/nonexistent/merged", "merged-all.json");
+    std::fs::write(tmp.path().join("empty.json"), "").unwrap();
+    let out = common::run(&["batch", "--format", "json", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = json_of(&out);
+    assert_eq!(report["skipped"].as_array().unwrap().len(), 5, "{report}");
+    let notes = report["notes"].as_array().unwrap();
+    assert!(!notes.iter().any(|n| n.as_str().unwrap().contains("incomplete")), "{notes:?}");
+}
+
+/// The traces' world size names ranks no file holds: a warning lists them
+/// (a job profiled on some ranks only), without failing the batch.
+fn ranks_of_the_job_that_no_file_holds_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
+    traces.sort();
+    for (_, t) in traces.iter().enumerate().filter(|(i, _)| ![3, 5].contains(i)) {
+        std::fs::copy(t, tmp.path().join(t.file_name().unwrap())).unwrap();
+    }
+    let note = "warning: the traces give a world size of 8, and no file triaged holds ranks 3 and 5";
+    let out = common::run(&["batch", "--format", "json", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        json_of(&out)["notes"].as_array().unwrap().iter().any(|n| n == note),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains(note));
+    // From summaries the same.
+    let sums = tmp.path().join("sums");
+    let out = common::run(&[
+        "batch",
+        "-q",
+        "--summaries",
+        sums.to_str().unwrap(),
+        "-o",
+        "/dev/null",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = common::run(&["merge", "-q", "--format", "json", sums.to_str().unwrap()]);
+    assert!(json_of(&out)["notes"].as_array().unwrap().iter().any(|n| n == note));
+    // One rank missing of eight, then all there: the note names one, then none.
+    std::fs::copy(&traces[5], tmp.path().join(traces[5].file_name().unwrap())).unwrap();
+    let out = common::run(&["batch", "-q", "--format", "json", tmp.path().to_str().unwrap()]);
+    let one = "warning: the traces give a world size of 8, and no file triaged holds rank 3";
+    assert!(json_of(&out)["notes"].as_array().unwrap().iter().any(|n| n == one));
+    std::fs::copy(&traces[3], tmp.path().join(traces[3].file_name().unwrap())).unwrap();
+    let out = common::run(&["batch", "-q", "--format", "json", tmp.path().to_str().unwrap()]);
+    assert_eq!(json_of(&out)["notes"], serde_json::json!([]));
 }
 
 /// A rank link (`rank2.json` to a trace named otherwise) takes its rank
@@ -466,11 +533,11 @@ fn a_file_without_kernels_is_named_in_the_notes() {
     let tmp = tempfile::tempdir().unwrap();
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
     std::fs::copy(fixture, tmp.path().join("rank0.json")).unwrap();
-    write_rank(tmp.path(), 3, &[]);
+    write_rank(tmp.path(), 1, &[]);
     let dir = tmp.path().to_str().unwrap();
     let out = common::run(&["batch", "--format", "json", dir]);
     assert_eq!(out.status.code(), Some(0));
-    let empty = tmp.path().join("rank3.json").canonicalize().unwrap();
+    let empty = tmp.path().join("rank1.json").canonicalize().unwrap();
     let note = format!("warning: {}: no GPU kernels, so the file is in no stage's rank table", empty.display());
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end(), format!("torchtriage: {note}"));
     let report = json_of(&out);
@@ -642,7 +709,7 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 10] = [
+    let plain: [(&str, fn()); 12] = [
         ("an_array_of_other_records_is_no_rank", an_array_of_other_records_is_no_rank),
         ("a_file_without_kernels_is_named_in_the_notes", a_file_without_kernels_is_named_in_the_notes),
         (
@@ -652,6 +719,8 @@ fn main() {
         ("usage_errors_exit_2", usage_errors_exit_2),
         ("a_dangling_link_is_listed_as_skipped", a_dangling_link_is_listed_as_skipped),
         ("a_linked_rank_takes_the_link_name", a_linked_rank_takes_the_link_name),
+        ("entries_named_for_no_rank_leave_the_batch_complete", entries_named_for_no_rank_leave_the_batch_complete),
+        ("ranks_of_the_job_that_no_file_holds_are_named", ranks_of_the_job_that_no_file_holds_are_named),
         ("a_rank_held_by_two_files_is_warned_of", a_rank_held_by_two_files_is_warned_of),
         ("a_stage_without_overlap_figures_shows_none", a_stage_without_overlap_figures_shows_none),
         ("jsonl_to_stdout_needs_the_report_elsewhere", jsonl_to_stdout_needs_the_report_elsewhere),

@@ -187,6 +187,14 @@ pub fn world_sizes<'a>(files: impl IntoIterator<Item = &'a RankFacts>) -> Vec<(u
     counts.into_iter().collect()
 }
 
+/// The ranks of `files`, each once, smallest first.
+pub fn ranks_of<'a>(files: impl IntoIterator<Item = &'a RankFacts>) -> Vec<u64> {
+    let mut ranks: Vec<u64> = files.into_iter().map(|f| f.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    ranks
+}
+
 /// One file's row in a stage table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankRow {

@@ -297,6 +297,8 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         world_sizes: crate::analysis::ranks::world_sizes(ok.iter().copied()),
         file_notes: outcomes.iter().filter_map(|o| o.result.as_ref().ok()).flat_map(|a| a.notes.clone()).collect(),
         skip_notes,
+        incomplete: crate::run::batch::incomplete_note(&skipped),
+        ranks: crate::analysis::ranks::ranks_of(ok.iter().copied()),
     };
     print_batch(&output, &summary, &info, global)
 }
@@ -315,7 +317,7 @@ fn warn_notes(summary: &[StageSummary], info: &render::RunInfo) {
 /// Prints the cross-rank report and, on stderr (unless run from a
 /// library), the files that failed; exit code 1 when some did, or when the
 /// batch lacks ranks (a directory below it could not be listed, an entry
-/// with a trace's name could not be read).
+/// named for a rank could not be read).
 pub(super) fn print_batch(
     output: &Output,
     summary: &[StageSummary],
@@ -328,7 +330,7 @@ pub(super) fn print_batch(
     // The failures go to stderr even when stdout could not take the report.
     let printed = output.emit(output.renderer().batch(BatchView { stages: summary, info }));
     let failures = info.failures;
-    let incomplete = render::incomplete_note(info.skipped);
+    let incomplete = info.incomplete.as_deref();
     if failures.is_empty() && incomplete.is_none() {
         return printed.map(|()| 0);
     }

@@ -51,6 +51,8 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
         world_sizes: crate::analysis::ranks::world_sizes(summaries.iter().filter_map(|s| s.facts.as_ref())),
         file_notes: summaries.iter().flat_map(|s| s.notes.clone()).collect(),
         skip_notes: Vec::new(),
+        incomplete: None,
+        ranks: crate::analysis::ranks::ranks_of(summaries.iter().filter_map(|s| s.facts.as_ref())),
     };
     super::batch::print_batch(&output, &summary, &info, global)
 }

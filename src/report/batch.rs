@@ -45,6 +45,11 @@ pub struct RunInfo<'a> {
     /// ([`crate::report::model::SkipReason::warning`]), printed before the
     /// files are read.
     pub skip_notes: Vec<String>,
+    /// The warning that the batch lacks ranks it was meant to hold, found
+    /// in the listing of its directory (exit code 1), or `None`.
+    pub incomplete: Option<String>,
+    /// The ranks of the files triaged, each once, in order.
+    pub ranks: Vec<u64>,
 }
 
 /// Inputs of a merge named in its header before the rest are counted.
@@ -398,34 +403,6 @@ fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
     ))
 }
 
-/// The warning that the batch lacks ranks ([`SkipReason::leaves_batch_incomplete`]:
-/// directories below it that could not be listed, entries with a trace's
-/// name that cannot be read), or `None`. Printed on stderr and carried in
-/// the JSON's `notes`; the exit code is then 1. From the skipped files
-/// alone, which is what a batch spread over a cluster has of its listing.
-pub fn incomplete_note(skipped: &[(std::path::PathBuf, crate::report::model::SkipReason)]) -> Option<String> {
-    use crate::report::model::SkipReason;
-    let count = |reasons: &[SkipReason]| skipped.iter().filter(|(_, why)| reasons.contains(why)).count();
-    let dirs = count(&[SkipReason::UnreadableDirectory]);
-    let special = count(&[SkipReason::NotRegular]);
-    let links = count(&[SkipReason::DanglingLink, SkipReason::LinkLoop]);
-    let mut parts = Vec::new();
-    if dirs > 0 {
-        parts.push(format!("{} below it could not be listed", counted(dirs as u64, "directory", "directories")));
-    }
-    if special > 0 {
-        let are = if special == 1 { "is not a regular file" } else { "are not regular files" };
-        parts.push(format!("{} with a trace's name {are}", counted(special as u64, "entry", "entries")));
-    }
-    if links > 0 {
-        let lead = if links == 1 { "leads" } else { "lead" };
-        parts.push(format!("{} with a trace's name {lead} to no file", counted(links as u64, "link", "links")));
-    }
-    (!parts.is_empty()).then(|| {
-        format!("warning: the batch is incomplete: {}, and any ranks in them are left out", parts.join(", and "))
-    })
-}
-
 /// The warning that the files' traces give different world sizes (files
 /// of different jobs, compared as ranks of one), or `None`. Printed on
 /// stderr and carried in the JSON's `notes`.
@@ -441,20 +418,49 @@ fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
     ))
 }
 
-/// The notes of a batch report about its ranks: shared rank numbers and
-/// mixed jobs.
+/// The notes of a batch report about its ranks: shared rank numbers, mixed
+/// jobs and ranks of the job that no file holds.
 pub fn rank_notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
-    shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).collect()
+    shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).chain(missing_ranks_note(info)).collect()
+}
+
+/// Missing ranks named one by one before the rest are counted.
+const MISSING_SHOWN: usize = 8;
+
+/// The warning that the traces name a job of more ranks than the files
+/// triaged hold (one world size among them, and ranks below it that no
+/// file has), or `None`. A job profiled on some ranks only gets it too:
+/// the report then covers those.
+fn missing_ranks_note(info: &RunInfo) -> Option<String> {
+    let [(world, _)] = info.world_sizes[..] else { return None };
+    let held = info.ranks.iter().filter(|&&r| r < world).count() as u64;
+    let absent = world - held;
+    if absent == 0 {
+        return None;
+    }
+    let shown = absent.min(MISSING_SHOWN as u64) as usize;
+    let mut named: Vec<String> =
+        (0..world).filter(|r| info.ranks.binary_search(r).is_err()).take(shown).map(|r| r.to_string()).collect();
+    let list = match absent - shown as u64 {
+        0 if named.len() > 1 => {
+            let last = named.pop().unwrap_or_default();
+            format!("{} and {last}", named.join(", "))
+        }
+        0 => named.join(""),
+        more => format!("{} and {more} more", named.join(", ")),
+    };
+    let ranks = if absent == 1 { "rank" } else { "ranks" };
+    Some(format!("warning: the traces give a world size of {world}, and no file triaged holds {ranks} {list}"))
 }
 
 /// The notes of a batch report: skipped files that look like missing
-/// ranks, the files' own, [`rank_notes`], and directories that could not be
-/// listed.
+/// ranks, the files' own, [`rank_notes`], and the warning that the batch is
+/// incomplete.
 pub fn notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
     let mut notes = info.skip_notes.clone();
     notes.extend(info.file_notes.iter().cloned());
     notes.extend(rank_notes(stages, info));
-    notes.extend(incomplete_note(info.skipped));
+    notes.extend(info.incomplete.clone());
     notes
 }
 

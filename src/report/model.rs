@@ -510,18 +510,6 @@ impl SkipReason {
         };
         Some(format!("warning: {}: skipped, {self}{named}", crate::error::shown(path)))
     }
-
-    /// Whether the batch lacks a rank it was meant to hold: a directory
-    /// that could not be listed may have held any number of them, and an
-    /// entry with a trace's name that cannot be read (a link to nothing, a
-    /// pipe) stands for one. The batch is then reported as incomplete (exit
-    /// code 1), like one with failed files.
-    pub fn leaves_batch_incomplete(self) -> bool {
-        matches!(
-            self,
-            SkipReason::UnreadableDirectory | SkipReason::NotRegular | SkipReason::DanglingLink | SkipReason::LinkLoop
-        )
-    }
 }
 
 impl std::fmt::Display for SkipReason {

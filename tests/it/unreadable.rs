@@ -107,7 +107,10 @@ fn an_unreadable_subdirectory_is_named() {
     let out = run_unprivileged(dir.path(), &["batch", "-q", dir.path().to_str().unwrap()]);
     chmod(&sub, 0o755);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(stderr(&out).trim(), format!("torchtriage: {incomplete}, and any ranks in them are left out"));
+    assert_eq!(
+        stderr(&out).trim(),
+        format!("torchtriage: {incomplete}; the ranks in them or named by them are not in it")
+    );
 }
 
 #[test]
@@ -181,7 +184,7 @@ fn a_pipe_or_device_named_as_a_rank_is_a_missing_rank() {
     assert_eq!(reasons, ["not a regular file (a pipe, socket or device)"; 2], "{summary}");
     let err = stderr(&out);
     assert!(err.contains("rank0.pt.trace.json: skipped, not a regular file"), "{err}");
-    assert!(err.contains("the batch is incomplete: 2 entries with a trace's name are not regular files"), "{err}");
+    assert!(err.contains("the batch is incomplete: 2 entries named for a rank are not regular files"), "{err}");
     let out = Command::new(bin).args(["triage", d]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);

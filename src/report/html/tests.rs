@@ -227,6 +227,8 @@ fn empty_reports_render() {
         world_sizes: vec![],
         file_notes: Vec::new(),
         skip_notes: Vec::new(),
+        incomplete: None,
+        ranks: Vec::new(),
     };
     let html = text(Html.batch(BatchView { stages: &[], info: &info }));
     assert_eq!(scripts(&html), 1);
@@ -248,6 +250,8 @@ fn a_failed_file_is_named_once() {
         world_sizes: vec![],
         file_notes: Vec::new(),
         skip_notes: Vec::new(),
+        incomplete: None,
+        ranks: Vec::new(),
     };
     let html = text(Html.batch(BatchView { stages: &[], info: &info }));
     assert_eq!(html.matches("worker2.pt.trace.json").count(), 1, "{html}");

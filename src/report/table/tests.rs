@@ -274,6 +274,8 @@ fn batch_fits_every_width() {
         world_sizes: vec![],
         file_notes: Vec::new(),
         skip_notes: Vec::new(),
+        incomplete: None,
+        ranks: Vec::new(),
     };
     for width in WIDTHS {
         let out = text(Table { width }.batch(BatchView { stages: &stages, info: &info }));

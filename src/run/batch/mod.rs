@@ -22,6 +22,7 @@ use crate::analysis::hardware::distributed_number;
 use crate::analysis::ranks::{RankFacts, RankSource, StageFacts};
 use crate::analysis::stage::{parse_stage, Stage};
 use crate::error::{Error, Result};
+use crate::report::counted;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::report::model::{SkipReason, TriageReport};
 use crate::run::discover::{
@@ -103,6 +104,57 @@ pub struct Discovered {
     /// The walk the files were found by (empty for a file), which
     /// [`skipped_files`] reads again rather than walking once more.
     pub survey: Survey,
+}
+
+/// Whether an entry left out of a batch stands for a rank: its name gives
+/// one or names a trace (`.trace.json`), and it is no merged trace.
+fn stands_for_rank(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    !name.starts_with("merged-") && (name.contains(".trace.json") || parse_rank(path).is_some())
+}
+
+/// The warning that the batch lacks ranks it was meant to hold, or `None`:
+/// directories below it that could not be listed (they may hold any
+/// number), and entries named for a rank whose content could not be seen
+/// (a link that leads to no file, a pipe or device, an empty file). The
+/// exit code is then 1. From the skipped files alone, which is what a batch
+/// spread over a cluster has of its listing.
+pub fn incomplete_note(skipped: &[(PathBuf, SkipReason)]) -> Option<String> {
+    let count = |reasons: &[SkipReason]| {
+        skipped
+            .iter()
+            .filter(|(p, why)| reasons.contains(why) && (*why == SkipReason::UnreadableDirectory || stands_for_rank(p)))
+            .count() as u64
+    };
+    let verb = |n: u64, one: &'static str, many: &'static str| if n == 1 { one } else { many };
+    let mut parts = Vec::new();
+    let dirs = count(&[SkipReason::UnreadableDirectory]);
+    if dirs > 0 {
+        parts.push(format!("{} below it could not be listed", counted(dirs, "directory", "directories")));
+    }
+    let special = count(&[SkipReason::NotRegular]);
+    if special > 0 {
+        let is = verb(special, "is not a regular file", "are not regular files");
+        parts.push(format!("{} named for a rank {is}", counted(special, "entry", "entries")));
+    }
+    let links = count(&[SkipReason::DanglingLink, SkipReason::LinkLoop]);
+    if links > 0 {
+        parts.push(format!(
+            "{} named for a rank {} to no file",
+            counted(links, "link", "links"),
+            verb(links, "leads", "lead")
+        ));
+    }
+    let empty = count(&[SkipReason::EmptyFile]);
+    if empty > 0 {
+        parts.push(format!("{} named for a rank {} empty", counted(empty, "file", "files"), verb(empty, "is", "are")));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "warning: the batch is incomplete: {}; the ranks in them or named by them are not in it",
+            parts.join(", and ")
+        )
+    })
 }
 
 /// The warnings `batch` gives about the `skipped` files that look like
