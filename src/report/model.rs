@@ -235,9 +235,10 @@ pub fn pid_unmatched_note(path: &std::path::Path, sub: Option<&str>) -> String {
     )
 }
 
-/// The warning for GPU events the timeline left out for a start or end
-/// that is not a finite number (`1e999`, `NaN`): the kernel table, as the
-/// reference's, still counts them.
+/// The warning for GPU events the timeline (and the overlap step, which
+/// leaves the same kernels out) left out for a start or end that is not a
+/// finite number (`1e999`, `NaN`): the kernel table, as the reference's,
+/// still counts them.
 pub fn non_finite_note(path: &std::path::Path, events: u64) -> String {
     let (what, times, them) = if events == 1 {
         ("event", "its start or end is", "it")
@@ -245,7 +246,7 @@ pub fn non_finite_note(path: &std::path::Path, events: u64) -> String {
         ("events", "their starts or ends are", "them")
     };
     format!(
-        "warning: {}: {events} GPU {what} left out of the timeline: {times} not a finite number (the kernel table keeps {them})",
+        "warning: {}: {events} GPU {what} left out of the timeline and the overlap table: {times} not a finite number (the kernel table keeps {them})",
         crate::error::shown(path)
     )
 }

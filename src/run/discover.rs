@@ -203,8 +203,7 @@ pub(crate) fn walk_regular_files(dir: &Path, recursive: bool, visit: &mut dyn Fn
     });
 }
 
-/// What a walk of a directory passes over, in the order
-/// [`walk_regular_files`] would meet it.
+/// What a walk of a directory passes over, in the order it meets it.
 #[derive(Clone, Debug, Default)]
 pub struct PassedOver {
     /// Symbolic links whose target does not exist.

@@ -230,7 +230,7 @@ fn gpu_events_the_timeline_cannot_place_are_warned_about() {
     let out = common::run(&["triage", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let want = format!(
-        "warning: {}: 1 GPU event left out of the timeline: its start or end is not a finite number (the kernel table keeps it)",
+        "warning: {}: 1 GPU event left out of the timeline and the overlap table: its start or end is not a finite number (the kernel table keeps it)",
         path.display()
     );
     assert_eq!(stderr_lines(&out), [format!("torchtriage: {want}")]);
@@ -239,6 +239,9 @@ fn gpu_events_the_timeline_cannot_place_are_warned_about() {
     assert_eq!(v["notes"], serde_json::json!([want]));
     assert_eq!(v["timeline"]["skipped_non_finite"], 1);
     assert_eq!(v["kernel_tables"][0]["rows"].as_array().map(Vec::len), Some(2), "{}", v["kernel_tables"]);
+    // The overlap step leaves it out too: its stage's busy time is the
+    // other kernel's 5 µs, not infinite (shown as null).
+    assert_eq!(v["overlap_stats"][0]["total_busy_us"], 5.0, "{}", v["overlap_stats"]);
     // A directory of one trace per stage: the events of every trace count,
     // not only the first's.
     let stages = tempfile::tempdir().unwrap();

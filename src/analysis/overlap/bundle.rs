@@ -39,11 +39,15 @@ fn chosen_rows(trace: &Trace, pid_substring: Option<&str>) -> Option<(Vec<u32>, 
         preferred,
     )?;
     let mut is_chosen: HashMap<ThreadIdx, bool> = HashMap::default();
+    // A kernel whose start or end is no finite number (`1e999`, `NaN`) has
+    // no place in time: it is left out, as the timeline leaves it out,
+    // rather than stretching its stage's busy time to infinity.
+    let placed = |i: usize| k.ts[i].is_finite() && (k.ts[i] + k.dur[i]).is_finite();
     let rows = kernel_rows
         .into_iter()
         .filter(|&i| {
             let thread = k.thread(i as usize);
-            *is_chosen.entry(thread).or_insert_with(|| trace.pid_str(thread) == chosen)
+            placed(i as usize) && *is_chosen.entry(thread).or_insert_with(|| trace.pid_str(thread) == chosen)
         })
         .collect();
     Some((rows, chosen))
