@@ -480,6 +480,36 @@ fn ranks_of_the_job_that_no_file_holds_are_named() {
     assert_eq!(json_of(&out)["notes"], serde_json::json!([]));
 }
 
+/// Per-node folders of local rank names (`node0/rank0…`, `node1/rank0…`):
+/// the traces' own ranks tell the files apart, and the tables use them.
+fn local_rank_names_on_several_nodes_take_the_traces_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
+    traces.sort();
+    for (i, t) in traces.iter().take(4).enumerate() {
+        let node = tmp.path().join(format!("node{}", i / 2));
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::copy(t, node.join(format!("rank{}.pt.trace.json.gz", i % 2))).unwrap();
+    }
+    let report = batch_json(tmp.path().to_str().unwrap());
+    let rows = report["stages"][0]["ranks"].as_array().unwrap();
+    let ranks: Vec<(u64, &str)> =
+        rows.iter().map(|r| (r["rank"].as_u64().unwrap(), r["rank_source"].as_str().unwrap())).collect();
+    assert_eq!(
+        ranks,
+        [(0, "distributed-info"), (1, "distributed-info"), (2, "distributed-info"), (3, "distributed-info")]
+    );
+    let notes = report["notes"].as_array().unwrap();
+    assert!(!notes.iter().any(|n| n.as_str().unwrap().contains("held by more than one file")), "{notes:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n == "warning: the traces give a world size of 8, and no file triaged holds ranks 4, 5, 6 and 7"),
+        "{notes:?}"
+    );
+}
+
 /// A rank link (`rank2.json` to a trace named otherwise) takes its rank
 /// from the link's name.
 fn a_linked_rank_takes_the_link_name() {
@@ -709,7 +739,7 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 12] = [
+    let plain: [(&str, fn()); 13] = [
         ("an_array_of_other_records_is_no_rank", an_array_of_other_records_is_no_rank),
         ("a_file_without_kernels_is_named_in_the_notes", a_file_without_kernels_is_named_in_the_notes),
         (
@@ -721,6 +751,10 @@ fn main() {
         ("a_linked_rank_takes_the_link_name", a_linked_rank_takes_the_link_name),
         ("entries_named_for_no_rank_leave_the_batch_complete", entries_named_for_no_rank_leave_the_batch_complete),
         ("ranks_of_the_job_that_no_file_holds_are_named", ranks_of_the_job_that_no_file_holds_are_named),
+        (
+            "local_rank_names_on_several_nodes_take_the_traces_ranks",
+            local_rank_names_on_several_nodes_take_the_traces_ranks,
+        ),
         ("a_rank_held_by_two_files_is_warned_of", a_rank_held_by_two_files_is_warned_of),
         ("a_stage_without_overlap_figures_shows_none", a_stage_without_overlap_figures_shows_none),
         ("jsonl_to_stdout_needs_the_report_elsewhere", jsonl_to_stdout_needs_the_report_elsewhere),

@@ -175,6 +175,10 @@ pub struct RankFacts {
     /// `distributedInfo.world_size` in the trace, when it gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world_size: Option<u64>,
+    /// `distributedInfo.rank` in the trace, when it gives one (whatever
+    /// [`RankFacts::rank`] was taken from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed_rank: Option<u64>,
 }
 
 /// The world sizes the files' traces give, each with how many files give
@@ -187,12 +191,35 @@ pub fn world_sizes<'a>(files: impl IntoIterator<Item = &'a RankFacts>) -> Vec<(u
     counts.into_iter().collect()
 }
 
-/// The ranks of `files`, each once, smallest first.
-pub fn ranks_of<'a>(files: impl IntoIterator<Item = &'a RankFacts>) -> Vec<u64> {
-    let mut ranks: Vec<u64> = files.into_iter().map(|f| f.rank).collect();
+/// The ranks of `files` as the tables show them ([`settled_ranks`]), each
+/// once, smallest first.
+pub fn ranks_of(files: &[&RankFacts]) -> Vec<u64> {
+    let mut ranks: Vec<u64> = settled_ranks(files).into_iter().map(|(rank, _)| rank).collect();
     ranks.sort_unstable();
     ranks.dedup();
     ranks
+}
+
+/// Each file's rank as the tables show it: its own ([`RankFacts::rank`]),
+/// unless file names give one rank number to several files (per-node
+/// folders of local ranks: `node0/rank0.json`, `node1/rank0.json`) while
+/// every trace's `distributedInfo.rank` tells them all apart; then each
+/// takes that.
+pub fn settled_ranks(files: &[&RankFacts]) -> Vec<(u64, RankSource)> {
+    let own = || files.iter().map(|f| (f.rank, f.rank_source)).collect();
+    let mut named: Vec<u64> = files.iter().filter(|f| f.rank_source == RankSource::FileName).map(|f| f.rank).collect();
+    named.sort_unstable();
+    if !named.windows(2).any(|w| w[0] == w[1]) {
+        return own();
+    }
+    let Some(mut distributed) = files.iter().map(|f| f.distributed_rank).collect::<Option<Vec<u64>>>() else {
+        return own();
+    };
+    distributed.sort_unstable();
+    if distributed.windows(2).any(|w| w[0] == w[1]) {
+        return own();
+    }
+    files.iter().map(|f| (f.distributed_rank.unwrap_or(f.rank), RankSource::DistributedInfo)).collect()
 }
 
 /// One file's row in a stage table.
@@ -335,16 +362,23 @@ pub fn summarize(files: &[&RankFacts], straggler_pct: f64) -> Vec<StageSummary> 
         }
     }
     stages.sort();
-    stages.into_iter().map(|s| summarize_stage(s, files, straggler_pct)).collect()
+    let ranks = settled_ranks(files);
+    stages.into_iter().map(|s| summarize_stage(s, files, &ranks, straggler_pct)).collect()
 }
 
-fn summarize_stage(stage: Stage, files: &[&RankFacts], straggler_pct: f64) -> StageSummary {
+fn summarize_stage(
+    stage: Stage,
+    files: &[&RankFacts],
+    ranks: &[(u64, RankSource)],
+    straggler_pct: f64,
+) -> StageSummary {
     let mut rows: Vec<RankRow> = files
         .iter()
-        .flat_map(|a| {
+        .zip(ranks)
+        .flat_map(|(a, &(rank, rank_source))| {
             a.stages.iter().filter(|f| f.stage == stage).map(move |f| RankRow {
-                rank: a.rank,
-                rank_source: a.rank_source,
+                rank,
+                rank_source,
                 file: a.file.clone(),
                 overlap_pct: f.overlap().zip(f.busy()).map(|(o, b)| ratio_pct(o, b)),
                 exposed_comm_pct: f.exposed_comm().zip(f.busy()).map(|(e, b)| ratio_pct(e, b)),
@@ -505,8 +539,47 @@ mod tests {
         }
     }
 
+    #[test]
+    fn local_ranks_of_several_nodes_take_the_traces_ranks() {
+        let file = |rank: u64, distributed: Option<u64>| RankFacts {
+            distributed_rank: distributed,
+            ..analysis(rank, Vec::new())
+        };
+        let (a, b, c, d) = (file(0, Some(0)), file(1, Some(1)), file(0, Some(2)), file(1, Some(3)));
+        let settled = settled_ranks(&[&a, &b, &c, &d]);
+        let by_trace = |ranks: &[u64]| ranks.iter().map(|&r| (r, RankSource::DistributedInfo)).collect::<Vec<_>>();
+        assert_eq!(settled, by_trace(&[0, 1, 2, 3]));
+        assert_eq!(ranks_of(&[&a, &b, &c, &d]), [0, 1, 2, 3]);
+        // Names that tell the files apart keep their ranks.
+        let (e, f) = (file(4, Some(0)), file(5, Some(1)));
+        assert_eq!(
+            settled_ranks(&[&a, &b, &e, &f]),
+            [
+                (0, RankSource::FileName),
+                (1, RankSource::FileName),
+                (4, RankSource::FileName),
+                (5, RankSource::FileName)
+            ]
+        );
+        // A trace without a rank, or two traces of one rank: names stay.
+        let g = file(0, None);
+        assert_eq!(settled_ranks(&[&a, &g]), [(0, RankSource::FileName); 2]);
+        let h = file(0, Some(1));
+        assert_eq!(
+            settled_ranks(&[&a, &h, &b]),
+            [(0, RankSource::FileName), (0, RankSource::FileName), (1, RankSource::FileName)]
+        );
+    }
+
     fn analysis(rank: u64, stages: Vec<StageFacts>) -> RankFacts {
-        RankFacts { file: PathBuf::new(), rank, rank_source: RankSource::FileName, stages, world_size: None }
+        RankFacts {
+            file: PathBuf::new(),
+            rank,
+            rank_source: RankSource::FileName,
+            stages,
+            world_size: None,
+            distributed_rank: None,
+        }
     }
 
     #[test]

@@ -298,7 +298,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         file_notes: outcomes.iter().filter_map(|o| o.result.as_ref().ok()).flat_map(|a| a.notes.clone()).collect(),
         skip_notes,
         incomplete: crate::run::batch::incomplete_note(&skipped),
-        ranks: crate::analysis::ranks::ranks_of(ok.iter().copied()),
+        ranks: crate::analysis::ranks::ranks_of(&ok),
     };
     print_batch(&output, &summary, &info, global)
 }

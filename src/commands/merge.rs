@@ -52,7 +52,7 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
         file_notes: summaries.iter().flat_map(|s| s.notes.clone()).collect(),
         skip_notes: Vec::new(),
         incomplete: None,
-        ranks: crate::analysis::ranks::ranks_of(summaries.iter().filter_map(|s| s.facts.as_ref())),
+        ranks: crate::analysis::ranks::ranks_of(&summaries.iter().filter_map(|s| s.facts.as_ref()).collect::<Vec<_>>()),
     };
     super::batch::print_batch(&output, &summary, &info, global)
 }

@@ -631,6 +631,7 @@ mod tests {
             rank_source: RankSource::FileName,
             stages: vec![facts],
             world_size: None,
+            distributed_rank: None,
         }
     }
 

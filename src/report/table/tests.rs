@@ -238,6 +238,7 @@ fn facts(rank: u64, compute: f64, exposed: f64) -> RankFacts {
         rank,
         rank_source: RankSource::FileName,
         world_size: None,
+        distributed_rank: None,
         stages: vec![StageFacts {
             stage: Stage::All,
             bundle: "formal-all".into(),

@@ -356,6 +356,7 @@ pub fn analyze_file(
             rank_source,
             stages,
             world_size: distributed_number(report.distributed_info.as_ref(), "world_size"),
+            distributed_rank: distributed_rank(report.distributed_info.as_ref()),
         },
         path_stage: parse_stage(&file.path),
         triage_ms,
