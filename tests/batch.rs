@@ -478,6 +478,10 @@ fn ranks_of_the_job_that_no_file_holds_are_named() {
     std::fs::copy(&traces[3], tmp.path().join(traces[3].file_name().unwrap())).unwrap();
     let out = common::run(&["batch", "-q", "--format", "json", tmp.path().to_str().unwrap()]);
     assert_eq!(json_of(&out)["notes"], serde_json::json!([]));
+    // One trace named on the command line: the other ranks were not asked for.
+    let one = tmp.path().join(traces[3].file_name().unwrap());
+    let out = common::run(&["batch", "-q", "--format", "json", one.to_str().unwrap()]);
+    assert_eq!(json_of(&out)["notes"], serde_json::json!([]));
 }
 
 /// Per-node folders of local rank names (`node0/rank0…`, `node1/rank0…`):

@@ -429,9 +429,14 @@ const MISSING_SHOWN: usize = 8;
 
 /// The warning that the traces name a job of more ranks than the files
 /// triaged hold (one world size among them, and ranks below it that no
-/// file has), or `None`. A job profiled on some ranks only gets it too:
-/// the report then covers those.
+/// file has), or `None`; never for a batch of one file named as such. A
+/// job profiled on some ranks only gets it too: the report then covers
+/// those.
 fn missing_ranks_note(info: &RunInfo) -> Option<String> {
+    if let Source::Batch { file: true, .. } = info.source {
+        // One trace asked for by name: the other ranks were not.
+        return None;
+    }
     let [(world, _)] = info.world_sizes[..] else { return None };
     let held = info.ranks.iter().filter(|&&r| r < world).count() as u64;
     let absent = world - held;

@@ -527,7 +527,9 @@ def test_notes_are_python_warnings(tmp_path):
         shutil.copy(FIXTURE, two / name)
     with pytest.warns(UserWarning, match="rank 0 in stages? .* held by more than one file"):
         report = torchtriage.batch(str(two))
-    assert len(report["notes"]) == 1 and "held by more than one file" in report["notes"][0]
+    # Both copies are rank 0 of a job of two: rank 1 is in neither.
+    assert len(report["notes"]) == 2 and "held by more than one file" in report["notes"][0]
+    assert report["notes"][1] == "warning: the traces give a world size of 2, and no file triaged holds rank 1"
     # diff says what each side's triage says.
     with pytest.warns(UserWarning, match="analysed rank 0 only"):
         report = torchtriage.diff(ranks, FIXTURE)

@@ -202,9 +202,11 @@ def test_dask_batch_lists_what_batch_leaves_out(dask_client, tmp_path):
     (ranks / "settings.json").write_text('{"model": "x"}')
     (ranks / "rank9.json").write_text("")
     proc = subprocess.run([_binary(), "-q", "batch", str(ranks), "--format", "json"], stdout=subprocess.PIPE)
-    assert proc.returncode == 0
+    # An empty file named for a rank leaves the batch incomplete.
+    assert proc.returncode == 1
     want = json.loads(proc.stdout)
     assert [os.path.basename(s["file"]) for s in want["skipped"]] == ["rank9.json", "settings.json"]
+    assert any(n.startswith("warning: the batch is incomplete: 1 file named for a rank is empty") for n in want["notes"])
     report = torchtriage.dask.batch(str(ranks), dask_client)
     _same_report(report, want)
 
