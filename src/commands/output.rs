@@ -133,28 +133,31 @@ impl OutputArgs {
                 check_directory_writable(p).map_err(|e| unwritable("--output", e, p))?;
                 Destination::Dir(p.clone())
             }
-            (Some(p), false) if p.is_dir() => {
-                return Err(Error::usage("--output names a directory; give a file").in_file(p));
-            }
-            (Some(p), false) => {
-                // Checked before the run, which may take minutes, rather
-                // than when the report is written.
-                let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-                if !parent.is_dir() {
-                    let why = if parent.exists() {
-                        "--output: this is not a directory, so no report can be written in it"
-                    } else {
-                        "--output: the directory to write the report in does not exist"
-                    };
-                    return Err(Error::usage(why).in_file(parent));
-                }
-                check_writable(p).map_err(|e| unwritable("--output", e, p))?;
-                Destination::File(p.clone())
-            }
+            (Some(p), false) => file_destination(p)?,
         };
         let to_stdout = matches!(destination, Destination::Stdout);
         Ok(Output { format, destination, render: RenderOptions { width: terminal_width(to_stdout) }, quiet })
     }
+}
+
+/// A report file's destination, checked before the run (which may take
+/// minutes) rather than when the report is written: not a directory, in a
+/// directory that exists, writable.
+pub fn file_destination(p: &Path) -> Result<Destination> {
+    if p.is_dir() {
+        return Err(Error::usage("--output names a directory; give a file").in_file(p));
+    }
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        let why = if parent.exists() {
+            "--output: this is not a directory, so no report can be written in it"
+        } else {
+            "--output: the directory to write the report in does not exist"
+        };
+        return Err(Error::usage(why).in_file(parent));
+    }
+    check_writable(p).map_err(|e| unwritable("--output", e, p))?;
+    Ok(Destination::File(p.to_path_buf()))
 }
 
 /// The error for an output `option` names that cannot be written, found
@@ -164,6 +167,24 @@ pub fn unwritable(option: &str, e: std::io::Error, path: &Path) -> Error {
 }
 
 impl Output {
+    /// Where a command without report formats (`stats`) writes its text:
+    /// `output` (checked as [`file_destination`]), else stdout (also for
+    /// `-`). A compressed file's name is refused, as for every report.
+    pub fn plain(output: Option<&Path>, quiet: bool) -> Result<Output> {
+        let destination = match output.filter(|p| p.as_os_str() != "-") {
+            Some(p) if names_compression(p) => {
+                return Err(Error::usage(
+                    "--output: the report is written uncompressed: name the file .json or .txt, or pipe stdout to a compressor",
+                )
+                .in_file(p));
+            }
+            Some(p) => file_destination(p)?,
+            None => Destination::Stdout,
+        };
+        let width = terminal_width(matches!(destination, Destination::Stdout));
+        Ok(Output { format: Format::Markdown, destination, render: RenderOptions { width }, quiet })
+    }
+
     /// Refuses a report file that is one of `inputs`, the traces the report
     /// is made from: writing it would replace the trace.
     pub fn check_not_input<'a>(&self, inputs: impl IntoIterator<Item = &'a Path>) -> Result<()> {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use super::{print_report, Global};
+use super::Global;
 use crate::columns::Trace;
 use crate::error::Result;
 
@@ -17,11 +17,16 @@ pub struct StatsArgs {
     /// Trace file (`.json`, `.json.gz`, `.json.zst`, detected by content) or `-` for stdin.
     pub input: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = StatsFormat::Text)]
+    #[arg(long, short = 'f', value_enum, default_value_t = StatsFormat::Text)]
     pub format: StatsFormat,
     /// Print JSON instead of text (`--format json`).
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Write the statistics to this file, in a directory that exists,
+    /// instead of stdout; `-` is stdout. Written atomically, and never over
+    /// the trace.
+    #[arg(long, short = 'o', value_name = "PATH")]
+    pub output: Option<PathBuf>,
 }
 
 /// What `stats` prints.
@@ -36,6 +41,8 @@ pub enum StatsFormat {
 }
 
 pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
+    let output = super::output::Output::plain(args.output.as_deref(), global.quiet)?;
+    output.check_not_input([args.input.as_path()])?;
     let trace = crate::run::progress::load_trace(&args.input, global.quiet, crate::input::ReadMode::Map)?;
     if !global.quiet {
         super::warn_skipped(&args.input, trace.counts.skipped);
@@ -43,7 +50,7 @@ pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
     let v = stats_json(&trace, &file_name(&args.input));
     let json = args.json || args.format == StatsFormat::Json;
     let text = if json { serde_json::to_string_pretty(&v).unwrap_or_default() } else { stats_text(&v) };
-    print_report(&text)?;
+    output.emit(crate::report::render::Rendered::Text(text))?;
     Ok(0)
 }
 

@@ -34,6 +34,34 @@ fn a_file_holds_what_stdout_would() {
 }
 
 #[test]
+fn stats_writes_to_a_file_as_the_other_commands_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.json");
+    let printed = stdout_of(&["-q", "stats", FIXTURE, "--format", "json"]);
+    assert_eq!(stdout_of(&["-q", "stats", FIXTURE, "-f", "json"]), printed, "-f is --format");
+    assert!(stdout_of(&["-q", "stats", FIXTURE, "-f", "json", "-o", p.to_str().unwrap()]).is_empty());
+    assert_eq!(std::fs::read(&p).unwrap(), printed);
+    assert_eq!(stdout_of(&["-q", "stats", FIXTURE, "-f", "json", "-o", "-"]), printed, "-o - is stdout");
+    // Refused before the trace is read: the trace itself, a folder that
+    // does not exist, a compressed name.
+    let trace = dir.path().join("t.json");
+    std::fs::copy(FIXTURE, &trace).unwrap();
+    let missing = dir.path().join("no/such/s.txt");
+    let gz = dir.path().join("s.json.gz");
+    for (target, why) in [
+        (&trace, "--output names a trace this report is made from"),
+        (&missing, "--output: the directory to write the report in does not exist"),
+        (&gz, "--output: the report is written uncompressed"),
+    ] {
+        let out = common::run(&["-q", "stats", trace.to_str().unwrap(), "-o", target.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{err}");
+    }
+    assert_eq!(std::fs::read(&trace).unwrap(), std::fs::read(FIXTURE).unwrap());
+}
+
+#[test]
 fn a_failed_run_leaves_the_old_file_and_no_temporary() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("r.md");
