@@ -73,6 +73,16 @@ fn names_compression(path: &Path) -> bool {
         .is_some_and(|e| ["gz", "zst", "bz2", "xz"].iter().any(|c| e.eq_ignore_ascii_case(c)))
 }
 
+/// The refusal of an `--output` with a compressed file's name: the report
+/// is written plain, and under a `.gz` name it would break whatever reads
+/// the file as compressed. `names` are the extensions to use instead.
+fn compressed_name(p: &Path, names: &str) -> Error {
+    Error::usage(format!(
+        "--output: the report is written uncompressed: name the file {names}, or pipe stdout to a compressor"
+    ))
+    .in_file(p)
+}
+
 /// The columns of the terminal stdout writes to, if it is one.
 fn stdout_terminal_columns() -> Option<usize> {
     let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
@@ -106,10 +116,7 @@ impl OutputArgs {
             // The report is written plain: under a `.gz` name it would
             // break whatever reads the file as compressed. (A directory of
             // CSV files may be named for its trace, `t.json.gz`.)
-            return Err(Error::usage(
-                "--output: the report is written uncompressed: name the file .json, .md, .html or .txt, or pipe stdout to a compressor",
-            )
-            .in_file(p));
+            return Err(compressed_name(p, ".json, .md, .html or .txt"));
         }
         let destination = match (output, format.is_directory()) {
             (None, true) if self.output.is_some() => {
@@ -172,12 +179,7 @@ impl Output {
     /// `-`). A compressed file's name is refused, as for every report.
     pub fn plain(output: Option<&Path>, quiet: bool) -> Result<Output> {
         let destination = match output.filter(|p| p.as_os_str() != "-") {
-            Some(p) if names_compression(p) => {
-                return Err(Error::usage(
-                    "--output: the report is written uncompressed: name the file .json or .txt, or pipe stdout to a compressor",
-                )
-                .in_file(p));
-            }
+            Some(p) if names_compression(p) => return Err(compressed_name(p, ".json or .txt")),
             Some(p) => file_destination(p)?,
             None => Destination::Stdout,
         };

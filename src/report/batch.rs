@@ -392,9 +392,10 @@ fn shared_ranks_note(stages: &[StageSummary]) -> Option<String> {
     }
     let items: Vec<String> = by_rank
         .iter()
-        .map(|(rank, in_stages)| match in_stages.split_last() {
-            Some((last, rest)) if !rest.is_empty() => format!("rank {rank} in stages {} and {last}", rest.join(", ")),
-            _ => format!("rank {rank} in stage {}", in_stages.join("")),
+        .map(|(rank, in_stages)| {
+            let stages = if in_stages.len() > 1 { "stages" } else { "stage" };
+            let names: Vec<String> = in_stages.iter().map(|s| s.to_string()).collect();
+            format!("rank {rank} in {stages} {}", crate::report::listed(&names))
         })
         .collect();
     Some(format!(
@@ -446,14 +447,10 @@ fn missing_ranks_note(info: &RunInfo) -> Option<String> {
     let shown = absent.min(MISSING_SHOWN as u64) as usize;
     let mut named: Vec<String> =
         (0..world).filter(|r| info.ranks.binary_search(r).is_err()).take(shown).map(|r| r.to_string()).collect();
-    let list = match absent - shown as u64 {
-        0 if named.len() > 1 => {
-            let last = named.pop().unwrap_or_default();
-            format!("{} and {last}", named.join(", "))
-        }
-        0 => named.join(""),
-        more => format!("{} and {more} more", named.join(", ")),
-    };
+    if absent > shown as u64 {
+        named.push(format!("{} more", absent - shown as u64));
+    }
+    let list = crate::report::listed(&named);
     let ranks = if absent == 1 { "rank" } else { "ranks" };
     Some(format!("warning: the traces give a world size of {world}, and no file triaged holds {ranks} {list}"))
 }

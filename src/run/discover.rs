@@ -218,16 +218,23 @@ pub struct PassedOver {
     pub special: Vec<PathBuf>,
 }
 
+impl PassedOver {
+    /// Keeps `p` if the walk passed it over (anything but a regular file).
+    fn record(&mut self, p: PathBuf, kind: Found) {
+        match kind {
+            Found::DanglingLink => self.dangling_links.push(p),
+            Found::LinkLoop => self.link_loops.push(p),
+            Found::UnreadableDir => self.unreadable_dirs.push(p),
+            Found::Special => self.special.push(p),
+            Found::File => {}
+        }
+    }
+}
+
 /// What a walk of `dir` (and below, when `recursive`) passes over.
 pub(crate) fn passed_over(dir: &Path, recursive: bool) -> PassedOver {
     let mut out = PassedOver::default();
-    walk_from(dir, recursive, &mut |p, kind| match kind {
-        Found::DanglingLink => out.dangling_links.push(p),
-        Found::LinkLoop => out.link_loops.push(p),
-        Found::UnreadableDir => out.unreadable_dirs.push(p),
-        Found::Special => out.special.push(p),
-        Found::File => {}
-    });
+    walk_from(dir, recursive, &mut |p, kind| out.record(p, kind));
     out
 }
 
@@ -272,14 +279,10 @@ impl Survey {
         if !dir.is_dir() {
             return Ok(survey);
         }
-        let passed = &mut survey.passed;
-        let files = &mut survey.files;
+        let (files, passed) = (&mut survey.files, &mut survey.passed);
         let complete = walk_within(dir, true, budget, &mut |p, kind| match kind {
             Found::File => files.push(p),
-            Found::DanglingLink => passed.dangling_links.push(p),
-            Found::LinkLoop => passed.link_loops.push(p),
-            Found::UnreadableDir => passed.unreadable_dirs.push(p),
-            Found::Special => passed.special.push(p),
+            other => passed.record(p, other),
         });
         if !complete {
             return Err(Error::usage(format!(
