@@ -690,7 +690,7 @@ mod tests {
             roles(&s),
             vec![(Some("slow"), None), (Some("waiting"), None), (None, None), (None, None), (Some("waiting"), Some(0))]
         );
-        let lines = crate::report::batch::roles_lines(&s, 10.0);
+        let lines = crate::report::batch::roles_lines(&s, 10.0, &Default::default());
         assert!(lines.iter().any(|l| l == "Waiting on rank 0 in f0: 3"), "{lines:?}");
         assert!(
             lines.iter().any(|l| l.starts_with("Also waiting, with the slow rank's own number: 0 in f1")),

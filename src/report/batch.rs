@@ -12,6 +12,7 @@ use crate::analysis::ranks::{
     above, KernelSpread, RankRow, RankSource, Role, StageFacts, StageSummary, Unexplained, EXPLAINS_SHARE,
 };
 use crate::error::Error;
+use crate::report::labels::FileLabels;
 use crate::report::markdown::{escape_md_cell, fixed, format_ms};
 use crate::report::model::FileOutcome;
 
@@ -94,15 +95,16 @@ impl RunInfo<'_> {
     }
 }
 
-pub(crate) fn file_name(p: &Path) -> String {
-    shown(p.file_name().map_or(p, Path::new))
+/// The labels of the files of a batch's stages ([`FileLabels`]).
+pub(crate) fn file_labels(stages: &[StageSummary]) -> FileLabels {
+    FileLabels::of(stages.iter().flat_map(|s| s.rows.iter().map(|r| r.file.as_path())))
 }
 
 fn cell(text: &str) -> String {
     escape_md_cell(text)
 }
 
-fn rank_line(r: &RankRow) -> String {
+fn rank_line(r: &RankRow, labels: &FileLabels) -> String {
     let f = &r.facts;
     let top_exposed = match &f.top_exposed {
         Some((k, us)) => format!("{} ({})", cell(k), format_ms(*us)),
@@ -118,7 +120,7 @@ fn rank_line(r: &RankRow) -> String {
     format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         r.rank,
-        cell(&file_name(&r.file)),
+        cell(&labels.get(&r.file)),
         opt_ms(f.busy()),
         format_ms(r.compute_us),
         opt_pct(r.overlap_pct),
@@ -203,15 +205,15 @@ fn no_slow_rank_line(s: &StageSummary, pct: f64) -> String {
 }
 
 /// The lines under a rank table naming the slow rank and the ranks waiting.
-pub(crate) fn roles_lines(s: &StageSummary, pct: f64) -> Vec<String> {
+pub(crate) fn roles_lines(s: &StageSummary, pct: f64, labels: &FileLabels) -> Vec<String> {
     // A rank number more than one file holds is named with its file, and
     // so is one that is only the file's position in the batch (neither its
     // name nor its distributedInfo gave a rank).
     let named = |r: &RankRow| {
         if r.rank_source == RankSource::Index {
-            format!("{} (the position of {})", r.rank, file_name(&r.file))
+            format!("{} (the position of {})", r.rank, labels.get(&r.file))
         } else if s.shared_ranks.contains(&r.rank) {
-            format!("{} in {}", r.rank, file_name(&r.file))
+            format!("{} in {}", r.rank, labels.get(&r.file))
         } else {
             r.rank.to_string()
         }
@@ -290,6 +292,7 @@ fn kernel_line(k: &KernelSpread) -> String {
 
 /// The markdown summary.
 pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
+    let labels = file_labels(stages);
     let mut out =
         vec!["Batch View".to_string(), info.source_line(), info.files_line(), roles_legend(info.straggler_pct)];
     out.extend(notes(stages, info).iter().map(|n| escape_md_cell(n)));
@@ -300,7 +303,7 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
         out.push("Rank Table".into());
         out.push("| Rank | File | Busy | Compute | Overlap | Exposed comm | Exposed comm % | Top exposed comm kernel | Top headroom | Role |".into());
         out.push("| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |".into());
-        out.extend(s.rows.iter().map(rank_line));
+        out.extend(s.rows.iter().map(|r| rank_line(r, &labels)));
         out.push(RANK_COLUMNS_LEGEND.to_string());
         out.push(format!(
             "Median busy {}, median compute {}, median exposed communication {}",
@@ -308,7 +311,7 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
             format_ms(s.median_compute_us),
             opt_ms(s.median_exposed_comm_us)
         ));
-        out.extend(roles_lines(s, info.straggler_pct));
+        out.extend(roles_lines(s, info.straggler_pct, &labels));
         out.push(String::new());
         out.push("Cross-rank Kernel Table".into());
         out.push("| Kernel | Category | Leads ranks | Ranks with it | Min | Median | Max | Max rank |".into());
@@ -649,7 +652,7 @@ mod tests {
         ];
         let refs: Vec<&RankFacts> = files.iter().collect();
         let summary = &summarize(&refs, 10.0)[0];
-        let lines = roles_lines(summary, 10.0);
+        let lines = roles_lines(summary, 10.0, &Default::default());
         assert!(
             lines.iter().any(|l| l.starts_with("Likely slow rank: 0 in graph_execution.json.gz (compute 10.72 ms")),
             "{lines:?}"
@@ -659,7 +662,7 @@ mod tests {
         by_position[0].rank = 27;
         by_position[0].rank_source = RankSource::Index;
         let refs: Vec<&RankFacts> = by_position.iter().collect();
-        let lines = roles_lines(&summarize(&refs, 10.0)[0], 10.0);
+        let lines = roles_lines(&summarize(&refs, 10.0)[0], 10.0, &Default::default());
         assert!(
             lines
                 .iter()
@@ -677,7 +680,7 @@ mod tests {
             rank_file("/c/z.json", 2, 4_800.0),
         ];
         let refs: Vec<&RankFacts> = files.iter().collect();
-        let lines = roles_lines(&summarize(&refs, 10.0)[0], 10.0);
+        let lines = roles_lines(&summarize(&refs, 10.0)[0], 10.0, &Default::default());
         assert!(lines.iter().any(|l| l.starts_with("Likely slow rank: 0 (compute")), "{lines:?}");
     }
 

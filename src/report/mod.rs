@@ -9,6 +9,7 @@ pub mod csv;
 pub mod diff;
 pub mod html;
 pub mod json;
+pub mod labels;
 pub mod markdown;
 pub mod model;
 pub mod render;

@@ -361,3 +361,25 @@ fn batch_of_an_empty_file_says_it_is_empty() {
         );
     }
 }
+
+#[test]
+fn files_of_one_name_in_different_folders_are_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["node0", "node1"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        std::fs::copy(FIXTURE, dir.path().join(sub).join("rank0.json")).unwrap();
+    }
+    std::fs::copy(FIXTURE, dir.path().join("node1/rank1.json")).unwrap();
+    let d = dir.path().to_str().unwrap();
+    for format in ["markdown", "table", "html"] {
+        let out = common::run(&["-q", "batch", "--format", format, d]);
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for label in ["node0/rank0.json", "node1/rank0.json"] {
+            assert!(text.contains(label), "{format}: {label}\n{text}");
+        }
+        assert!(!text.contains("node1/rank1.json"), "{format}: a name of its own needs no folder\n{text}");
+    }
+    let md = String::from_utf8_lossy(&common::run(&["-q", "batch", d]).stdout).into_owned();
+    assert!(md.contains("| 0 | node0/rank0.json |") && md.contains("| 1 | rank1.json |"), "{md}");
+}

@@ -4,7 +4,6 @@
 //! (its first [`KERNEL_ROWS`] rows).
 
 use std::fmt::Write;
-use std::path::Path;
 
 use crate::analysis::ranks::{median, Role};
 use crate::report::render::BatchView;
@@ -18,13 +17,10 @@ pub const KERNEL_ROWS: usize = 50;
 const SERIES: [(&str, &str); 4] =
     [("busy", "#3b6fb6"), ("compute", "#7aa6c9"), ("idle", "#c9c9c9"), ("exposed communication", "#e0803a")];
 
-fn file_name(p: &Path) -> String {
-    p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
-}
-
 /// The batch page.
 pub fn render(v: BatchView<'_>) -> String {
     let info = v.info;
+    let labels = crate::report::batch::file_labels(v.stages);
     let mut b = String::new();
     let _ = writeln!(b, "<h1>torchtriage batch</h1>");
     let _ = writeln!(b, "<p class=\"meta\">{}</p>", esc(&info.source_line()));
@@ -40,7 +36,7 @@ pub fn render(v: BatchView<'_>) -> String {
     }
     for s in v.stages {
         let _ = writeln!(b, "<h2>Stage {}</h2>", esc(s.stage.label()));
-        for line in crate::report::batch::roles_lines(s, info.straggler_pct) {
+        for line in crate::report::batch::roles_lines(s, info.straggler_pct, &labels) {
             let _ = writeln!(b, "<p class=\"verdict\">{}</p>", esc(&line));
         }
         // Ranks held by more than one file are told apart on hover.
@@ -51,11 +47,7 @@ pub fn render(v: BatchView<'_>) -> String {
             .map(|r| Group {
                 label: format!("rank {}", r.rank),
                 hover: if shared(r.rank) {
-                    let name = r
-                        .file
-                        .file_name()
-                        .map_or_else(|| r.file.display().to_string(), |n| n.to_string_lossy().into_owned());
-                    format!("rank {} ({name})", r.rank)
+                    format!("rank {} ({})", r.rank, labels.get(&r.file))
                 } else {
                     format!("rank {}", r.rank)
                 },
@@ -101,7 +93,7 @@ pub fn render(v: BatchView<'_>) -> String {
             let role = r.role_text().unwrap_or_default();
             t.push(vec![
                 Cell::num(r.rank.to_string(), r.rank as f64),
-                Cell::name(file_name(&r.file)),
+                Cell::name(labels.get(&r.file)),
                 opt_cell(f.busy(), ms),
                 Cell::num(ms(r.compute_us), r.compute_us),
                 opt_cell(r.overlap_pct, |p| format!("{:.1}%", finite(p))),

@@ -9,7 +9,8 @@
 
 use crate::analysis::ranks::StageSummary;
 use crate::error::shown;
-use crate::report::batch::{error_text, file_name, roles_lines};
+use crate::report::batch::{error_text, file_labels, roles_lines};
+use crate::report::labels::FileLabels;
 use crate::report::render::BatchView;
 
 use super::layout::{Column, Table};
@@ -20,7 +21,7 @@ const RANK_LEGEND: &[&str] = &[crate::report::batch::RANK_COLUMNS_LEGEND];
 
 const KERNEL_LEGEND: &[&str] = &[crate::report::batch::KERNEL_COLUMNS_LEGEND];
 
-fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
+fn rank_table(o: &mut Out, s: &StageSummary, pct: f64, labels: &FileLabels) {
     let mut t = Table::new(vec![
         Column::num("Rank", 0),
         Column::name("File", 16, 5),
@@ -43,7 +44,7 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
         let headroom = crate::report::batch::headroom_text(f, display_name);
         t.row(vec![
             r.rank.to_string(),
-            super::names::visible(&file_name(&r.file)),
+            super::names::visible(&labels.get(&r.file)),
             opt_ms(f.busy()),
             ms(r.compute_us),
             opt1(r.overlap_pct),
@@ -62,7 +63,7 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64) {
         ms(s.median_compute_us),
         with_ms(s.median_exposed_comm_us)
     ));
-    for line in roles_lines(s, pct) {
+    for line in roles_lines(s, pct, labels) {
         o.text(&line);
     }
     o.legend(RANK_LEGEND);
@@ -112,9 +113,10 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     for note in crate::report::batch::notes(b.stages, info) {
         o.text(&super::names::visible(&note));
     }
+    let labels = file_labels(b.stages);
     for s in b.stages {
         o.title(&stage_heading(s.stage));
-        rank_table(&mut o, s, info.straggler_pct);
+        rank_table(&mut o, s, info.straggler_pct, &labels);
         kernel_table(&mut o, s);
     }
     if !info.skipped.is_empty() {
