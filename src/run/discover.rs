@@ -148,7 +148,15 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
         // does: reading it then fails naming the file and the decoder's
         // reason, rather than the run passing over a damaged rank as not a
         // trace.
-        Ok((head, broken)) => head_looks_like_trace(&head) || (broken && head.is_empty()),
+        Ok((head, broken)) => {
+            head_looks_like_trace(&head)
+                || (broken && head.is_empty())
+                || (head.len() == SNIFF_BYTES && parse_rank(path).is_some() && opens_object(&head) && {
+                    // A file named for a rank whose metadata runs past the
+                    // bytes sniffed: its top-level keys decide.
+                    super::sniff::file_names_trace_events(path)
+                })
+        }
         // A file of a trace's name that cannot be opened (no permission) is
         // kept, for the same reason.
         Err(_) => std::fs::File::open(path).is_err(),
@@ -178,6 +186,13 @@ pub fn head_looks_like_trace(head: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether `head` opens a JSON object (after a byte-order mark and
+/// whitespace).
+fn opens_object(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(head);
+    head.iter().find(|&&c| !is_ws(c)) == Some(&b'{')
 }
 
 /// Whether `key` (quoted) appears in `head` as a key (followed by a

@@ -383,3 +383,34 @@ fn files_of_one_name_in_different_folders_are_told_apart() {
     let md = String::from_utf8_lossy(&common::run(&["-q", "batch", d]).stdout).into_owned();
     assert!(md.contains("| 0 | node0/rank0.json |") && md.contains("| 1 | rank1.json |"), "{md}");
 }
+
+/// A trace whose first key is one the profiler does not write and whose
+/// `traceEvents` comes after more than the bytes discovery sniffs.
+fn trace_after_long_metadata() -> Vec<u8> {
+    let text = std::fs::read_to_string(FIXTURE).unwrap();
+    let rest = text.trim_start().strip_prefix('{').unwrap();
+    format!("{{\"job_notes\": {{\"text\": \"{}\"}},{rest}", "x".repeat(100_000)).into_bytes()
+}
+
+#[test]
+fn a_rank_whose_metadata_runs_long_is_still_a_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(FIXTURE, dir.path().join("rank0.json")).unwrap();
+    let long = trace_after_long_metadata();
+    std::fs::write(dir.path().join("rank1.json"), &long).unwrap();
+    zst(&dir.path().join("rank2.json.zst"), &long);
+    // Not named for a rank: discovery does not read such a file to its end.
+    std::fs::write(dir.path().join("notes.json"), &long).unwrap();
+    // Named for a rank, but its top-level keys hold no traceEvents.
+    let meta = format!("{{\"job_notes\": \"{}\", \"x\": {{\"traceEvents\": []}}}}", "y".repeat(100_000));
+    std::fs::write(dir.path().join("rank3.json"), meta).unwrap();
+    let out = common::run(&["batch", "--format", "json", dir.path().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ranks: Vec<u64> =
+        v["stages"][0]["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [0, 1, 2], "{v}");
+    let skipped: Vec<&str> = v["skipped"].as_array().unwrap().iter().map(|s| s["file"].as_str().unwrap()).collect();
+    assert!(skipped.len() == 2 && skipped[0].ends_with("notes.json") && skipped[1].ends_with("rank3.json"), "{v}");
+    assert!(err.contains("rank3.json: skipped, not recognised as a trace (its name gives rank 3)"), "{err}");
+}
