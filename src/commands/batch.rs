@@ -16,7 +16,7 @@ use crate::input::ReadMode;
 use crate::report::batch as render;
 use crate::report::render::BatchView;
 use crate::run::batch::memory::{default_budget, footprint, uncompressed_size};
-use crate::run::batch::schedule::{run_bounded, Observer, Task};
+use crate::run::batch::schedule::{most_at_once, run_bounded, Observer, Task};
 use crate::run::batch::summary::write_summaries;
 use crate::run::batch::{analyze_file, discover_batch_files, skipped_files, BatchFile, FileOutcome};
 use crate::run::triage::TriageOptions;
@@ -253,6 +253,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         analyze_file(f, &opts, keep_json, &phase)
     };
     let on_panic = |msg: String| Error::bad_input(format!("internal error: {msg}"));
+    let at_once = jobs.min(most_at_once(&tasks.iter().map(|t| t.footprint).collect::<Vec<_>>(), budget));
     let (results, _peak) = run_bounded(tasks, jobs, budget, observer, &work, &on_panic);
     drop(progress);
     let outcomes: Vec<FileOutcome> = results.into_iter().map(|(file, result)| FileOutcome { file, result }).collect();
@@ -288,6 +289,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
             dir: &args.dir,
             file: args.dir.is_file(),
             jobs: jobs.min(outcomes.len()),
+            at_once: at_once.min(outcomes.len()),
             budget,
         },
         files: outcomes.len(),

@@ -20,9 +20,9 @@ use crate::report::model::FileOutcome;
 #[derive(Clone, Copy)]
 pub enum Source<'a> {
     /// Traces found in a directory (or the one trace file `dir` names, when
-    /// `file`) and triaged here, at most `jobs` at once within a memory
-    /// budget of `budget` bytes.
-    Batch { dir: &'a Path, file: bool, jobs: usize, budget: u64 },
+    /// `file`) and triaged here by `jobs` workers within a memory budget of
+    /// `budget` bytes, which had at most `at_once` files in flight.
+    Batch { dir: &'a Path, file: bool, jobs: usize, at_once: usize, budget: u64 },
     /// Summaries written by earlier batches (files, or directories holding
     /// them), merged without triaging anything; never empty.
     Merge { inputs: &'a [std::path::PathBuf] },
@@ -78,8 +78,12 @@ impl RunInfo<'_> {
         let triaged = self.files - self.failures.len();
         let failed = self.failures.len();
         match self.source {
-            Source::Batch { jobs, budget, .. } => {
-                format!("Files: {triaged} triaged, {failed} failed (jobs {jobs}, memory budget {})", size_text(budget))
+            Source::Batch { jobs, at_once, budget, .. } => {
+                let fewer = if at_once < jobs { format!(", at most {at_once} at once") } else { String::new() };
+                format!(
+                    "Files: {triaged} triaged, {failed} failed (jobs {jobs}, memory budget {}{fewer})",
+                    size_text(budget)
+                )
             }
             Source::Merge { .. } => format!("Files: {triaged} triaged, {failed} failed (merged from summaries)"),
         }
@@ -89,7 +93,7 @@ impl RunInfo<'_> {
     /// gives its first input, one job and no budget.
     fn json_header(&self) -> (String, usize, u64) {
         match self.source {
-            Source::Batch { dir, jobs, budget, .. } => (dir.display().to_string(), jobs, budget),
+            Source::Batch { dir, at_once, budget, .. } => (dir.display().to_string(), at_once, budget),
             Source::Merge { inputs } => (inputs.first().map(|p| p.display().to_string()).unwrap_or_default(), 1, 0),
         }
     }

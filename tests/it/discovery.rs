@@ -414,3 +414,22 @@ fn a_rank_whose_metadata_runs_long_is_still_a_rank() {
     assert!(skipped.len() == 2 && skipped[0].ends_with("notes.json") && skipped[1].ends_with("rank3.json"), "{v}");
     assert!(err.contains("rank3.json: skipped, not recognised as a trace (its name gives rank 3)"), "{err}");
 }
+
+#[test]
+fn a_budget_that_holds_one_file_is_reported_as_one_at_a_time() {
+    let (dir, _) = rank_dir(".json", plain);
+    let d = dir.path().to_str().unwrap();
+    let run = |args: &[&str]| String::from_utf8_lossy(&common::run(args).stdout).into_owned();
+    let md = run(&["-q", "batch", "--jobs", "2", "--mem-budget-mb", "1", d]);
+    assert!(md.contains("(jobs 2, memory budget 1 MiB, at most 1 at once)"), "{md}");
+    let v: serde_json::Value =
+        serde_json::from_str(&run(&["-q", "batch", "-f", "json", "--jobs", "2", "--mem-budget-mb", "1", d])).unwrap();
+    assert_eq!(v["jobs"], 1, "{v}");
+    // A budget that holds both files: both workers can run.
+    let md = run(&["-q", "batch", "--jobs", "2", "--mem-budget-mb", "4096", d]);
+    assert!(md.contains("(jobs 2, memory budget 4.0 GiB)"), "{md}");
+    let v: serde_json::Value =
+        serde_json::from_str(&run(&["-q", "batch", "-f", "json", "--jobs", "2", "--mem-budget-mb", "4096", d]))
+            .unwrap();
+    assert_eq!(v["jobs"], 2, "{v}");
+}

@@ -219,7 +219,7 @@ fn empty_reports_render() {
 
     let dir = PathBuf::from(HOSTILE);
     let info = crate::report::batch::RunInfo {
-        source: crate::report::batch::Source::Batch { dir: &dir, file: false, jobs: 1, budget: 1 << 30 },
+        source: crate::report::batch::Source::Batch { dir: &dir, file: false, jobs: 1, at_once: 1, budget: 1 << 30 },
         files: 0,
         straggler_pct: 10.0,
         failures: &[],
@@ -242,7 +242,7 @@ fn a_failed_file_is_named_once() {
     let e = crate::Error::usage("byte 300000: unexpected end of input").in_file(&bad);
     let failures = [(bad.as_path(), &e)];
     let info = crate::report::batch::RunInfo {
-        source: crate::report::batch::Source::Batch { dir: &dir, file: false, jobs: 1, budget: 1 << 30 },
+        source: crate::report::batch::Source::Batch { dir: &dir, file: false, jobs: 1, at_once: 1, budget: 1 << 30 },
         files: 1,
         straggler_pct: 10.0,
         failures: &failures,

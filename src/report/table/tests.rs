@@ -267,7 +267,7 @@ fn batch_fits_every_width() {
     let stages = summarize(&refs, 10.0);
     let failures: Vec<(&Path, &crate::error::Error)> = Vec::new();
     let info = RunInfo {
-        source: Source::Batch { dir: Path::new("/runs/job"), file: false, jobs: 2, budget: 1 << 30 },
+        source: Source::Batch { dir: Path::new("/runs/job"), file: false, jobs: 2, at_once: 2, budget: 1 << 30 },
         files: 3,
         straggler_pct: 10.0,
         failures: &failures,

@@ -127,6 +127,24 @@ where
     (out, peak)
 }
 
+/// The most tasks that can be in flight at once under `budget`: the most
+/// of the smallest footprints that fit it together, and at least one (an
+/// oversized task runs alone). A bound fixed by the inputs, where the
+/// count [`run_bounded`] observes also depends on timing.
+pub fn most_at_once(footprints: &[u64], budget: u64) -> usize {
+    let mut sorted = footprints.to_vec();
+    sorted.sort_unstable();
+    let mut total = 0u64;
+    let fit = sorted
+        .iter()
+        .take_while(|&&f| {
+            total = total.saturating_add(f);
+            total <= budget
+        })
+        .count();
+    fit.clamp(1, footprints.len().max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +188,15 @@ mod tests {
         let (out, peak) = run_bounded(tasks(&[500, 10, 10, 10]), 4, 100, &Silent, &work, &|_| ());
         assert_eq!(out.len(), 4);
         assert!(peak >= 2);
+    }
+
+    #[test]
+    fn most_at_once_counts_the_smallest_that_fit_together() {
+        assert_eq!(most_at_once(&[60, 60, 60, 60], 100), 1);
+        assert_eq!(most_at_once(&[500, 10, 10, 10], 100), 3);
+        assert_eq!(most_at_once(&[500], 100), 1);
+        assert_eq!(most_at_once(&[40, 30, 50, 20], 100), 3);
+        assert_eq!(most_at_once(&[u64::MAX, u64::MAX], u64::MAX), 2);
+        assert_eq!(most_at_once(&[], 100), 1);
     }
 }
