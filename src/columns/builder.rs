@@ -562,6 +562,7 @@ impl ColumnsBuilder {
         self.t.step_marks.shrink_to_fit();
         self.t.frames.seal();
         self.t.annotations.shrink_to_fit();
+        self.t.strings.shrink_to_fit();
         self.t
     }
 }

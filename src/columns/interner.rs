@@ -87,6 +87,17 @@ impl Interner {
         Self::default()
     }
 
+    /// Gives back the room kept for more strings and the memo of recent
+    /// lookups (rebuilt if more are interned): a trace of many distinct
+    /// names would otherwise keep up to twice their text once ingest ends.
+    pub fn shrink_to_fit(&mut self) {
+        let Interner { text, ends, table, memo } = self;
+        text.shrink_to_fit();
+        ends.shrink_to_fit();
+        table.shrink_to_fit(|&id| FxBuildHasher.hash_one(&text[span_of(ends, id)]));
+        *memo = Vec::new();
+    }
+
     /// Returns the id of `s`, adding it if it is new.
     ///
     /// A string longer than [`MAX_STRING_BYTES`] is stored cut to that

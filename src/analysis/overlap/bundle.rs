@@ -194,6 +194,9 @@ impl<'t, 's> BundleSource<'t, 's> {
         let (rows, pid) = chosen_rows(trace, pid_substring)?;
         let mut builder = EventBuilder::new(trace, stages, masking, rule);
         builder.prepare_names(&rows);
+        // Every row's name is prepared: the table that made equal names
+        // share one record is not needed again.
+        builder.shared = HashMap::default();
         let mut source = BundleSource { builder, rows, sizes: IndexMap::new(), default_stage, pid };
         for i in 0..source.rows.len() {
             *source.sizes.entry(source.stage_of(i)).or_insert(0) += 1;

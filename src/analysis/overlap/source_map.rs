@@ -358,11 +358,13 @@ fn source_map_of(
     let mut ranker = ScopeRanker::default();
     // An empty target set means "no filter", as in the reference.
     let contexts = cpu_launch_contexts(trace, (!targets.is_empty()).then_some(&targets), &mut names);
+    drop(targets);
     let launches = launch_contexts(trace);
     let has_context = |ext: Option<i64>| ext.and_then(|x| contexts.get(&x)).is_some_and(|v| !v.is_empty());
     let fallback_queries: Vec<(usize, f64)> =
         sampled.iter().filter(|e| !has_context(e.external_id(trace))).map(|e| (e.idx(), e.ts)).collect();
     let temporal = temporal_scope_lookup(trace, &fallback_queries, &mut names);
+    drop(fallback_queries);
 
     let mut texts = Texts::default();
     let mut evidence = Evidence::default();
