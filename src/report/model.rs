@@ -287,6 +287,18 @@ pub fn caveat_note(path: &std::path::Path, caveat: &Caveat) -> String {
              and verdict describe only the events kept",
             s.calls, s.median, s.p90
         ),
+        Caveat::StepsLeftOut(source, n) => {
+            let (times, number) = if *n == 1 {
+                ("its start or duration is", "a finite number")
+            } else {
+                ("their starts or durations are", "finite numbers")
+            };
+            format!(
+                "warning: {path}: {n} of the trace's {} left out of the step figures: {times} not {number}, or \
+                 negative; the steps count the others only",
+                crate::report::timeline::step_source_name(*source)
+            )
+        }
     }
 }
 

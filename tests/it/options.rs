@@ -314,3 +314,48 @@ fn minus_zero_is_read_as_zero() {
     let out = common::run(&["-q", "batch", "--straggler-pct=-0", FIXTURE]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("-0%"));
 }
+
+#[test]
+fn step_annotations_with_no_finite_time_are_warned_about() {
+    // Three ProfilerStep annotations, one at 1e400 µs (infinite once read)
+    // and one with a negative duration: two steps would vanish unsaid.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let step = |n: u32, ts: &str, dur: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{n}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#
+        )
+    };
+    let events = [
+        step(1, "0", "100"),
+        step(2, "1e400", "100"),
+        step(3, "200", "-5"),
+        r#"{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":2,"args":{"correlation":1}}"#.into(),
+        r#"{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":5,"dur":50,"args":{"stream":7,"correlation":1}}"#.into(),
+    ];
+    std::fs::write(&path, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
+    let out = common::run(&["triage", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let want = format!(
+        "warning: {}: 2 of the trace's ProfilerStep annotations left out of the step figures: their starts or durations are not finite numbers, or negative; the steps count the others only",
+        path.display()
+    );
+    assert_eq!(stderr_lines(&out), [format!("torchtriage: {want}")]);
+    let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["notes"], serde_json::json!([want]));
+    assert_eq!(v["timeline"]["stages"][0]["steps"]["count"], 1, "{}", v["timeline"]);
+    // Every step annotation unplaceable: no steps, and the warning says
+    // how many were dropped.
+    let events = [step(1, "1e400", "100"), events[3].clone(), events[4].clone()];
+    std::fs::write(&path, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
+    let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("1 of the trace's ProfilerStep annotations left out of the step figures: its start or duration is not a finite number"), "{notes}");
+    // A trace whose steps all place gives no such warning.
+    let events = [step(1, "0", "100"), events[1].clone(), events[2].clone()];
+    std::fs::write(&path, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
+    let out = common::run(&["triage", path.to_str().unwrap()]);
+    assert!(stderr_lines(&out).is_empty(), "{:?}", stderr_lines(&out));
+}

@@ -2,8 +2,10 @@
 //! went: a CUDA graph capture (the kernels launched while capturing run only
 //! when the graph is replayed), and a sampled or filtered trace (events were
 //! dropped after profiling, so the GPU looks idle where left-out kernels
-//! ran). Each is a [`Caveat`]; the report turns them into warnings.
+//! ran), and step annotations whose times place no step. Each is a
+//! [`Caveat`]; the report turns them into warnings.
 
+use super::types::StepSource;
 use crate::columns::Trace;
 
 /// Host calls with a correlation id a trace needs before its ids can tell
@@ -39,6 +41,10 @@ pub enum Caveat {
     /// The host calls' correlation ids skip most numbers: calls (and the
     /// kernels they launched) were left out of the trace.
     Sampled(IdSteps),
+    /// Step annotations of this rule whose start or duration is not a
+    /// finite number (or whose duration is negative), so no step was made
+    /// of them: the step figures count the others only.
+    StepsLeftOut(StepSource, u64),
 }
 
 /// The caveats of `trace`, in the order above.
@@ -49,6 +55,9 @@ pub fn caveats(trace: &Trace) -> Vec<Caveat> {
     }
     if let Some(steps) = sampling(trace) {
         out.push(Caveat::Sampled(steps));
+    }
+    if let Some((source, count)) = super::steps::left_out(trace) {
+        out.push(Caveat::StepsLeftOut(source, count));
     }
     out
 }

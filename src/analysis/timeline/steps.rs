@@ -70,37 +70,72 @@ fn rule_matches(source: StepSource, name: &str) -> bool {
     }
 }
 
-/// The trace's steps, sorted by start, and the rule that found them.
-pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
+/// The annotation rules, in the order they are tried.
+const ANNOTATION_SOURCES: [StepSource; 3] = [StepSource::ProfilerStep, StepSource::SglangStep, StepSource::VllmExecute];
+
+/// The CPU-side annotations (and, for `ProfilerStep`, the step marks)
+/// `source` matches, whatever their times.
+fn annotated(trace: &Trace, source: StepSource) -> Vec<Span> {
     let a = &trace.annotations;
     let m = &trace.step_marks;
-    for source in [StepSource::ProfilerStep, StepSource::SglangStep, StepSource::VllmExecute] {
-        let mut cache: rustc_hash::FxHashMap<Sym, bool> = Default::default();
-        let mut hit = |name: Sym| *cache.entry(name).or_insert_with(|| rule_matches(source, trace.s(name)));
-        let mut spans: Vec<Span> = (0..a.len())
-            .filter(|&i| !a.is_gpu[i] && hit(a.name[i]))
-            .map(|i| Span {
-                name: a.name[i],
-                ts: a.ts[i],
-                dur: a.dur[i],
-                named: (source == StepSource::SglangStep).then(|| sglang_step_stage(trace.s(a.name[i]))).flatten(),
-            })
-            .collect();
-        if source == StepSource::ProfilerStep {
-            spans.extend((0..m.len()).filter(|&i| hit(m.name[i])).map(|i| Span {
-                name: m.name[i],
-                ts: m.ts[i],
-                dur: m.dur[i],
-                named: None,
-            }));
-        }
-        spans.retain(|s| s.ts.is_finite() && s.dur.is_finite() && s.dur >= 0.0);
+    let mut cache: rustc_hash::FxHashMap<Sym, bool> = Default::default();
+    let mut hit = |name: Sym| *cache.entry(name).or_insert_with(|| rule_matches(source, trace.s(name)));
+    let mut spans: Vec<Span> = (0..a.len())
+        .filter(|&i| !a.is_gpu[i] && hit(a.name[i]))
+        .map(|i| Span {
+            name: a.name[i],
+            ts: a.ts[i],
+            dur: a.dur[i],
+            named: (source == StepSource::SglangStep).then(|| sglang_step_stage(trace.s(a.name[i]))).flatten(),
+        })
+        .collect();
+    if source == StepSource::ProfilerStep {
+        spans.extend((0..m.len()).filter(|&i| hit(m.name[i])).map(|i| Span {
+            name: m.name[i],
+            ts: m.ts[i],
+            dur: m.dur[i],
+            named: None,
+        }));
+    }
+    spans
+}
+
+/// Whether a step's interval can be placed: a finite start and a finite,
+/// non-negative duration.
+fn placeable(s: &Span) -> bool {
+    s.ts.is_finite() && s.dur.is_finite() && s.dur >= 0.0
+}
+
+/// The trace's steps, sorted by start, and the rule that found them.
+pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
+    for source in ANNOTATION_SOURCES {
+        let mut spans = annotated(trace, source);
+        spans.retain(placeable);
         if !spans.is_empty() {
             spans.sort_by(|x, y| fcmp(x.ts, y.ts));
             return Some((source, spans));
         }
     }
     frame_steps(trace)
+}
+
+/// Step annotations no step was made of, as [`detect`] tries the rules: of
+/// each rule up to the one the steps come from, the annotations whose
+/// start or duration is not a finite number, or whose duration is
+/// negative. The first rule with such annotations and how many it had.
+pub(crate) fn left_out(trace: &Trace) -> Option<(StepSource, u64)> {
+    let mut first = None;
+    for source in ANNOTATION_SOURCES {
+        let spans = annotated(trace, source);
+        let bad = spans.iter().filter(|s| !placeable(s)).count() as u64;
+        if bad > 0 && first.is_none() {
+            first = Some((source, bad));
+        }
+        if bad < spans.len() as u64 {
+            break;
+        }
+    }
+    first
 }
 
 /// Steps from Python frames, when no annotation marks them: the frame
