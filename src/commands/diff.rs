@@ -93,6 +93,7 @@ pub fn run(args: &DiffArgs, global: &Global) -> Result<i32> {
     };
     let output = args.output.resolve(global.quiet)?;
     output.check_not_input([args.base.as_path(), args.new.as_path()])?;
+    output.check_not_trace_below([args.base.as_path(), args.new.as_path()])?;
     let opts = args.analysis.triage_options(global.quiet)?;
     let (base, new) = rayon::join(|| side(&args.base, &opts), || side(&args.new, &opts));
     if gate.is_some() {

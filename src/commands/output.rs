@@ -193,6 +193,25 @@ impl Output {
         self.check_not_among(inputs, "a trace")
     }
 
+    /// Refuses a report file that is a trace anywhere below one of the
+    /// input directories `inputs` (other inputs are passed over), whether or
+    /// not the run reads it: `triage DIR` analyses one rank, and writing over
+    /// another rank's trace would lose it.
+    pub fn check_not_trace_below<'a>(&self, inputs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+        let Destination::File(out) = &self.destination else { return Ok(()) };
+        if !std::fs::metadata(out).is_ok_and(|m| m.is_file()) {
+            return Ok(());
+        }
+        let Ok(real) = out.canonicalize() else { return Ok(()) };
+        let below = |dir: &Path| dir.is_dir() && dir.canonicalize().is_ok_and(|d| real.starts_with(d));
+        if inputs.into_iter().any(below) && crate::run::discover::file_looks_like_trace(&real) {
+            return Err(
+                Error::usage("--output names a trace in the input directory, which it would replace").in_file(out)
+            );
+        }
+        Ok(())
+    }
+
     /// Refuses a report file that is one of `inputs`, which are `what` (`a
     /// trace`, `a summary`) the report is made from.
     pub fn check_not_among<'a>(&self, inputs: impl IntoIterator<Item = &'a Path>, what: &str) -> Result<()> {

@@ -65,7 +65,9 @@ pub fn run(args: &TriageArgs, global: &Global) -> Result<i32> {
         ..args.analysis.triage_options(global.quiet)?
     };
     let output = args.output.resolve(global.quiet)?;
-    output.check_not_input([&args.input, &args.mapping, &args.formal].into_iter().flatten().map(PathBuf::as_path))?;
+    let inputs = || [&args.input, &args.mapping, &args.formal].into_iter().flatten().map(PathBuf::as_path);
+    output.check_not_input(inputs())?;
+    output.check_not_trace_below(inputs())?;
     let rep = run_triage(&input, &opts)?;
     // The traces found in an input directory, too.
     output.check_not_input(rep.mapping_traces.iter().chain(&rep.formal_traces).map(PathBuf::as_path))?;

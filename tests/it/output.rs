@@ -220,12 +220,23 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
         .unwrap();
     std::fs::write(&rank, plain).unwrap();
     std::fs::remove_file(&gz).unwrap();
+    // Rank 1, plain too: `triage` and `diff` of the directory do not read
+    // it, and must not write over it either.
+    let gz1 = ranks.join("worker1_step_12.1694128201556.pt.trace.json.gz");
+    let rank1 = ranks.join("worker1_step_12.1694128201556.pt.trace.json");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz1).unwrap()), &mut plain)
+        .unwrap();
+    std::fs::write(&rank1, plain).unwrap();
+    std::fs::remove_file(&gz1).unwrap();
     let t = trace.to_str().unwrap();
     let r = rank.to_str().unwrap();
+    let r1 = rank1.to_str().unwrap();
     let link = dir.path().join("latest.json");
     #[cfg(unix)]
     std::os::unix::fs::symlink(&trace, &link).unwrap();
-    let before = (std::fs::read(&trace).unwrap(), std::fs::read(&rank).unwrap());
+    let read = || (std::fs::read(&trace).unwrap(), std::fs::read(&rank).unwrap(), std::fs::read(&rank1).unwrap());
+    let before = read();
     let ranks_dir = ranks.to_str().unwrap();
     let cases: Vec<Vec<&str>> = vec![
         vec!["triage", t, "-o", t],
@@ -237,6 +248,11 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
         vec!["diff", ranks_dir, FIXTURE, "-o", r],
         vec!["batch", ranks_dir, "-o", r],
         vec!["batch", ranks_dir, "--jsonl", r],
+        // One the run does not read, below the input directory.
+        vec!["triage", ranks_dir, "-o", r1],
+        vec!["diff", ranks_dir, ranks_dir, "-o", r1],
+        vec!["diff", FIXTURE, ranks_dir, "--format", "json", "-o", r1],
+        vec!["batch", ranks_dir, "-o", r1],
     ];
     for args in cases {
         let out = common::run(&[&["-q"][..], &args].concat());
@@ -244,7 +260,14 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains("would replace"), "{args:?}: {err}");
-        assert_eq!((std::fs::read(&trace).unwrap(), std::fs::read(&rank).unwrap()), before, "{args:?}");
+        assert_eq!(read(), before, "{args:?}");
+    }
+    // A report of its own in the input directory is written, and written
+    // over by the next run.
+    let report = ranks.join("report.json");
+    for _ in 0..2 {
+        let out = common::run(&["-q", "triage", ranks_dir, "-o", report.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     }
     // A summary `merge` reads is not its report either.
     let sums = dir.path().join("sums");
