@@ -16,9 +16,10 @@ use crate::error::Result;
 pub struct StatsArgs {
     /// Trace file (`.json`, `.json.gz`, `.json.zst`, detected by content) or `-` for stdin.
     pub input: PathBuf,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = StatsFormat::Text)]
-    pub format: StatsFormat,
+    /// Output format. Default: `json` when `--output` names a `.json`
+    /// file, else `text`.
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<StatsFormat>,
     /// Print JSON instead of text (`--format json`).
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -42,16 +43,39 @@ pub enum StatsFormat {
 
 pub fn run(args: &StatsArgs, global: &Global) -> Result<i32> {
     let output = super::output::Output::plain(args.output.as_deref(), global.quiet)?;
+    let format = resolve_format(args)?;
     output.check_not_input([args.input.as_path()])?;
     let trace = crate::run::progress::load_trace(&args.input, global.quiet, crate::input::ReadMode::Map)?;
     if !global.quiet {
         super::warn_skipped(&args.input, trace.counts.skipped);
     }
     let v = stats_json(&trace, &file_name(&args.input));
-    let json = args.json || args.format == StatsFormat::Json;
+    let json = format == StatsFormat::Json;
     let text = if json { serde_json::to_string_pretty(&v).unwrap_or_default() } else { stats_text(&v) };
     output.emit(crate::report::render::Rendered::Text(text))?;
     Ok(0)
+}
+
+/// The format asked for (`--format`, `--json`), else the one the
+/// `--output` file's extension names: `.json` JSON, any other name text;
+/// an HTML or CSV name is refused, as `stats` writes neither.
+fn resolve_format(args: &StatsArgs) -> Result<StatsFormat> {
+    if args.json {
+        return Ok(StatsFormat::Json);
+    }
+    if let Some(f) = args.format {
+        return Ok(f);
+    }
+    let Some(out) = args.output.as_deref().filter(|p| p.as_os_str() != "-") else { return Ok(StatsFormat::Text) };
+    let ext = out.extension().and_then(|e| e.to_str()).unwrap_or_default().to_ascii_lowercase();
+    match ext.as_str() {
+        "json" => Ok(StatsFormat::Json),
+        "html" | "htm" | "csv" => Err(crate::error::Error::usage(format!(
+            "--output: stats writes text or JSON, not .{ext}: name the file .txt or .json, or give --format"
+        ))
+        .in_file(out)),
+        _ => Ok(StatsFormat::Text),
+    }
 }
 
 /// The file as `triage` names it in its report: absolute, symbolic links

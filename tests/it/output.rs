@@ -42,8 +42,18 @@ fn stats_writes_to_a_file_as_the_other_commands_do() {
     assert!(stdout_of(&["-q", "stats", FIXTURE, "-f", "json", "-o", p.to_str().unwrap()]).is_empty());
     assert_eq!(std::fs::read(&p).unwrap(), printed);
     assert_eq!(stdout_of(&["-q", "stats", FIXTURE, "-f", "json", "-o", "-"]), printed, "-o - is stdout");
+    // Without --format, the file's name picks it: `.json` JSON, others text.
+    let named = dir.path().join("named.json");
+    stdout_of(&["-q", "stats", FIXTURE, "-o", named.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&named).unwrap(), printed, "-o x.json writes JSON");
+    let text = stdout_of(&["-q", "stats", FIXTURE]);
+    let txt = dir.path().join("s.txt");
+    stdout_of(&["-q", "stats", FIXTURE, "-o", txt.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&txt).unwrap(), text);
+    stdout_of(&["-q", "stats", FIXTURE, "-f", "text", "-o", named.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&named).unwrap(), text, "--format wins over the name");
     // Refused before the trace is read: the trace itself, a folder that
-    // does not exist, a compressed name.
+    // does not exist, a compressed name, a format stats does not write.
     let trace = dir.path().join("t.json");
     std::fs::copy(FIXTURE, &trace).unwrap();
     let missing = dir.path().join("no/such/s.txt");
@@ -52,6 +62,7 @@ fn stats_writes_to_a_file_as_the_other_commands_do() {
         (&trace, "--output names a trace this report is made from"),
         (&missing, "--output: the directory to write the report in does not exist"),
         (&gz, "--output: the report is written uncompressed"),
+        (&dir.path().join("s.html"), "--output: stats writes text or JSON, not .html"),
     ] {
         let out = common::run(&["-q", "stats", trace.to_str().unwrap(), "-o", target.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(2));
