@@ -113,12 +113,12 @@ fn normalization_note(n: &Normalization) -> Option<String> {
     Some(match n.basis {
         NormBasis::None => return None,
         NormBasis::Step => format!(
-            "The sides cover different numbers of steps (base {}, new {}): the tables give each change per step as well, and rank kernels by it; the gate compares busy and kernel time per step.",
+            "The sides cover different numbers of steps (base {}, new {}): the tables give each change per step as well, and rank kernels by it (the gate line says what the gate compares).",
             count(b),
             count(nw)
         ),
         NormBasis::WindowMs => format!(
-            "The sides cover different spans (base window {}, new {}) and do not both have steps to divide by: the tables give each change per ms of window as well. A slower kernel also lengthens the window, so rows stay ranked by their total change and the gate compares totals.",
+            "The sides cover different spans (base window {}, new {}) and do not both have steps to divide by: the tables give each change per ms of window as well. A slower kernel also lengthens the window, so rows stay ranked by their total change (the gate line says what the gate compares).",
             time(b * 1e3),
             time(nw * 1e3)
         ),

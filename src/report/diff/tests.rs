@@ -389,6 +389,9 @@ fn different_windows_without_steps_are_also_given_per_ms() {
     let md = markdown(&d);
     assert!(md.contains("Gate on busy per base's work: 1.00 ms -> 1.00 ms (0.0%), passed."), "{md}");
     assert!(md.contains("new launched the kernels both ran 2.00× as often"), "{md}");
+    // The note on the spans leaves what the gate compares to the gate line.
+    assert!(md.contains("rows stay ranked by their total change (the gate line says what the gate compares)."), "{md}");
+    assert!(!md.contains("gate compares totals"), "{md}");
 }
 
 #[test]
