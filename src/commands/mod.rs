@@ -14,11 +14,13 @@ use crate::analysis::timeline::{Basis, TimelineOptions};
 use crate::run::triage::TriageOptions;
 use std::io::Write;
 
-/// Reads a percentage option as a number, `-0` as `0` (so that no report
-/// says "more than -0%"); the range is checked by the command, which names
-/// the option in its refusal.
+/// Reads a percentage option as a number, with or without a trailing `%`
+/// (`5`, `5%`), `-0` as `0` (so that no report says "more than -0%"); the
+/// range is checked by the command, which names the option in its refusal.
 pub fn percent(text: &str) -> std::result::Result<f64, String> {
-    text.trim().parse::<f64>().map(|x| x + 0.0).map_err(|e| e.to_string())
+    let text = text.trim();
+    let number = text.strip_suffix('%').unwrap_or(text).trim_end();
+    number.parse::<f64>().map(|x| x + 0.0).map_err(|e| e.to_string())
 }
 
 /// Analysis options shared by `triage` and `batch`.
@@ -164,6 +166,15 @@ mod tests {
     struct Probe {
         #[command(flatten)]
         analysis: AnalysisArgs,
+    }
+
+    #[test]
+    fn percent_takes_a_number_with_or_without_a_percent_sign() {
+        assert_eq!(percent("5"), Ok(5.0));
+        assert_eq!(percent("5%"), Ok(5.0));
+        assert_eq!(percent(" 2.5 % "), Ok(2.5));
+        assert_eq!(percent("-0").map(f64::to_bits), Ok(0f64.to_bits()));
+        assert!(percent("%").is_err() && percent("5%%").is_err() && percent("abc").is_err());
     }
 
     #[test]

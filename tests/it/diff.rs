@@ -484,3 +484,14 @@ fn with_unusable_kernel_starts(text: &str) -> String {
     }
     out
 }
+
+#[test]
+fn a_gate_may_be_given_with_a_percent_sign() {
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let plain = common::run(&["-q", "diff", FIXTURE, FIXTURE, "--gate", "5"]);
+    let signed = common::run(&["-q", "diff", FIXTURE, FIXTURE, "--gate", "5%"]);
+    assert_eq!(signed.status.code(), Some(0), "{}", String::from_utf8_lossy(&signed.stderr));
+    assert_eq!(signed.stdout, plain.stdout);
+    let bad = common::run(&["-q", "diff", FIXTURE, FIXTURE, "--gate", "5%%"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
