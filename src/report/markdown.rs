@@ -15,9 +15,10 @@ use crate::report::model::{Compat, KernelTableRow, Mode, TriageReport};
 /// Markdown-safe table cell: `|` escaped, a newline as `<br>`, other
 /// control characters (NUL, ESC, ...; tab and carriage return excepted) as
 /// `\u00XX`, so a name cannot corrupt the table or the terminal, and a `<`
-/// that would open an HTML tag (`FillFunctor<float>`) as `\<`, a backslash
-/// before it as `\\`, and a `&` that would start an entity (`&lt;`) as
-/// `\&`, so a viewer that renders the markdown shows the whole name. The
+/// that would open an HTML tag (`FillFunctor<float>`) as `\<`, a `&` that
+/// would start an entity (`&lt;`) as `\&`, and a backslash of the name
+/// before any punctuation written next (`\|`, `\<`, `\*`) as `\\`, so a
+/// viewer that renders the markdown shows the whole name. The
 /// `<br>` that separates a list cell's entries stays a line break.
 pub(crate) fn escape_md_cell(text: &str) -> String {
     escape_md(text, true)
@@ -28,24 +29,30 @@ pub(crate) fn escape_md_cell(text: &str) -> String {
 fn escape_md(text: &str, html: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
+    // The last character written is a backslash of the text's own, which a
+    // viewer would read as escaping a punctuation character written next.
+    let mut after_backslash = false;
     while let Some(c) = rest.chars().next() {
         let next = rest[c.len_utf8()..].chars().next();
-        match c {
-            '|' => out.push_str("\\|"),
-            '\n' => out.push_str("<br>"),
-            '\t' | '\r' => out.push(c),
-            '<' if html && rest.starts_with("<br>") => out.push('<'),
-            '<' if html && next.is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) => {
-                // A backslash just before would escape the escape.
-                if out.ends_with('\\') {
-                    out.push('\\');
-                }
-                out.push_str("\\<")
+        let hidden;
+        let piece: &str = match c {
+            '|' => "\\|",
+            '\n' => "<br>",
+            '\t' | '\r' => &rest[..1],
+            '<' if html && rest.starts_with("<br>") => "<",
+            '<' if html && next.is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')) => "\\<",
+            '&' if html && next.is_some_and(|n| n.is_ascii_alphanumeric() || n == '#') => "\\&",
+            c if crate::report::is_hidden_char(c) => {
+                hidden = format!("\\u{:04x}", c as u32);
+                &hidden
             }
-            '&' if html && next.is_some_and(|n| n.is_ascii_alphanumeric() || n == '#') => out.push_str("\\&"),
-            c if crate::report::is_hidden_char(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
+            _ => &rest[..c.len_utf8()],
+        };
+        if html && after_backslash && piece.starts_with(|p: char| p.is_ascii_punctuation()) {
+            out.push('\\');
         }
+        out.push_str(piece);
+        after_backslash = c == '\\';
         rest = &rest[c.len_utf8()..];
     }
     out
@@ -501,6 +508,13 @@ mod tests {
         // an entity are escaped too.
         assert_eq!(escape_md_cell("a.py:1 f<br>b.py:2 g"), "a.py:1 f<br>b.py:2 g");
         assert_eq!(escape_md_cell("back\\slash\\<k> &lt; a & b"), "back\\slash\\\\\\<k> \\&lt; a & b");
+        // A backslash of the name before punctuation written next is
+        // doubled, so that a viewer shows it instead of reading an escape.
+        assert_eq!(escape_md_cell("e\\|f"), "e\\\\\\|f");
+        assert_eq!(escape_md_cell("a\\*b\\c\\"), "a\\\\*b\\c\\");
+        assert_eq!(escape_md_cell("a\\\\|"), "a\\\\\\\\\\|");
+        assert_eq!(escape_md_cell("x\\\n"), "x\\\\<br>");
+        assert_eq!(escape_md("e\\|f", false), "e\\\\|f", "the reference's cells stay as they were");
     }
 
     #[test]
