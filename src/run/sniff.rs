@@ -84,7 +84,7 @@ impl Keys {
 const MAX_READ: u64 = 1 << 30;
 
 /// Whether the document `reader` yields is an object with a top-level key
-/// `traceEvents` within its first [`MAX_READ`] bytes. Reads until that key
+/// `traceEvents` within its first GiB. Reads until that key
 /// or the object's end; a read error ends the search with `false`.
 pub fn names_trace_events(reader: impl Read) -> bool {
     let mut reader = reader.take(MAX_READ);
