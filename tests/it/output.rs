@@ -222,24 +222,22 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
     std::fs::copy(FIXTURE, &trace).unwrap();
     let ranks = dir.path().join("ranks");
     copy_dir(std::path::Path::new(RANKS), &ranks);
-    // Rank 0, the trace `triage` reads of a directory of ranks, stored
-    // plain (a compressed name is refused as a report's name anyway).
-    let gz = ranks.join("worker0_step_12.1694128201545.pt.trace.json.gz");
-    let rank = ranks.join("worker0_step_12.1694128201545.pt.trace.json");
-    let mut plain = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut plain)
-        .unwrap();
-    std::fs::write(&rank, plain).unwrap();
-    std::fs::remove_file(&gz).unwrap();
-    // Rank 1, plain too: `triage` and `diff` of the directory do not read
-    // it, and must not write over it either.
-    let gz1 = ranks.join("worker1_step_12.1694128201556.pt.trace.json.gz");
-    let rank1 = ranks.join("worker1_step_12.1694128201556.pt.trace.json");
-    let mut plain = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz1).unwrap()), &mut plain)
-        .unwrap();
-    std::fs::write(&rank1, plain).unwrap();
-    std::fs::remove_file(&gz1).unwrap();
+    // A rank's trace stored plain (a compressed name is refused as a
+    // report's name anyway), by its name without `.gz`.
+    let unzip = |name: &str| {
+        let gz = ranks.join(format!("{name}.gz"));
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut plain)
+            .unwrap();
+        std::fs::write(ranks.join(name), plain).unwrap();
+        std::fs::remove_file(&gz).unwrap();
+        ranks.join(name)
+    };
+    // Rank 0, the trace `triage` reads of a directory of ranks, and rank 1,
+    // which `triage` and `diff` of the directory do not read, and must not
+    // write over either.
+    let rank = unzip("worker0_step_12.1694128201545.pt.trace.json");
+    let rank1 = unzip("worker1_step_12.1694128201556.pt.trace.json");
     let t = trace.to_str().unwrap();
     let r = rank.to_str().unwrap();
     let r1 = rank1.to_str().unwrap();
