@@ -433,6 +433,8 @@ impl ColumnsBuilder {
         let annotation = complete && cc & CAT_STAGE_ANN != 0;
         if step_mark && !annotation {
             self.t.step_marks.push(StepMarkRow { name, ts, dur });
+        } else if !complete && cc & CAT_STAGE_ANN != 0 && cc & CAT_GPU_ANN == 0 {
+            *self.t.counts.unplaced_annotations.entry(name).or_insert(0) += 1;
         }
         if !complete {
             return;
@@ -529,6 +531,7 @@ impl ColumnsBuilder {
         c.ts_text |= o.counts.ts_text;
         merge_counts(&mut c.by_cat, &o.counts.by_cat, sym);
         merge_counts(&mut c.by_ph, &o.counts.by_ph, sym);
+        merge_counts(&mut c.unplaced_annotations, &o.counts.unplaced_annotations, sym);
         c.min_ts = min_opt(c.min_ts, o.counts.min_ts, f64::min);
         c.max_end = min_opt(c.max_end, o.counts.max_end, f64::max);
         let room = SAMPLE_EVENTS.saturating_sub(self.sample.len());

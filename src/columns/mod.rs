@@ -414,6 +414,11 @@ pub struct Counts {
     pub ts_fractional: bool,
     /// Some event's `ts` is a string.
     pub ts_text: bool,
+    /// CPU-side user annotations left out of `annotations` for their times
+    /// (no `ts` or `dur`, or a duration that is not a positive, finite
+    /// number), by name: a step annotation among them is a step the step
+    /// figures lack. `ProfilerStep#N` ones are step marks instead.
+    pub unplaced_annotations: FxIndexMap<Sym, u64>,
 }
 
 /// Everything ingest keeps of one trace.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::analysis::framework::Framework;
 use crate::analysis::ranks::RankFacts;
 use crate::analysis::stage::Stage;
-use crate::analysis::timeline::{Caveat, Timeline};
+use crate::analysis::timeline::{Caveat, StepsLeftOut, Timeline};
 use crate::error::Result;
 
 use serde::Serialize;
@@ -287,15 +287,20 @@ pub fn caveat_note(path: &std::path::Path, caveat: &Caveat) -> String {
              and verdict describe only the events kept",
             s.calls, s.median, s.p90
         ),
-        Caveat::StepsLeftOut(source, n) => {
+        Caveat::StepsLeftOut(StepsLeftOut { source, left_out: n, kept }) => {
             let (times, number) = if *n == 1 {
                 ("its start or duration is", "a finite number")
             } else {
                 ("their starts or durations are", "finite numbers")
             };
+            let rest = match kept {
+                0 if *n == 1 => "no step is made of it, so the steps come from another rule, if any".to_string(),
+                0 => "no step is made of them, so the steps come from another rule, if any".to_string(),
+                k => format!("the steps count the other {k}"),
+            };
             format!(
-                "warning: {path}: {n} of the trace's {} left out of the step figures: {times} not {number}, or \
-                 negative; the steps count the others only",
+                "warning: {path}: {n} of the trace's {} left out of the step figures: {times} not {number}, or not \
+                 positive; {rest}",
                 crate::report::timeline::step_source_name(*source)
             )
         }

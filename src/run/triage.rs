@@ -650,6 +650,7 @@ fn merged_timeline<'a>(mut timelines: impl Iterator<Item = std::borrow::Cow<'a, 
     for t in timelines {
         // Every trace's GPU events that no timeline could place.
         out.skipped_non_finite += t.skipped_non_finite;
+        out.steps_left_out += t.steps_left_out;
         for stage in &t.stages {
             if !out.stages.iter().any(|s| s.stage == stage.stage) {
                 out.stages.push(stage.clone());

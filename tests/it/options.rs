@@ -337,7 +337,7 @@ fn step_annotations_with_no_finite_time_are_warned_about() {
     let out = common::run(&["triage", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let want = format!(
-        "warning: {}: 2 of the trace's ProfilerStep annotations left out of the step figures: their starts or durations are not finite numbers, or negative; the steps count the others only",
+        "warning: {}: 2 of the trace's ProfilerStep annotations left out of the step figures: their starts or durations are not finite numbers, or not positive; the steps count the other 1",
         path.display()
     );
     assert_eq!(stderr_lines(&out), [format!("torchtriage: {want}")]);
@@ -345,6 +345,17 @@ fn step_annotations_with_no_finite_time_are_warned_about() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["notes"], serde_json::json!([want]));
     assert_eq!(v["timeline"]["stages"][0]["steps"]["count"], 1, "{}", v["timeline"]);
+    assert_eq!(v["timeline"]["steps_left_out"], 2);
+    // A gate over a side that lost steps is not evaluated: its per-step
+    // figures would compare other steps.
+    let good = dir.path().join("good.json");
+    let kept =
+        [step(1, "0", "100"), step(2, "110", "100"), step(3, "220", "100"), events[3].clone(), events[4].clone()];
+    std::fs::write(&good, format!(r#"{{"traceEvents":[{}]}}"#, kept.join(","))).unwrap();
+    let out = common::run(&["-q", "diff", good.to_str().unwrap(), path.to_str().unwrap(), "--gate", "5"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gate: not evaluated: new left out 2 events for unusable times"), "{err}");
     // Every step annotation unplaceable: no steps, and the warning says
     // how many were dropped.
     let events = [step(1, "1e400", "100"), events[3].clone(), events[4].clone()];
@@ -352,9 +363,30 @@ fn step_annotations_with_no_finite_time_are_warned_about() {
     let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let notes = v["notes"].to_string();
-    assert!(notes.contains("1 of the trace's ProfilerStep annotations left out of the step figures: its start or duration is not a finite number"), "{notes}");
+    assert!(notes.contains("1 of the trace's ProfilerStep annotations left out of the step figures: its start or duration is not a finite number, or not positive; no step is made of it, so the steps come from another rule, if any"), "{notes}");
+    // SGLang's step annotations: one with a negative duration, one at
+    // 1e400, two kept.
+    let sglang = |ts: &str, dur: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"step[DECODE bs=1]","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#
+        )
+    };
+    let events = [
+        sglang("0", "100"),
+        sglang("110", "-5"),
+        sglang("1e400", "10"),
+        sglang("300", "100"),
+        events[1].clone(),
+        events[2].clone(),
+    ];
+    std::fs::write(&path, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
+    let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("2 of the trace's SGLang step[...] annotations left out of the step figures: their starts or durations are not finite numbers, or not positive; the steps count the other 2"), "{notes}");
+    assert_eq!(v["timeline"]["steps_left_out"], 2);
     // A trace whose steps all place gives no such warning.
-    let events = [step(1, "0", "100"), events[1].clone(), events[2].clone()];
+    let events = [step(1, "0", "100"), events[4].clone(), events[5].clone()];
     std::fs::write(&path, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
     let out = common::run(&["triage", path.to_str().unwrap()]);
     assert!(stderr_lines(&out).is_empty(), "{:?}", stderr_lines(&out));

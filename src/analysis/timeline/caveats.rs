@@ -5,7 +5,7 @@
 //! ran), and step annotations whose times place no step. Each is a
 //! [`Caveat`]; the report turns them into warnings.
 
-use super::types::StepSource;
+use super::types::StepsLeftOut;
 use crate::columns::Trace;
 
 /// Host calls with a correlation id a trace needs before its ids can tell
@@ -41,10 +41,9 @@ pub enum Caveat {
     /// The host calls' correlation ids skip most numbers: calls (and the
     /// kernels they launched) were left out of the trace.
     Sampled(IdSteps),
-    /// Step annotations of this rule whose start or duration is not a
-    /// finite number (or whose duration is negative), so no step was made
-    /// of them: the step figures count the others only.
-    StepsLeftOut(StepSource, u64),
+    /// Step annotations whose times place no step, so the step figures
+    /// lack them.
+    StepsLeftOut(StepsLeftOut),
 }
 
 /// The caveats of `trace`, in the order above.
@@ -56,8 +55,8 @@ pub fn caveats(trace: &Trace) -> Vec<Caveat> {
     if let Some(steps) = sampling(trace) {
         out.push(Caveat::Sampled(steps));
     }
-    if let Some((source, count)) = super::steps::left_out(trace) {
-        out.push(Caveat::StepsLeftOut(source, count));
+    if let Some(steps) = super::steps::left_out(trace) {
+        out.push(Caveat::StepsLeftOut(steps));
     }
     out
 }

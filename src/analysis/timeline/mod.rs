@@ -163,6 +163,7 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
         rounded_to_us,
         step_filter,
         skipped_non_finite,
+        steps_left_out: steps::left_out(trace).map_or(0, |s| s.left_out),
         trace: whole,
         launch,
         verdict,

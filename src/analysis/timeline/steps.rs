@@ -22,7 +22,7 @@
 
 use super::events::EventSet;
 use super::intervals::{percentiles, Sum};
-use super::types::{SlowStep, StepSource, Steps};
+use super::types::{SlowStep, StepSource, Steps, StepsLeftOut};
 use crate::analysis::stage::Stage;
 use crate::columns::{Frame, Sym, Trace};
 use crate::pysem::fcmp;
@@ -121,17 +121,27 @@ pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
 
 /// Step annotations no step was made of, as [`detect`] tries the rules: of
 /// each rule up to the one the steps come from, the annotations whose
-/// start or duration is not a finite number, or whose duration is
-/// negative. The first rule with such annotations and how many it had.
-pub(crate) fn left_out(trace: &Trace) -> Option<(StepSource, u64)> {
+/// start or duration is not a finite number, or whose duration is negative
+/// (or, for annotations other than `ProfilerStep#N`, not positive: those
+/// are not kept). The first rule with such annotations, with how many it
+/// left out and how many steps it made.
+pub(crate) fn left_out(trace: &Trace) -> Option<StepsLeftOut> {
     let mut first = None;
     for source in ANNOTATION_SOURCES {
         let spans = annotated(trace, source);
-        let bad = spans.iter().filter(|s| !placeable(s)).count() as u64;
-        if bad > 0 && first.is_none() {
-            first = Some((source, bad));
+        let kept = spans.iter().filter(|s| placeable(s)).count() as u64;
+        let unplaced: u64 = trace
+            .counts
+            .unplaced_annotations
+            .iter()
+            .filter(|(&name, _)| rule_matches(source, trace.s(name)))
+            .map(|(_, &n)| n)
+            .sum();
+        let left_out = spans.len() as u64 - kept + unplaced;
+        if left_out > 0 && first.is_none() {
+            first = Some(StepsLeftOut { source, left_out, kept });
         }
-        if bad < spans.len() as u64 {
+        if kept > 0 {
             break;
         }
     }

@@ -45,6 +45,9 @@ pub struct Timeline {
     /// GPU events left out because their start or end is not a finite
     /// number.
     pub skipped_non_finite: u64,
+    /// Step annotations left out of the step figures for their times
+    /// ([`StepsLeftOut`]).
+    pub steps_left_out: u64,
     /// Figures over every GPU event of the trace (all processes together).
     pub trace: Figures,
     /// Launch statistics over every GPU event (`kernels_per_step` over every
@@ -236,6 +239,18 @@ pub enum StepSource {
     VllmExecuteModelFrame,
     /// Python frames of SGLang's worker `…tp_worker.py(N): forward_batch_generation`.
     SglangForwardFrame,
+}
+
+/// Step annotations of one rule that no step was made of, for their times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepsLeftOut {
+    /// The rule whose annotations they are.
+    pub source: StepSource,
+    /// Annotations left out.
+    pub left_out: u64,
+    /// Steps the rule made of its other annotations (0: the steps, if any,
+    /// come from a later rule).
+    pub kept: u64,
 }
 
 /// The steps of one stage.

@@ -386,9 +386,12 @@ fn work_ratio(base: &SideKernels, new: &SideKernels, matched_base_pct: Option<f6
 
 /// Compares NEW against BASE.
 pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> DiffReport {
-    // Events a side left out for unusable times: skipped at ingest, or
-    // kept by the kernel table but left out of the timeline.
-    let left_out = |r: &TriageReport| r.skipped_events + r.timeline.as_ref().map_or(0, |t| t.skipped_non_finite);
+    // Events a side left out for unusable times: skipped at ingest, kept
+    // by the kernel table but left out of the timeline, or step
+    // annotations no step was made of (which change the steps compared).
+    let left_out = |r: &TriageReport| {
+        r.skipped_events + r.timeline.as_ref().map_or(0, |t| t.skipped_non_finite + t.steps_left_out)
+    };
     let skipped = (left_out(base), left_out(new));
     // A side missing events has figures no gate can judge: no stage is
     // gated, and the gate says why it was not evaluated.

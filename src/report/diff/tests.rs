@@ -66,6 +66,7 @@ fn report(stage: Stage, rows: Vec<KernelTableRow>, busy_us: f64, step_p50: Optio
             rounded_to_us: false,
             step_filter: None,
             skipped_non_finite: 0,
+            steps_left_out: 0,
             trace: Figures::default(),
             launch: LaunchStats::default(),
             verdict: verdict(),

@@ -74,6 +74,7 @@ fn report(rows: Vec<KernelTableRow>) -> TriageReport {
             rounded_to_us: false,
             step_filter: None,
             skipped_non_finite: 0,
+            steps_left_out: 0,
             trace: Figures::default(),
             launch: LaunchStats::default(),
             verdict: verdict(),

@@ -142,6 +142,7 @@ fn report() -> TriageReport {
             rounded_to_us: false,
             step_filter: None,
             skipped_non_finite: 0,
+            steps_left_out: 0,
             trace: figures,
             launch: LaunchStats::default(),
             verdict: verdict(),
