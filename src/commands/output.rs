@@ -193,21 +193,35 @@ impl Output {
         self.check_not_among(inputs, "a trace")
     }
 
-    /// Refuses a report file that is a trace anywhere below one of the
-    /// input directories `inputs` (other inputs are passed over), whether or
-    /// not the run reads it: `triage DIR` analyses one rank, and writing over
-    /// another rank's trace would lose it.
+    /// Refuses a report file below one of the input directories `inputs`
+    /// (other inputs are passed over) that is a trace, whether or not the
+    /// run reads it (`triage DIR` analyses one rank, and writing over
+    /// another rank's trace would lose it; a trace whose metadata hides its
+    /// `traceEvents` from discovery counts too), or whose name would make
+    /// the report a trace to the next run (`*.trace.json`).
     pub fn check_not_trace_below<'a>(&self, inputs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
         let Destination::File(out) = &self.destination else { return Ok(()) };
-        if !std::fs::metadata(out).is_ok_and(|m| m.is_file()) {
+        let Some(name) = out.file_name() else { return Ok(()) };
+        let parent = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let exists = std::fs::metadata(out).is_ok_and(|m| m.is_file());
+        let real = match (exists, out.canonicalize(), parent.canonicalize()) {
+            (true, Ok(real), _) => real,
+            (false, _, Ok(dir)) => dir.join(name),
+            _ => return Ok(()),
+        };
+        let below = |dir: &Path| dir.is_dir() && dir.canonicalize().is_ok_and(|d| real.starts_with(d));
+        if !inputs.into_iter().any(below) {
             return Ok(());
         }
-        let Ok(real) = out.canonicalize() else { return Ok(()) };
-        let below = |dir: &Path| dir.is_dir() && dir.canonicalize().is_ok_and(|d| real.starts_with(d));
-        if inputs.into_iter().any(below) && crate::run::discover::file_looks_like_trace(&real) {
-            return Err(
-                Error::usage("--output names a trace in the input directory, which it would replace").in_file(out)
-            );
+        let refuse = |why: &str| Err(Error::usage(format!("--output {why}")).in_file(out));
+        let lower = name.to_string_lossy().to_lowercase();
+        if crate::run::discover::is_trace_by_name(&lower) && !exists {
+            return refuse("has a trace's name (.trace.json) in the input directory, so the next run would read the report as a trace");
+        }
+        if exists
+            && (crate::run::discover::file_looks_like_trace(&real) || crate::run::sniff::file_names_trace_events(&real))
+        {
+            return refuse("names a trace in the input directory, which it would replace");
         }
         Ok(())
     }

@@ -134,9 +134,7 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     {
         return false;
     }
-    if [".trace.json", ".trace.json.gz", ".trace.json.zst"].iter().any(|s| name.ends_with(s))
-        || name.contains(".pt.trace.json")
-    {
+    if is_trace_by_name(&name) {
         return true;
     }
     if !has_trace_suffix(&name) {
@@ -161,6 +159,14 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
         // kept, for the same reason.
         Err(_) => std::fs::File::open(path).is_err(),
     }
+}
+
+/// Whether a file name (lowercase) makes a file a trace whatever it holds:
+/// `*.trace.json` and its compressed forms, or a name holding
+/// `.pt.trace.json`.
+pub fn is_trace_by_name(name: &str) -> bool {
+    [".trace.json", ".trace.json.gz", ".trace.json.zst"].iter().any(|s| name.ends_with(s))
+        || name.contains(".pt.trace.json")
 }
 
 /// The content rule of [`file_looks_like_trace`] on a file's first bytes.

@@ -238,13 +238,23 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
     // write over either.
     let rank = unzip("worker0_step_12.1694128201545.pt.trace.json");
     let rank1 = unzip("worker1_step_12.1694128201556.pt.trace.json");
+    // A trace discovery passes over (no rank in its name, and its
+    // `traceEvents` behind more metadata than discovery sniffs).
+    let hidden = ranks.join("notes.json");
+    let body = std::fs::read_to_string(FIXTURE).unwrap();
+    let body = body.trim_start().strip_prefix('{').unwrap();
+    std::fs::write(&hidden, format!("{{\"job\": \"{}\",{body}", "x".repeat(100_000))).unwrap();
     let t = trace.to_str().unwrap();
     let r = rank.to_str().unwrap();
     let r1 = rank1.to_str().unwrap();
+    let h = hidden.to_str().unwrap();
     let link = dir.path().join("latest.json");
     #[cfg(unix)]
     std::os::unix::fs::symlink(&trace, &link).unwrap();
-    let read = || (std::fs::read(&trace).unwrap(), std::fs::read(&rank).unwrap(), std::fs::read(&rank1).unwrap());
+    let read = || {
+        let all = [&trace, &rank, &rank1, &hidden];
+        all.map(|p| std::fs::read(p).unwrap())
+    };
     let before = read();
     let ranks_dir = ranks.to_str().unwrap();
     let cases: Vec<Vec<&str>> = vec![
@@ -262,6 +272,8 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
         vec!["diff", ranks_dir, ranks_dir, "-o", r1],
         vec!["diff", FIXTURE, ranks_dir, "--format", "json", "-o", r1],
         vec!["batch", ranks_dir, "-o", r1],
+        vec!["triage", ranks_dir, "-o", h],
+        vec!["diff", FIXTURE, ranks_dir, "-o", h],
     ];
     for args in cases {
         let out = common::run(&[&["-q"][..], &args].concat());
@@ -271,6 +283,13 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
         assert!(err.contains("would replace"), "{args:?}: {err}");
         assert_eq!(read(), before, "{args:?}");
     }
+    // A report named as a trace would be read as one by the next run.
+    let named = ranks.join("out.trace.json");
+    let out = common::run(&["-q", "triage", ranks_dir, "-o", named.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--output has a trace's name (.trace.json) in the input directory"));
+    assert!(!named.exists());
     // A report of its own in the input directory is written, and written
     // over by the next run.
     let report = ranks.join("report.json");
