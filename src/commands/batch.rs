@@ -35,7 +35,7 @@ pub struct BatchArgs {
     /// Bar, in percent above the stage median, for the likely slow rank (the
     /// most compute time, above the bar) and for waiting ranks (exposed
     /// communication above the bar, compute time not).
-    #[arg(long, default_value_t = 10.0, value_parser = super::percent)]
+    #[arg(long, default_value_t = 10.0, value_parser = super::percent, allow_hyphen_values = true)]
     pub straggler_pct: f64,
     /// Write one JSON object per input file (triage JSON plus rank, stages,
     /// size, timings; or the error) to this file (`-`: stdout, with the

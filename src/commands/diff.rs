@@ -26,7 +26,7 @@ pub struct DiffArgs {
     /// could be compared (the gate is then not evaluated). A side that is a
     /// directory of which diff reads only some traces (rank 0 of several) is
     /// refused with exit 2: gate each pair of files.
-    #[arg(long, value_name = "PCT", value_parser = super::percent)]
+    #[arg(long, value_name = "PCT", value_parser = super::percent, allow_hyphen_values = true)]
     pub gate: Option<f64>,
     /// The figure the gate compares: `busy` (GPU busy time), `step` (median
     /// step time) or `kernel` (total kernel time). Default: the step median

@@ -19,7 +19,7 @@ pub struct MergeArgs {
     pub inputs: Vec<PathBuf>,
     /// Bar, in percent above the stage median, for the likely slow rank and
     /// for waiting ranks (as `batch --straggler-pct`).
-    #[arg(long, default_value_t = 10.0, value_parser = super::percent)]
+    #[arg(long, default_value_t = 10.0, value_parser = super::percent, allow_hyphen_values = true)]
     pub straggler_pct: f64,
     #[command(flatten)]
     pub output: OutputArgs,

@@ -36,7 +36,7 @@ pub struct AnalysisArgs {
     #[arg(long)]
     pub pid_substring: Option<String>,
     /// Hide rows below this share of the stage's GPU time, in percent.
-    #[arg(long, default_value_t = 1.0, value_parser = percent)]
+    #[arg(long, default_value_t = 1.0, value_parser = percent, allow_hyphen_values = true)]
     pub min_share: f64,
     /// Timeline basis: `trace` (every GPU kernel at the trace's own times),
     /// `hta` (Holistic Trace Analysis 0.5.0's figures, µs rounding and all)

@@ -494,4 +494,12 @@ fn a_gate_may_be_given_with_a_percent_sign() {
     assert_eq!(signed.stdout, plain.stdout);
     let bad = common::run(&["-q", "diff", FIXTURE, FIXTURE, "--gate", "5%%"]);
     assert_eq!(bad.status.code(), Some(2));
+    // A negative value is the option's own refusal, not a flag clap does
+    // not know.
+    for args in [["--gate", "-5%"], ["--min-share", "-2%"]] {
+        let out = common::run(&[&["-q", "diff", FIXTURE, FIXTURE][..], &args].concat());
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with(&format!("torchtriage: {} must be", args[0])), "{err}");
+    }
 }
