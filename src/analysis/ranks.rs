@@ -281,6 +281,9 @@ pub struct KernelSpread {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Unexplained {
     pub rank: u64,
+    /// Its row in the stage's `rows` (which names its file when several
+    /// files hold the rank).
+    pub row: usize,
     /// Its compute time minus the stage's median compute time.
     pub excess_us: f64,
     /// Largest minus smallest exposed communication of the measured rows;
@@ -406,7 +409,7 @@ fn summarize_stage(
     let unexplained = candidate.and_then(|i| {
         let excess_us = rows[i].compute_us - median_compute_us;
         let explains = comm_spread_us.is_some_and(|spread| !(excess_us < EXPLAINS_SHARE * spread));
-        (!explains).then_some(Unexplained { rank: rows[i].rank, excess_us, comm_spread_us })
+        (!explains).then_some(Unexplained { rank: rows[i].rank, row: i, excess_us, comm_spread_us })
     });
     let slow = candidate.filter(|_| unexplained.is_none());
     let slow_rank = slow.map(|i| rows[i].rank);
@@ -738,7 +741,7 @@ mod tests {
         assert_eq!(roles(&s), vec![(None, None), (None, None), (None, None)]);
         assert_eq!(
             (s.slow_rank, s.unexplained),
-            (None, Some(Unexplained { rank: 1, excess_us: 30.0, comm_spread_us: None }))
+            (None, Some(Unexplained { rank: 1, row: 1, excess_us: 30.0, comm_spread_us: None }))
         );
         // Beside a measured rank, the medians are the measured rows'.
         let mut a = a;
@@ -755,7 +758,7 @@ mod tests {
         // differs by 80 µs: 15 µs of compute does not hold them up 80 µs.
         let s = stage_of(&[(100.0, 10.0), (100.0, 50.0), (115.0, 10.0), (100.0, 90.0)]);
         assert_eq!(s.slow_rank, None);
-        assert_eq!(s.unexplained, Some(Unexplained { rank: 2, excess_us: 15.0, comm_spread_us: Some(80.0) }));
+        assert_eq!(s.unexplained, Some(Unexplained { rank: 2, row: 2, excess_us: 15.0, comm_spread_us: Some(80.0) }));
         let waiting = (Some("waiting"), None);
         assert_eq!(roles(&s), vec![(None, None), waiting, (None, None), waiting]);
         // The rank that computes more by too little to explain the waits
@@ -782,7 +785,7 @@ mod tests {
         let files: Vec<&RankFacts> = a.iter().collect();
         let s = summarize(&files, 10.0).remove(0);
         assert_eq!(s.slow_rank, None);
-        assert_eq!(s.unexplained, Some(Unexplained { rank: 2, excess_us: 50.0, comm_spread_us: None }));
+        assert_eq!(s.unexplained, Some(Unexplained { rank: 2, row: 2, excess_us: 50.0, comm_spread_us: None }));
         assert!(s.rows.iter().all(|r| r.role.is_none()));
     }
 

@@ -186,16 +186,20 @@ pub(crate) fn roles_legend(pct: f64) -> String {
 }
 
 /// Why a stage names no slow rank.
-fn no_slow_rank_line(s: &StageSummary, pct: f64) -> String {
+fn no_slow_rank_line(s: &StageSummary, pct: f64, named: &dyn Fn(&RankRow) -> String) -> String {
+    // The rank as the role lines name it (with its file when several files
+    // hold its number).
+    let rank = |u: &Unexplained| s.rows.get(u.row).map_or_else(|| u.rank.to_string(), named);
     match s.unexplained {
-        Some(Unexplained { rank, excess_us, comm_spread_us: None }) => format!(
-            "No slow rank: rank {rank} computes the most, {} above the median {}, but exposed communication was measured on fewer than two ranks, so whether the others wait on it cannot be told",
-            format_ms(excess_us),
+        Some(u @ Unexplained { comm_spread_us: None, .. }) => format!(
+            "No slow rank: rank {} computes the most, {} above the median {}, but exposed communication was measured on fewer than two ranks, so whether the others wait on it cannot be told",
+            rank(&u),
+            format_ms(u.excess_us),
             format_ms(s.median_compute_us),
         ),
         Some(u @ Unexplained { comm_spread_us: Some(spread), .. }) => format!(
             "No slow rank: rank {} computes the most, {} above the median {}, but the ranks' exposed communication differs by up to {}: GPU compute does not explain the waits (extra compute under {:.0}% of that; look at the host, the input pipeline or the network)",
-            u.rank,
+            rank(&u),
             format_ms(u.excess_us),
             format_ms(s.median_compute_us),
             format_ms(spread),
@@ -267,7 +271,7 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64, labels: &FileLabels) -> Ve
             }
         }
         None => {
-            out.push(no_slow_rank_line(s, pct));
+            out.push(no_slow_rank_line(s, pct, &named));
             if !waiting.is_empty() {
                 out.push(format!(
                     "Waiting, with no slow rank among the traces: {} (no rank's GPU compute explains the wait)",
@@ -503,6 +507,7 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
                 "slow_rank": s.slow_rank,
                 "unexplained_slow_rank": s.unexplained.map(|u| json!({
                     "rank": u.rank,
+                    "file": s.rows.get(u.row).map(|r| r.file.display().to_string()),
                     "excess_compute_us": u.excess_us,
                     "comm_spread_us": u.comm_spread_us,
                 })),
@@ -642,6 +647,42 @@ mod tests {
             world_size: None,
             distributed_rank: None,
         }
+    }
+
+    #[test]
+    fn a_rank_that_computes_the_most_but_explains_no_wait_is_named_with_its_file() {
+        // Two files hold rank 0; the one in n0 computes the most, but by
+        // far less than the spread of the waits.
+        let mut files = [
+            rank_file("/job/n0/rank0.json", 0, 10_000.0),
+            rank_file("/job/n1/rank0.json", 0, 5_000.0),
+            rank_file("/job/n1/rank1.json", 1, 5_000.0),
+        ];
+        files[1].stages[0].exposed_comm_us = 30_000.0;
+        let refs: Vec<&RankFacts> = files.iter().collect();
+        let stages = summarize(&refs, 10.0);
+        let labels = super::file_labels(&stages);
+        let lines = roles_lines(&stages[0], 10.0, &labels);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("No slow rank: rank 0 in n0/rank0.json computes the most, 5.00 ms above")),
+            "{lines:?}"
+        );
+        let info = super::RunInfo {
+            source: super::Source::Merge { inputs: &[] },
+            files: 3,
+            straggler_pct: 10.0,
+            failures: &[],
+            skipped: &[],
+            world_sizes: vec![],
+            file_notes: vec![],
+            skip_notes: vec![],
+            incomplete: None,
+            ranks: vec![0, 1],
+        };
+        let v: serde_json::Value = serde_json::from_str(&super::json(&stages, &info)).unwrap();
+        assert_eq!(v["stages"][0]["unexplained_slow_rank"]["file"], "/job/n0/rank0.json", "{v}");
     }
 
     #[test]
