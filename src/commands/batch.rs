@@ -199,6 +199,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
     let skipped = skipped_files(&args.dir, &found);
     let files = found.files;
     output.check_not_input(files.iter().map(|f| f.path.as_path()))?;
+    output.check_not_trace_below([args.dir.as_path()])?;
     check_side_outputs(args, &output, &files)?;
     let skip_notes = crate::run::batch::skip_warnings(&skipped);
     if !global.quiet && !global.embedded {

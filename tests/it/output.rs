@@ -274,6 +274,7 @@ fn a_report_is_never_written_over_a_trace_it_reads() {
         vec!["batch", ranks_dir, "-o", r1],
         vec!["triage", ranks_dir, "-o", h],
         vec!["diff", FIXTURE, ranks_dir, "-o", h],
+        vec!["batch", ranks_dir, "-o", h],
     ];
     for args in cases {
         let out = common::run(&[&["-q"][..], &args].concat());
