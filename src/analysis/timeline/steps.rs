@@ -128,8 +128,7 @@ pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
 pub(crate) fn left_out(trace: &Trace) -> Option<StepsLeftOut> {
     let mut first = None;
     for source in ANNOTATION_SOURCES {
-        let spans = annotated(trace, source);
-        let kept = spans.iter().filter(|s| placeable(s)).count() as u64;
+        let (kept, bad) = tally(trace, source);
         let unplaced: u64 = trace
             .counts
             .unplaced_annotations
@@ -137,7 +136,7 @@ pub(crate) fn left_out(trace: &Trace) -> Option<StepsLeftOut> {
             .filter(|(&name, _)| rule_matches(source, trace.s(name)))
             .map(|(_, &n)| n)
             .sum();
-        let left_out = spans.len() as u64 - kept + unplaced;
+        let left_out = bad + unplaced;
         if left_out > 0 && first.is_none() {
             first = Some(StepsLeftOut { source, left_out, kept });
         }
@@ -146,6 +145,33 @@ pub(crate) fn left_out(trace: &Trace) -> Option<StepsLeftOut> {
         }
     }
     first
+}
+
+/// The annotations [`annotated`] gives for `source`, counted without being
+/// collected (a trace may hold hundreds of thousands): how many place a
+/// step, and how many do not.
+fn tally(trace: &Trace, source: StepSource) -> (u64, u64) {
+    let a = &trace.annotations;
+    let m = &trace.step_marks;
+    let (mut kept, mut bad) = (0, 0);
+    let mut count = |name: Sym, ts: f64, dur: f64| {
+        if rule_matches(source, trace.s(name)) {
+            if placeable(&Span { name, ts, dur, named: None }) {
+                kept += 1;
+            } else {
+                bad += 1;
+            }
+        }
+    };
+    for i in (0..a.len()).filter(|&i| !a.is_gpu[i]) {
+        count(a.name[i], a.ts[i], a.dur[i]);
+    }
+    if source == StepSource::ProfilerStep {
+        for i in 0..m.len() {
+            count(m.name[i], m.ts[i], m.dur[i]);
+        }
+    }
+    (kept, bad)
 }
 
 /// Steps from Python frames, when no annotation marks them: the frame
