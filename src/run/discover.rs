@@ -171,7 +171,7 @@ pub fn is_trace_by_name(name: &str) -> bool {
 
 /// The content rule of [`file_looks_like_trace`] on a file's first bytes.
 pub fn head_looks_like_trace(head: &[u8]) -> bool {
-    let head = head.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(head);
+    let head = without_bom(head);
     let skip_ws = |b: &[u8]| -> usize { b.iter().take_while(|&&c| is_ws(c)).count() };
     let i = skip_ws(head);
     match head.get(i) {
@@ -197,8 +197,12 @@ pub fn head_looks_like_trace(head: &[u8]) -> bool {
 /// Whether `head` opens a JSON object (after a byte-order mark and
 /// whitespace).
 fn opens_object(head: &[u8]) -> bool {
-    let head = head.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(head);
-    head.iter().find(|&&c| !is_ws(c)) == Some(&b'{')
+    without_bom(head).iter().find(|&&c| !is_ws(c)) == Some(&b'{')
+}
+
+/// `head` without a UTF-8 byte-order mark in front.
+fn without_bom(head: &[u8]) -> &[u8] {
+    head.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(head)
 }
 
 /// Whether `key` (quoted) appears in `head` as a key (followed by a

@@ -74,30 +74,24 @@ fn rule_matches(source: StepSource, name: &str) -> bool {
 const ANNOTATION_SOURCES: [StepSource; 3] = [StepSource::ProfilerStep, StepSource::SglangStep, StepSource::VllmExecute];
 
 /// The CPU-side annotations (and, for `ProfilerStep`, the step marks)
-/// `source` matches, whatever their times.
-fn annotated(trace: &Trace, source: StepSource) -> Vec<Span> {
+/// `source` matches, whatever their times, in trace order.
+fn annotated(trace: &Trace, source: StepSource) -> impl Iterator<Item = Span> + '_ {
     let a = &trace.annotations;
     let m = &trace.step_marks;
     let mut cache: rustc_hash::FxHashMap<Sym, bool> = Default::default();
-    let mut hit = |name: Sym| *cache.entry(name).or_insert_with(|| rule_matches(source, trace.s(name)));
-    let mut spans: Vec<Span> = (0..a.len())
-        .filter(|&i| !a.is_gpu[i] && hit(a.name[i]))
-        .map(|i| Span {
-            name: a.name[i],
-            ts: a.ts[i],
-            dur: a.dur[i],
-            named: (source == StepSource::SglangStep).then(|| sglang_step_stage(trace.s(a.name[i]))).flatten(),
-        })
-        .collect();
-    if source == StepSource::ProfilerStep {
-        spans.extend((0..m.len()).filter(|&i| hit(m.name[i])).map(|i| Span {
-            name: m.name[i],
-            ts: m.ts[i],
-            dur: m.dur[i],
-            named: None,
-        }));
-    }
-    spans
+    let mut hit = move |name: Sym| *cache.entry(name).or_insert_with(|| rule_matches(source, trace.s(name)));
+    let marks = if source == StepSource::ProfilerStep { m.len() } else { 0 };
+    let spans = (0..a.len()).filter(move |&i| !a.is_gpu[i]).map(|i| Span {
+        name: a.name[i],
+        ts: a.ts[i],
+        dur: a.dur[i],
+        named: None,
+    });
+    let marks = (0..marks).map(|i| Span { name: m.name[i], ts: m.ts[i], dur: m.dur[i], named: None });
+    spans.chain(marks).filter(move |s| hit(s.name)).map(move |s| Span {
+        named: (source == StepSource::SglangStep).then(|| sglang_step_stage(trace.s(s.name))).flatten(),
+        ..s
+    })
 }
 
 /// Whether a step's interval can be placed: a finite start and a finite,
@@ -109,8 +103,7 @@ fn placeable(s: &Span) -> bool {
 /// The trace's steps, sorted by start, and the rule that found them.
 pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
     for source in ANNOTATION_SOURCES {
-        let mut spans = annotated(trace, source);
-        spans.retain(placeable);
+        let mut spans: Vec<Span> = annotated(trace, source).filter(placeable).collect();
         if !spans.is_empty() {
             spans.sort_by(|x, y| fcmp(x.ts, y.ts));
             return Some((source, spans));
@@ -151,27 +144,8 @@ pub(crate) fn left_out(trace: &Trace) -> Option<StepsLeftOut> {
 /// collected (a trace may hold hundreds of thousands): how many place a
 /// step, and how many do not.
 fn tally(trace: &Trace, source: StepSource) -> (u64, u64) {
-    let a = &trace.annotations;
-    let m = &trace.step_marks;
-    let (mut kept, mut bad) = (0, 0);
-    let mut count = |name: Sym, ts: f64, dur: f64| {
-        if rule_matches(source, trace.s(name)) {
-            if placeable(&Span { name, ts, dur, named: None }) {
-                kept += 1;
-            } else {
-                bad += 1;
-            }
-        }
-    };
-    for i in (0..a.len()).filter(|&i| !a.is_gpu[i]) {
-        count(a.name[i], a.ts[i], a.dur[i]);
-    }
-    if source == StepSource::ProfilerStep {
-        for i in 0..m.len() {
-            count(m.name[i], m.ts[i], m.dur[i]);
-        }
-    }
-    (kept, bad)
+    annotated(trace, source)
+        .fold((0, 0), |(kept, bad), s| if placeable(&s) { (kept + 1, bad) } else { (kept, bad + 1) })
 }
 
 /// Steps from Python frames, when no annotation marks them: the frame
