@@ -376,7 +376,14 @@ impl ColumnsBuilder {
             return;
         }
         let timed = !ev.ts.is_none() && !ev.dur.is_none();
-        let step_mark = timed && ev.name.as_str().is_some_and(|n| n.starts_with(STEP_PREFIX));
+        let step_named = ev.name.as_str().is_some_and(|n| n.starts_with(STEP_PREFIX));
+        let step_mark = timed && step_named;
+        if step_named && !timed && cc & CAT_STAGE_ANN == 0 {
+            // A step mark with no start or no duration (a stage annotation's
+            // is counted below with the others it cannot place).
+            let name = self.intern_py(ev.name, "");
+            *self.t.counts.unplaced_annotations.entry(name).or_insert(0) += 1;
+        }
         if cc & CAT_CPU_OP != 0 {
             if external_id.is_some() || correlation.is_some() {
                 let name = self.intern_py(ev.name, "");

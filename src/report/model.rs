@@ -299,7 +299,7 @@ pub fn caveat_note(path: &std::path::Path, caveat: &Caveat) -> String {
                 k => format!("the steps count the other {k}"),
             };
             format!(
-                "warning: {path}: {n} of the trace's {} left out of the step figures: {times} not {number}, or not \
+                "warning: {path}: {n} of the trace's {} left out of the step figures: {times} missing, not {number}, or not \
                  positive; {rest}",
                 crate::report::timeline::step_source_name(*source)
             )

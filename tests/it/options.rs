@@ -337,7 +337,7 @@ fn step_annotations_with_no_finite_time_are_warned_about() {
     let out = common::run(&["triage", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let want = format!(
-        "warning: {}: 2 of the trace's ProfilerStep annotations left out of the step figures: their starts or durations are not finite numbers, or not positive; the steps count the other 1",
+        "warning: {}: 2 of the trace's ProfilerStep annotations left out of the step figures: their starts or durations are missing, not finite numbers, or not positive; the steps count the other 1",
         path.display()
     );
     assert_eq!(stderr_lines(&out), [format!("torchtriage: {want}")]);
@@ -363,7 +363,7 @@ fn step_annotations_with_no_finite_time_are_warned_about() {
     let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let notes = v["notes"].to_string();
-    assert!(notes.contains("1 of the trace's ProfilerStep annotations left out of the step figures: its start or duration is not a finite number, or not positive; no step is made of it, so the steps come from another rule, if any"), "{notes}");
+    assert!(notes.contains("1 of the trace's ProfilerStep annotations left out of the step figures: its start or duration is missing, not a finite number, or not positive; no step is made of it, so the steps come from another rule, if any"), "{notes}");
     // SGLang's step annotations: one with a negative duration, one at
     // 1e400, two kept.
     let sglang = |ts: &str, dur: &str| {
@@ -383,8 +383,25 @@ fn step_annotations_with_no_finite_time_are_warned_about() {
     let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let notes = v["notes"].to_string();
-    assert!(notes.contains("2 of the trace's SGLang step[...] annotations left out of the step figures: their starts or durations are not finite numbers, or not positive; the steps count the other 2"), "{notes}");
+    assert!(notes.contains("2 of the trace's SGLang step[...] annotations left out of the step figures: their starts or durations are missing, not finite numbers, or not positive; the steps count the other 2"), "{notes}");
     assert_eq!(v["timeline"]["steps_left_out"], 2);
+    // Step marks with no duration or no start, whatever their category,
+    // are left out and counted as well.
+    let events = [
+        step(1, "0", "100"),
+        r#"{"ph":"X","cat":"cpu_op","name":"ProfilerStep#2","pid":1,"tid":1,"ts":110}"#.into(),
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","pid":1,"tid":1,"dur":100}"#.into(),
+        r#"{"ph":"X","cat":"cpu_op","name":"ProfilerStep#4","pid":1,"tid":1,"dur":100}"#.into(),
+        r#"{"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#5","pid":0,"tid":7,"ts":110}"#.into(),
+        events[4].clone(),
+        events[5].clone(),
+    ];
+    std::fs::write(&path, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
+    let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("3 of the trace's ProfilerStep annotations left out of the step figures: their starts or durations are missing, not finite numbers, or not positive; the steps count the other 1"), "{notes}");
+    assert_eq!(v["timeline"]["steps_left_out"], 3);
     // A trace whose steps all place gives no such warning.
     let events = [step(1, "0", "100"), events[4].clone(), events[5].clone()];
     std::fs::write(&path, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
