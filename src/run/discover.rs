@@ -256,13 +256,6 @@ impl PassedOver {
     }
 }
 
-/// What a walk of `dir` (and below, when `recursive`) passes over.
-pub(crate) fn passed_over(dir: &Path, recursive: bool) -> PassedOver {
-    let mut out = PassedOver::default();
-    walk_from(dir, recursive, &mut |p, kind| out.record(p, kind));
-    out
-}
-
 /// What a walk reports.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Found {
@@ -532,19 +525,46 @@ fn newest_trace_dir(path: &Path, direct: &[PathBuf], below: &[PathBuf]) -> Resul
 }
 
 /// Why `dir` yields no trace: a directory in it that cannot be listed,
-/// named with the system's reason, else [`NO_TRACES`].
+/// named with the system's reason, else [`NO_TRACES`] and the files of a
+/// trace's name it passed over for what they hold.
 pub(crate) fn no_traces(dir: &Path) -> Error {
-    no_traces_in(dir, &passed_over(dir, true))
+    match Survey::of(dir, "traces") {
+        Ok(survey) => no_traces_in(dir, &survey),
+        Err(e) => e,
+    }
 }
 
-/// [`no_traces`] from what a walk of `dir` passed over.
-pub(crate) fn no_traces_in(dir: &Path, passed: &PassedOver) -> Error {
-    for d in &passed.unreadable_dirs {
+/// Files of a trace's name [`no_traces_in`] names, at most.
+const PASSED_OVER_SHOWN: usize = 3;
+
+/// [`no_traces`] from a walk of `dir`.
+pub(crate) fn no_traces_in(dir: &Path, survey: &Survey) -> Error {
+    for d in &survey.passed.unreadable_dirs {
         if let Err(e) = std::fs::read_dir(d) {
             return Error::usage(format!("cannot list this directory: {e}")).in_file(d);
         }
     }
-    Error::usage(NO_TRACES).in_file(dir)
+    let ignored =
+        |p: &Path| p.file_name().is_some_and(|n| IGNORED_NAMES.contains(&n.to_string_lossy().to_lowercase().as_str()));
+    let named: Vec<&PathBuf> = survey.files.iter().filter(|p| has_trace_name(p) && !ignored(p)).collect();
+    if named.is_empty() {
+        return Error::usage(NO_TRACES).in_file(dir);
+    }
+    // Named from `dir`, which the message begins with (a walk's paths may
+    // be canonical).
+    let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let below = |p: &Path| p.strip_prefix(&root).or_else(|_| p.strip_prefix(dir)).unwrap_or(p).to_path_buf();
+    let mut shown: Vec<String> = named.iter().take(PASSED_OVER_SHOWN).map(|p| crate::error::shown(&below(p))).collect();
+    if named.len() > PASSED_OVER_SHOWN {
+        shown.push(format!("and {} more", named.len() - PASSED_OVER_SHOWN));
+    }
+    let (files, begin) = if named.len() == 1 { ("file", "begins") } else { ("files", "begin") };
+    Error::usage(format!(
+        "{NO_TRACES}; passed over {} {files} of a trace's name that {begin} otherwise: {}",
+        named.len(),
+        shown.join(", ")
+    ))
+    .in_file(dir)
 }
 
 /// The run a trace below a profile directory belongs to: its folder, or the

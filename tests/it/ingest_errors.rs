@@ -310,6 +310,36 @@ fn errors_name_the_input_as_given() {
     }
 }
 
+/// A folder whose files have traces' names but hold something else is
+/// refused naming those files, so a damaged rank is not lost in "no trace
+/// files"; a folder's known non-traces (`config.json`) are not named.
+#[test]
+fn no_trace_files_names_the_files_passed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("job/sub")).unwrap();
+    write_temp(&dir, "job/rank0.json", b"garbage");
+    write_temp(&dir, "job/config.json", b"{\"model\": 1}");
+    write_temp(&dir, "job/sub/rank1.json", b"[1, 2]");
+    let lead = "no trace files in this directory or below it (a trace is a .json, .json.gz, .json.zst or .zst file that begins as a profiler trace, or whose name holds .trace.json)";
+    for args in [&["triage", "job"][..], &["batch", "job"], &["triage", "job/"]] {
+        let out = common::run_in(dir.path(), args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let want = format!(
+            "torchtriage: {}: {lead}; passed over 2 files of a trace's name that begin otherwise: rank0.json, sub/rank1.json\n",
+            args[1]
+        );
+        assert_eq!(stderr, want, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    for n in 2..6 {
+        write_temp(&dir, &format!("job/rank{n}.json"), b"{}");
+    }
+    let out = common::run_in(dir.path(), &["batch", "job"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.ends_with("passed over 6 files of a trace's name that begin otherwise: rank0.json, rank2.json, rank3.json, and 3 more\n"), "{stderr}");
+}
+
 /// A folder `run/` holding one good trace, `rank0.pt.trace.json`.
 fn run_with_one_good_rank() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -196,7 +196,7 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
         );
     }
     if paths.is_empty() {
-        return Err(no_traces_in(dir, &survey.passed));
+        return Err(no_traces_in(dir, &survey));
     }
     // Canonical paths, as `triage` resolves its input (stage names in parent
     // directories depend on it); the rank is read from the name the file was
