@@ -201,6 +201,8 @@ const DIFF_STAGE: &[&str] = &[
     "gate.change_pct",
     "gate.tripped",
     "gate.work_ratio",
+    "gate.uneven_launches.ratio",
+    "gate.uneven_launches.agreeing_pct",
 ];
 
 fn joined(parts: &[&[&str]]) -> Vec<String> {

@@ -297,17 +297,17 @@ fn gate_stage(
     base: &StageFigures,
     new: &StageFigures,
     norm: &Normalization,
-    work_ratio: Option<f64>,
+    scale: WorkScale,
 ) -> Option<StageGate> {
     if let Some(basis) = gate.basis {
-        return gate_on(basis, gate.threshold_pct, base, new, norm, work_ratio);
+        return gate_on(basis, gate.threshold_pct, base, new, norm, scale);
     }
     let steps = |f: &StageFigures| f.step_p50_us.is_some() && f.steps_span_gpu;
-    let busy = gate_on(GateBasis::Busy, gate.threshold_pct, base, new, norm, work_ratio);
+    let busy = gate_on(GateBasis::Busy, gate.threshold_pct, base, new, norm, scale);
     if !(steps(base) && steps(new)) {
         return busy;
     }
-    let step = gate_on(GateBasis::Step, gate.threshold_pct, base, new, norm, work_ratio);
+    let step = gate_on(GateBasis::Step, gate.threshold_pct, base, new, norm, scale);
     if !(base.gpu_idles_in_steps || new.gpu_idles_in_steps) {
         return step;
     }
@@ -327,7 +327,7 @@ fn gate_on(
     base: &StageFigures,
     new: &StageFigures,
     norm: &Normalization,
-    work_ratio: Option<f64>,
+    scale: WorkScale,
 ) -> Option<StageGate> {
     let pick = |f: &StageFigures| match basis {
         GateBasis::Busy => f.busy_us,
@@ -342,30 +342,60 @@ fn gate_on(
         }
     }
     // Totals of captures of different lengths: NEW's to BASE's amount of work.
-    let work_ratio = work_ratio.filter(|_| basis != GateBasis::Step && norm.basis == NormBasis::WindowMs);
+    let totals = basis != GateBasis::Step && norm.basis == NormBasis::WindowMs;
+    let (work_ratio, uneven_launches) = match scale {
+        WorkScale::Scaled(r) if totals => (Some(r), None),
+        WorkScale::Uneven(u) if totals => (None, Some(u)),
+        _ => (None, None),
+    };
     if let Some(r) = work_ratio {
         new_us /= r;
     }
     let change_pct = pct_change(base_us, new_us - base_us);
     let tripped = change_pct.is_some_and(|c| c > threshold_pct);
-    Some(StageGate { basis, per, base_us, new_us, change_pct, tripped, work_ratio })
+    Some(StageGate { basis, per, base_us, new_us, change_pct, tripped, work_ratio, uneven_launches })
 }
 
 /// Launches off by less than this (relative) count as the same work.
 const SAME_WORK: f64 = 0.02;
+/// A kernel's launch ratio within this (relative) of the median agrees
+/// with it.
+const AGREES: f64 = 0.10;
+/// Share of the matched kernels' BASE time, percent, whose launch ratios
+/// must agree with the median for it to stand for the whole capture.
+const AGREEING_PCT: f64 = 90.0;
+
+/// What the launches of the kernels both sides ran say of the amount of
+/// work each side captured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum WorkScale {
+    /// The same work, or too little matched to say: totals compare.
+    Same,
+    /// NEW captured this many times BASE's work.
+    Scaled(f64),
+    /// The launch ratios disagree: no one ratio stands for the capture.
+    Uneven(UnevenLaunches),
+}
 
 /// How many times as often NEW launched the kernels both sides ran: the
 /// median of each such kernel's launch ratio, weighted by BASE's time in
 /// it, so that a kernel fused away or added (which only one side ran) or
 /// a few kernels launched a different number of times do not move it.
-/// `None` when it is within [`SAME_WORK`] of 1 (the sides captured the same
-/// work) or when the kernels both ran hold under half of BASE's kernel
-/// time (too little to say).
-fn work_ratio(base: &SideKernels, new: &SideKernels, matched_base_pct: Option<f64>) -> Option<f64> {
-    if matched_base_pct? < 50.0 {
-        return None;
+/// [`WorkScale::Same`] when it is within [`SAME_WORK`] of 1 (the sides
+/// captured the same work) or when the kernels both ran hold under half of
+/// BASE's kernel time (too little to say); [`WorkScale::Uneven`] when the
+/// kernels whose ratio is within [`AGREES`] of it hold under
+/// [`AGREEING_PCT`] of their BASE time: a longer capture of the same work
+/// launches every kernel more often alike, while a kernel that holds most
+/// of the time and alone ran more often (a GEMM launched twice) is more
+/// work in each step, which the gate must see.
+fn work_scale(base: &SideKernels, new: &SideKernels, matched_base_pct: Option<f64>) -> WorkScale {
+    let (Some(pct), Some((base_rows, _)), Some((new_rows, _))) = (matched_base_pct, base.as_ref(), new.as_ref()) else {
+        return WorkScale::Same;
+    };
+    if pct < 50.0 {
+        return WorkScale::Same;
     }
-    let ((base_rows, _), (new_rows, _)) = (base.as_ref()?, new.as_ref()?);
     let mut ratios: Vec<(f64, f64)> = base_rows
         .iter()
         .filter_map(|(name, b)| {
@@ -375,13 +405,23 @@ fn work_ratio(base: &SideKernels, new: &SideKernels, matched_base_pct: Option<f6
         })
         .collect();
     ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let half = ratios.iter().map(|r| r.1).sum::<f64>() / 2.0;
+    let total = ratios.iter().map(|r| r.1).sum::<f64>();
     let mut seen = 0.0;
-    let median = ratios.iter().find(|r| {
+    let Some(&(median, _)) = ratios.iter().find(|r| {
         seen += r.1;
-        seen >= half
-    })?;
-    ((median.0 - 1.0).abs() > SAME_WORK).then_some(median.0)
+        seen >= total / 2.0
+    }) else {
+        return WorkScale::Same;
+    };
+    if (median - 1.0).abs() <= SAME_WORK {
+        return WorkScale::Same;
+    }
+    let agreeing: f64 = ratios.iter().filter(|r| (r.0 / median - 1.0).abs() <= AGREES).map(|r| r.1).sum();
+    let agreeing_pct = 100.0 * agreeing / total;
+    if agreeing_pct < AGREEING_PCT {
+        return WorkScale::Uneven(UnevenLaunches { ratio: median, agreeing_pct });
+    }
+    WorkScale::Scaled(median)
 }
 
 /// Compares NEW against BASE.
@@ -407,8 +447,8 @@ pub fn diff(base: &TriageReport, new: &TriageReport, opts: &DiffOptions) -> Diff
         let normalization = Normalization::of(&base_f, &new_f);
         let matched_base_pct = matched_base_pct(&base_k, &new_k);
         let gate = gate_opts.as_ref().and_then(|g| {
-            let ratio = work_ratio(&base_k, &new_k, matched_base_pct);
-            gate_stage(g, &base_f, &new_f, &normalization, ratio)
+            let scale = work_scale(&base_k, &new_k, matched_base_pct);
+            gate_stage(g, &base_f, &new_f, &normalization, scale)
         });
         let categories = category_rows(&base_k, &new_k, &normalization);
         let (kernels, kernels_hidden) = kernel_rows(base_k, new_k, opts.min_share, &normalization);

@@ -382,6 +382,21 @@ pub struct StageGate {
     /// different amounts of work: `new_us` is NEW's figure divided by it,
     /// so that the gate compares the same work. `None` otherwise.
     pub work_ratio: Option<f64>,
+    /// Set instead of `work_ratio` when the launches disagree on it: the
+    /// kernels both sides ran changed their launch counts unevenly, so no
+    /// one ratio stands for a longer capture and the totals compare as
+    /// captured. `None` otherwise.
+    pub uneven_launches: Option<UnevenLaunches>,
+}
+
+/// Launch ratios that disagree ([`StageGate::uneven_launches`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct UnevenLaunches {
+    /// NEW ÷ BASE launch count at the median, weighted by BASE's time.
+    pub ratio: f64,
+    /// Share of the matched kernels' BASE time, percent, in kernels whose
+    /// ratio is within 10% of `ratio`.
+    pub agreeing_pct: f64,
 }
 
 impl StageGate {
@@ -398,6 +413,14 @@ impl StageGate {
     /// Why NEW's figure was divided, for a gate that compares the same work
     /// over captures of different lengths; `None` otherwise.
     pub fn work_note(&self) -> Option<String> {
+        if let Some(u) = self.uneven_launches {
+            return Some(format!(
+                "The sides cover different spans without steps to divide by, and the launches do not say how much more work new captured: kernels holding {:.0}% of base's time (of those both ran) were launched {} as often, the rest otherwise, so the gate compares {} time as captured.",
+                u.agreeing_pct,
+                ratio_text(u.ratio),
+                self.basis.label()
+            ));
+        }
         let r = self.work_ratio?;
         Some(format!(
             "The sides cover different spans without steps to divide by, and new launched the kernels both ran {} as often: the gate divides new's {} time by that to compare the same work.",

@@ -446,6 +446,43 @@ fn the_same_launches_over_a_longer_window_compare_totals() {
 }
 
 #[test]
+fn a_dominant_kernel_launched_more_often_alone_is_more_work_not_a_longer_capture() {
+    // The GEMM (60% of BASE's time) launched twice as often, the rest as
+    // often: 60% more busy time for the same capture, which must trip the
+    // gate rather than be divided away as twice the work.
+    let base =
+        report(Stage::All, vec![row("gemm", 300.0, 5), row("add", 100.0, 5), row("nccl", 100.0, 5)], 500.0, None);
+    let new =
+        report(Stage::All, vec![row("gemm", 600.0, 10), row("add", 100.0, 5), row("nccl", 100.0, 5)], 800.0, None);
+    let d = diff(&base, &new, &gate(5.0, None));
+    let g = d.stages[0].gate.as_ref().unwrap();
+    assert_eq!((g.work_ratio, g.base_us, g.new_us), (None, 500.0, 800.0));
+    assert_eq!(g.uneven_launches, Some(UnevenLaunches { ratio: 2.0, agreeing_pct: 60.0 }));
+    assert!(g.tripped);
+    assert_eq!(d.gate_failures(), ["torchtriage: gate: all: busy 500.0 µs -> 800.0 µs (+60.0%) exceeds 5%"]);
+    let md = markdown(&d);
+    assert!(md.contains("kernels holding 60% of base's time (of those both ran) were launched 2.00× as often, the rest otherwise, so the gate compares busy time as captured."), "{md}");
+    // Every kernel launched twice as often within 10%: a longer capture.
+    let base =
+        report(Stage::All, vec![row("gemm", 300.0, 10), row("add", 100.0, 10), row("nccl", 100.0, 10)], 500.0, None);
+    let new =
+        report(Stage::All, vec![row("gemm", 600.0, 20), row("add", 210.0, 21), row("nccl", 200.0, 20)], 1010.0, None);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.work_ratio, g.uneven_launches), (Some(2.0), None));
+    assert!(!g.tripped);
+    // Kernels holding 90% of the time agree: the ratio stands; 80% do not.
+    let base = report(Stage::All, vec![row("gemm", 450.0, 5), row("add", 50.0, 5)], 500.0, None);
+    let new = report(Stage::All, vec![row("gemm", 900.0, 10), row("add", 50.0, 5)], 950.0, None);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.work_ratio, g.uneven_launches), (Some(2.0), None));
+    let base = report(Stage::All, vec![row("gemm", 400.0, 5), row("add", 100.0, 5)], 500.0, None);
+    let new = report(Stage::All, vec![row("gemm", 800.0, 10), row("add", 100.0, 5)], 900.0, None);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.work_ratio, g.uneven_launches), (None, Some(UnevenLaunches { ratio: 2.0, agreeing_pct: 80.0 })));
+    assert!(g.tripped);
+}
+
+#[test]
 fn launch_ratios_are_weighted_by_base_time_and_need_matched_kernels() {
     // `big` (launched as often) holds most of BASE's time: the same work,
     // whatever `small` did.
