@@ -601,8 +601,9 @@ fn steps_line_with(stage: &StageTimeline, name: impl Fn(&str) -> String) -> Stri
     let Some(source) = s.source else {
         return "Steps: none found (no ProfilerStep, SGLang or vLLM step annotations)".into();
     };
+    let idle = without_gpu_work_note(s).map_or_else(String::new, |n| format!("; {n}"));
     if s.count == 0 {
-        return format!("Steps: none in this stage ({})", step_source_name(source));
+        return format!("Steps: none in this stage ({}){idle}", step_source_name(source));
     }
     let slowest: Vec<String> = s
         .slowest
@@ -611,7 +612,7 @@ fn steps_line_with(stage: &StageTimeline, name: impl Fn(&str) -> String) -> Stri
         .collect();
     let pace = steps_pace_note(stage).map_or_else(String::new, |n| format!("; {n}"));
     format!(
-        "Steps ({}): {}, mean {}, p50 {}, p90 {}, max {}; slowest: {}{pace}",
+        "Steps ({}): {}, mean {}, p50 {}, p90 {}, max {}; slowest: {}{pace}{idle}",
         step_source_name(source),
         s.count,
         s.mean_us.map_or_else(|| "-".to_string(), format_ms),
@@ -620,6 +621,16 @@ fn steps_line_with(stage: &StageTimeline, name: impl Fn(&str) -> String) -> Stri
         s.max_us.map_or_else(|| "-".to_string(), format_ms),
         slowest.join(", ")
     )
+}
+
+/// What the steps line says of the steps that launched no GPU work, which
+/// no stage counts; `None` when every step launched some.
+pub(crate) fn without_gpu_work_note(s: &crate::analysis::timeline::Steps) -> Option<String> {
+    match s.without_gpu_work {
+        0 => None,
+        1 => Some("1 more step launched no GPU work, so no stage counts it".into()),
+        n => Some(format!("{n} more steps launched no GPU work, so no stage counts them")),
+    }
 }
 
 /// The `Timeline` section's lines (without its title).

@@ -279,8 +279,8 @@ _STAGE_ROW = [
     "stage", "launch.launches", "launch.kernels", "launch.cpu_us", "launch.delay_p50_us", "launch.delay_p90_us",
     "launch.delay_p99_us", "launch.kernel_p50_us", "launch.launch_p50_us", "launch.short_kernel_pct",
     "launch.kernels_per_step", "launch.clock_offset_us", "steps.source", "steps.count", "steps.mean_us",
-    "steps.p50_us", "steps.p90_us", "steps.max_us", "steps.slowest", "verdict.kind", "verdict.window_us",
-    "verdict.idle_pct", "verdict.host_wait_pct", "verdict.exposed_comm_pct", "verdict.kernel_p50_us",
+    "steps.p50_us", "steps.p90_us", "steps.max_us", "steps.slowest", "steps.without_gpu_work", "verdict.kind",
+    "verdict.window_us", "verdict.idle_pct", "verdict.host_wait_pct", "verdict.exposed_comm_pct", "verdict.kernel_p50_us",
     "verdict.launch_p50_us", "verdict.delay_p50_us", "verdict.kernels_per_launch", "verdict.clock_offset_us",
     "verdict.steps_us", "verdict.steps_idle_pct", "verdict.host_cause", "verdict.longest_gap_us",
     "verdict.device_wait_pct", "verdict.host_wait_call.name", "verdict.host_wait_call.calls",
@@ -293,7 +293,7 @@ _STAGE_ROW = [
 # ends in _us, _pct or _ratio is a float.
 _INT_COLUMNS = {
     "launches", "representative_idx", "rank", "kernels", "base_count", "new_count", "steps", "ranks_with_kernel",
-    "max_rank", "waits_on", "count", "calls",
+    "max_rank", "waits_on", "count", "calls", "without_gpu_work",
 }
 _FLOAT_COLUMNS = {"kernels_per_step", "kernels_per_launch"}
 _TEXT_COLUMNS = {

@@ -196,21 +196,26 @@ pub(crate) struct Assigned {
     pub with_events: u64,
 }
 
-/// The stage of each span and the GPU events launched inside the spans.
+/// The stage of each span and the GPU events launched inside the spans:
+/// an event belongs to the latest-starting span that holds its launch (the
+/// innermost, when spans nest or overlap).
 pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Assigned {
     let mut counts = vec![[0u64; 3]; spans.len()];
+    let outer = outer_spans(spans);
     let mut i = 0;
     for e in &set.events {
         let probe = if e.host_ts.is_finite() { e.host_ts } else { e.start };
         // Events come in start order, so the step moves little from one
         // event to the next.
         i = point_near(spans, i, probe);
-        if i == 0 {
-            continue;
+        let mut at = i.checked_sub(1);
+        // A span that ended before the launch: the launch may still be in
+        // one that started earlier and ends later.
+        while let Some(j) = at.filter(|&j| probe > spans[j].ts + spans[j].dur) {
+            at = outer[j];
         }
-        let s = &spans[i - 1];
-        if probe <= s.ts + s.dur {
-            counts[i - 1][e.stage().code() as usize] += 1;
+        if let Some(j) = at {
+            counts[j][e.stage().code() as usize] += 1;
         }
     }
     let mut out = Assigned::default();
@@ -226,6 +231,23 @@ pub(crate) fn assign(spans: &[Span], set: &EventSet) -> Assigned {
         out.stages.push((inside > 0).then(|| Stage::from_code(best as u8)));
     }
     out
+}
+
+/// For each span (sorted by start), the latest span before it that ends
+/// later than it does: the only earlier spans that can hold a point past
+/// its end are that one and the spans it leads to in turn.
+fn outer_spans(spans: &[Span]) -> Vec<Option<usize>> {
+    let end = |j: usize| spans[j].ts + spans[j].dur;
+    let mut stack: Vec<usize> = Vec::new();
+    let mut outer = Vec::with_capacity(spans.len());
+    for j in 0..spans.len() {
+        while stack.last().is_some_and(|&k| end(k) <= end(j)) {
+            stack.pop();
+        }
+        outer.push(stack.last().copied());
+        stack.push(j);
+    }
+    outer
 }
 
 /// `spans.partition_point(|s| s.ts <= probe)`, searched outward from
@@ -300,6 +322,7 @@ pub(crate) fn summary(
             .into_iter()
             .map(|s| SlowStep { name: trace.s(s.name).to_string(), start_us: s.ts, dur_us: s.dur })
             .collect(),
+        without_gpu_work: stages.iter().filter(|s| s.is_none()).count() as u64,
     }
 }
 

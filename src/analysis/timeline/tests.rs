@@ -316,9 +316,27 @@ fn kernels_per_step_counts_the_kernels_launched_inside_the_steps() {
     // no step of any stage, nor of the whole trace.
     let t = four_kernels_in_steps(&[(-10.0, 31.0), (300.0, 10.0)]);
     let tl = run(&t, Basis::Trace);
-    assert_eq!(tl.stages[0].steps.count, 1);
+    assert_eq!((tl.stages[0].steps.count, tl.stages[0].steps.without_gpu_work), (1, 1));
+    let line = crate::report::timeline::steps_line(&tl.stages[0]);
+    assert!(line.ends_with("; 1 more step launched no GPU work, so no stage counts it"), "{line}");
     assert!(close(tl.stages[0].launch.kernels_per_step.unwrap(), 3.0), "{:?}", tl.stages[0].launch);
     assert!(close(tl.launch.kernels_per_step.unwrap(), 3.0), "{:?}", tl.launch);
+}
+
+#[test]
+fn a_short_step_inside_a_longer_one_leaves_it_the_launches_after_its_end() {
+    // Launches at -5, 2, 20 and 50 µs, all inside the step at -10..90; a
+    // 1 µs step starts inside it at 0 and holds none of them. The launches
+    // after 1 µs are still the long step's.
+    let t = four_kernels_in_steps(&[(-10.0, 100.0), (0.0, 1.0)]);
+    let tl = run(&t, Basis::Trace);
+    assert_eq!(tl.stages[0].steps.count, 1);
+    assert!(close(tl.launch.kernels_per_step.unwrap(), 4.0), "{:?}", tl.launch);
+    // Steps that nest: each launch is the innermost step's.
+    let t = four_kernels_in_steps(&[(-10.0, 100.0), (1.0, 60.0), (10.0, 5.0)]);
+    let tl = run(&t, Basis::Trace);
+    assert_eq!(tl.stages[0].steps.count, 2);
+    assert!(close(tl.launch.kernels_per_step.unwrap(), 2.0), "{:?}", tl.launch);
 }
 
 #[test]

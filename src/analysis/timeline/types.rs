@@ -265,6 +265,10 @@ pub struct Steps {
     pub max_us: Option<f64>,
     /// Up to three longest steps, longest first.
     pub slowest: Vec<SlowStep>,
+    /// Steps of the same rule that launched no GPU event (one the
+    /// profiler's end cut, one of host work only): they belong to no stage,
+    /// so no stage counts them. The same trace-wide number in every stage.
+    pub without_gpu_work: u64,
 }
 
 impl Steps {

@@ -97,6 +97,7 @@ const STAGES: &[&str] = &[
     "steps.p90_us",
     "steps.max_us",
     "steps.slowest",
+    "steps.without_gpu_work",
     "verdict.kind",
     "verdict.window_us",
     "verdict.idle_pct",

@@ -177,7 +177,8 @@ fn timeline_table(o: &mut Out, stage: &StageTimeline) {
     match s.source {
         Some(src) if s.count > 0 => {
             let pace = steps_pace_note(stage).map_or_else(String::new, |n| format!("; {n}"));
-            o.text(&format!("Steps from {}{pace}.", step_source_name(src)));
+            let idle = crate::report::timeline::without_gpu_work_note(s).map_or_else(String::new, |n| format!("; {n}"));
+            o.text(&format!("Steps from {}{pace}{idle}.", step_source_name(src)));
         }
         // None in this stage, or none found at all: as the other formats say it.
         _ => o.text(&format!("{}.", crate::report::timeline::steps_line_plain(stage))),
