@@ -353,7 +353,7 @@ fn gate_on(
     }
     let change_pct = pct_change(base_us, new_us - base_us);
     let tripped = change_pct.is_some_and(|c| c > threshold_pct);
-    Some(StageGate { basis, per, base_us, new_us, change_pct, tripped, work_ratio, uneven_launches })
+    Some(StageGate { basis, per, base_us, new_us, change_pct, tripped, work_ratio, uneven_launches, threshold_pct })
 }
 
 /// Launches off by less than this (relative) count as the same work.

@@ -172,7 +172,7 @@ fn timeline_table(out: &mut Vec<String>, s: &StageDiff) {
             g.per_label(),
             time(g.base_us),
             time(g.new_us),
-            signed_pct(g.change_pct),
+            g.change_text(),
             g.work_note().map_or_else(String::new, |n| format!(" {n}"))
         ));
     }

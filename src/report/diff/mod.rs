@@ -387,6 +387,10 @@ pub struct StageGate {
     /// one ratio stands for a longer capture and the totals compare as
     /// captured. `None` otherwise.
     pub uneven_launches: Option<UnevenLaunches>,
+    /// The threshold the stage was judged against, percent (in the report's
+    /// `gate.threshold_pct`).
+    #[serde(skip)]
+    pub threshold_pct: f64,
 }
 
 /// Launch ratios that disagree ([`StageGate::uneven_launches`]).
@@ -408,6 +412,20 @@ impl StageGate {
             (NormBasis::None, None) => String::new(),
             (per, _) => format!(" {}", per.per()),
         }
+    }
+
+    /// The change as the gate's lines write it (`+4.0%`): one decimal, or
+    /// as many more (up to four) as it takes to read on the side of the
+    /// threshold the verdict is on (`+5.02%` exceeds 5%, where `+5.0%`
+    /// would not seem to); `-` when BASE is zero.
+    pub fn change_text(&self) -> String {
+        let Some(c) = self.change_pct.filter(|c| c.is_finite()) else { return "-".into() };
+        let reads = |d: usize| {
+            let shown: f64 = format!("{c:.d$}").parse().unwrap_or(c);
+            (shown > self.threshold_pct) == self.tripped
+        };
+        let d = (1..=4).find(|&d| reads(d)).unwrap_or(4);
+        crate::report::markdown::unsigned_zero(format!("{c:+.d$}%"))
     }
 
     /// Why NEW's figure was divided, for a gate that compares the same work
@@ -575,7 +593,7 @@ impl DiffReport {
                     g.per_label(),
                     markdown::time(g.base_us),
                     markdown::time(g.new_us),
-                    markdown::signed_pct(g.change_pct)
+                    g.change_text()
                 ))
             })
             .collect()

@@ -541,3 +541,21 @@ fn one_hidden_kernel_is_one_kernel() {
     assert_eq!(crate::report::diff::kernels_count(0), "0 kernels");
     assert_eq!(crate::report::diff::kernels_count(7), "7 kernels");
 }
+
+#[test]
+fn a_change_just_past_the_threshold_is_written_past_it() {
+    // 5.02% over a 5% gate trips; "+5.0%" would read as not exceeding it.
+    let base = report(Stage::All, vec![row("a", 1000.0, 10)], 1000.0, None);
+    let new = report(Stage::All, vec![row("a", 1050.2, 10)], 1050.2, None);
+    let d = diff(&base, &new, &gate(5.0, None));
+    assert_eq!(d.gate_failures(), ["torchtriage: gate: all: busy 1.00 ms -> 1.05 ms (+5.02%) exceeds 5%"]);
+    assert!(markdown(&d).contains("(+5.02%), tripped."), "{}", markdown(&d));
+    // Exactly at the threshold passes, and one decimal says so.
+    let new = report(Stage::All, vec![row("a", 1050.0, 10)], 1050.0, None);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.tripped, g.change_text()), (false, "+5.0%".to_string()));
+    // 0.04% trips a 0% gate: "0.0%" would read as no change.
+    let new = report(Stage::All, vec![row("a", 1000.4, 10)], 1000.4, None);
+    let g = diff(&base, &new, &gate(0.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.tripped, g.change_text()), (true, "+0.04%".to_string()));
+}

@@ -93,7 +93,7 @@ fn stage_section(b: &mut String, s: &StageDiff, min_share: f64) {
             esc(&g.per_label()),
             esc(&ms(g.base_us)),
             esc(&ms(g.new_us)),
-            esc(&signed_pct(g.change_pct)),
+            esc(&g.change_text()),
             if g.tripped { " — tripped" } else { "" }
         );
         if let Some(note) = g.work_note() {

@@ -47,9 +47,19 @@ fn figure_rows(f: &StageFigures) -> [(&'static str, Unit, Option<f64>); 13] {
     ]
 }
 
+/// A time in ms: two decimals, three under a millisecond, where two would
+/// round a 137 µs step and a 147 µs one to 0.14 and 0.15.
+fn time_ms(us: f64) -> String {
+    if us.abs() < 1000.0 {
+        fixed(us / 1000.0, 3)
+    } else {
+        ms(us)
+    }
+}
+
 fn plain(x: f64, unit: Unit) -> String {
     let text = match unit {
-        Unit::Time => ms(x),
+        Unit::Time => time_ms(x),
         Unit::Micro | Unit::Percent | Unit::Mean => fixed(x, 1),
         Unit::Count if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
         Unit::Count => fixed(x, 1),
@@ -110,12 +120,12 @@ fn timeline_table(o: &mut Out, s: &StageDiff) {
     }
     if let Some(g) = &s.gate {
         o.text(&format!(
-            "Gate on {}{}: {} ms -> {} ms ({}%), {}.",
+            "Gate on {}{}: {} ms -> {} ms ({}), {}.",
             g.basis.label(),
             g.per_label(),
-            ms(g.base_us),
-            ms(g.new_us),
-            signed_pct(g.change_pct),
+            time_ms(g.base_us),
+            time_ms(g.new_us),
+            g.change_text(),
             if g.tripped { "tripped" } else { "passed" }
         ));
         if let Some(note) = g.work_note() {
