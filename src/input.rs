@@ -34,6 +34,15 @@ impl Encoding {
         }
     }
 
+    /// Bytes of the magic number that opens a stream of this encoding.
+    fn magic_len(self) -> usize {
+        match self {
+            Encoding::Plain => 0,
+            Encoding::Gzip => 2,
+            Encoding::Zstd => 4,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Encoding::Plain => "json",
@@ -155,6 +164,21 @@ impl<R: BufRead> Read for GzipMembers<R> {
     }
 }
 
+/// The encoding a whole file of a compressed name (`.gz`, `.zst`) began and
+/// was cut short in: its bytes are the first of that encoding's magic
+/// number. A file this short of another name is left to the JSON reader.
+fn cut_in_magic(path: &Path, all: &[u8]) -> Option<Encoding> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    let (enc, magic): (Encoding, &[u8]) = if name.ends_with(".gz") {
+        (Encoding::Gzip, &[0x1f, 0x8b])
+    } else if name.ends_with(".zst") {
+        (Encoding::Zstd, &[0x28, 0xb5, 0x2f, 0xfd])
+    } else {
+        return None;
+    };
+    (!all.is_empty() && all.len() < magic.len() && magic.starts_with(all)).then_some(enc)
+}
+
 /// How a plain JSON file is read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReadMode {
@@ -207,6 +231,16 @@ pub fn open_with(path: &Path, mode: ReadMode) -> Result<Opened> {
         read_up_to(&mut f, &mut head).map_err(|e| Error::io(e).in_file(path))?
     };
     let enc = Encoding::sniff(&head[..n]);
+    if meta.is_file() && meta.len() == n as u64 {
+        if let Some(cut) = cut_in_magic(path, &head[..n]) {
+            return Err(Error::bad_input(format!(
+                "corrupt or truncated compressed stream (the file ends after {n} of the {} bytes that open a {} stream)",
+                cut.magic_len(),
+                cut.name()
+            ))
+            .in_file(path));
+        }
+    }
     let disk_len = Some(meta.len());
     let consumed = Arc::new(AtomicU64::new(0));
     if mode == ReadMode::Map && enc == Encoding::Plain && meta.is_file() && meta.len() > 0 {

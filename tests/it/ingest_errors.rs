@@ -415,3 +415,32 @@ fn a_rank_named_file_that_is_no_trace_is_warned_of() {
     assert_eq!(notes.len(), 1, "{v}");
     assert!(lines[0].ends_with(notes[0]), "{notes:?}");
 }
+
+/// A `.gz` or `.zst` file cut inside the magic number that opens it is a
+/// cut compressed stream, not a JSON text that begins with a stray byte.
+#[test]
+fn a_compressed_file_cut_inside_its_magic_number_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes, want) in [
+        ("a.json.gz", &b"\x1f"[..], "1 of the 2 bytes that open a gzip stream"),
+        ("b.json.zst", b"\x28\xb5", "2 of the 4 bytes that open a zstd stream"),
+        ("c.pt.trace.json.zst", b"\x28\xb5\x2f", "3 of the 4 bytes that open a zstd stream"),
+    ] {
+        let path = write_temp(&dir, name, bytes);
+        let out = common::run(&["triage", path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "torchtriage: {}: corrupt or truncated compressed stream (the file ends after {want})\n",
+                path.display()
+            )
+        );
+        assert!(out.stdout.is_empty());
+    }
+    // A plain file of the same bytes is judged as JSON.
+    let path = write_temp(&dir, "d.json", b"\x1f");
+    let out = common::run(&["triage", path.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("byte 0: not a JSON trace"));
+}
