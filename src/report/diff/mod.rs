@@ -415,7 +415,7 @@ impl StageGate {
     }
 
     /// The change as the gate's lines write it (`+4.0%`): one decimal, or
-    /// as many more (up to four) as it takes to read on the side of the
+    /// as many more (up to nine) as it takes to read on the side of the
     /// threshold the verdict is on (`+5.02%` exceeds 5%, where `+5.0%`
     /// would not seem to); `-` when BASE is zero.
     pub fn change_text(&self) -> String {
@@ -424,7 +424,7 @@ impl StageGate {
             let shown: f64 = format!("{c:.d$}").parse().unwrap_or(c);
             (shown > self.threshold_pct) == self.tripped
         };
-        let d = (1..=4).find(|&d| reads(d)).unwrap_or(4);
+        let d = (1..=9).find(|&d| reads(d)).unwrap_or(9);
         crate::report::markdown::unsigned_zero(format!("{c:+.d$}%"))
     }
 
@@ -433,8 +433,9 @@ impl StageGate {
     pub fn work_note(&self) -> Option<String> {
         if let Some(u) = self.uneven_launches {
             return Some(format!(
-                "The sides cover different spans without steps to divide by, and the launches do not say how much more work new captured: kernels holding {:.0}% of base's time (of those both ran) were launched {} as often, the rest otherwise, so the gate compares {} time as captured.",
-                u.agreeing_pct,
+                "The sides cover different spans without steps to divide by, and the launches do not say how much more work new captured: kernels holding {}% of base's time (of those both ran) were launched {} as often, the rest otherwise, so the gate compares {} time as captured.",
+                // Rounded down: a share just under the bar never reads as it.
+                (u.agreeing_pct + 1e-9).floor(),
                 ratio_text(u.ratio),
                 self.basis.label()
             ));

@@ -480,6 +480,21 @@ fn a_dominant_kernel_launched_more_often_alone_is_more_work_not_a_longer_capture
     let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
     assert_eq!((g.work_ratio, g.uneven_launches), (None, Some(UnevenLaunches { ratio: 2.0, agreeing_pct: 80.0 })));
     assert!(g.tripped);
+    // The bounds hold as written whatever the rounding: 22 launches of 10
+    // are 10% off a median of 2, and 6.3 µs of 7.0 are 90%.
+    let base = report(Stage::All, vec![row("g", 600.0, 10), row("a", 200.0, 10), row("b", 200.0, 10)], 1000.0, None);
+    let new = report(Stage::All, vec![row("g", 1200.0, 20), row("a", 400.0, 22), row("b", 400.0, 18)], 2000.0, None);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.work_ratio, g.uneven_launches), (Some(2.0), None));
+    let base = report(Stage::All, vec![row("g", 6.3, 10), row("a", 0.7, 10)], 7.0, None);
+    let new = report(Stage::All, vec![row("g", 12.6, 20), row("a", 0.7, 10)], 13.3, None);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.work_ratio, g.uneven_launches), (Some(2.0), None));
+    // A share just under the bar is written rounded down, never as the bar.
+    let base = report(Stage::All, vec![row("g", 89.6, 10), row("a", 10.4, 10)], 100.0, None);
+    let new = report(Stage::All, vec![row("g", 179.2, 20), row("a", 10.4, 10)], 189.6, None);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert!(g.work_note().unwrap().contains("kernels holding 89% of base's time"), "{:?}", g.work_note());
 }
 
 #[test]
@@ -558,4 +573,8 @@ fn a_change_just_past_the_threshold_is_written_past_it() {
     let new = report(Stage::All, vec![row("a", 1000.4, 10)], 1000.4, None);
     let g = diff(&base, &new, &gate(0.0, None)).stages[0].gate.clone().unwrap();
     assert_eq!((g.tripped, g.change_text()), (true, "+0.04%".to_string()));
+    // 5.00004% over a 5% gate.
+    let new = report(Stage::All, vec![row("a", 1050.0004, 10)], 1050.0004, None);
+    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    assert_eq!((g.tripped, g.change_text()), (true, "+5.00004%".to_string()));
 }

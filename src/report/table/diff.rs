@@ -120,11 +120,11 @@ fn timeline_table(o: &mut Out, s: &StageDiff) {
     }
     if let Some(g) = &s.gate {
         o.text(&format!(
-            "Gate on {}{}: {} ms -> {} ms ({}), {}.",
+            "Gate on {}{}: {} -> {} ({}), {}.",
             g.basis.label(),
             g.per_label(),
-            time_ms(g.base_us),
-            time_ms(g.new_us),
+            crate::report::markdown::time(g.base_us),
+            crate::report::markdown::time(g.new_us),
             g.change_text(),
             if g.tripped { "tripped" } else { "passed" }
         ));
