@@ -356,6 +356,16 @@ impl ColumnsBuilder {
             (Some(ts), Some(dur)) => (ts, dur),
             _ => {
                 self.t.counts.skipped += 1;
+                // A step mark whose time is no number (`"dur": null`) is a
+                // step the step figures lack, too.
+                if ev.name.as_str().is_some_and(|n| n.starts_with(STEP_PREFIX)) {
+                    let cat = if ev.cat.is_missing() { self.intern_py(ev.cat, "") } else { counts_cat };
+                    let cc = class_of(&mut self.cat_class, cat, &self.t.strings, classify_cat);
+                    if cc & (CAT_GPU_ANN | CAT_PYTHON_FUNCTION) == 0 {
+                        let name = self.intern_py(ev.name, "");
+                        *self.t.counts.unplaced_annotations.entry(name).or_insert(0) += 1;
+                    }
+                }
                 return;
             }
         };

@@ -416,8 +416,8 @@ pub struct Counts {
     pub ts_text: bool,
     /// CPU-side user annotations left out of `annotations` for their times
     /// (no `ts` or `dur`, or a duration that is not a positive, finite
-    /// number), and `ProfilerStep` events of any other category with no
-    /// `ts` or `dur`, by name: a step annotation among them is a step the
+    /// number), and `ProfilerStep` events of any other CPU-side category
+    /// with no `ts` or `dur` (or one that is no number), by name: a step annotation among them is a step the
     /// step figures lack. Timed `ProfilerStep` events are step marks.
     pub unplaced_annotations: FxIndexMap<Sym, u64>,
 }

@@ -393,6 +393,9 @@ fn step_annotations_with_no_finite_time_are_warned_about() {
         r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","pid":1,"tid":1,"dur":100}"#.into(),
         r#"{"ph":"X","cat":"cpu_op","name":"ProfilerStep#4","pid":1,"tid":1,"dur":100}"#.into(),
         r#"{"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#5","pid":0,"tid":7,"ts":110}"#.into(),
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#6","pid":1,"tid":1,"ts":400,"dur":null}"#.into(),
+        r#"{"ph":"X","cat":"cpu_op","name":"ProfilerStep#7","pid":1,"tid":1,"ts":null,"dur":100}"#.into(),
+        r#"{"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#8","pid":0,"tid":7,"ts":110,"dur":null}"#.into(),
         events[4].clone(),
         events[5].clone(),
     ];
@@ -400,10 +403,10 @@ fn step_annotations_with_no_finite_time_are_warned_about() {
     let out = common::run(&["-q", "triage", "--format", "json", path.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let notes = v["notes"].to_string();
-    assert!(notes.contains("3 of the trace's ProfilerStep annotations left out of the step figures: their starts or durations are missing, not finite numbers, or not positive; the steps count the other 1"), "{notes}");
-    assert_eq!(v["timeline"]["steps_left_out"], 3);
+    assert!(notes.contains("5 of the trace's ProfilerStep annotations left out of the step figures: their starts or durations are missing, not finite numbers, or not positive; the steps count the other 1"), "{notes}");
+    assert_eq!(v["timeline"]["steps_left_out"], 5);
     // A trace whose steps all place gives no such warning.
-    let events = [step(1, "0", "100"), events[4].clone(), events[5].clone()];
+    let events = [step(1, "0", "100"), events[8].clone(), events[9].clone()];
     std::fs::write(&path, format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))).unwrap();
     let out = common::run(&["triage", path.to_str().unwrap()]);
     assert!(stderr_lines(&out).is_empty(), "{:?}", stderr_lines(&out));
