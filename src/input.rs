@@ -238,7 +238,8 @@ pub fn open_with(path: &Path, mode: ReadMode) -> Result<Opened> {
                 cut.magic_len(),
                 cut.name()
             ))
-            .in_file(path));
+            .in_file(path)
+            .at(0));
         }
     }
     let disk_len = Some(meta.len());

@@ -603,6 +603,7 @@ fn steps_line_with(stage: &StageTimeline, name: impl Fn(&str) -> String) -> Stri
     };
     let idle = without_gpu_work_note(s).map_or_else(String::new, |n| format!("; {n}"));
     if s.count == 0 {
+        let idle = idle.replacen(" more step", " step", 1);
         return format!("Steps: none in this stage ({}){idle}", step_source_name(source));
     }
     let slowest: Vec<String> = s

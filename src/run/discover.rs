@@ -155,9 +155,10 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
                     super::sniff::file_names_trace_events(path)
                 })
         }
-        // A file of a trace's name that cannot be opened (no permission) is
-        // kept, for the same reason.
-        Err(_) => std::fs::File::open(path).is_err(),
+        // A file of a trace's name that cannot be opened (no permission), or
+        // whose opening finds it damaged (cut inside the magic number of
+        // its compression), is kept, for the same reason.
+        Err(e) => e.kind == crate::error::ErrorKind::BadInput || std::fs::File::open(path).is_err(),
     }
 }
 
@@ -558,9 +559,9 @@ pub(crate) fn no_traces_in(dir: &Path, survey: &Survey) -> Error {
     if named.len() > PASSED_OVER_SHOWN {
         shown.push(format!("and {} more", named.len() - PASSED_OVER_SHOWN));
     }
-    let (files, begin) = if named.len() == 1 { ("file", "begins") } else { ("files", "begin") };
+    let (files, one) = if named.len() == 1 { ("file", "it does") } else { ("files", "they do") };
     Error::usage(format!(
-        "{NO_TRACES}; passed over {} {files} of a trace's name that {begin} otherwise: {}",
+        "{NO_TRACES}; {} {files} named like traces passed over, as {one} not begin as one: {}",
         named.len(),
         shown.join(", ")
     ))

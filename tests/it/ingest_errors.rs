@@ -326,7 +326,7 @@ fn no_trace_files_names_the_files_passed_over() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         let want = format!(
-            "torchtriage: {}: {lead}; passed over 2 files of a trace's name that begin otherwise: rank0.json, sub/rank1.json\n",
+            "torchtriage: {}: {lead}; 2 files named like traces passed over, as they do not begin as one: rank0.json, sub/rank1.json\n",
             args[1]
         );
         assert_eq!(stderr, want, "{args:?}");
@@ -337,7 +337,7 @@ fn no_trace_files_names_the_files_passed_over() {
     }
     let out = common::run_in(dir.path(), &["batch", "job"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.ends_with("passed over 6 files of a trace's name that begin otherwise: rank0.json, rank2.json, rank3.json, and 3 more\n"), "{stderr}");
+    assert!(stderr.ends_with("6 files named like traces passed over, as they do not begin as one: rank0.json, rank2.json, rank3.json, and 3 more\n"), "{stderr}");
 }
 
 /// A folder `run/` holding one good trace, `rank0.pt.trace.json`.
@@ -433,12 +433,19 @@ fn a_compressed_file_cut_inside_its_magic_number_says_so() {
         assert_eq!(
             stderr,
             format!(
-                "torchtriage: {}: corrupt or truncated compressed stream (the file ends after {want})\n",
+                "torchtriage: {}: byte 0: corrupt or truncated compressed stream (the file ends after {want})\n",
                 path.display()
             )
         );
         assert!(out.stdout.is_empty());
     }
+    // In a folder, such a rank is a failed file, not a file passed over.
+    std::fs::create_dir(dir.path().join("job")).unwrap();
+    write_temp(&dir, "job/rank0.json", GOOD);
+    write_temp(&dir, "job/rank1.json.gz", b"\x1f");
+    let (_, lines) = batch_in(&dir, &["job"], 1);
+    let failed = lines.iter().find(|l| l.contains("files failed")).cloned().unwrap_or_default();
+    assert!(failed.ends_with("rank1.json.gz: byte 0: corrupt or truncated compressed stream (the file ends after 1 of the 2 bytes that open a gzip stream)"), "{lines:?}");
     // A plain file of the same bytes is judged as JSON.
     let path = write_temp(&dir, "d.json", b"\x1f");
     let out = common::run(&["triage", path.to_str().unwrap()]);
