@@ -547,25 +547,34 @@ pub(crate) fn no_traces_in(dir: &Path, survey: &Survey) -> Error {
     }
     let ignored =
         |p: &Path| p.file_name().is_some_and(|n| IGNORED_NAMES.contains(&n.to_string_lossy().to_lowercase().as_str()));
-    let named: Vec<&PathBuf> = survey.files.iter().filter(|p| has_trace_name(p) && !ignored(p)).collect();
-    if named.is_empty() {
-        return Error::usage(NO_TRACES).in_file(dir);
+    let is_summary =
+        |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(SUMMARY_SUFFIX));
+    let (summaries, named): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        survey.files.iter().filter(|p| has_trace_name(p) && !ignored(p)).partition(|p| is_summary(p));
+    let mut message = NO_TRACES.to_string();
+    if !named.is_empty() {
+        // Named from `dir`, which the message begins with (a walk's paths
+        // may be canonical).
+        let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let below = |p: &Path| p.strip_prefix(&root).or_else(|_| p.strip_prefix(dir)).unwrap_or(p).to_path_buf();
+        let mut shown: Vec<String> =
+            named.iter().take(PASSED_OVER_SHOWN).map(|p| crate::error::shown(&below(p))).collect();
+        if named.len() > PASSED_OVER_SHOWN {
+            shown.push(format!("and {} more", named.len() - PASSED_OVER_SHOWN));
+        }
+        let (files, one) = if named.len() == 1 {
+            ("file named like a trace", "it does")
+        } else {
+            ("files named like traces", "they do")
+        };
+        message += &format!("; {} {files} passed over, as {one} not begin as one: {}", named.len(), shown.join(", "));
     }
-    // Named from `dir`, which the message begins with (a walk's paths may
-    // be canonical).
-    let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let below = |p: &Path| p.strip_prefix(&root).or_else(|_| p.strip_prefix(dir)).unwrap_or(p).to_path_buf();
-    let mut shown: Vec<String> = named.iter().take(PASSED_OVER_SHOWN).map(|p| crate::error::shown(&below(p))).collect();
-    if named.len() > PASSED_OVER_SHOWN {
-        shown.push(format!("and {} more", named.len() - PASSED_OVER_SHOWN));
+    if !summaries.is_empty() {
+        let n = summaries.len();
+        let (what, them) = if n == 1 { ("batch summary", "it") } else { ("batch summaries", "them") };
+        message += &format!("; {n} {what} ({SUMMARY_SUFFIX}) here: `torchtriage merge` reads {them}");
     }
-    let (files, one) = if named.len() == 1 { ("file", "it does") } else { ("files", "they do") };
-    Error::usage(format!(
-        "{NO_TRACES}; {} {files} named like traces passed over, as {one} not begin as one: {}",
-        named.len(),
-        shown.join(", ")
-    ))
-    .in_file(dir)
+    Error::usage(message).in_file(dir)
 }
 
 /// The run a trace below a profile directory belongs to: its folder, or the

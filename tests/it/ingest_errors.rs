@@ -332,6 +332,13 @@ fn no_trace_files_names_the_files_passed_over() {
         assert_eq!(stderr, want, "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+    // A folder of batch summaries points to `merge`.
+    std::fs::create_dir(dir.path().join("sums")).unwrap();
+    write_temp(&dir, "sums/rank0.json.0123456789abcdef.summary.json", b"{}");
+    write_temp(&dir, "sums/notes.json", b"[]");
+    let out = common::run_in(dir.path(), &["batch", "sums"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.ends_with("; 1 file named like a trace passed over, as it does not begin as one: notes.json; 1 batch summary (.summary.json) here: `torchtriage merge` reads it\n"), "{stderr}");
     for n in 2..6 {
         write_temp(&dir, &format!("job/rank{n}.json"), b"{}");
     }
