@@ -581,12 +581,17 @@ impl DiffReport {
             .iter()
             .filter_map(|s| {
                 let g = s.gate.as_ref().filter(|g| g.tripped)?;
-                let work = g.work_ratio.map_or_else(String::new, |r| {
-                    format!(
+                let work = match (g.work_ratio, g.uneven_launches) {
+                    (Some(r), _) => format!(
                         " (new launched the kernels both ran {} as often, without steps to divide by)",
                         ratio_text(r)
-                    )
-                });
+                    ),
+                    (None, Some(_)) => {
+                        " (as captured: the kernels' launch counts changed unevenly, without steps to divide by)"
+                            .to_string()
+                    }
+                    (None, None) => String::new(),
+                };
                 Some(format!(
                     "gate: {}: {}{} {} -> {} ({}) exceeds {threshold}%{work}",
                     s.stage.label(),

@@ -459,7 +459,10 @@ fn a_dominant_kernel_launched_more_often_alone_is_more_work_not_a_longer_capture
     assert_eq!((g.work_ratio, g.base_us, g.new_us), (None, 500.0, 800.0));
     assert_eq!(g.uneven_launches, Some(UnevenLaunches { ratio: 2.0, agreeing_pct: 60.0 }));
     assert!(g.tripped);
-    assert_eq!(d.gate_failures(), ["torchtriage: gate: all: busy 500.0 µs -> 800.0 µs (+60.0%) exceeds 5%"]);
+    assert_eq!(
+        d.gate_failures(),
+        ["torchtriage: gate: all: busy 500.0 µs -> 800.0 µs (+60.0%) exceeds 5% (as captured: the kernels' launch counts changed unevenly, without steps to divide by)"]
+    );
     let md = markdown(&d);
     assert!(md.contains("kernels holding 60% of base's time (of those both ran) were launched 2.00× as often, the rest otherwise, so the gate compares busy time as captured."), "{md}");
     // Every kernel launched twice as often within 10%: a longer capture.
