@@ -106,10 +106,30 @@ pub(crate) fn detect(trace: &Trace) -> Option<(StepSource, Vec<Span>)> {
         let mut spans: Vec<Span> = annotated(trace, source).filter(placeable).collect();
         if !spans.is_empty() {
             spans.sort_by(|x, y| fcmp(x.ts, y.ts));
+            without_copies(&mut spans);
             return Some((source, spans));
         }
     }
     frame_steps(trace)
+}
+
+/// Drops from `spans` (sorted by start) each span that repeats an earlier
+/// one's name, start and duration: a step written twice (as a user
+/// annotation and as an operator) is one step.
+fn without_copies(spans: &mut Vec<Span>) {
+    let mut run_start = 0;
+    let mut kept = 0;
+    for i in 0..spans.len() {
+        let s = spans[i];
+        if kept > 0 && spans[kept - 1].ts != s.ts {
+            run_start = kept;
+        }
+        if !spans[run_start..kept].iter().any(|k| k.name == s.name && k.dur == s.dur) {
+            spans[kept] = s;
+            kept += 1;
+        }
+    }
+    spans.truncate(kept);
 }
 
 /// Step annotations no step was made of, as [`detect`] tries the rules: of

@@ -324,6 +324,18 @@ fn kernels_per_step_counts_the_kernels_launched_inside_the_steps() {
 }
 
 #[test]
+fn a_step_written_twice_is_one_step() {
+    // The same ProfilerStep as a user annotation and as an operator.
+    let mut ev = four_kernels();
+    ev.push(annotation("user_annotation", "ProfilerStep#1", -10.0, 100.0));
+    ev.push(annotation("cpu_op", "ProfilerStep#1", -10.0, 100.0));
+    let tl = run(&trace_of(&ev), Basis::Trace);
+    let s = &tl.stages[0].steps;
+    assert_eq!((s.count, s.without_gpu_work), (1, 0), "{s:?}");
+    assert!(close(tl.launch.kernels_per_step.unwrap(), 4.0), "{:?}", tl.launch);
+}
+
+#[test]
 fn a_short_step_inside_a_longer_one_leaves_it_the_launches_after_its_end() {
     // Launches at -5, 2, 20 and 50 µs, all inside the step at -10..90; a
     // 1 µs step starts inside it at 0 and holds none of them. The launches
