@@ -603,7 +603,6 @@ fn steps_line_with(stage: &StageTimeline, name: impl Fn(&str) -> String) -> Stri
     };
     let idle = without_gpu_work_note(s).map_or_else(String::new, |n| format!("; {n}"));
     if s.count == 0 {
-        let idle = idle.replacen(" more step", " step", 1);
         return format!("Steps: none in this stage ({}){idle}", step_source_name(source));
     }
     let slowest: Vec<String> = s
@@ -625,12 +624,14 @@ fn steps_line_with(stage: &StageTimeline, name: impl Fn(&str) -> String) -> Stri
 }
 
 /// What the steps line says of the steps that launched no GPU work, which
-/// no stage counts; `None` when every step launched some.
+/// no stage counts (`more` after the stage's own steps); `None` when every
+/// step launched some.
 pub(crate) fn without_gpu_work_note(s: &crate::analysis::timeline::Steps) -> Option<String> {
+    let more = if s.count > 0 { " more" } else { "" };
     match s.without_gpu_work {
         0 => None,
-        1 => Some("1 more step launched no GPU work, so no stage counts it".into()),
-        n => Some(format!("{n} more steps launched no GPU work, so no stage counts them")),
+        1 => Some(format!("1{more} step launched no GPU work, so no stage counts it")),
+        n => Some(format!("{n}{more} steps launched no GPU work, so no stage counts them")),
     }
 }
 
@@ -678,6 +679,16 @@ mod tests {
     use super::*;
     use crate::analysis::timeline::verdict::decide;
     use crate::analysis::timeline::{GpuTimeline, LaunchStats, Steps};
+
+    #[test]
+    fn steps_without_gpu_work_are_more_only_after_a_stage_s_own() {
+        let steps = |count, without_gpu_work| Steps { count, without_gpu_work, ..Steps::default() };
+        assert_eq!(without_gpu_work_note(&steps(3, 0)), None);
+        let note = without_gpu_work_note(&steps(3, 1));
+        assert_eq!(note.as_deref(), Some("1 more step launched no GPU work, so no stage counts it"));
+        let note = without_gpu_work_note(&steps(0, 2));
+        assert_eq!(note.as_deref(), Some("2 steps launched no GPU work, so no stage counts them"));
+    }
 
     fn stage(figures: Figures, launch: LaunchStats, steps_us: Option<f64>) -> StageTimeline {
         let verdict = decide([&figures], &launch, steps_us);
