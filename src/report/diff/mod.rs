@@ -550,7 +550,10 @@ impl DiffReport {
         let (b, n) = self.skipped_events;
         let sides: Vec<String> = [side("base", b), side("new", n)].into_iter().flatten().collect();
         (!sides.is_empty()).then(|| {
-            format!("{} for unusable times, so the figures compared lack them: see the warnings", sides.join(" and "))
+            format!(
+                "{} for unusable times, so the figures compared lack them; each side's notes (its warnings) say which",
+                sides.join(" and ")
+            )
         })
     }
 

@@ -405,7 +405,7 @@ fn a_side_that_skipped_events_leaves_the_gate_not_evaluated() {
     let d = diff(&base, &new, &gate(5.0, None));
     assert_eq!(d.gate.tripped, None);
     assert!(d.stages[0].gate.is_none());
-    let why = "new left out 9 events for unusable times, so the figures compared lack them: see the warnings";
+    let why = "new left out 9 events for unusable times, so the figures compared lack them; each side's notes (its warnings) say which";
     assert_eq!(d.gate.not_evaluated.as_deref(), Some(why));
     assert_eq!(d.gate_failures(), [format!("torchtriage: gate: not evaluated: {why}")]);
     assert!(markdown(&d).contains(&format!("gate: not evaluated ({why})")), "{}", markdown(&d));
