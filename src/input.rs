@@ -18,12 +18,17 @@ pub enum Encoding {
     Zstd,
 }
 
+/// The bytes that open a gzip member.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// The bytes that open a zstd frame.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
 impl Encoding {
     /// Detects the encoding from the first bytes of the file.
     pub fn sniff(head: &[u8]) -> Encoding {
-        if head.starts_with(&[0x1f, 0x8b]) {
+        if head.starts_with(&GZIP_MAGIC) {
             Encoding::Gzip
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+        } else if head.starts_with(&ZSTD_MAGIC)
             || (head.len() >= 4 && head[0] & 0xf0 == 0x50 && head[1..4] == [0x2a, 0x4d, 0x18])
         {
             // A zstd frame, or a skippable frame (magic 0x184D2A5?), which
@@ -34,12 +39,12 @@ impl Encoding {
         }
     }
 
-    /// Bytes of the magic number that opens a stream of this encoding.
-    fn magic_len(self) -> usize {
+    /// The magic number that opens a stream of this encoding.
+    fn magic(self) -> &'static [u8] {
         match self {
-            Encoding::Plain => 0,
-            Encoding::Gzip => 2,
-            Encoding::Zstd => 4,
+            Encoding::Plain => &[],
+            Encoding::Gzip => &GZIP_MAGIC,
+            Encoding::Zstd => &ZSTD_MAGIC,
         }
     }
 
@@ -147,8 +152,8 @@ impl<R: BufRead> Read for GzipMembers<R> {
                 // A member starts `1f 8b`; one byte left in the buffer is
                 // judged by the decoder.
                 let starts_member = match (avail.get(zeros..zeros + 2), avail.get(zeros)) {
-                    (Some(two), _) => two == [0x1f, 0x8b],
-                    (None, first) => first == Some(&0x1f),
+                    (Some(two), _) => two == GZIP_MAGIC,
+                    (None, first) => first == Some(&GZIP_MAGIC[0]),
                 };
                 if more && !starts_member {
                     return Err(io::Error::new(io::ErrorKind::InvalidData, TrailingData));
@@ -169,13 +174,14 @@ impl<R: BufRead> Read for GzipMembers<R> {
 /// number. A file this short of another name is left to the JSON reader.
 fn cut_in_magic(path: &Path, all: &[u8]) -> Option<Encoding> {
     let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-    let (enc, magic): (Encoding, &[u8]) = if name.ends_with(".gz") {
-        (Encoding::Gzip, &[0x1f, 0x8b])
+    let enc = if name.ends_with(".gz") {
+        Encoding::Gzip
     } else if name.ends_with(".zst") {
-        (Encoding::Zstd, &[0x28, 0xb5, 0x2f, 0xfd])
+        Encoding::Zstd
     } else {
         return None;
     };
+    let magic = enc.magic();
     (!all.is_empty() && all.len() < magic.len() && magic.starts_with(all)).then_some(enc)
 }
 
@@ -235,7 +241,7 @@ pub fn open_with(path: &Path, mode: ReadMode) -> Result<Opened> {
         if let Some(cut) = cut_in_magic(path, &head[..n]) {
             return Err(Error::bad_input(format!(
                 "corrupt or truncated compressed stream (the file ends after {n} of the {} bytes that open a {} stream)",
-                cut.magic_len(),
+                cut.magic().len(),
                 cut.name()
             ))
             .in_file(path)

@@ -339,6 +339,12 @@ impl ColumnsBuilder {
         }
     }
 
+    /// Counts a CPU-side annotation or step mark left out for its times
+    /// ([`Counts::unplaced_annotations`]).
+    fn count_unplaced(&mut self, name: Sym) {
+        *self.t.counts.unplaced_annotations.entry(name).or_insert(0) += 1;
+    }
+
     /// `counts_cat` is the symbol [`Self::count_key`] gave the category:
     /// the category's own, unless it is missing.
     fn push_complete(
@@ -363,7 +369,7 @@ impl ColumnsBuilder {
                     let cc = class_of(&mut self.cat_class, cat, &self.t.strings, classify_cat);
                     if cc & (CAT_GPU_ANN | CAT_PYTHON_FUNCTION) == 0 {
                         let name = self.intern_py(ev.name, "");
-                        *self.t.counts.unplaced_annotations.entry(name).or_insert(0) += 1;
+                        self.count_unplaced(name);
                     }
                 }
                 return;
@@ -392,7 +398,7 @@ impl ColumnsBuilder {
             // A step mark with no start or no duration (a stage annotation's
             // is counted below with the others it cannot place).
             let name = self.intern_py(ev.name, "");
-            *self.t.counts.unplaced_annotations.entry(name).or_insert(0) += 1;
+            self.count_unplaced(name);
         }
         if cc & CAT_CPU_OP != 0 {
             if external_id.is_some() || correlation.is_some() {
@@ -451,7 +457,7 @@ impl ColumnsBuilder {
         if step_mark && !annotation {
             self.t.step_marks.push(StepMarkRow { name, ts, dur });
         } else if !complete && cc & CAT_STAGE_ANN != 0 && cc & CAT_GPU_ANN == 0 {
-            *self.t.counts.unplaced_annotations.entry(name).or_insert(0) += 1;
+            self.count_unplaced(name);
         }
         if !complete {
             return;

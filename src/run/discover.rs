@@ -123,7 +123,7 @@ const SNIFF_BYTES: usize = 64 << 10;
 /// whose first key is one the profiler writes (or that names `traceEvents`
 /// early on). Nothing is parsed in full.
 pub fn file_looks_like_trace(path: &Path) -> bool {
-    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let name = lowercase_name(path);
     if IGNORED_NAMES.contains(&name.as_str()) || path.is_dir() {
         return false;
     }
@@ -545,12 +545,11 @@ pub(crate) fn no_traces_in(dir: &Path, survey: &Survey) -> Error {
             return Error::usage(format!("cannot list this directory: {e}")).in_file(d);
         }
     }
-    let ignored =
-        |p: &Path| p.file_name().is_some_and(|n| IGNORED_NAMES.contains(&n.to_string_lossy().to_lowercase().as_str()));
-    let is_summary =
-        |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(SUMMARY_SUFFIX));
-    let (summaries, named): (Vec<&PathBuf>, Vec<&PathBuf>) =
-        survey.files.iter().filter(|p| has_trace_name(p) && !ignored(p)).partition(|p| is_summary(p));
+    let (summaries, named): (Vec<&PathBuf>, Vec<&PathBuf>) = survey
+        .files
+        .iter()
+        .filter(|p| has_trace_name(p) && !IGNORED_NAMES.contains(&lowercase_name(p).as_str()))
+        .partition(|p| lowercase_name(p).ends_with(SUMMARY_SUFFIX));
     let mut message = NO_TRACES.to_string();
     if !named.is_empty() {
         // Named from `dir`, which the message begins with (a walk's paths
@@ -749,7 +748,12 @@ pub(crate) fn unseen_in(passed: &PassedOver) -> Vec<(PathBuf, &'static str)> {
 /// Whether `p`'s file name ends as a trace's does (`.json`, `.json.gz`,
 /// `.json.zst`, `.zst`), whatever it holds.
 pub(crate) fn has_trace_name(p: &Path) -> bool {
-    p.file_name().is_some_and(|n| has_trace_suffix(&n.to_string_lossy().to_lowercase()))
+    has_trace_suffix(&lowercase_name(p))
+}
+
+/// `p`'s file name in lowercase (empty for a path without one).
+fn lowercase_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default()
 }
 
 /// Framework hinted by an input path: its text, its server args, then the
