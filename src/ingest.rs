@@ -123,7 +123,7 @@ pub fn framework_sample(path: &Path) -> Option<String> {
             break;
         }
     }
-    doc.saw_events().then(|| doc.builder.sample_text())
+    doc.saw_events().then(|| doc.builder.take_sample())
 }
 
 /// Parses a complete in-memory JSON text on the calling thread.

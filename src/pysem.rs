@@ -57,6 +57,11 @@ impl<'a> Scalar<'a> {
     /// `str(event.get(key, default))`. Writes into `out` (cleared first).
     pub fn py_str_into(&self, default: &str, out: &mut String) {
         out.clear();
+        self.py_str_push(default, out);
+    }
+
+    /// `str(...)` appended to `out`.
+    pub fn py_str_push(&self, default: &str, out: &mut String) {
         match *self {
             Scalar::Missing => out.push_str(default),
             Scalar::Null => out.push_str("None"),

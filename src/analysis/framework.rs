@@ -125,23 +125,62 @@ impl Undetected {
 
 /// Framework named by free text (a path, a trace sample, server args).
 pub fn detect_from_text(text: &str) -> Option<Framework> {
-    let lowered = normalize_text(text).to_lowercase();
-    if lowered.is_empty() {
-        return None;
+    // In order of precedence: the first group with a marker in the text wins.
+    const MARKERS: [(Framework, &[&str]); 4] = [
+        (Framework::Tokenspeed, &["tokenspeed", "token-speed", "/ts/"]),
+        (Framework::Trtllm, &["tensorrt_llm", "tensorrt-llm", "trtllm", "pyexecutor"]),
+        (Framework::Vllm, &["vllm"]),
+        (Framework::Sglang, &["python/sglang/", "sgl_kernel/", "sglang/"]),
+    ];
+    let needles: Vec<&str> = MARKERS.iter().flat_map(|(_, group)| group.iter().copied()).collect();
+    let found = lowered_contains(text, &needles);
+    let mut at = 0;
+    MARKERS.iter().find_map(|(framework, group)| {
+        let hit = found[at..at + group.len()].contains(&true);
+        at += group.len();
+        hit.then_some(*framework)
+    })
+}
+
+/// Which of `needles` (lowercase ASCII without whitespace) occur in
+/// `text.to_lowercase()`, read a piece at a time so that a long text is
+/// never copied whole. The reference also collapses whitespace first, which
+/// neither makes nor breaks a match of text without whitespace.
+fn lowered_contains(text: &str, needles: &[&str]) -> Vec<bool> {
+    const PIECE: usize = 64 * 1024;
+    let longest = needles.iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut found = vec![false; needles.len()];
+    let mut window = String::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(PIECE);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        // A match that ends in this piece starts at most `longest` bytes
+        // before it, on ASCII characters, so on a character boundary.
+        let mut keep = window.len().saturating_sub(longest);
+        while !window.is_char_boundary(keep) {
+            keep += 1;
+        }
+        window.drain(..keep);
+        window.extend(piece.chars().flat_map(char::to_lowercase));
+        for (f, n) in found.iter_mut().zip(needles) {
+            *f |= window.contains(n);
+        }
     }
-    if ["tokenspeed", "token-speed", "/ts/"].iter().any(|t| lowered.contains(t)) {
-        return Some(Framework::Tokenspeed);
-    }
-    if ["tensorrt_llm", "tensorrt-llm", "trtllm", "pyexecutor"].iter().any(|t| lowered.contains(t)) {
-        return Some(Framework::Trtllm);
-    }
-    if lowered.contains("vllm") {
-        return Some(Framework::Vllm);
-    }
-    if ["python/sglang/", "sgl_kernel/", "sglang/"].iter().any(|t| lowered.contains(t)) {
-        return Some(Framework::Sglang);
-    }
-    None
+    found
+}
+
+/// Whether `needle` (lowercase ASCII) occurs in `text.to_ascii_lowercase()`,
+/// found without copying `text`.
+fn contains_ignoring_ascii_case(text: &str, needle: &str) -> bool {
+    let (hay, needle) = (text.as_bytes(), needle.as_bytes());
+    let Some(&first) = needle.first() else { return true };
+    (0..hay.len().saturating_sub(needle.len() - 1))
+        .any(|i| hay[i].to_ascii_lowercase() == first && hay[i..i + needle.len()].eq_ignore_ascii_case(needle))
 }
 
 /// Framework whose source paths occur in a trace's strings (every distinct
@@ -159,9 +198,8 @@ pub fn detect_from_strings<'a>(strings: impl IntoIterator<Item = &'a str>) -> Op
     ];
     let mut counts = [0usize; MARKERS.len()];
     for s in strings {
-        let lowered = s.to_ascii_lowercase();
         for (count, (_, tokens)) in counts.iter_mut().zip(MARKERS.iter()) {
-            if tokens.iter().any(|t| lowered.contains(t)) {
+            if tokens.iter().any(|t| contains_ignoring_ascii_case(s, t)) {
                 *count += 1;
             }
         }
@@ -225,6 +263,71 @@ mod tests {
         assert!(parse("foo").is_err());
         assert_eq!(Framework::Vllm.display_name(), "vLLM");
         assert_eq!(Framework::from_id("trtllm"), Some(Framework::Trtllm));
+    }
+
+    /// The reference's reading of free text: normalized, lowered whole,
+    /// then searched.
+    fn detect_whole(text: &str) -> Option<Framework> {
+        let lowered = normalize_text(text).to_lowercase();
+        let has = |ts: &[&str]| ts.iter().any(|t| lowered.contains(t));
+        if has(&["tokenspeed", "token-speed", "/ts/"]) {
+            Some(Framework::Tokenspeed)
+        } else if has(&["tensorrt_llm", "tensorrt-llm", "trtllm", "pyexecutor"]) {
+            Some(Framework::Trtllm)
+        } else if has(&["vllm"]) {
+            Some(Framework::Vllm)
+        } else if has(&["python/sglang/", "sgl_kernel/", "sglang/"]) {
+            Some(Framework::Sglang)
+        } else {
+            None
+        }
+    }
+
+    #[test]
+    fn text_is_searched_in_pieces_as_if_lowered_whole() {
+        let piece = 64 * 1024;
+        let mut texts: Vec<String> = [
+            "",
+            "  \t ",
+            "VLLM",
+            "v LLM",
+            "/work/SGLang/python/SGLANG/srt",
+            "TensorRT-LLM and vllm",
+            "sglang/ then vllm",
+            // KELVIN SIGN lowers to an ASCII `k`.
+            "sgl_\u{212A}ernel/",
+            "to\u{212A}enspeed",
+            "İ ß Σ tokenspeed",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        // Markers across the pieces' seams, after ASCII and after
+        // multi-byte characters.
+        for marker in ["python/sglang/", "vllm", "/ts/", "PyExecutor"] {
+            for pad in ["a", "é", "€", "\u{212A}"] {
+                for shift in 0..marker.len() + 2 {
+                    let lead = pad.repeat((piece - shift) / pad.len() + 1);
+                    texts.push(format!("{lead}{marker} tail"));
+                }
+            }
+        }
+        texts.push(format!("{}pyexec", "x".repeat(piece - 6)) + "utor");
+        for t in &texts {
+            assert_eq!(detect_from_text(t), detect_whole(t), "{:?}", t.chars().rev().take(40).collect::<String>());
+        }
+        assert_eq!(detect_from_text(&format!("{}vllm", "é".repeat(3 * piece))), Some(Framework::Vllm));
+    }
+
+    #[test]
+    fn strings_are_searched_ignoring_ascii_case_only() {
+        assert!(contains_ignoring_ascii_case("Python/SGLang/srt", "python/sglang/"));
+        assert!(contains_ignoring_ascii_case("x/VLLM/", "vllm/"));
+        assert!(!contains_ignoring_ascii_case("vll", "vllm"));
+        assert!(!contains_ignoring_ascii_case("", "vllm"));
+        assert!(!contains_ignoring_ascii_case("v\u{212A}llm/", "vllm/"));
+        assert_eq!(detect_from_strings(["A/VLLM/b", "c"]), Some(Framework::Vllm));
+        assert_eq!(detect_from_strings(["tensorrt_llm"]), None);
     }
 
     #[test]

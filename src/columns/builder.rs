@@ -68,7 +68,10 @@ pub struct ColumnsBuilder {
     t: Trace,
     cat_class: Vec<u16>,
     name_class: Vec<u8>,
-    sample: Vec<String>,
+    /// The framework-detection sample's text, and where each of its
+    /// events' text ends in it.
+    sample: String,
+    sample_ends: Vec<usize>,
     thread_cache: FxHashMap<(Sym, Sym), ThreadIdx>,
     scratch: String,
     /// Last text, symbol and whether the text was a number, per field slot
@@ -191,14 +194,15 @@ impl ColumnsBuilder {
     }
 
     /// The framework-detection sample so far, as [`Trace::framework_sample`]
-    /// holds it once the trace is finished.
-    pub fn sample_text(&self) -> String {
-        self.sample.join(" ")
+    /// holds it once the trace is finished; the builder's is left empty.
+    pub fn take_sample(&mut self) -> String {
+        self.sample_ends.clear();
+        std::mem::take(&mut self.sample)
     }
 
     /// True while the framework-detection sample still takes events.
     pub fn wants_sample(&self) -> bool {
-        self.sample.len() < SAMPLE_EVENTS
+        self.sample_ends.len() < SAMPLE_EVENTS
     }
 
     /// Number of events pushed so far.
@@ -288,17 +292,7 @@ impl ColumnsBuilder {
         }
 
         if self.wants_sample() {
-            let mut s = String::new();
-            s.push_str(&ev.name.py_str(""));
-            s.push(' ');
-            s.push_str(&ev.cat.py_str(""));
-            s.push(' ');
-            s.push_str(&ev.pid.py_str(""));
-            if !ev.args_head.is_empty() {
-                s.push(' ');
-                s.push_str(ev.args_head);
-            }
-            self.sample.push(s);
+            self.sample_event(ev);
         }
 
         let args = ev.args;
@@ -509,7 +503,7 @@ impl ColumnsBuilder {
             return;
         }
         let o = other.t;
-        let other_sample = other.sample;
+        let (other_sample, other_ends) = (other.sample, other.sample_ends);
         let sym = self.t.strings.absorb(&o.strings);
         let thread: Vec<ThreadIdx> = o
             .threads
@@ -557,8 +551,7 @@ impl ColumnsBuilder {
         merge_counts(&mut c.unplaced_annotations, &o.counts.unplaced_annotations, sym);
         c.min_ts = min_opt(c.min_ts, o.counts.min_ts, f64::min);
         c.max_end = min_opt(c.max_end, o.counts.max_end, f64::max);
-        let room = SAMPLE_EVENTS.saturating_sub(self.sample.len());
-        self.sample.extend(other_sample.into_iter().take(room));
+        self.append_sample(&other_sample, &other_ends);
         self.cat_class.clear();
         self.name_class.clear();
         for e in &mut self.last {
@@ -568,14 +561,57 @@ impl ColumnsBuilder {
         self.last_thread = None;
     }
 
+    /// Adds an event's name, category, pid and `args` head to the sample.
+    fn sample_event(&mut self, ev: &RawEvent<'_>) {
+        let s = &mut self.sample;
+        // A long text grows the sample by its own length, not by doubling
+        // it, so that a huge name is held once.
+        let len = |v: &Scalar<'_>| if let Scalar::Str(t) = v { t.len() } else { 24 };
+        let wanted = 4 + len(&ev.name) + len(&ev.cat) + len(&ev.pid) + ev.args_head.len();
+        if wanted > s.capacity() - s.len() {
+            s.reserve_exact(wanted.max(s.len()));
+        }
+        if !self.sample_ends.is_empty() {
+            s.push(' ');
+        }
+        ev.name.py_str_push("", s);
+        s.push(' ');
+        ev.cat.py_str_push("", s);
+        s.push(' ');
+        ev.pid.py_str_push("", s);
+        if !ev.args_head.is_empty() {
+            s.push(' ');
+            s.push_str(ev.args_head);
+        }
+        self.sample_ends.push(s.len());
+    }
+
+    /// Appends the first events of another chunk's sample (`text`, its
+    /// events ending at `ends`) as far as this sample has room.
+    fn append_sample(&mut self, text: &str, ends: &[usize]) {
+        let take = ends.len().min(SAMPLE_EVENTS.saturating_sub(self.sample_ends.len()));
+        if take == 0 {
+            return;
+        }
+        if !self.sample_ends.is_empty() {
+            self.sample.push(' ');
+        }
+        let base = self.sample.len();
+        self.sample.push_str(&text[..ends[take - 1]]);
+        self.sample_ends.extend(ends[..take].iter().map(|e| base + e));
+    }
+
     /// Nothing pushed or interned yet.
     fn is_blank(&self) -> bool {
-        self.t.counts.events == 0 && self.t.strings.is_empty() && self.t.threads.is_empty() && self.sample.is_empty()
+        self.t.counts.events == 0
+            && self.t.strings.is_empty()
+            && self.t.threads.is_empty()
+            && self.sample_ends.is_empty()
     }
 
     /// The finished trace.
     pub fn finish(mut self) -> Trace {
-        self.t.framework_sample = self.sample.join(" ");
+        self.t.framework_sample = std::mem::take(&mut self.sample);
         self.t.corr_to_ext.compact();
         let wanted = self.t.correlations_to_resolve();
         self.t.corr_to_ext.retain_keys(&wanted);
@@ -658,6 +694,38 @@ mod tests {
         assert_eq!(names, ["k1", "k2", "k3", "k2"]);
         assert_eq!((t.counts.events, t.threads.len()), (4, 1));
         assert_eq!(t.strings.iter().filter(|s| *s == "k2").count(), 1);
+    }
+
+    #[test]
+    fn chunks_samples_join_as_one_sample_of_the_first_events() {
+        let names: Vec<String> = (0..SAMPLE_EVENTS + 40).map(|i| format!("k{i}")).collect();
+        let ev = |name: &str| -> String { format!("{name} kernel 1 stream 7") };
+        let push = |b: &mut ColumnsBuilder, name: &str| {
+            b.push(&RawEvent {
+                ph: Scalar::Str("X"),
+                cat: Scalar::Str("kernel"),
+                name: Scalar::Str(name),
+                pid: Scalar::Num("1"),
+                tid: Scalar::Num("7"),
+                ts: Scalar::Num("5"),
+                dur: Scalar::Num("2"),
+                ts_float: None,
+                dur_float: None,
+                args: ArgsFields { is_object: true, stream: Scalar::Num("7"), ..Default::default() },
+                args_head: "stream 7",
+            })
+        };
+        // Three chunks of 10, 200 and the rest: the third lends only the
+        // events the sample still has room for.
+        let mut doc = ColumnsBuilder::new();
+        for part in [&names[..10], &names[10..210], &names[210..]] {
+            let mut chunk = ColumnsBuilder::new();
+            part.iter().for_each(|n| push(&mut chunk, n));
+            doc.merge(chunk);
+        }
+        let want: Vec<String> = names[..SAMPLE_EVENTS].iter().map(|n| ev(n)).collect();
+        assert!(!doc.wants_sample());
+        assert_eq!(doc.finish().framework_sample, want.join(" "));
     }
 
     #[test]

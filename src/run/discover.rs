@@ -758,11 +758,12 @@ fn lowercase_name(p: &Path) -> String {
 
 /// Framework hinted by an input path: its text, its server args, then the
 /// sample text of the trace (for a directory, of its three newest traces).
-/// `sample_of` loads a trace and returns its framework sample text.
+/// `sample_hint` reads a trace's framework sample and returns the framework
+/// its text names ([`detect_from_text`]).
 fn detect_from_path(
     path: &Path,
     analysed: &[PathBuf],
-    sample_of: &dyn Fn(&Path) -> Option<String>,
+    sample_hint: &dyn Fn(&Path) -> Option<Framework>,
 ) -> Option<Framework> {
     if let Some(h) = detect_from_text(&path.to_string_lossy()) {
         return Some(h);
@@ -770,7 +771,7 @@ fn detect_from_path(
     if let Some(h) = detect_from_server_args(load_server_args(path).as_ref()) {
         return Some(h);
     }
-    let hint = |t: &Path| sample_of(t).and_then(|s| detect_from_text(&s));
+    let hint = sample_hint;
     if path.is_file() || is_stream_path(path) {
         return hint(path);
     }
@@ -795,14 +796,14 @@ pub fn resolve_framework(
     input_path: &Path,
     server_args: Option<&serde_json::Value>,
     analysed: &[PathBuf],
-    sample_of: &dyn Fn(&Path) -> Option<String>,
+    sample_hint: &dyn Fn(&Path) -> Option<Framework>,
     strings_hint: &dyn Fn() -> Option<Framework>,
     undetected: Undetected,
 ) -> Framework {
     if let FrameworkChoice::Fixed(f) = requested {
         return f;
     }
-    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, analysed, sample_of)).unwrap_or_else(
+    detect_from_server_args(server_args).or_else(|| detect_from_path(input_path, analysed, sample_hint)).unwrap_or_else(
         || match undetected {
             Undetected::Generic => strings_hint().unwrap_or(Framework::Generic),
             Undetected::Sglang => Framework::Sglang,
@@ -952,7 +953,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let trace = dir.path().join("rank0.trace.json");
         std::fs::write(&trace, br#"{"traceEvents": []}"#).unwrap();
-        resolve_framework(FrameworkChoice::Auto, &trace, None, &[], &|_| Some(sample.to_string()), &|| None, undetected)
+        resolve_framework(FrameworkChoice::Auto, &trace, None, &[], &|_| detect_from_text(sample), &|| None, undetected)
     }
 
     #[test]
@@ -971,7 +972,7 @@ mod tests {
         let trace = dir.path().join("rank0.trace.json");
         std::fs::write(&trace, br#"{"traceEvents": []}"#).unwrap();
         let resolve = |undetected| {
-            let sample = |_: &Path| Some(TRAINING_SAMPLE.to_string());
+            let sample = |_: &Path| detect_from_text(TRAINING_SAMPLE);
             resolve_framework(FrameworkChoice::Auto, &trace, None, &[], &sample, &|| Some(Framework::Vllm), undetected)
         };
         assert_eq!(resolve(Undetected::Generic), Framework::Vllm);
@@ -989,7 +990,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fixed = FrameworkChoice::Fixed(Framework::Generic);
         let got =
-            resolve_framework(fixed, dir.path(), None, &[], &|_| Some(vllm.to_string()), &|| None, Undetected::Sglang);
+            resolve_framework(fixed, dir.path(), None, &[], &|_| detect_from_text(vllm), &|| None, Undetected::Sglang);
         assert_eq!(got, Framework::Generic);
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use rayon::prelude::*;
 
-use crate::analysis::framework::{detect_from_strings, Framework, FrameworkChoice, Undetected};
+use crate::analysis::framework::{detect_from_strings, detect_from_text, Framework, FrameworkChoice, Undetected};
 use crate::analysis::fusion::{self, detect_fusion_opportunities, KeywordMatch};
 use crate::analysis::kernels::{
     aggregate_by_name, categories_by_name, extract_trace_data, group_kernels_by_stage, kernel_category, total_dur,
@@ -428,10 +428,10 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
         loaded.push(trace);
     }
     let find = |p: &Path| loaded.iter().find(|l| l.path == p);
-    let sample_of = |p: &Path| -> Option<String> {
+    let sample_hint = |p: &Path| -> Option<Framework> {
         match find(p) {
-            Some(l) => Some(l.trace.framework_sample.clone()),
-            None => crate::run::progress::framework_sample(p),
+            Some(l) => detect_from_text(&l.trace.framework_sample),
+            None => crate::run::progress::framework_sample(p).and_then(|s| detect_from_text(&s)),
         }
     };
     // The framework the loaded traces' strings name (their Python frames
@@ -450,7 +450,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
             &mapping_resolved,
             mapping_args.as_ref(),
             mapping_read,
-            &sample_of,
+            &sample_hint,
             &|| strings_hint(&mapping_traces),
             opts.undetected_framework(),
         ),
@@ -470,7 +470,7 @@ pub fn run_triage(input: &TriageInput, opts: &TriageOptions) -> Result<TriageRep
                 &formal_resolved,
                 formal_args.as_ref(),
                 formal_read,
-                &sample_of,
+                &sample_hint,
                 &|| strings_hint(&formal_traces),
                 opts.undetected_framework(),
             ),
