@@ -13,7 +13,9 @@ use super::corr::CorrTable;
 use super::events::EventSet;
 use super::intervals::{percentiles, Sum};
 use super::types::LaunchStats;
-use crate::columns::Trace;
+use crate::analysis::kernels::extract::gpu_kernel_mask_without_host_calls;
+use crate::columns::{Sym, Trace};
+use crate::pysem::fcmp;
 
 /// Gap (µs) between launch calls and their kernels that one clock cannot
 /// explain. On a shared clock some kernel of a trace starts within tens of
@@ -161,14 +163,32 @@ pub(crate) fn matches(trace: &Trace, set: &EventSet, index: &LaunchIndex) -> Mat
     // The share of the least-delayed kernel's wait (its launch end to its
     // start) in which its process's GPU events ran, measured only when the
     // delay is long enough to matter.
-    let least_wait_busy = if least_delay > CLOCK_OFFSET_US {
-        let (from, to, pid) = least_at;
-        busy_share(set.events.iter().filter(|e| set.pid(e) == pid).map(|e| (e.start, e.end)), from, to)
+    let judged = delays.len() as u64 >= CLOCK_OFFSET_MIN_KERNELS && least_delay > CLOCK_OFFSET_US;
+    let least_wait_busy = if let Some(&pid) = set.pids.get(least_at.2 as usize).filter(|_| judged) {
+        let (from, to, _) = least_at;
+        wait_busy_share(trace, set.clock, pid, from, to)
     } else {
         f64::NAN
     };
     let offset = clock_offset(delays.len(), least_delay, least_wait_busy, earliest_start);
     Matches { delays, kernel_durs, counts, short, seen, offset, clock: set.clock }
+}
+
+/// The share of `from..to` in which process `pid`'s GPU events ran, read
+/// from all of the trace's GPU events, whatever the basis leaves out: the
+/// clocks the host and the GPU keep do not depend on the figures computed,
+/// and the kernels the HTA bases leave out (launched before the profiler
+/// started) are what keeps a GPU busy through such a wait.
+fn wait_busy_share(trace: &Trace, clock: super::events::Clock, pid: Sym, from: f64, to: f64) -> f64 {
+    let k = &trace.kernels;
+    let gpu = gpu_kernel_mask_without_host_calls(trace);
+    let mut ran: Vec<(f64, f64)> = (0..k.len())
+        .filter(|&row| gpu[row] && trace.threads[k.thread(row) as usize].pid == pid)
+        .map(|row| clock.interval(k.ts[row], k.dur[row]))
+        .filter(|&(start, end)| start.is_finite() && end.is_finite() && start < to && end > from)
+        .collect();
+    ran.sort_by(|a, b| fcmp(a.0, b.0));
+    busy_share(ran.into_iter(), from, to)
 }
 
 /// The share of `from..to` covered by `intervals` (sorted by start).

@@ -668,6 +668,16 @@ fn kernels_queued_behind_a_busy_gpu_are_not_an_offset() {
     let tl = run(&trace_of(&ev), Basis::Trace);
     assert!(tl.launch.delay_p50_us.unwrap() > 1000.0, "{:?}", tl.launch);
     assert_eq!(tl.launch.clock_offset_us, None);
+    // With profiler steps, the HTA bases leave the backlog out (no launch
+    // call in the trace), but the clocks are the same whatever the basis.
+    let mut stepped = ev.clone();
+    stepped.push(annotation("user_annotation", "ProfilerStep#1", 0.0, 3000.0));
+    stepped.push(annotation("user_annotation", "ProfilerStep#2", 6000.0, 3000.0));
+    for basis in [Basis::Trace, Basis::Hta, Basis::HtaExact] {
+        let tl = run(&trace_of(&stepped), basis);
+        assert!(tl.launch.delay_p50_us.unwrap() > 1000.0, "{basis:?}: {:?}", tl.launch);
+        assert_eq!(tl.launch.clock_offset_us, None, "{basis:?}");
+    }
     // A gap of idle GPU in the last kernel's wait, shorter than half of
     // it, does not make it one either.
     let mut gap = ev.clone();
@@ -686,6 +696,16 @@ fn a_kernel_starting_before_its_launch_call_is_an_offset() {
     assert!(close(tl.launch.clock_offset_us.unwrap(), -3000.0), "{:?}", tl.launch);
     // The delay shown for it is 0, as before.
     assert!(tl.launch.delay_p50_us.unwrap() >= 0.0);
+}
+
+#[test]
+fn a_trace_without_matched_kernels_has_no_offset_on_any_basis() {
+    let unmatched = [kernel("k", 0.0, 5.0, 7, 1)];
+    for events in [&[][..], &unmatched[..]] {
+        for basis in [Basis::Trace, Basis::Hta, Basis::HtaExact] {
+            assert_eq!(run(&trace_of(events), basis).launch.clock_offset_us, None, "{basis:?}");
+        }
+    }
 }
 
 #[test]
