@@ -345,6 +345,29 @@ fn a_second_link_to_one_trace_is_named_as_skipped() {
     );
 }
 
+/// A hard link is a second name of one trace too: the batch reads it once,
+/// as the lower rank, and names the other as skipped rather than reporting
+/// one rank's figures twice.
+#[test]
+fn a_hard_link_to_a_trace_is_a_second_name_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::copy(FIXTURE, job.join("rank0.json")).unwrap();
+    std::fs::copy(FIXTURE, job.join("rank1.json")).unwrap();
+    std::fs::hard_link(job.join("rank1.json"), job.join("rank5.json")).unwrap();
+    let out = common::run(&["batch", "--format", "json", job.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ranks: Vec<u64> =
+        summary["stages"][0]["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [0, 1]);
+    let skipped = summary["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("job/rank5.json"), "{skipped:?}");
+    assert_eq!(skipped[0]["reason"], "the same trace as another name in the batch");
+}
+
 /// `batch` of one empty file says it is empty, as `triage` does.
 #[test]
 fn batch_of_an_empty_file_says_it_is_empty() {

@@ -53,6 +53,10 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
     all.sort();
     all.dedup();
     all.retain(|p| !files.iter().any(|f| &f.path == p));
+    // Another name of a trace read (a hard link has its own canonical path)
+    // is listed once, as that.
+    let other_names: Vec<PathBuf> = found.same_file.iter().filter_map(|p| p.canonicalize().ok()).collect();
+    all.retain(|p| !other_names.contains(p));
     let merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
     let mut skipped: Vec<(PathBuf, SkipReason)> = all
         .into_iter()
@@ -201,22 +205,27 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
     // Canonical paths, as `triage` resolves its input (stage names in parent
     // directories depend on it); the rank is read from the name the file was
     // found by (a link named `rank2.json` to a trace named otherwise).
-    let mut paths: Vec<(PathBuf, PathBuf)> =
+    let paths: Vec<(PathBuf, PathBuf)> =
         paths.into_iter().map(|(p, named)| (p.canonicalize().unwrap_or(p), named)).collect();
-    // A trace found under several names is read under the one with the
-    // lowest rank (`rank2.json` before `rank10.json`), else the first.
+    // A trace found under several names (symbolic or hard links) is read
+    // under the one with the lowest rank (`rank2.json` before
+    // `rank10.json`), else the first.
     let rank_order = |named: &Path| parse_rank(named).unwrap_or(u64::MAX);
-    paths.sort_by(|a, b| {
-        a.0.cmp(&b.0).then_with(|| rank_order(&a.1).cmp(&rank_order(&b.1))).then_with(|| a.1.cmp(&b.1))
+    let mut keyed: Vec<(FileKey, PathBuf, PathBuf)> =
+        paths.into_iter().map(|(p, named)| (FileKey::of(&p), p, named)).collect();
+    keyed.sort_by(|a, b| {
+        a.0.cmp(&b.0).then_with(|| rank_order(&a.2).cmp(&rank_order(&b.2))).then_with(|| a.2.cmp(&b.2))
     });
     let mut same_file = Vec::new();
-    paths.dedup_by(|later, first| {
+    keyed.dedup_by(|later, first| {
         let same = later.0 == first.0;
         if same {
-            same_file.push(later.1.clone());
+            same_file.push(later.2.clone());
         }
         same
     });
+    let mut paths: Vec<(PathBuf, PathBuf)> = keyed.into_iter().map(|(_, p, named)| (p, named)).collect();
+    paths.sort();
     let files = paths
         .into_iter()
         .enumerate()
@@ -227,6 +236,27 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
         })
         .collect();
     Ok(Discovered { files, same_file, survey })
+}
+
+/// What makes two paths one file: its device and inode where the system
+/// has them (hard links share them), else its canonical path.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum FileKey {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+impl FileKey {
+    fn of(canonical: &Path) -> FileKey {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if let Ok(m) = std::fs::metadata(canonical) {
+                return FileKey::Inode(m.dev(), m.ino());
+            }
+        }
+        FileKey::Path(canonical.to_path_buf())
+    }
 }
 
 /// `distributedInfo.rank` as a non-negative integer (or integral float /
