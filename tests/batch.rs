@@ -484,6 +484,39 @@ fn ranks_of_the_job_that_no_file_holds_are_named() {
     assert_eq!(json_of(&out)["notes"], serde_json::json!([]));
 }
 
+/// A copy of rank 0's trace saved as `rank2…`: its trace says rank 0, as
+/// `rank0…` does, and the batch warns that one rank is compared as two (in
+/// the report and on stderr, and from summaries too).
+fn a_copy_of_one_ranks_trace_under_another_rank_is_warned_of() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
+    traces.sort();
+    for (name, t) in [("rank0", &traces[0]), ("rank1", &traces[1]), ("rank2", &traces[0])] {
+        std::fs::copy(t, tmp.path().join(format!("{name}.pt.trace.json.gz"))).unwrap();
+    }
+    let dir = tmp.path().to_str().unwrap();
+    let note = |text: &str| {
+        text.contains(
+            "rank2.pt.trace.json.gz: its name gives rank 2, but its trace's distributedInfo gives rank 0, as ",
+        ) && text.contains("rank0.pt.trace.json.gz does: a copy of one rank's trace is compared as two ranks")
+    };
+    let out = common::run(&["batch", "--format", "json", dir]);
+    assert_eq!(out.status.code(), Some(0));
+    let notes = json_of(&out)["notes"].as_array().unwrap().clone();
+    assert_eq!(notes.iter().filter(|n| note(n.as_str().unwrap())).count(), 1, "{notes:?}");
+    assert!(note(&String::from_utf8_lossy(&out.stderr)));
+    let sums = tmp.path().join("sums");
+    let out = common::run(&["batch", "-q", "--summaries", sums.to_str().unwrap(), "-o", "/dev/null", dir]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = common::run(&["merge", "-q", "--format", "json", sums.to_str().unwrap()]);
+    assert!(json_of(&out)["notes"].as_array().unwrap().iter().any(|n| note(n.as_str().unwrap())));
+    // Without the copy, no such warning.
+    std::fs::remove_file(tmp.path().join("rank2.pt.trace.json.gz")).unwrap();
+    let out = common::run(&["batch", "--format", "json", dir]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("a copy of one rank"));
+}
+
 /// Per-node folders of local rank names (`node0/rank0…`, `node1/rank0…`):
 /// the traces' own ranks tell the files apart, and the tables use them.
 fn local_rank_names_on_several_nodes_take_the_traces_ranks() {
@@ -743,7 +776,7 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 13] = [
+    let plain: [(&str, fn()); 14] = [
         ("an_array_of_other_records_is_no_rank", an_array_of_other_records_is_no_rank),
         ("a_file_without_kernels_is_named_in_the_notes", a_file_without_kernels_is_named_in_the_notes),
         (
@@ -760,6 +793,10 @@ fn main() {
             local_rank_names_on_several_nodes_take_the_traces_ranks,
         ),
         ("a_rank_held_by_two_files_is_warned_of", a_rank_held_by_two_files_is_warned_of),
+        (
+            "a_copy_of_one_ranks_trace_under_another_rank_is_warned_of",
+            a_copy_of_one_ranks_trace_under_another_rank_is_warned_of,
+        ),
         ("a_stage_without_overlap_figures_shows_none", a_stage_without_overlap_figures_shows_none),
         ("jsonl_to_stdout_needs_the_report_elsewhere", jsonl_to_stdout_needs_the_report_elsewhere),
         (

@@ -222,6 +222,39 @@ pub fn settled_ranks(files: &[&RankFacts]) -> Vec<(u64, RankSource)> {
     files.iter().map(|f| (f.distributed_rank.unwrap_or(f.rank), RankSource::DistributedInfo)).collect()
 }
 
+/// A file whose name gives one rank while its trace's `distributedInfo`
+/// gives another, which a second file of the same world holds by both: most
+/// likely a copy of that file's trace, compared as a rank it is not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankCopy {
+    pub file: PathBuf,
+    pub name_rank: u64,
+    pub trace_rank: u64,
+    pub other: PathBuf,
+}
+
+/// The [`RankCopy`]s among `files`, in file order.
+pub fn copied_ranks(files: &[&RankFacts]) -> Vec<RankCopy> {
+    let settled = settled_ranks(files);
+    // (rank, world size) → the first file holding the rank by both its
+    // table rank and its trace.
+    let mut holder: std::collections::HashMap<(u64, Option<u64>), usize> = Default::default();
+    for (i, f) in files.iter().enumerate() {
+        if f.distributed_rank == Some(settled[i].0) {
+            holder.entry((settled[i].0, f.world_size)).or_insert(i);
+        }
+    }
+    files
+        .iter()
+        .zip(&settled)
+        .filter_map(|(f, &(rank, source))| {
+            let trace_rank = f.distributed_rank.filter(|&d| d != rank && source == RankSource::FileName)?;
+            let other = holder.get(&(trace_rank, f.world_size))?;
+            Some(RankCopy { file: f.file.clone(), name_rank: rank, trace_rank, other: files[*other].file.clone() })
+        })
+        .collect()
+}
+
 /// One file's row in a stage table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankRow {
@@ -572,6 +605,32 @@ mod tests {
             settled_ranks(&[&a, &h, &b]),
             [(0, RankSource::FileName), (0, RankSource::FileName), (1, RankSource::FileName)]
         );
+    }
+
+    #[test]
+    fn a_file_named_for_one_rank_holding_anothers_trace_is_a_copy() {
+        let file = |name: &str, rank: u64, distributed: Option<u64>| RankFacts {
+            file: PathBuf::from(name),
+            distributed_rank: distributed,
+            ..analysis(rank, Vec::new())
+        };
+        let (r0, r1) = (file("rank0.json", 0, Some(0)), file("rank1.json", 1, Some(1)));
+        let copy = file("rank2.json", 2, Some(0));
+        assert_eq!(copied_ranks(&[&r0, &r1]), []);
+        assert_eq!(
+            copied_ranks(&[&r0, &r1, &copy]),
+            [RankCopy { file: "rank2.json".into(), name_rank: 2, trace_rank: 0, other: "rank0.json".into() }]
+        );
+        // Local ranks of several nodes take the traces' ranks: no copy.
+        let (n0, n1) = (file("node1/rank0.json", 0, Some(2)), file("node1/rank1.json", 1, Some(3)));
+        assert_eq!(copied_ranks(&[&r0, &r1, &n0, &n1]), []);
+        // Names that differ from the traces' ranks, no file holding the
+        // trace's rank by both, or another job's world: no copy either.
+        let (m0, m1) = (file("worker4.json", 4, Some(0)), file("worker5.json", 5, Some(1)));
+        assert_eq!(copied_ranks(&[&m0, &m1]), []);
+        assert_eq!(copied_ranks(&[&r0, &file("rank2.json", 2, None)]), []);
+        let other_world = RankFacts { world_size: Some(8), ..copy.clone() };
+        assert_eq!(copied_ranks(&[&r0, &other_world]), []);
     }
 
     fn analysis(rank: u64, stages: Vec<StageFacts>) -> RankFacts {

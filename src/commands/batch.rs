@@ -302,6 +302,7 @@ pub fn run(args: &BatchArgs, global: &Global) -> Result<i32> {
         skip_notes,
         incomplete: crate::run::batch::incomplete_note(&skipped),
         ranks: crate::analysis::ranks::ranks_of(&ok),
+        copies: crate::analysis::ranks::copied_ranks(&ok),
     };
     print_batch(&output, &summary, &info, global)
 }

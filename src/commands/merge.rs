@@ -42,6 +42,7 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
     }
     let (summary, errors) = merge_summaries(&summaries, args.straggler_pct);
     let failures: Vec<(&std::path::Path, &Error)> = errors.iter().map(|(p, e)| (p.as_path(), e)).collect();
+    let facts: Vec<&crate::analysis::ranks::RankFacts> = summaries.iter().filter_map(|s| s.facts.as_ref()).collect();
     let info = RunInfo {
         source: Source::Merge { inputs: &args.inputs },
         files: summaries.len(),
@@ -52,7 +53,8 @@ pub fn run(args: &MergeArgs, global: &Global) -> Result<i32> {
         file_notes: summaries.iter().flat_map(|s| s.notes.clone()).collect(),
         skip_notes: Vec::new(),
         incomplete: None,
-        ranks: crate::analysis::ranks::ranks_of(&summaries.iter().filter_map(|s| s.facts.as_ref()).collect::<Vec<_>>()),
+        ranks: crate::analysis::ranks::ranks_of(&facts),
+        copies: crate::analysis::ranks::copied_ranks(&facts),
     };
     super::batch::print_batch(&output, &summary, &info, global)
 }

@@ -51,6 +51,9 @@ pub struct RunInfo<'a> {
     pub incomplete: Option<String>,
     /// The ranks of the files triaged, each once, in order.
     pub ranks: Vec<u64>,
+    /// Files that look like copies of another rank's trace
+    /// ([`crate::analysis::ranks::copied_ranks`]).
+    pub copies: Vec<crate::analysis::ranks::RankCopy>,
 }
 
 /// Inputs of a merge named in its header before the rest are counted.
@@ -433,7 +436,25 @@ fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
 /// The notes of a batch report about its ranks: shared rank numbers, mixed
 /// jobs and ranks of the job that no file holds.
 pub fn rank_notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
-    shared_ranks_note(stages).into_iter().chain(mixed_worlds_note(info)).chain(missing_ranks_note(info)).collect()
+    shared_ranks_note(stages)
+        .into_iter()
+        .chain(copies_notes(info))
+        .chain(mixed_worlds_note(info))
+        .chain(missing_ranks_note(info))
+        .collect()
+}
+
+/// A warning for each file that looks like a copy of another rank's trace.
+fn copies_notes<'a>(info: &'a RunInfo) -> impl Iterator<Item = String> + 'a {
+    info.copies.iter().map(|c| {
+        format!(
+            "warning: {}: its name gives rank {}, but its trace's distributedInfo gives rank {}, as {} does: a copy of one rank's trace is compared as two ranks",
+            shown(&c.file),
+            c.name_rank,
+            c.trace_rank,
+            shown(&c.other)
+        )
+    })
 }
 
 /// Missing ranks named one by one before the rest are counted.
@@ -680,6 +701,7 @@ mod tests {
             skip_notes: vec![],
             incomplete: None,
             ranks: vec![0, 1],
+            copies: Vec::new(),
         };
         let v: serde_json::Value = serde_json::from_str(&super::json(&stages, &info)).unwrap();
         assert_eq!(v["stages"][0]["unexplained_slow_rank"]["file"], "/job/n0/rank0.json", "{v}");

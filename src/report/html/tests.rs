@@ -230,6 +230,7 @@ fn empty_reports_render() {
         skip_notes: Vec::new(),
         incomplete: None,
         ranks: Vec::new(),
+        copies: Vec::new(),
     };
     let html = text(Html.batch(BatchView { stages: &[], info: &info }));
     assert_eq!(scripts(&html), 1);
@@ -253,6 +254,7 @@ fn a_failed_file_is_named_once() {
         skip_notes: Vec::new(),
         incomplete: None,
         ranks: Vec::new(),
+        copies: Vec::new(),
     };
     let html = text(Html.batch(BatchView { stages: &[], info: &info }));
     assert_eq!(html.matches("worker2.pt.trace.json").count(), 1, "{html}");

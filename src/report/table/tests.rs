@@ -278,6 +278,7 @@ fn batch_fits_every_width() {
         skip_notes: Vec::new(),
         incomplete: None,
         ranks: Vec::new(),
+        copies: Vec::new(),
     };
     for width in WIDTHS {
         let out = text(Table { width }.batch(BatchView { stages: &stages, info: &info }));
