@@ -352,6 +352,25 @@ fn usage_errors_exit_2() {
     assert_eq!(file.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&file.stderr);
     assert!(stderr.contains("notes.json: not recognised as a trace") && stderr.lines().count() == 1, "{stderr}");
+    // A trace named on its own is read whatever its name ends with, as
+    // `triage` reads it.
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/synthetic_vllm_small.json");
+    let plain = tmp.path().join("plainname");
+    std::fs::copy(fixture, &plain).unwrap();
+    let out = common::run(&["batch", "--format", "json", plain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_of(&out)["files"], 1);
+    // A pipe is refused before it is read, by batch and by merge alike.
+    let fifo = tmp.path().join("ranks.summary.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    for cmd in ["batch", "merge"] {
+        let out = common::run(&[cmd, fifo.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{cmd}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("ranks.summary.json: ") && stderr.contains("not a pipe or device"), "{cmd}: {stderr}");
+    }
 }
 
 /// A rank's link whose target is gone is named among the skipped files;

@@ -153,6 +153,12 @@ pub fn check_args(args: &BatchArgs) -> Result<()> {
         // `-` is standard input to triage and stats; a batch reads files.
         return Err(Error::usage("batch reads the trace files below a directory, not standard input (-)"));
     }
+    if crate::run::discover::is_stream_path(&args.dir) {
+        return Err(Error::usage(
+            "batch reads the trace files below a directory, not a pipe or device: `triage` reads one trace from a pipe",
+        )
+        .in_file(&args.dir));
+    }
     Ok(())
 }
 

@@ -137,9 +137,18 @@ pub fn file_looks_like_trace(path: &Path) -> bool {
     if is_trace_by_name(&name) {
         return true;
     }
-    if !has_trace_suffix(&name) {
-        return false;
-    }
+    has_trace_suffix(&name) && content_looks_like_trace(path)
+}
+
+/// Whether a file named on the command line is a trace: as
+/// [`file_looks_like_trace`], but by its first bytes whatever its name ends
+/// with (`triage` reads such a file too).
+pub fn named_file_looks_like_trace(path: &Path) -> bool {
+    file_looks_like_trace(path) || (!has_trace_suffix(&lowercase_name(path)) && content_looks_like_trace(path))
+}
+
+/// The content rule of [`file_looks_like_trace`], read from the file.
+fn content_looks_like_trace(path: &Path) -> bool {
     match crate::input::head(path, SNIFF_BYTES) {
         // A compressed file of a trace's name that is damaged (corrupt or
         // cut short) is judged by what decodes of it, and kept when nothing

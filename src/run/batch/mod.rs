@@ -26,7 +26,7 @@ use crate::report::counted;
 pub use crate::report::model::{BatchFile, FileAnalysis, FileOutcome};
 use crate::report::model::{SkipReason, TriageReport};
 use crate::run::discover::{
-    discover_named_trace_files, has_trace_suffix, named_trace_files_in, no_traces_in, parse_rank, Survey,
+    has_trace_suffix, named_file_looks_like_trace, named_trace_files_in, no_traces_in, parse_rank, Survey,
 };
 use crate::run::triage::{run_triage, TriageInput, TriageOptions};
 
@@ -185,7 +185,13 @@ pub fn discover_batch_files(dir: &Path) -> Result<Discovered> {
         return Err(Error::usage(format!("{}: no such file or directory", crate::error::shown(dir))));
     }
     let survey = Survey::of(dir, "traces")?;
-    let found = if dir.is_dir() { named_trace_files_in(&survey) } else { discover_named_trace_files(dir, true) };
+    let found = if dir.is_dir() {
+        named_trace_files_in(&survey)
+    } else if named_file_looks_like_trace(dir) {
+        vec![(dir.to_path_buf(), dir.to_path_buf())]
+    } else {
+        Vec::new()
+    };
     let is_merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
     let mut paths: Vec<(PathBuf, PathBuf)> = found.iter().filter(|(p, _)| !is_merged(p)).cloned().collect();
     if paths.is_empty() {

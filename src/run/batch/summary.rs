@@ -218,6 +218,12 @@ pub fn summary_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
             return Err(Error::usage(
                 "merge reads summary files and the directories that hold them, not standard input",
             ));
+        } else if input.exists() {
+            // A pipe or a device: it could block, or never end.
+            return Err(Error::usage(
+                "merge reads summary files and the directories that hold them, not a pipe or device: save the summary to a file first",
+            )
+            .in_file(input));
         } else {
             return Err(Error::usage("no such file or directory").in_file(input));
         }
