@@ -51,7 +51,9 @@ pub enum Kind {
 
 fn figure(x: Option<f64>, kind: Kind, signed: bool) -> String {
     let Some(v) = x.filter(|v| v.is_finite()) else { return "-".into() };
-    match (kind, signed) {
+    // A figure or change that rounds to zero is shown without a sign, as
+    // the markdown and the table show it.
+    crate::report::markdown::unsigned_zero(match (kind, signed) {
         (Kind::Time, false) => ms(v),
         (Kind::Time, true) => signed_ms(v),
         // The unit that suits the value, as the markdown shows it.
@@ -67,7 +69,7 @@ fn figure(x: Option<f64>, kind: Kind, signed: bool) -> String {
         (Kind::Count, true) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:+.0}"),
         (Kind::Count, false) => format!("{v:.1}"),
         (Kind::Count, true) => format!("{v:+.1}"),
-    }
+    })
 }
 
 /// A kernel's base and new time as the stage compares them: per unit when
@@ -253,5 +255,20 @@ fn side_cell(us: f64, count: u64) -> Cell {
         Cell::num("-", f64::NAN)
     } else {
         Cell::num(ms(us), us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_that_round_to_zero_have_no_sign() {
+        assert_eq!(figure(Some(-0.00053), Kind::Pct, true), "0.0 pts");
+        assert_eq!(figure(Some(0.01), Kind::Mean, true), "0.0");
+        assert_eq!(figure(Some(-0.04), Kind::Count, true), "0.0");
+        assert_eq!(figure(Some(-0.2), Kind::Pct, true), "-0.2 pts");
+        assert_eq!(figure(Some(1.0), Kind::Count, true), "+1");
+        assert_eq!(figure(Some(-0.0), Kind::Pct, false), "0.0%");
     }
 }
