@@ -536,6 +536,38 @@ fn a_copy_of_one_ranks_trace_under_another_rank_is_warned_of() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("a copy of one rank"));
 }
 
+/// A failed rank may be the slow one: every view of the rank table says
+/// the ranks were compared among the files triaged only.
+fn a_failed_file_qualifies_the_slow_rank_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
+    traces.sort();
+    for t in &traces[..2] {
+        std::fs::copy(t, tmp.path().join(t.file_name().unwrap())).unwrap();
+    }
+    let bytes = std::fs::read(&traces[2]).unwrap();
+    std::fs::write(tmp.path().join("rank2.pt.trace.json.gz"), &bytes[..bytes.len() / 2]).unwrap();
+    let line = "Compared among the 2 files triaged only: 1 file failed (named at the end of the report), and the slow rank may be among them";
+    let html = tmp.path().join("report.html");
+    for args in [&["-f", "markdown"][..], &["-f", "table"], &["-o", html.to_str().unwrap()]] {
+        let out = common::run(&[&["batch", "-q"][..], args, &[tmp.path().to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let text = if args[0] == "-o" {
+            std::fs::read_to_string(&html).unwrap()
+        } else {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        // The table wraps its text to the terminal's width.
+        let words: Vec<&str> = text.split_whitespace().collect();
+        assert!(words.join(" ").contains(line), "{args:?}: {text}");
+    }
+    // Without the failed file, no such line.
+    std::fs::remove_file(tmp.path().join("rank2.pt.trace.json.gz")).unwrap();
+    let out = common::run(&["batch", "-q", tmp.path().to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Compared among"));
+}
+
 /// Per-node folders of local rank names (`node0/rank0…`, `node1/rank0…`):
 /// the traces' own ranks tell the files apart, and the tables use them.
 fn local_rank_names_on_several_nodes_take_the_traces_ranks() {
@@ -795,7 +827,7 @@ fn corpus_trials(corpus: &Corpus) -> Vec<Trial> {
 
 fn main() {
     // Tests that need no corpus.
-    let plain: [(&str, fn()); 14] = [
+    let plain: [(&str, fn()); 15] = [
         ("an_array_of_other_records_is_no_rank", an_array_of_other_records_is_no_rank),
         ("a_file_without_kernels_is_named_in_the_notes", a_file_without_kernels_is_named_in_the_notes),
         (
@@ -812,6 +844,7 @@ fn main() {
             local_rank_names_on_several_nodes_take_the_traces_ranks,
         ),
         ("a_rank_held_by_two_files_is_warned_of", a_rank_held_by_two_files_is_warned_of),
+        ("a_failed_file_qualifies_the_slow_rank_verdict", a_failed_file_qualifies_the_slow_rank_verdict),
         (
             "a_copy_of_one_ranks_trace_under_another_rank_is_warned_of",
             a_copy_of_one_ranks_trace_under_another_rank_is_warned_of,

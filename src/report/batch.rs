@@ -215,6 +215,19 @@ fn no_slow_rank_line(s: &StageSummary, pct: f64, named: &dyn Fn(&RankRow) -> Str
     }
 }
 
+/// The line under each stage's roles when some files failed: the ranks
+/// were compared among the files triaged only.
+pub(crate) fn failed_files_line(info: &RunInfo) -> Option<String> {
+    let failed = info.failures.len();
+    (failed > 0).then(|| {
+        format!(
+            "Compared among the {} triaged only: {} failed (named at the end of the report), and the slow rank may be among them",
+            counted(info.files.saturating_sub(failed) as u64, "file", "files"),
+            counted(failed as u64, "file", "files")
+        )
+    })
+}
+
 /// The lines under a rank table naming the slow rank and the ranks waiting.
 pub(crate) fn roles_lines(s: &StageSummary, pct: f64, labels: &FileLabels) -> Vec<String> {
     // A rank number more than one file holds is named with its file, and
@@ -323,6 +336,7 @@ pub fn markdown(stages: &[StageSummary], info: &RunInfo) -> String {
             opt_ms(s.median_exposed_comm_us)
         ));
         out.extend(roles_lines(s, info.straggler_pct, &labels));
+        out.extend(failed_files_line(info));
         out.push(String::new());
         out.push("Cross-rank Kernel Table".into());
         out.push("| Kernel | Category | Leads ranks | Ranks with it | Min | Median | Max | Max rank |".into());

@@ -36,7 +36,8 @@ pub fn render(v: BatchView<'_>) -> String {
     }
     for s in v.stages {
         let _ = writeln!(b, "<h2>Stage {}</h2>", esc(s.stage.label()));
-        for line in crate::report::batch::roles_lines(s, info.straggler_pct, &labels) {
+        let failed = crate::report::batch::failed_files_line(info);
+        for line in crate::report::batch::roles_lines(s, info.straggler_pct, &labels).into_iter().chain(failed) {
             let _ = writeln!(b, "<p class=\"verdict\">{}</p>", esc(&line));
         }
         // Ranks held by more than one file are told apart on hover.

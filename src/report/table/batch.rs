@@ -21,7 +21,7 @@ const RANK_LEGEND: &[&str] = &[crate::report::batch::RANK_COLUMNS_LEGEND];
 
 const KERNEL_LEGEND: &[&str] = &[crate::report::batch::KERNEL_COLUMNS_LEGEND];
 
-fn rank_table(o: &mut Out, s: &StageSummary, pct: f64, labels: &FileLabels) {
+fn rank_table(o: &mut Out, s: &StageSummary, pct: f64, labels: &FileLabels, failed: Option<&str>) {
     let mut t = Table::new(vec![
         Column::num("Rank", 0),
         Column::name("File", 16, 5),
@@ -65,6 +65,9 @@ fn rank_table(o: &mut Out, s: &StageSummary, pct: f64, labels: &FileLabels) {
     ));
     for line in roles_lines(s, pct, labels) {
         o.text(&line);
+    }
+    if let Some(line) = failed {
+        o.text(line);
     }
     o.legend(RANK_LEGEND);
 }
@@ -116,7 +119,7 @@ pub fn render(b: BatchView<'_>, width: usize) -> Vec<String> {
     let labels = file_labels(b.stages);
     for s in b.stages {
         o.title(&stage_heading(s.stage));
-        rank_table(&mut o, s, info.straggler_pct, &labels);
+        rank_table(&mut o, s, info.straggler_pct, &labels, crate::report::batch::failed_files_line(info).as_deref());
         kernel_table(&mut o, s);
     }
     if !info.skipped.is_empty() {
