@@ -635,9 +635,15 @@ fn a_rank_held_by_two_files_is_warned_of() {
     assert!(warnings[0].starts_with("torchtriage: warning: rank 0 in stages extend and decode held by "), "{stderr}");
     let report = json_of(&out);
     assert_eq!(report["stages"][0]["shared_ranks"], serde_json::json!([0]));
-    // The JSON carries the same line, as a triage report's notes do.
+    // The JSON carries the same line, as a triage report's notes do; the
+    // fixture's trace says rank 0, so `worker1…` is also a copy of it.
     let note = warnings[0].strip_prefix("torchtriage: ").unwrap();
-    assert_eq!(report["notes"], serde_json::json!([note]));
+    assert_eq!(report["notes"][0], serde_json::json!(note));
+    let copy = report["notes"][1].as_str().unwrap();
+    assert!(copy.contains(
+        "worker1_step_12.pt.trace.json: its name gives rank 1, but its trace's distributedInfo gives rank 0"
+    ));
+    assert_eq!(report["notes"].as_array().unwrap().len(), 2);
     let out = common::run(&["batch", "-q", dir]);
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
     // The HTML page says it too.
