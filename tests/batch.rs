@@ -456,13 +456,19 @@ fn entries_named_for_no_rank_leave_the_batch_complete() {
     assert!(!notes.iter().any(|n| n.as_str().unwrap().contains("incomplete")), "{notes:?}");
 }
 
+/// The bundled 8-rank DLRM traces (`tests/data`), sorted by path.
+fn bundled_dlrm_traces() -> Vec<PathBuf> {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
+    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
+    traces.sort();
+    traces
+}
+
 /// The traces' world size names ranks no file holds: a warning lists them
 /// (a job profiled on some ranks only), without failing the batch.
 fn ranks_of_the_job_that_no_file_holds_are_named() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
-    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
-    traces.sort();
+    let traces = bundled_dlrm_traces();
     for (_, t) in traces.iter().enumerate().filter(|(i, _)| ![3, 5].contains(i)) {
         std::fs::copy(t, tmp.path().join(t.file_name().unwrap())).unwrap();
     }
@@ -508,9 +514,7 @@ fn ranks_of_the_job_that_no_file_holds_are_named() {
 /// the report and on stderr, and from summaries too).
 fn a_copy_of_one_ranks_trace_under_another_rank_is_warned_of() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
-    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
-    traces.sort();
+    let traces = bundled_dlrm_traces();
     for (name, t) in [("rank0", &traces[0]), ("rank1", &traces[1]), ("rank2", &traces[0])] {
         std::fs::copy(t, tmp.path().join(format!("{name}.pt.trace.json.gz"))).unwrap();
     }
@@ -540,9 +544,7 @@ fn a_copy_of_one_ranks_trace_under_another_rank_is_warned_of() {
 /// the ranks were compared among the files triaged only.
 fn a_failed_file_qualifies_the_slow_rank_verdict() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
-    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
-    traces.sort();
+    let traces = bundled_dlrm_traces();
     for t in &traces[..2] {
         std::fs::copy(t, tmp.path().join(t.file_name().unwrap())).unwrap();
     }
@@ -572,9 +574,7 @@ fn a_failed_file_qualifies_the_slow_rank_verdict() {
 /// the traces' own ranks tell the files apart, and the tables use them.
 fn local_rank_names_on_several_nodes_take_the_traces_ranks() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/param_dlrm_8rank");
-    let mut traces: Vec<_> = std::fs::read_dir(data).unwrap().map(|e| e.unwrap().path()).collect();
-    traces.sort();
+    let traces = bundled_dlrm_traces();
     for (i, t) in traces.iter().take(4).enumerate() {
         let node = tmp.path().join(format!("node{}", i / 2));
         std::fs::create_dir_all(&node).unwrap();

@@ -664,9 +664,9 @@ mod tests {
         assert_eq!(stale, (5, 1));
     }
 
-    #[test]
-    fn a_blank_builder_takes_its_first_chunk_whole_and_keeps_its_metadata() {
-        let ev = |name| RawEvent {
+    /// A kernel event named `name` with the `args` head `head`.
+    fn kernel<'a>(name: &'a str, head: &'a str) -> RawEvent<'a> {
+        RawEvent {
             ph: Scalar::Str("X"),
             cat: Scalar::Str("kernel"),
             name: Scalar::Str(name),
@@ -677,11 +677,15 @@ mod tests {
             ts_float: None,
             dur_float: None,
             args: ArgsFields { is_object: true, stream: Scalar::Num("7"), ..Default::default() },
-            args_head: "",
-        };
+            args_head: head,
+        }
+    }
+
+    #[test]
+    fn a_blank_builder_takes_its_first_chunk_whole_and_keeps_its_metadata() {
         let chunk = |names: &[&'static str]| {
             let mut b = ColumnsBuilder::new();
-            names.iter().for_each(|n| b.push(&ev(n)));
+            names.iter().for_each(|n| b.push(&kernel(n, "")));
             b
         };
         let mut doc = ColumnsBuilder::new();
@@ -700,27 +704,12 @@ mod tests {
     fn chunks_samples_join_as_one_sample_of_the_first_events() {
         let names: Vec<String> = (0..SAMPLE_EVENTS + 40).map(|i| format!("k{i}")).collect();
         let ev = |name: &str| -> String { format!("{name} kernel 1 stream 7") };
-        let push = |b: &mut ColumnsBuilder, name: &str| {
-            b.push(&RawEvent {
-                ph: Scalar::Str("X"),
-                cat: Scalar::Str("kernel"),
-                name: Scalar::Str(name),
-                pid: Scalar::Num("1"),
-                tid: Scalar::Num("7"),
-                ts: Scalar::Num("5"),
-                dur: Scalar::Num("2"),
-                ts_float: None,
-                dur_float: None,
-                args: ArgsFields { is_object: true, stream: Scalar::Num("7"), ..Default::default() },
-                args_head: "stream 7",
-            })
-        };
         // Three chunks of 10, 200 and the rest: the third lends only the
         // events the sample still has room for.
         let mut doc = ColumnsBuilder::new();
         for part in [&names[..10], &names[10..210], &names[210..]] {
             let mut chunk = ColumnsBuilder::new();
-            part.iter().for_each(|n| push(&mut chunk, n));
+            part.iter().for_each(|n| chunk.push(&kernel(n, "stream 7")));
             doc.merge(chunk);
         }
         let want: Vec<String> = names[..SAMPLE_EVENTS].iter().map(|n| ev(n)).collect();

@@ -314,6 +314,17 @@ fn messages_name_a_linked_rank_by_its_link() {
     assert!(err.starts_with("torchtriage: job/rank0.json: byte 5000: "), "{err}");
 }
 
+/// `batch --format json DIR`, which must succeed: the first stage's ranks,
+/// the skipped files and stderr.
+fn batch_ranks(dir: &std::path::Path) -> (Vec<u64>, Vec<serde_json::Value>, String) {
+    let out = common::run(&["batch", "--format", "json", dir.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ranks = summary["stages"][0]["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    (ranks, summary["skipped"].as_array().unwrap().clone(), stderr)
+}
+
 /// Two links to one trace (`rank2.json` and `rank10.json`): the batch reads
 /// it once, as rank 2 (the lower rank, though `rank10` sorts first), and
 /// names the other link as skipped, with a warning, since the rank it names
@@ -328,17 +339,11 @@ fn a_second_link_to_one_trace_is_named_as_skipped() {
     for (name, target) in [("rank0.json", &a), ("rank2.json", &b), ("rank10.json", &b)] {
         std::os::unix::fs::symlink(target, links.join(name)).unwrap();
     }
-    let out = common::run(&["batch", "--format", "json", links.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ranks: Vec<u64> =
-        summary["stages"][0]["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    let (ranks, skipped, stderr) = batch_ranks(&links);
     assert_eq!(ranks, [0, 2]);
-    let skipped = summary["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert!(skipped[0]["file"].as_str().unwrap().ends_with("links/rank10.json"), "{skipped:?}");
     assert_eq!(skipped[0]["reason"], "the same trace as another name in the batch");
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("rank10.json: skipped, the same trace as another name in the batch (its name gives rank 10)"),
         "{stderr}"
@@ -356,13 +361,8 @@ fn a_hard_link_to_a_trace_is_a_second_name_of_it() {
     std::fs::copy(FIXTURE, job.join("rank0.json")).unwrap();
     std::fs::copy(FIXTURE, job.join("rank1.json")).unwrap();
     std::fs::hard_link(job.join("rank1.json"), job.join("rank5.json")).unwrap();
-    let out = common::run(&["batch", "--format", "json", job.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ranks: Vec<u64> =
-        summary["stages"][0]["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    let (ranks, skipped, _) = batch_ranks(&job);
     assert_eq!(ranks, [0, 1]);
-    let skipped = summary["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert!(skipped[0]["file"].as_str().unwrap().ends_with("job/rank5.json"), "{skipped:?}");
     assert_eq!(skipped[0]["reason"], "the same trace as another name in the batch");
