@@ -561,27 +561,34 @@ impl ColumnsBuilder {
         self.last_thread = None;
     }
 
-    /// Adds an event's name, category, pid and `args` head to the sample.
+    /// Adds an event's name, category, pid and `args` head to the sample,
+    /// each as the string table keeps a string ([`interner::kept`]): a huge
+    /// name is not held whole.
     fn sample_event(&mut self, ev: &RawEvent<'_>) {
         let s = &mut self.sample;
-        // A long text grows the sample by its own length, not by doubling
-        // it, so that a huge name is held once.
-        let len = |v: &Scalar<'_>| if let Scalar::Str(t) = v { t.len() } else { 24 };
-        let wanted = 4 + len(&ev.name) + len(&ev.cat) + len(&ev.pid) + ev.args_head.len();
-        if wanted > s.capacity() - s.len() {
-            s.reserve_exact(wanted.max(s.len()));
-        }
         if !self.sample_ends.is_empty() {
             s.push(' ');
         }
-        ev.name.py_str_push("", s);
-        s.push(' ');
-        ev.cat.py_str_push("", s);
-        s.push(' ');
-        ev.pid.py_str_push("", s);
+        for (i, v) in [ev.name, ev.cat, ev.pid].iter().enumerate() {
+            if i > 0 {
+                s.push(' ');
+            }
+            match v {
+                Scalar::Str(t) => s.push_str(&interner::kept(t)),
+                _ => {
+                    let start = s.len();
+                    v.py_str_push("", s);
+                    if s.len() - start > interner::MAX_STRING_BYTES {
+                        let text = interner::kept(&s[start..]).into_owned();
+                        s.truncate(start);
+                        s.push_str(&text);
+                    }
+                }
+            }
+        }
         if !ev.args_head.is_empty() {
             s.push(' ');
-            s.push_str(ev.args_head);
+            s.push_str(&interner::kept(ev.args_head));
         }
         self.sample_ends.push(s.len());
     }
@@ -715,6 +722,18 @@ mod tests {
         let want: Vec<String> = names[..SAMPLE_EVENTS].iter().map(|n| ev(n)).collect();
         assert!(!doc.wants_sample());
         assert_eq!(doc.finish().framework_sample, want.join(" "));
+    }
+
+    #[test]
+    fn the_sample_keeps_a_long_text_as_the_string_table_does() {
+        let long = format!("{}vllm", "x".repeat(interner::MAX_STRING_BYTES));
+        let mut b = ColumnsBuilder::new();
+        b.push(&kernel(&long, &long));
+        let t = b.finish();
+        let kept = interner::kept(&long);
+        assert!(kept.len() <= interner::MAX_STRING_BYTES && kept.ends_with(" more bytes]"), "{}", kept.len());
+        assert_eq!(t.framework_sample, format!("{kept} kernel 1 {kept}"));
+        assert_eq!(t.s(t.kernels.get(0).name), kept);
     }
 
     #[test]

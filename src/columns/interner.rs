@@ -9,6 +9,21 @@ use rustc_hash::FxBuildHasher;
 /// Strings are kept up to this many bytes ([`Interner::intern`]).
 pub const MAX_STRING_BYTES: usize = 64 << 10;
 
+/// `s` as the string table keeps it: whole up to [`MAX_STRING_BYTES`], else
+/// cut (at a character boundary) and marked with how many bytes were left
+/// out, within that length.
+pub fn kept(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.len() <= MAX_STRING_BYTES {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    // Room for the marker, so the kept string fits the limit.
+    let mut cut = MAX_STRING_BYTES - 64;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}…[{} more bytes]", &s[..cut], s.len() - cut))
+}
+
 /// An interned string id. Only meaningful with the [`Interner`] that made it.
 pub type Sym = u32;
 
@@ -106,12 +121,7 @@ impl Interner {
     /// names, so one 100 MB name would otherwise cost gigabytes.
     pub fn intern(&mut self, s: &str) -> Sym {
         if s.len() > MAX_STRING_BYTES {
-            // Room for the marker, so the stored string fits the limit.
-            let mut cut = MAX_STRING_BYTES - 64;
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            return self.intern(&format!("{}…[{} more bytes]", &s[..cut], s.len() - cut));
+            return self.intern(&kept(s));
         }
         if self.memo.is_empty() {
             self.memo = vec![Sym::MAX; MEMO_SLOTS];
