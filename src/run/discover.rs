@@ -426,6 +426,13 @@ struct Sniffs {
 
 impl Sniffs {
     fn looks_like_trace(&mut self, path: &Path) -> bool {
+        self.looks_like_trace_as(path, path)
+    }
+
+    /// Whether the file at canonical path `path`, found as `found` (a link's
+    /// own name), is a trace: judged by the name it was found by, so that a
+    /// link named `rank3.json` to a file named otherwise is read as that.
+    fn looks_like_trace_as(&mut self, path: &Path, found: &Path) -> bool {
         if let Some(&known) = self.seen.get(path) {
             return known;
         }
@@ -433,7 +440,7 @@ impl Sniffs {
         {
             self.reads += 1;
         }
-        let is = file_looks_like_trace(path);
+        let is = file_looks_like_trace(found);
         self.seen.insert(path.to_path_buf(), is);
         is
     }
@@ -494,10 +501,10 @@ fn named_among(files: Vec<PathBuf>, sniffs: &mut Sniffs, every_name: bool) -> Ve
     let mut seen: std::collections::HashMap<PathBuf, bool> = std::collections::HashMap::new();
     found
         .map(|p| (p.canonicalize().unwrap_or_else(|_| p.clone()), p))
-        .filter(|(c, _)| match seen.get(c) {
+        .filter(|(c, found)| match seen.get(c) {
             Some(&trace) => every_name && trace,
             None => {
-                let trace = c.exists() && sniffs.looks_like_trace(c);
+                let trace = c.exists() && sniffs.looks_like_trace_as(c, found);
                 seen.insert(c.clone(), trace);
                 trace
             }

@@ -368,6 +368,22 @@ fn a_hard_link_to_a_trace_is_a_second_name_of_it() {
     assert_eq!(skipped[0]["reason"], "the same trace as another name in the batch");
 }
 
+/// A link is judged by its own name: `rank3.json` leading to a trace in a
+/// file named without `.json` is rank 3's trace, not a file passed over.
+#[test]
+fn a_link_named_as_a_trace_is_read_whatever_its_target_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::copy(FIXTURE, dir.path().join("blob")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("blob"), job.join("rank3.json")).unwrap();
+    let (ranks, skipped, _) = batch_ranks(&job);
+    assert_eq!(ranks, [3]);
+    assert_eq!(skipped, Vec::<serde_json::Value>::new());
+    let out = common::run(&["triage", "-q", "--format", "json", job.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// `batch` of one empty file says it is empty, as `triage` does.
 #[test]
 fn batch_of_an_empty_file_says_it_is_empty() {
