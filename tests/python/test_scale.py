@@ -329,3 +329,37 @@ def test_dask_batch_takes_none_for_the_default_straggler_pct(dask_client):
 
     report = torchtriage.dask.batch(str(BUNDLED_RANKS), dask_client, straggler_pct=None, min_share=None)
     _same_report(report, _batch_cli(BUNDLED_RANKS))
+
+
+def test_a_batch_of_a_list_reads_it_as_dask_batch_does(dask_client, tmp_path):
+    import torchtriage.dask
+
+    ranks = sorted(str(p) for p in BUNDLED_RANKS.iterdir())
+    # A trace in a file not named as one is read, as batch of it alone reads it.
+    plain = tmp_path / "trace.txt"
+    shutil.copy(ranks[0], plain)
+    listed = [str(plain), ranks[1]]
+    got = torchtriage.batch(listed)
+    assert got["files"] == 2 and got["skipped"] == []
+    _same_report(got, torchtriage.dask.batch(listed, dask_client))
+    # A path given twice, or a file of a directory also given, is read once
+    # and not reported as skipped.
+    for twice in [[ranks[0], ranks[0]], [str(BUNDLED_RANKS), ranks[3]]]:
+        got = torchtriage.batch(twice)
+        assert got["skipped"] == [] and not any("torchtriage-batch-" in n for n in got["notes"]), got["notes"]
+        _same_report(got, torchtriage.dask.batch(twice, dask_client))
+    # An empty file listed is left out by both, and warned of as a missing rank.
+    empty = tmp_path / "rank1.json"
+    empty.write_bytes(b"")
+    for call in [torchtriage.batch, lambda p: torchtriage.dask.batch(p, dask_client)]:
+        with pytest.warns(UserWarning, match=r"rank1\.json: skipped, empty file"):
+            got = call([ranks[0], str(empty)])
+        assert got["skipped"] == [{"file": str(empty), "reason": "empty file"}]
+
+
+def test_a_merge_of_summaries_made_with_other_options_names_them_by_place():
+    paths = torchtriage.batch_files(BUNDLED_RANKS)[:2]
+    summaries = [torchtriage.summarize(paths[0], 0), torchtriage.summarize(paths[1], 1, timeline_basis="hta")]
+    with pytest.raises(ValueError, match=r"^summaries\[0\] was made with .*, summaries\[1\] with ") as e:
+        torchtriage.merge(summaries)
+    assert "torchtriage-merge-" not in str(e.value)

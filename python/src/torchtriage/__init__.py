@@ -627,15 +627,54 @@ def batch(
         # A link to nothing would be passed over unseen: a missing trace is
         # an error here, as it is for one path.
         _input(p)
+    links = {}
     with tempfile.TemporaryDirectory(prefix="torchtriage-batch-") as tmp:
-        for i, p in enumerate(paths):
-            os.symlink(p, os.path.join(tmp, "%04d-%s" % (i, os.path.basename(p))))
+        for i, p in enumerate(_listed_once(paths)):
+            name = os.path.basename(p)
+            if not os.path.isdir(p) and not _has_trace_suffix(name):
+                # A file listed is looked at whatever its name ends with.
+                name += ".json"
+            link = os.path.join(tmp, "%04d-%s" % (i, name))
+            os.symlink(p, link)
+            links[link] = p
         report = _batch(tmp, jobs, options)
     # The links' folder is gone: name where the traces are instead.
     report["dir"] = os.path.commonpath([p if os.path.isdir(p) else os.path.dirname(p) for p in paths])
+    _named_as_listed(report, links)
     _warn_notes(report, 2)
     _warn_failures(report, 2)
     return report
+
+
+def _listed_once(paths):
+    # The paths of a list as batch_files reads them: each once, and a file
+    # below a directory of the list as that directory's.
+    dirs = [os.path.realpath(p) for p in paths if os.path.isdir(p)]
+    seen = set()
+    for p in paths:
+        real = os.path.realpath(p)
+        if real in seen or (not os.path.isdir(p) and any(real.startswith(d + os.sep) for d in dirs)):
+            continue
+        seen.add(real)
+        yield p
+
+
+def _has_trace_suffix(name):
+    # The names batch looks at in a directory.
+    return name.lower().endswith((".json", ".json.gz", ".json.zst", ".zst"))
+
+
+def _named_as_listed(report, links):
+    # A batch of a list ran over links to its paths: name what the report
+    # names by a link as the path listed.
+    def listed(text):
+        for link in sorted(links, key=len, reverse=True):
+            text = text.replace(link, links[link])
+        return text
+
+    for entry in report.get("skipped", []):
+        entry["file"] = listed(entry["file"])
+    report["notes"] = [listed(n) for n in report.get("notes", [])]
 
 
 def _batch(directory, jobs, options):
@@ -751,7 +790,7 @@ def merge(summaries, *, straggler_pct=10.0):
                 json.dump(s, f)
         try:
             _, report = _run_json(["merge", tmp, *_straggler_options(straggler_pct)])
-        except TraceError as e:
+        except ValueError as e:
             raise _summary_error(e, tmp) from None
     # The summaries' folder is gone: name where the traces are instead.
     files = [s["file"] for s in summaries if isinstance(s, dict) and isinstance(s.get("file"), str)]
@@ -762,15 +801,18 @@ def merge(summaries, *, straggler_pct=10.0):
 
 
 def _summary_error(error, tmp):
-    # The error names the file merge wrote the summary to: name the item of
-    # the caller's list instead.
-    path = os.fspath(error.path or "")
-    if os.path.dirname(path) != tmp:
-        return error
-    index = int(os.path.basename(path)[:6])
+    # The error names the files merge wrote the summaries to: name the items
+    # of the caller's list instead.
+    path = os.fspath(getattr(error, "path", None) or "")
     text = str(error)
-    text = text[len(path) + 2 :] if text.startswith(path + ": ") else text
-    return ValueError("summaries[%d] is not a summary: %s" % (index, text))
+    written = re.compile(re.escape(tmp + os.sep) + r"(\d{6})\.summary\.json")
+    if os.path.dirname(path) == tmp:
+        text = text[len(path) + 2 :] if text.startswith(path + ": ") else text
+        text = written.sub(lambda m: "summaries[%d]" % int(m.group(1)), text)
+        return ValueError("summaries[%d] is not a summary: %s" % (int(os.path.basename(path)[:6]), text))
+    if written.search(text) is None:
+        return error
+    return ValueError(written.sub(lambda m: "summaries[%d]" % int(m.group(1)), text))
 
 
 def diff(

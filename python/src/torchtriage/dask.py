@@ -31,12 +31,15 @@ def _list(dir_or_paths):
     # Runs on a worker: the traces, each with the rank its name carries, and
     # what batch leaves out (with the warning that it is incomplete, when a
     # directory could not be listed); and the path given that is missing, or
-    # None. A missing path is returned, not raised, for the client to raise:
-    # the worker does not log it as a failed task.
+    # the error a path given raised (a file listed that is empty or no
+    # trace), or None. Returned, not raised, for the client to raise: the
+    # worker does not log it as a failed task.
     try:
         return torchtriage._batch_listing(dir_or_paths), None
     except FileNotFoundError as e:
         return None, e.filename
+    except ValueError as e:
+        return None, e
 
 
 def batch(
@@ -66,9 +69,11 @@ def batch(
         dir_or_paths = list(dir_or_paths)
         if not dir_or_paths:
             raise ValueError("batch needs at least one trace")
-    listing, missing = client.submit(_list, dir_or_paths, pure=False).result()
-    if missing is not None:
-        raise torchtriage._not_found(missing)
+    listing, failed = client.submit(_list, dir_or_paths, pure=False).result()
+    if isinstance(failed, Exception):
+        raise failed
+    if failed is not None:
+        raise torchtriage._not_found(failed)
     entries, skipped, skip_notes, incomplete = listing
     # The files left out that look like missing ranks, warned of first, as
     # batch does before it reads the traces.
