@@ -156,12 +156,14 @@ pub fn file_destination(p: &Path) -> Result<Destination> {
     }
     let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
+        // The path given is named, and the folder at fault in the message.
+        let folder = crate::error::shown(parent);
         let why = if parent.exists() {
-            "--output: this is not a directory, so no report can be written in it"
+            format!("--output: {folder} is not a directory, so no report can be written in it")
         } else {
-            "--output: the directory to write the report in does not exist"
+            format!("--output: the directory to write the report in, {folder}, does not exist")
         };
-        return Err(Error::usage(why).in_file(parent));
+        return Err(Error::usage(why).in_file(p));
     }
     check_writable(p).map_err(|e| unwritable("--output", e, p))?;
     Ok(Destination::File(p.to_path_buf()))
@@ -398,7 +400,8 @@ mod tests {
         // A report file in a directory that does not exist, or under a file.
         let missing = resolve(None, dir.path().join("no/such/r.md")).err().expect("missing directory");
         assert!(missing.message.contains("does not exist"), "{}", missing.message);
-        assert!(missing.to_string().contains("no/such"), "{missing}");
+        assert!(missing.to_string().contains("no/such/r.md: --output: the directory"), "{missing}");
+        assert!(missing.message.ends_with("no/such, does not exist"), "{missing}");
         let under_file = resolve(None, file.join("r.md")).err().expect("a file as the directory");
         assert!(under_file.message.contains("not a directory"), "{under_file}");
         // A CSV directory is created with its parents, unless one is a file.

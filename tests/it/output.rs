@@ -60,7 +60,7 @@ fn stats_writes_to_a_file_as_the_other_commands_do() {
     let gz = dir.path().join("s.json.gz");
     for (target, why) in [
         (&trace, "--output names a trace this report is made from"),
-        (&missing, "--output: the directory to write the report in does not exist"),
+        (&missing, "no/such/s.txt: --output: the directory to write the report in, "),
         (&gz, "--output: the report is written uncompressed"),
         (&dir.path().join("s.html"), "--output: stats writes text or JSON, not .html"),
     ] {
