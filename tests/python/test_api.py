@@ -673,6 +673,11 @@ def test_a_trace_error_names_the_path_as_given(tmp_path, monkeypatch):
         with pytest.raises(torchtriage.TraceError) as e:
             call()
         assert e.value.path == path, (path, e.value.path)
+        # The message names it so too.
+        assert str(e.value).startswith(path + ": byte "), str(e.value)
+    # So does a batch report of a folder given so.
+    shutil.copy(FIXTURE, tmp_path / "-ranks" / "rank0.pt.trace.json")
+    assert torchtriage.batch("-ranks")["dir"] == "-ranks"
 
 
 def test_text_columns_are_typed_as_text_by_the_schema(tmp_path):

@@ -479,7 +479,11 @@ def _named_as_given(paths):
         yield
     except TraceError as e:
         if e.path is not None:
-            e.path = _as_given(os.fspath(e.path), [p for p in paths if p is not None])
+            passed = os.fspath(e.path)
+            e.path = _as_given(passed, [p for p in paths if p is not None])
+            # The message opens with the path too.
+            if e.path != passed and e.args and str(e.args[0]).startswith(passed + ": "):
+                e.args = (e.path + str(e.args[0])[len(passed) :],) + e.args[1:]
         raise
 
 
@@ -617,6 +621,7 @@ def batch(
     options.extend(_straggler_options(straggler_pct))
     if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
         report = _batch(_input(dir_or_paths), jobs, options)
+        report["dir"] = _as_given(report["dir"], [dir_or_paths])
         _warn_notes(report, 2)
         _warn_failures(report, 2)
         return report
