@@ -13,7 +13,6 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use torchtriage::report::model::SkipReason;
 use torchtriage::{Error, ErrorKind};
 
 create_exception!(torchtriage, TraceError, PyValueError, "A trace that cannot be read as one.");
@@ -121,8 +120,7 @@ fn batch_listing(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(Traces, Skippe
         if dir.is_file() && !torchtriage::run::discover::named_file_looks_like_trace(&dir) {
             // A file of the list that is no trace is left out, as a
             // directory's would be (`batch` of a list reads it as one).
-            let empty = std::fs::metadata(&dir).is_ok_and(|m| m.len() == 0);
-            let why = if empty { SkipReason::EmptyFile } else { SkipReason::NotATrace };
+            let why = torchtriage::run::batch::skip_reason(&dir);
             skipped.push((std::path::absolute(&dir).unwrap_or(dir), why));
             continue;
         }

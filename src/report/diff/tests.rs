@@ -96,6 +96,11 @@ fn gate(threshold_pct: f64, basis: Option<GateBasis>) -> DiffOptions {
     DiffOptions { min_share: 1.0, gate: Some(GateOptions { threshold_pct, basis }) }
 }
 
+/// The first stage's gate of `diff base new --gate 5`.
+fn gate_at_5(base: &TriageReport, new: &TriageReport) -> StageGate {
+    diff(base, new, &gate(5.0, None)).stages[0].gate.clone().unwrap()
+}
+
 #[test]
 fn same_report_has_zero_deltas_and_passes_a_zero_gate() {
     let r = with_steps(report(Stage::Decode, vec![row("a", 100.0, 2), row("b", 50.0, 1)], 150.0, None), 15, 10.0);
@@ -249,7 +254,7 @@ fn the_default_gate_leaves_steps_that_end_before_their_gpu_work() {
     // Steps that last as long as the GPU's work are the default.
     let base = with_steps(report(Stage::Decode, vec![row("a", 1000.0, 10)], 1000.0, None), 10, 100.0);
     let new = with_steps(report(Stage::Decode, vec![row("a", 1000.0, 10)], 1000.0, None), 10, 130.0);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.basis, g.tripped), (GateBasis::Step, true));
 }
 
@@ -259,7 +264,7 @@ fn the_default_gate_reads_busy_time_too_where_the_gpu_idles_within_the_steps() {
     // a kernel 13% slower leaves the steps as they were; busy time decides.
     let base = with_steps(report(Stage::Decode, vec![row("a", 14_600.0, 10)], 14_600.0, None), 10, 2000.0);
     let new = with_steps(report(Stage::Decode, vec![row("a", 16_500.0, 10)], 16_500.0, None), 10, 2000.0);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.basis, g.tripped), (GateBasis::Busy, true));
     // A slower host decides through the step median.
     let slower = with_steps(report(Stage::Decode, vec![row("a", 14_600.0, 10)], 14_600.0, None), 10, 2400.0);
@@ -269,7 +274,7 @@ fn the_default_gate_reads_busy_time_too_where_the_gpu_idles_within_the_steps() {
     // though busy time changes by more in percent.
     let base = with_steps(report(Stage::Decode, vec![row("a", 950.0, 10)], 950.0, None), 10, 100.0);
     let new = with_steps(report(Stage::Decode, vec![row("a", 1050.0, 10)], 1050.0, None), 10, 106.0);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.basis, g.tripped), (GateBasis::Step, true));
     assert!((g.change_pct.unwrap() - 6.0).abs() < 1e-9, "{g:?}");
 }
@@ -285,7 +290,7 @@ fn the_default_gate_leaves_steps_that_launched_part_of_the_kernels() {
         stage.gpus[0].figures.kernels = 100;
         stage.launch.kernels_per_step = Some(4.0);
     }
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.basis, g.tripped), (GateBasis::Busy, true));
 }
 
@@ -470,33 +475,33 @@ fn a_dominant_kernel_launched_more_often_alone_is_more_work_not_a_longer_capture
         report(Stage::All, vec![row("gemm", 300.0, 10), row("add", 100.0, 10), row("nccl", 100.0, 10)], 500.0, None);
     let new =
         report(Stage::All, vec![row("gemm", 600.0, 20), row("add", 210.0, 21), row("nccl", 200.0, 20)], 1010.0, None);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.work_ratio, g.uneven_launches), (Some(2.0), None));
     assert!(!g.tripped);
     // Kernels holding 90% of the time agree: the ratio stands; 80% do not.
     let base = report(Stage::All, vec![row("gemm", 450.0, 5), row("add", 50.0, 5)], 500.0, None);
     let new = report(Stage::All, vec![row("gemm", 900.0, 10), row("add", 50.0, 5)], 950.0, None);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.work_ratio, g.uneven_launches), (Some(2.0), None));
     let base = report(Stage::All, vec![row("gemm", 400.0, 5), row("add", 100.0, 5)], 500.0, None);
     let new = report(Stage::All, vec![row("gemm", 800.0, 10), row("add", 100.0, 5)], 900.0, None);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.work_ratio, g.uneven_launches), (None, Some(UnevenLaunches { ratio: 2.0, agreeing_pct: 80.0 })));
     assert!(g.tripped);
     // The bounds hold as written whatever the rounding: 22 launches of 10
     // are 10% off a median of 2, and 6.3 µs of 7.0 are 90%.
     let base = report(Stage::All, vec![row("g", 600.0, 10), row("a", 200.0, 10), row("b", 200.0, 10)], 1000.0, None);
     let new = report(Stage::All, vec![row("g", 1200.0, 20), row("a", 400.0, 22), row("b", 400.0, 18)], 2000.0, None);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.work_ratio, g.uneven_launches), (Some(2.0), None));
     let base = report(Stage::All, vec![row("g", 6.3, 10), row("a", 0.7, 10)], 7.0, None);
     let new = report(Stage::All, vec![row("g", 12.6, 20), row("a", 0.7, 10)], 13.3, None);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.work_ratio, g.uneven_launches), (Some(2.0), None));
     // A share just under the bar is written rounded down, never as the bar.
     let base = report(Stage::All, vec![row("g", 89.6, 10), row("a", 10.4, 10)], 100.0, None);
     let new = report(Stage::All, vec![row("g", 179.2, 20), row("a", 10.4, 10)], 189.6, None);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert!(g.work_note().unwrap().contains("kernels holding 89% of base's time"), "{:?}", g.work_note());
 }
 
@@ -570,7 +575,7 @@ fn a_change_just_past_the_threshold_is_written_past_it() {
     assert!(markdown(&d).contains("(+5.02%), tripped."), "{}", markdown(&d));
     // Exactly at the threshold passes, and one decimal says so.
     let new = report(Stage::All, vec![row("a", 1050.0, 10)], 1050.0, None);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.tripped, g.change_text()), (false, "+5.0%".to_string()));
     // 0.04% trips a 0% gate: "0.0%" would read as no change.
     let new = report(Stage::All, vec![row("a", 1000.4, 10)], 1000.4, None);
@@ -578,6 +583,6 @@ fn a_change_just_past_the_threshold_is_written_past_it() {
     assert_eq!((g.tripped, g.change_text()), (true, "+0.04%".to_string()));
     // 5.00004% over a 5% gate.
     let new = report(Stage::All, vec![row("a", 1050.0004, 10)], 1050.0004, None);
-    let g = diff(&base, &new, &gate(5.0, None)).stages[0].gate.clone().unwrap();
+    let g = gate_at_5(&base, &new);
     assert_eq!((g.tripped, g.change_text()), (true, "+5.00004%".to_string()));
 }

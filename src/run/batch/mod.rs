@@ -57,21 +57,10 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
     // is listed once, as that.
     let other_names: Vec<PathBuf> = found.same_file.iter().filter_map(|p| p.canonicalize().ok()).collect();
     all.retain(|p| !other_names.contains(p));
-    let merged = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merged-"));
     let mut skipped: Vec<(PathBuf, SkipReason)> = all
         .into_iter()
         .map(|p| {
-            let empty = std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0);
-            let summary = p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(summary::SUMMARY_SUFFIX));
-            let why = if merged(&p) {
-                SkipReason::MergedTrace
-            } else if summary && !empty {
-                SkipReason::Summary
-            } else if empty {
-                SkipReason::EmptyFile
-            } else {
-                SkipReason::NotATrace
-            };
+            let why = skip_reason(&p);
             (p, why)
         })
         .collect();
@@ -97,6 +86,22 @@ pub fn skipped_files(dir: &Path, found: &Discovered) -> Vec<(PathBuf, SkipReason
     skipped.extend(found.same_file.iter().map(|p| (std::path::absolute(p).unwrap_or(p.clone()), SkipReason::SameFile)));
     skipped.sort();
     skipped
+}
+
+/// Why a JSON file a batch does not read is left out: a merged trace, a
+/// batch summary, an empty file, or a file that is no trace.
+pub fn skip_reason(p: &Path) -> SkipReason {
+    let named = |f: &dyn Fn(&str) -> bool| p.file_name().is_some_and(|n| f(&n.to_string_lossy()));
+    let empty = std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() == 0);
+    if named(&|n| n.starts_with("merged-")) {
+        SkipReason::MergedTrace
+    } else if named(&|n| n.ends_with(summary::SUMMARY_SUFFIX)) && !empty {
+        SkipReason::Summary
+    } else if empty {
+        SkipReason::EmptyFile
+    } else {
+        SkipReason::NotATrace
+    }
 }
 
 /// The traces a batch reads, and the other names some of them were found
