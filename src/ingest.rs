@@ -253,6 +253,12 @@ struct Decoded {
     err: Option<std::io::Error>,
 }
 
+/// Decoded bytes asked of the decoder at a time. A decoder that fails
+/// drops what it decoded in the failing call, so the error's offset, the
+/// end of the data delivered before it, is at most this far before the
+/// fault.
+const DECODE_PIECE: usize = 64 << 10;
+
 /// Decodes up to `data` bytes into `buf` after `head` bytes of room (a
 /// buffer that comes back with its length is zeroed only once).
 fn decode_into(reader: &mut (dyn Read + Send), mut buf: Vec<u8>, head: usize, data: usize) -> Decoded {
@@ -262,7 +268,8 @@ fn decode_into(reader: &mut (dyn Read + Send), mut buf: Vec<u8>, head: usize, da
     }
     let mut n = 0;
     while n < data {
-        match reader.read(&mut buf[head + n..]) {
+        let piece = head + n..head + data.min(n + DECODE_PIECE);
+        match reader.read(&mut buf[piece]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

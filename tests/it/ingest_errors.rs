@@ -172,6 +172,87 @@ fn bytes_appended_to_gzip_data_are_named_as_such() {
     }
 }
 
+/// A trace of `events` events that compress well, as a profiler's do
+/// (a few names, evenly spaced times), so that one call of the decoder
+/// can deliver many times its input.
+fn repetitive_trace(events: u64) -> Vec<u8> {
+    let mut s = String::from("{\"traceEvents\": [\n");
+    for i in 0..events {
+        let sep = if i == 0 { "" } else { ",\n" };
+        s.push_str(&format!(
+            r#"{sep}{{"ph": "X", "cat": "python_function", "name": "model.py({}): forward", "pid": 1, "tid": 1, "ts": {}, "dur": 5}}"#,
+            100 + i % 4,
+            1000 + i * 7,
+        ));
+    }
+    s.push_str("\n]}");
+    s.into_bytes()
+}
+
+/// How many bytes a decoder delivers before it fails, read a little at a
+/// time.
+fn intact_prefix(mut r: impl std::io::Read) -> u64 {
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while let Ok(k) = r.read(&mut buf) {
+        if k == 0 {
+            break;
+        }
+        n += k as u64;
+    }
+    n
+}
+
+/// A compressed trace cut short, or damaged inside, fails at the end of
+/// what its decoder could deliver (to within the 64 KiB it is asked for at
+/// a time), not where the decoder's last large read began, whether read
+/// from a file or from stdin.
+#[test]
+fn a_damaged_compressed_stream_fails_where_its_data_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = repetitive_trace(40_000);
+    // With a checksum, as the `zstd` command writes one.
+    let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    enc.write_all(&text).unwrap();
+    let zst = enc.finish().unwrap();
+    let mut damaged = Vec::new();
+    for (name, packed) in [("d.json.gz", gzip(&text)), ("d.json.zst", zst)] {
+        for tenths in 3..10 {
+            let at = packed.len() * tenths / 10;
+            damaged.push((name, packed[..at].to_vec()));
+            let mut flipped = packed.clone();
+            flipped[at] ^= 0xff;
+            damaged.push((name, flipped));
+        }
+    }
+    let mut checked = 0;
+    for (name, bytes) in damaged {
+        let intact = if name.ends_with(".gz") {
+            intact_prefix(flate2::read::MultiGzDecoder::new(&bytes[..]))
+        } else {
+            intact_prefix(zstd::stream::read::Decoder::new(&bytes[..]).unwrap())
+        };
+        let p = write_temp(&dir, name, &bytes);
+        for out in [common::run(&["stats", p.to_str().unwrap()]), common::run_stdin(&["stats", "-"], &bytes)] {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            if !stderr.contains("corrupt or truncated compressed stream") {
+                // Damage the decoder let through, found by the parser.
+                continue;
+            }
+            let at: u64 = stderr
+                .split_once(": byte ")
+                .and_then(|(_, rest)| rest.split_once(':'))
+                .and_then(|(n, _)| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: no offset: {stderr}"));
+            assert!(at <= intact && at + (64 << 10) >= intact, "{name}: byte {at}, intact {intact}: {stderr}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "{checked}");
+}
+
 #[test]
 fn missing_file_and_directory() {
     let out = common::run(&["stats", "/nonexistent/trace.json"]);
