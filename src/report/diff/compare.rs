@@ -35,7 +35,8 @@ impl StageFigures {
             f.kernels_per_step = t.launch.kernels_per_step;
             let busiest = t.gpus.iter().map(|g| g.figures.busy_us).fold(0.0, f64::max);
             let steps_total = t.steps.mean_us.map_or(0.0, |m| m * t.steps.count as f64);
-            f.steps_span_gpu = t.steps.count > 0 && steps_total >= busiest && !t.steps_launch_part_of_the_work();
+            f.steps_launch_the_work = t.steps.count > 0 && !t.steps_launch_part_of_the_work();
+            f.steps_span_gpu = f.steps_launch_the_work && steps_total >= busiest;
             f.gpu_idles_in_steps = f.steps_span_gpu && busiest < HOST_BOUND_BUSY_SHARE * steps_total;
         }
         f
@@ -57,6 +58,7 @@ impl StageFigures {
             launch_delay_p50_us: f(a.launch_delay_p50_us, b.launch_delay_p50_us),
             kernels_per_step: f(a.kernels_per_step, b.kernels_per_step),
             kernel_us: f(a.kernel_us, b.kernel_us),
+            steps_launch_the_work: a.steps_launch_the_work && b.steps_launch_the_work,
             steps_span_gpu: a.steps_span_gpu && b.steps_span_gpu,
             gpu_idles_in_steps: a.gpu_idles_in_steps || b.gpu_idles_in_steps,
             // An offset is a side's, not a change.
@@ -75,15 +77,19 @@ const SAME_WINDOW: f64 = 0.01;
 impl Normalization {
     const NONE: Normalization = Normalization { basis: NormBasis::None, base_units: None, new_units: None };
 
-    /// Per step when both sides have steps and their numbers differ; per ms
-    /// of window when a side has no steps and the windows differ by more
-    /// than [`SAME_WINDOW`]; else none.
+    /// Per step when both sides have steps that launched their GPU work
+    /// and their numbers differ; per ms of window when a side has no such
+    /// steps and the windows differ by more than [`SAME_WINDOW`]; else
+    /// none. Steps that launched part of a side's kernels time part of its
+    /// work: dividing all of it by them would read a missing step
+    /// annotation as a slower step.
     fn of(base: &StageFigures, new: &StageFigures) -> Self {
+        let by_steps = base.steps_launch_the_work && new.steps_launch_the_work;
         match (base.steps, new.steps, base.window_us, new.window_us) {
-            (Some(b), Some(n), ..) if b != n => {
+            (Some(b), Some(n), ..) if by_steps && b != n => {
                 Normalization { basis: NormBasis::Step, base_units: Some(b), new_units: Some(n) }
             }
-            (Some(_), Some(_), ..) => Self::NONE,
+            (Some(_), Some(_), ..) if by_steps => Self::NONE,
             (_, _, Some(b), Some(n)) if b > 0.0 && n > 0.0 && ((n - b) / b).abs() > SAME_WINDOW => {
                 Normalization { basis: NormBasis::WindowMs, base_units: Some(b / 1e3), new_units: Some(n / 1e3) }
             }
@@ -190,7 +196,8 @@ fn matched_base_pct(base: &SideKernels, new: &SideKernels) -> Option<f64> {
     let (rows, total) = base.as_ref()?;
     let matched: f64 = match new {
         Some((new_rows, _)) => {
-            rows.iter().filter(|(name, _)| new_rows.contains_key(*name)).map(|(_, k)| k.total_us).sum()
+            // Summed from +0.0: an empty `sum()` of floats is -0.0.
+            rows.iter().filter(|(name, _)| new_rows.contains_key(*name)).fold(0.0, |sum, (_, k)| sum + k.total_us)
         }
         None => 0.0,
     };

@@ -118,7 +118,7 @@ fn normalization_note(n: &Normalization) -> Option<String> {
             count(nw)
         ),
         NormBasis::WindowMs => format!(
-            "The sides cover different spans (base window {}, new {}) and do not both have steps to divide by: the tables give each change per ms of window as well. A slower kernel also lengthens the window, so rows stay ranked by their total change (the gate line says what the gate compares).",
+            "The sides cover different spans (base window {}, new {}) and do not both have steps that launched their kernels to divide by: the tables give each change per ms of window as well. A slower kernel also lengthens the window, so rows stay ranked by their total change (the gate line says what the gate compares).",
             time(b * 1e3),
             time(nw * 1e3)
         ),

@@ -178,6 +178,10 @@ pub struct StageFigures {
     pub kernels_per_step: Option<f64>,
     /// Total time of the stage's kernel table.
     pub kernel_us: Option<f64>,
+    /// The side has steps, and they launched at least nine in ten of the
+    /// stage's GPU events: its figures can be divided by its steps.
+    #[serde(skip)]
+    pub steps_launch_the_work: bool,
     /// The steps last together at least as long as the busiest GPU's busy
     /// time, as steps that enclose the GPU work they launch do, and launched
     /// at least nine in ten of the stage's GPU events. Steps that end before
@@ -245,10 +249,11 @@ pub enum NormBasis {
     /// Both sides cover the same steps (or, without steps, windows within
     /// 1% of each other): totals compare as they are.
     None,
-    /// Per step: the sides have different numbers of steps.
+    /// Per step: the sides have different numbers of steps, each of which
+    /// launched its side's GPU work.
     Step,
-    /// Per millisecond of the stage's window: no steps on a side, and
-    /// windows that differ by more than 1%.
+    /// Per millisecond of the stage's window: no steps that launched the
+    /// work on a side, and windows that differ by more than 1%.
     WindowMs,
 }
 

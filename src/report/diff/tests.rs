@@ -295,6 +295,41 @@ fn the_default_gate_leaves_steps_that_launched_part_of_the_kernels() {
 }
 
 #[test]
+fn steps_that_launched_part_of_the_kernels_are_not_divided_by() {
+    // The same work (100 kernels, 1 ms busy), its 6 steps annotated on
+    // BASE and only 5 on NEW, whose steps then launched 5 × 15 = 75 of the
+    // 100 kernels: per step, NEW would read 20% slower.
+    let side = |steps: u64| {
+        let mut r = with_steps(report(Stage::Decode, vec![row("a", 1000.0, 100)], 1000.0, None), steps, 180.0);
+        let stage = &mut r.timeline.as_mut().unwrap().stages[0];
+        stage.gpus[0].figures.kernels = 100;
+        stage.launch.kernels_per_step = Some(if steps == 6 { 100.0 / 6.0 } else { 15.0 });
+        r
+    };
+    let (base, new) = (side(6), side(5));
+    for basis in [None, Some(GateBasis::Busy), Some(GateBasis::Kernel)] {
+        let d = diff(&base, &new, &gate(5.0, basis));
+        let s = &d.stages[0];
+        assert_eq!(s.normalization.basis, NormBasis::None, "{basis:?}");
+        assert!(s.kernels.iter().all(|k| k.normalized.is_none()));
+        let g = s.gate.as_ref().unwrap();
+        assert_eq!((g.per, g.change_pct, g.tripped), (NormBasis::None, Some(0.0), false), "{basis:?}");
+    }
+}
+
+#[test]
+fn no_kernel_in_common_is_a_share_of_zero_not_minus_zero() {
+    let base = report(Stage::Decode, vec![row("a", 100.0, 2)], 100.0, None);
+    let new = report(Stage::Decode, vec![row("b", 100.0, 2)], 100.0, None);
+    let d = diff(&base, &new, &DiffOptions::default());
+    let pct = d.stages[0].matched_base_pct.unwrap();
+    assert!(pct == 0.0 && pct.is_sign_positive(), "{pct}");
+    let v = serde_json::to_value(&d).unwrap();
+    assert_eq!(v["stages"][0]["matched_base_pct"].to_string(), "0.0");
+    assert!(markdown(&d).contains("Only 0.0% of base's kernel time"), "{}", markdown(&d));
+}
+
+#[test]
 fn step_counts_are_written_as_whole_numbers() {
     let base = with_steps(report(Stage::Decode, vec![row("a", 1.0, 1)], 1.0, None), 6, 150.0);
     let new = with_steps(report(Stage::Decode, vec![row("a", 1.0, 1)], 1.0, None), 4, 150.0);

@@ -260,7 +260,7 @@ fn normalization_note(s: &StageDiff) -> Option<String> {
             plain(nw, Unit::Count)
         )),
         NormBasis::WindowMs => Some(format!(
-            "The sides cover different spans (base window {} ms, new {} ms) and do not both have steps: changes are given per ms \
+            "The sides cover different spans (base window {} ms, new {} ms) and do not both have steps that launched their kernels: changes are given per ms \
              of window as well.",
             fixed(b, 2),
             fixed(nw, 2)
