@@ -117,7 +117,16 @@ fn the_framework_is_named_as_in_the_other_formats() {
     let mut r = report(vec![row("k", 10.0)]);
     r.framework.formal = Framework::Vllm;
     let html = text(Html.triage(&r));
-    assert!(html.contains("Framework: vLLM ·"), "{html}");
+    assert!(html.contains(&format!("Trace: {} (vLLM)</p>", super::esc(HOSTILE))), "{html}");
+    // A mapping-formal run names both sides, as markdown and the table do:
+    // the overlap table's Python scopes come from the mapping traces.
+    r.mode = Mode::MappingFormal;
+    r.mapping_traces = vec![PathBuf::from("graph_off.json")];
+    r.framework.mapping = Framework::Sglang;
+    let html = text(Html.triage(&r));
+    assert!(html.contains("Mapping trace: graph_off.json (SGLang)</p>"), "{html}");
+    assert!(html.contains(&format!("Formal trace: {} (vLLM)</p>", super::esc(HOSTILE))), "{html}");
+    assert!(!html.contains("<p class=\"meta\">Trace: "), "{html}");
 }
 
 #[test]

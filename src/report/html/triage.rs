@@ -7,10 +7,11 @@
 use crate::analysis::types::UNRESOLVED;
 use std::fmt::Write;
 
+use crate::analysis::framework::Framework;
 use crate::analysis::stage::Stage;
 use crate::analysis::timeline::StageTimeline;
 use crate::report::markdown::{hidden_rows_note, overlap_terms, KERNEL_LEGEND};
-use crate::report::model::TriageReport;
+use crate::report::model::{Mode, TriageReport};
 use crate::report::timeline::{
     clocks_offset_mark, headline_plain, idle_split, launch_line, stage_sum, steps_line_plain, verdict_line,
 };
@@ -233,18 +234,27 @@ fn fuse_table(r: &TriageReport) -> Table {
 pub fn render(r: &TriageReport) -> String {
     let mut b = String::new();
     let _ = writeln!(b, "<h1>torchtriage report</h1>");
-    for p in &r.formal_traces {
-        let _ = writeln!(b, "<p class=\"meta\">Trace: {}</p>", esc(&p.display().to_string()));
+    let mut traces = |label: &str, paths: &[std::path::PathBuf], framework: Framework| {
+        for p in paths {
+            let _ = writeln!(
+                b,
+                "<p class=\"meta\">{label}: {} ({})</p>",
+                esc(&p.display().to_string()),
+                framework.display_name()
+            );
+        }
+    };
+    if r.mode == Mode::SingleTrace {
+        traces("Trace", &r.formal_traces, r.framework.formal);
+    } else {
+        // The overlap table's Python scopes come from the mapping traces.
+        traces("Mapping trace", &r.mapping_traces, r.framework.mapping);
+        traces("Formal trace", &r.formal_traces, r.framework.formal);
     }
     if let Some(model) = &r.model {
         let _ = writeln!(b, "<p class=\"meta\">Model: {}</p>", esc(model));
     }
-    let _ = writeln!(
-        b,
-        "<p class=\"meta\">Framework: {} · rows under {:.1}% share hidden</p>",
-        r.framework.formal.display_name(),
-        r.min_share
-    );
+    let _ = writeln!(b, "<p class=\"meta\">Rows under {:.1}% share hidden</p>", r.min_share);
     // What the command line says on stderr (traces of a directory left
     // out, events skipped): a page passed on has no stderr beside it.
     for note in &r.notes {
