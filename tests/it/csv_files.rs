@@ -128,6 +128,27 @@ fn triage_tables_read_back_equal_the_json_rows() {
     }
 }
 
+/// Under an HTA basis, `notes.csv` says what the basis leaves out of the
+/// timeline, as the headline does: `timeline.csv`'s `basis` column alone
+/// does not.
+#[test]
+fn an_hta_basis_says_in_the_notes_what_it_leaves_out() {
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/traces/hta/trace_filter/sampled_rank-0.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    csv_of(dir.path(), &["triage", trace, "--timeline-basis", "hta"]);
+    let v = json_of(&["triage", trace, "--timeline-basis", "hta"]);
+    let dropped = v["timeline"]["step_filter"]["kernels_dropped"].as_u64().unwrap();
+    assert!(dropped > 0, "{}", v["timeline"]);
+    let notes: Vec<String> = read(&dir.path().join("notes.csv")).into_iter().map(|r| r["note"].clone()).collect();
+    let want = format!("{dropped} GPU events from the last ProfilerStep's start on left out");
+    assert!(notes.iter().any(|n| n.starts_with("timeline basis hta") && n.contains(&want)), "{notes:?}");
+    // The default basis adds no note.
+    let dir = tempfile::tempdir().unwrap();
+    csv_of(dir.path(), &["triage", trace]);
+    let notes = read(&dir.path().join("notes.csv"));
+    assert!(notes.iter().all(|r| !r["note"].contains("timeline basis")), "{notes:?}");
+}
+
 #[test]
 fn batch_ranks_read_back_equal_the_json_rows() {
     let dir = tempfile::tempdir().unwrap();

@@ -35,7 +35,9 @@ pub const FILE_NAMES: &[&str] = &[
 
 impl Renderer for Csv {
     fn triage<'a>(&self, r: &'a TriageReport) -> Rendered<'a> {
-        Rendered::Files(tables::triage(&crate::report::json::to_value(r)))
+        // What an HTA basis leaves out, as the headline says it.
+        let basis = r.timeline.as_ref().and_then(crate::report::timeline::basis_note);
+        Rendered::Files(tables::triage(&crate::report::json::to_value(r), basis.as_deref()))
     }
     fn batch(&self, b: BatchView<'_>) -> Rendered<'static> {
         let text = crate::report::batch::json(b.stages, b.info);

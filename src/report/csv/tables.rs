@@ -227,7 +227,7 @@ fn done(name: &'static str, t: Table) -> (&'static str, String) {
 /// stage `trace`, then one row per stage and GPU), `idle.csv` (one row per
 /// stage, GPU and stream) and `stages.csv` (launch statistics, steps and
 /// verdict: the whole trace, then each stage).
-pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
+pub(super) fn triage(r: &Value, basis_note: Option<&str>) -> Vec<(&'static str, String)> {
     let mut kernels = Table::with_columns(KERNELS);
     for t in items(&r["kernel_tables"]) {
         let context = [("trace", &t["trace"]), ("stage", &t["stage"]), ("stage_total_us", &t["total_us"])];
@@ -280,15 +280,17 @@ pub(super) fn triage(r: &Value) -> Vec<(&'static str, String)> {
         done("timeline.csv", timeline),
         done("idle.csv", idle),
         done("stages.csv", steps),
-        notes(r),
+        notes(r, basis_note),
     ]
 }
 
 /// `notes.csv`: the report's notes (what the run left out or could not
-/// read, as stderr says), one a row.
-fn notes(r: &Value) -> (&'static str, String) {
+/// read, as stderr says), one a row, then `extra` (a triage's note on its
+/// timeline basis, as its headline gives it).
+fn notes(r: &Value, extra: Option<&str>) -> (&'static str, String) {
     let mut t = Table::with_columns(&["note"]);
-    for note in items(&r["notes"]) {
+    let extra = extra.map(|e| Value::String(e.to_string()));
+    for note in items(&r["notes"]).iter().chain(extra.as_ref()) {
         t.push(&[("note", note)], &Value::Object(Default::default()), &[]);
     }
     done("notes.csv", t)
@@ -323,7 +325,7 @@ pub(super) fn batch(b: &Value) -> Vec<(&'static str, String)> {
         done("kernels.csv", kernels),
         done("failures.csv", failures),
         done("skipped.csv", skipped),
-        notes(b),
+        notes(b, None),
     ]
 }
 
