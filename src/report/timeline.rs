@@ -391,7 +391,7 @@ pub fn headline_plain(r: &TriageReport, t: &Timeline) -> Vec<String> {
 fn headline_with(r: &TriageReport, t: &Timeline, name: impl Fn(&str) -> String) -> Vec<String> {
     let mut lines = vec!["Headline".to_string()];
     if t.stages.is_empty() {
-        lines.push("- no GPU kernels in this trace: nothing ran on a GPU, or the profiler did not record it".into());
+        lines.push(format!("- {}", no_kernels_headline(t)));
         return lines;
     }
     for stage in &t.stages {
@@ -635,10 +635,27 @@ pub(crate) fn without_gpu_work_note(s: &crate::analysis::timeline::Steps) -> Opt
     }
 }
 
+/// The headline of a timeline without GPU kernels: none in the trace, or
+/// none whose times it could place (the kernel table still lists those).
+pub fn no_kernels_headline(t: &Timeline) -> String {
+    match t.skipped_non_finite {
+        0 => "no GPU kernels in this trace: nothing ran on a GPU, or the profiler did not record it".into(),
+        n => format!(
+            "no GPU kernel with times the timeline can place: {n} GPU {} a start or end that is not a finite number",
+            if n == 1 { "event has" } else { "events have" }
+        ),
+    }
+}
+
 /// The `Timeline` section's lines (without its title).
 pub fn section(t: &Timeline) -> Vec<String> {
     if t.stages.is_empty() {
-        return vec!["No GPU kernels in this trace.".into()];
+        let line = if t.skipped_non_finite == 0 {
+            "No GPU kernels in this trace."
+        } else {
+            "No GPU kernel with finite times in this trace."
+        };
+        return vec![line.into()];
     }
     let mut lines = Vec::new();
     let n = t.stages.len();

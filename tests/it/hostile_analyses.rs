@@ -101,6 +101,31 @@ fn non_finite_huge_and_negative_times_never_panic_an_analysis() {
 }
 
 /// A directory holding two small real traces.
+/// A trace whose only kernel starts at no finite time has a kernel: the
+/// headline says the timeline could not place it, not that nothing ran on
+/// a GPU, in every text format.
+#[test]
+fn kernels_the_timeline_cannot_place_are_not_called_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inf_ts.json");
+    std::fs::write(
+        &path,
+        r#"{"traceEvents":[{"ph":"X","cat":"kernel","name":"gemm_kernel","pid":0,"tid":7,"ts":1e400,"dur":5,"args":{"stream":7}}]}"#,
+    )
+    .unwrap();
+    for format in ["markdown", "table", "html"] {
+        let out = common::run(&["triage", "-q", "-f", format, path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("nothing ran on a GPU"), "{format}: {text}");
+        assert!(
+            text.contains("no GPU kernel with times the timeline can place: 1 GPU event has a start or end that is not a finite number"),
+            "{format}: {text}"
+        );
+        assert!(text.contains("gemm_kernel"), "{format}: {text}");
+    }
+}
+
 fn trace_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (i, src) in SMALL.iter().enumerate() {

@@ -89,7 +89,7 @@ fn header(o: &mut Out, r: &TriageReport) {
 fn headline(o: &mut Out, r: &TriageReport, t: &Timeline) {
     o.title("Headline");
     if t.stages.is_empty() {
-        o.item("no GPU kernels in this trace: nothing ran on a GPU, or the profiler did not record it");
+        o.item(&crate::report::timeline::no_kernels_headline(t));
         return;
     }
     for stage in &t.stages {
