@@ -163,6 +163,8 @@ pub(crate) struct EventSet {
     pub lanes: Vec<Lane>,
     pub clock: Clock,
     pub filter: Option<StepFilter>,
+    /// The GPU events `filter` dropped, per stage code.
+    pub filtered_by_stage: [u64; 3],
     pub skipped: u64,
 }
 
@@ -346,6 +348,7 @@ fn collect(
             let keep = if gpu_like { hosted.is_some_and(|h| h.1 < last) } else { start < last };
             if !keep {
                 dropped += 1;
+                set.filtered_by_stage[stages.get(row).code() as usize] += 1;
                 continue;
             }
             if !(host_side.start < last) {

@@ -103,6 +103,7 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
     // The events are read no further: their pages go before the launch
     // statistics allocate.
     let (rounded_to_us, step_filter, skipped_non_finite) = (set.clock.round, set.filter.clone(), set.skipped);
+    let filtered_by_stage = set.filtered_by_stage;
     drop(set);
 
     let mut step_counts = [0u64; 3];
@@ -140,7 +141,8 @@ pub fn timeline(trace: &Trace, stages: &RowStages, opts: &TimelineOptions) -> Ti
         .collect();
     let out_stages: Vec<StageTimeline> = parts
         .into_iter()
-        .map(|(stage, gpus, steps)| {
+        .map(|(stage, gpus, mut steps)| {
+            steps.filtered_kernels = filtered_by_stage[stage.code() as usize];
             let launch = std::mem::take(&mut by_stage[stage.code() as usize]);
             let verdict = verdict::decide(gpus.iter().map(|g| &g.figures), &launch, steps.total_us());
             StageTimeline { stage, gpus, launch, steps, verdict }

@@ -343,6 +343,7 @@ pub(crate) fn summary(
             .map(|s| SlowStep { name: trace.s(s.name).to_string(), start_us: s.ts, dur_us: s.dur })
             .collect(),
         without_gpu_work: stages.iter().filter(|s| s.is_none()).count() as u64,
+        filtered_kernels: 0,
     }
 }
 

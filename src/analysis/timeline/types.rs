@@ -269,6 +269,11 @@ pub struct Steps {
     /// profiler's end cut, one of host work only): they belong to no stage,
     /// so no stage counts them. The same trace-wide number in every stage.
     pub without_gpu_work: u64,
+    /// The stage's GPU events HTA's step filter dropped (those of the last
+    /// step, and after it): the kernel table holds them, while the steps
+    /// (which launched them) do not count their step.
+    #[serde(skip)]
+    pub filtered_kernels: u64,
 }
 
 impl Steps {

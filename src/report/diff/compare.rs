@@ -27,6 +27,7 @@ impl StageFigures {
             f.comm_us = Some(sum.comm_us);
             f.comm_comp_overlap_pct = sum.comm_comp_overlap_pct;
             f.steps = (t.steps.count > 0).then_some(t.steps.count as f64);
+            f.kernel_steps = f.steps.map(|s| s + if t.steps.filtered_kernels > 0 { 1.0 } else { 0.0 });
             f.step_p50_us = t.steps.p50_us;
             f.step_p90_us = t.steps.p90_us;
             // A delay measured across two clocks is not compared.
@@ -58,6 +59,7 @@ impl StageFigures {
             launch_delay_p50_us: f(a.launch_delay_p50_us, b.launch_delay_p50_us),
             kernels_per_step: f(a.kernels_per_step, b.kernels_per_step),
             kernel_us: f(a.kernel_us, b.kernel_us),
+            kernel_steps: f(a.kernel_steps, b.kernel_steps),
             steps_launch_the_work: a.steps_launch_the_work && b.steps_launch_the_work,
             steps_span_gpu: a.steps_span_gpu && b.steps_span_gpu,
             gpu_idles_in_steps: a.gpu_idles_in_steps || b.gpu_idles_in_steps,
@@ -82,10 +84,12 @@ impl Normalization {
     /// steps and the windows differ by more than [`SAME_WINDOW`]; else
     /// none. Steps that launched part of a side's kernels time part of its
     /// work: dividing all of it by them would read a missing step
-    /// annotation as a slower step.
+    /// annotation as a slower step. The units are the steps of the kernel
+    /// table's kernels ([`StageFigures::kernel_steps`]), which the kernel
+    /// and category rows are divided by.
     fn of(base: &StageFigures, new: &StageFigures) -> Self {
         let by_steps = base.steps_launch_the_work && new.steps_launch_the_work;
-        match (base.steps, new.steps, base.window_us, new.window_us) {
+        match (base.kernel_steps, new.kernel_steps, base.window_us, new.window_us) {
             (Some(b), Some(n), ..) if by_steps && b != n => {
                 Normalization { basis: NormBasis::Step, base_units: Some(b), new_units: Some(n) }
             }
@@ -344,7 +348,13 @@ fn gate_on(
     let (mut base_us, mut new_us) = (pick(base)?, pick(new)?);
     let mut per = NormBasis::None;
     if basis != GateBasis::Step && norm.basis == NormBasis::Step {
-        if let (Some(b), Some(n)) = (norm.base_units, norm.new_units) {
+        // Busy time is the timeline's, over the steps it counts; kernel
+        // time the kernel table's, over the steps of its kernels.
+        let units = match basis {
+            GateBasis::Busy => (base.steps, new.steps),
+            _ => (norm.base_units, norm.new_units),
+        };
+        if let (Some(b), Some(n)) = units {
             (base_us, new_us, per) = (base_us / b, new_us / n, NormBasis::Step);
         }
     }

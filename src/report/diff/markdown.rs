@@ -108,14 +108,16 @@ fn first_of(list: &[Text]) -> String {
 }
 
 /// The sentence that says what a stage's kernel times are per.
-fn normalization_note(n: &Normalization) -> Option<String> {
+fn normalization_note(s: &StageDiff) -> Option<String> {
+    let n = &s.normalization;
     let (b, nw) = (n.base_units?, n.new_units?);
     Some(match n.basis {
         NormBasis::None => return None,
         NormBasis::Step => format!(
-            "The sides cover different numbers of steps (base {}, new {}): the tables give each change per step as well, and rank kernels by it (the gate line says what the gate compares).",
+            "The sides cover different numbers of steps (base {}, new {}{}): the tables give each change per step as well, and rank kernels by it (the gate line says what the gate compares).",
             count(b),
-            count(nw)
+            count(nw),
+            s.kernel_steps_note()
         ),
         NormBasis::WindowMs => format!(
             "The sides cover different spans (base window {}, new {}) and do not both have steps that launched their kernels to divide by: the tables give each change per ms of window as well. A slower kernel also lengthens the window, so rows stay ranked by their total change (the gate line says what the gate compares).",
@@ -256,7 +258,7 @@ pub fn markdown(d: &DiffReport) -> String {
         out.push(String::new());
         timeline_table(&mut out, s);
         out.push(String::new());
-        if let Some(note) = normalization_note(&s.normalization) {
+        if let Some(note) = normalization_note(s) {
             out.push(note);
             out.push(String::new());
         }

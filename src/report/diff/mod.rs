@@ -182,6 +182,11 @@ pub struct StageFigures {
     /// stage's GPU events: its figures can be divided by its steps.
     #[serde(skip)]
     pub steps_launch_the_work: bool,
+    /// The steps whose kernels the kernel table holds: `steps`, and the
+    /// last step too when HTA's step filter left its GPU events out of the
+    /// timeline (the kernel table keeps them).
+    #[serde(skip)]
+    pub kernel_steps: Option<f64>,
     /// The steps last together at least as long as the busiest GPU's busy
     /// time, as steps that enclose the GPU work they launch do, and launched
     /// at least nine in ten of the stage's GPU events. Steps that end before
@@ -206,6 +211,18 @@ impl StageDiff {
     /// either side.
     pub fn shown_kernels(&self) -> impl Iterator<Item = &KernelDiff> {
         self.kernels.iter().filter(|k| k.rendered)
+    }
+
+    /// What the step counts of a per-step normalisation include beyond the
+    /// steps the timeline counts: the last step, when HTA's step filter
+    /// left its GPU events out of the timeline on a side.
+    pub fn kernel_steps_note(&self) -> &'static str {
+        let more = |f: &StageFigures| f.kernel_steps.zip(f.steps).is_some_and(|(k, s)| k > s);
+        if more(&self.timeline.base) || more(&self.timeline.new) {
+            ", counting the last step, whose GPU events HTA's step filter leaves out of the timeline"
+        } else {
+            ""
+        }
     }
 
     /// Why the stage's launch delays are not compared, when a side's CPU and

@@ -318,6 +318,41 @@ fn steps_that_launched_part_of_the_kernels_are_not_divided_by() {
 }
 
 #[test]
+fn kernel_time_is_divided_by_the_steps_whose_kernels_the_table_holds() {
+    // Under an HTA basis the step filter leaves the last step's GPU events
+    // out of the timeline: 11 of 12 steps counted on BASE, 5 of 6 on NEW,
+    // the same work per step. The kernel table keeps every kernel (100 µs
+    // a step); the timeline's busy time covers the steps it counts.
+    let side = |steps: u64| {
+        let kernel_us = 100.0 * (steps + 1) as f64;
+        let mut r = with_steps(
+            report(Stage::Decode, vec![row("a", kernel_us, steps + 1)], 90.0 * steps as f64, None),
+            steps,
+            95.0,
+        );
+        r.timeline.as_mut().unwrap().stages[0].steps.filtered_kernels = 1;
+        r
+    };
+    let (base, new) = (side(11), side(5));
+    let d = diff(&base, &new, &gate(5.0, Some(GateBasis::Kernel)));
+    let s = &d.stages[0];
+    assert_eq!(s.normalization, Normalization { basis: NormBasis::Step, base_units: Some(12.0), new_units: Some(6.0) });
+    let g = s.gate.as_ref().unwrap();
+    assert_eq!((g.base_us, g.new_us, g.tripped), (100.0, 100.0, false), "{g:?}");
+    assert_eq!(s.kernels[0].normalized.unwrap().delta_us, 0.0);
+    // Busy time is divided by the steps the timeline counts.
+    let g = diff(&base, &new, &gate(5.0, Some(GateBasis::Busy))).stages[0].gate.clone().unwrap();
+    assert_eq!((g.per, g.base_us, g.new_us, g.tripped), (NormBasis::Step, 90.0, 90.0, false), "{g:?}");
+    assert!(
+        markdown(&d).contains(
+            "(base 12, new 6, counting the last step, whose GPU events HTA's step filter leaves out of the timeline)"
+        ),
+        "{}",
+        markdown(&d)
+    );
+}
+
+#[test]
 fn no_kernel_in_common_is_a_share_of_zero_not_minus_zero() {
     let base = report(Stage::Decode, vec![row("a", 100.0, 2)], 100.0, None);
     let new = report(Stage::Decode, vec![row("b", 100.0, 2)], 100.0, None);

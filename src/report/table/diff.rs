@@ -254,10 +254,11 @@ fn normalization_note(s: &StageDiff) -> Option<String> {
     match n.basis {
         NormBasis::None => None,
         NormBasis::Step => Some(format!(
-            "The sides cover different numbers of steps (base {}, new {}): changes are given per step as well, and \
+            "The sides cover different numbers of steps (base {}, new {}{}): changes are given per step as well, and \
              kernels ranked by it.",
             plain(b, Unit::Count),
-            plain(nw, Unit::Count)
+            plain(nw, Unit::Count),
+            s.kernel_steps_note()
         )),
         NormBasis::WindowMs => Some(format!(
             "The sides cover different spans (base window {} ms, new {} ms) and do not both have steps that launched their kernels: changes are given per ms \
