@@ -136,6 +136,9 @@ pub struct StageFacts {
     /// without a timeline.
     #[serde(default)]
     pub idle_us: Option<f64>,
+    /// Steps the stage's timeline found; `None` without steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
 }
 
 impl StageFacts {
@@ -572,6 +575,7 @@ mod tests {
             kernels: kernels.iter().map(|(n, us)| ((*n).into(), "gemm", *us)).collect(),
             gpu_time_us: busy,
             idle_us: None,
+            steps: None,
         }
     }
 

@@ -389,6 +389,7 @@ fn row_value(r: &RankRow) -> Value {
         "exposed_comm_us": f.exposed_comm(),
         "exposed_comm_pct": r.exposed_comm_pct,
         "idle_us": f.idle_us,
+        "steps": f.steps,
         "top_exposed_comm": f.top_exposed.as_ref().map(|(k, us)| json!({"kernel": k, "exclusive_us": us})),
         "top_headroom": f.top_headroom.as_ref().map(|(p, k)| json!({"priority": p, "kernel": k})),
         "leading_kernel": f.kernels.first().map(|k| json!({"kernel": k.0, "category": k.1, "total_us": k.2})),
@@ -448,14 +449,68 @@ fn mixed_worlds_note(info: &RunInfo) -> Option<String> {
 }
 
 /// The notes of a batch report about its ranks: shared rank numbers, mixed
-/// jobs and ranks of the job that no file holds.
+/// jobs, ranks of the job that no file holds, ranks a stage lacks, and
+/// ranks whose traces cover different numbers of steps.
 pub fn rank_notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
     shared_ranks_note(stages)
         .into_iter()
         .chain(copies_notes(info))
         .chain(mixed_worlds_note(info))
         .chain(missing_ranks_note(info))
+        .chain(stages_missing_ranks_notes(stages))
+        .chain(stages.iter().filter_map(step_counts_note))
         .collect()
+}
+
+/// Ranks as a list (`0, 2 and 5`), at most [`MISSING_SHOWN`] of them named.
+fn ranks_listed(ranks: &[u64]) -> String {
+    let mut named: Vec<String> = ranks.iter().take(MISSING_SHOWN).map(u64::to_string).collect();
+    if ranks.len() > MISSING_SHOWN {
+        named.push(format!("{} more", ranks.len() - MISSING_SHOWN));
+    }
+    let word = if ranks.len() == 1 { "rank" } else { "ranks" };
+    format!("{word} {}", crate::report::listed(&named))
+}
+
+/// A warning for each stage that lacks ranks another stage has: the stage
+/// compares the ranks it has, and its slow rank may be one it lacks.
+fn stages_missing_ranks_notes(stages: &[StageSummary]) -> impl Iterator<Item = String> + '_ {
+    let all: std::collections::BTreeSet<u64> = stages.iter().flat_map(|s| s.rows.iter().map(|r| r.rank)).collect();
+    stages.iter().filter_map(move |s| {
+        let have: std::collections::BTreeSet<u64> = s.rows.iter().map(|r| r.rank).collect();
+        let lacks: Vec<u64> = all.difference(&have).copied().collect();
+        (!lacks.is_empty()).then(|| {
+            format!(
+                "warning: stage {} has no trace of {}, which another stage has: it is compared among the ranks it has, and its slow rank may be one it lacks",
+                s.stage.as_str(),
+                ranks_listed(&lacks)
+            )
+        })
+    })
+}
+
+/// The warning for a stage whose ranks' traces cover different numbers of
+/// steps: their totals are compared as they are, so a rank with more steps
+/// looks busier.
+fn step_counts_note(s: &StageSummary) -> Option<String> {
+    let mut by_count: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for r in &s.rows {
+        if let Some(n) = r.facts.steps {
+            by_count.entry(n).or_default().push(r.rank);
+        }
+    }
+    if by_count.len() < 2 {
+        return None;
+    }
+    let parts: Vec<String> = by_count
+        .iter()
+        .map(|(n, ranks)| format!("{} {}", counted(*n, "step", "steps"), format_args!("on {}", ranks_listed(ranks))))
+        .collect();
+    Some(format!(
+        "warning: in stage {} the ranks' traces cover different numbers of steps ({}): their times are compared as totals, so a rank with more steps looks busier",
+        s.stage.as_str(),
+        parts.join("; ")
+    ))
 }
 
 /// A warning for each file that looks like a copy of another rank's trace.
@@ -630,7 +685,7 @@ fn size_text(bytes: u64) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use super::{roles_lines, shared_ranks_note, size_text};
+    use super::{roles_lines, shared_ranks_note, size_text, stages_missing_ranks_notes, step_counts_note};
     use crate::analysis::ranks::{summarize, RankFacts, RankSource, StageFacts, StageSummary};
     use crate::analysis::stage::Stage;
 
@@ -673,6 +728,7 @@ mod tests {
             kernels: vec![("gemm".into(), "gemm", compute_us)],
             gpu_time_us: compute_us,
             idle_us: None,
+            steps: None,
         };
         RankFacts {
             file: PathBuf::from(file),
@@ -682,6 +738,41 @@ mod tests {
             world_size: None,
             distributed_rank: None,
         }
+    }
+
+    #[test]
+    fn ranks_with_different_step_counts_are_warned_of() {
+        let mut files: Vec<RankFacts> = (0..4).map(|r| rank_file(&format!("rank{r}.json"), r, 1000.0)).collect();
+        for f in &mut files {
+            f.stages[0].steps = Some(if f.rank == 1 { 2 } else { 1 });
+        }
+        let refs: Vec<&RankFacts> = files.iter().collect();
+        let stages = summarize(&refs, 10.0);
+        assert_eq!(
+            step_counts_note(&stages[0]).as_deref(),
+            Some("warning: in stage decode the ranks' traces cover different numbers of steps (1 step on ranks 0, 2 and 3; 2 steps on rank 1): their times are compared as totals, so a rank with more steps looks busier")
+        );
+        // The same count everywhere, or no steps, says nothing.
+        files[1].stages[0].steps = Some(1);
+        files[2].stages[0].steps = None;
+        let refs: Vec<&RankFacts> = files.iter().collect();
+        assert_eq!(step_counts_note(&summarize(&refs, 10.0)[0]), None);
+    }
+
+    #[test]
+    fn a_stage_lacking_a_rank_another_stage_has_is_warned_of() {
+        let mut files: Vec<RankFacts> = (0..4).map(|r| rank_file(&format!("rank{r}-decode.json"), r, 1000.0)).collect();
+        files.extend((0..3).map(|r| {
+            let mut f = rank_file(&format!("rank{r}-prefill.json"), r, 1000.0);
+            f.stages[0].stage = Stage::Extend;
+            f
+        }));
+        let refs: Vec<&RankFacts> = files.iter().collect();
+        let stages = summarize(&refs, 10.0);
+        let notes: Vec<String> = stages_missing_ranks_notes(&stages).collect();
+        assert_eq!(notes, ["warning: stage extend has no trace of rank 3, which another stage has: it is compared among the ranks it has, and its slow rank may be one it lacks"]);
+        let refs: Vec<&RankFacts> = files[..4].iter().collect();
+        assert_eq!(stages_missing_ranks_notes(&summarize(&refs, 10.0)).count(), 0);
     }
 
     #[test]

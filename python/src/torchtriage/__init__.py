@@ -269,8 +269,8 @@ _BATCH_KERNEL_ROW = [
 ]
 _RANK_ROW = [
     "rank", "rank_source", "file", "bundle", "busy_us", "overlap_us", "overlap_pct", "gpu_time_us", "compute_us",
-    "exposed_comm_us", "exposed_comm_pct", "idle_us", "top_exposed_comm", "top_headroom", "leading_kernel", "role",
-    "waits_on", "straggler",
+    "exposed_comm_us", "exposed_comm_pct", "idle_us", "steps", "top_exposed_comm", "top_headroom", "leading_kernel",
+    "role", "waits_on", "straggler",
 ]
 
 

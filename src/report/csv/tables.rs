@@ -132,6 +132,7 @@ const RANKS: &[&str] = &[
     "exposed_comm_us",
     "exposed_comm_pct",
     "idle_us",
+    "steps",
     "top_exposed_comm.kernel",
     "top_exposed_comm.exclusive_us",
     "top_headroom.priority",

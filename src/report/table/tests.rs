@@ -257,6 +257,7 @@ fn facts(rank: u64, compute: f64, exposed: f64) -> RankFacts {
             ],
             gpu_time_us: compute + exposed,
             idle_us: None,
+            steps: None,
         }],
     }
 }

@@ -328,6 +328,7 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
         kernels: Vec::new(),
         gpu_time_us: 0.0,
         idle_us: None,
+        steps: None,
     };
     for s in &report.overlap_stats {
         let f = stages.entry(s.stage).or_insert_with(|| blank(s.stage));
@@ -353,6 +354,7 @@ fn stage_facts(report: &TriageReport, exposure: &Exposure) -> Vec<StageFacts> {
     for t in report.timeline.iter().flat_map(|t| &t.stages) {
         if let Some(f) = stages.get_mut(&t.stage) {
             f.idle_us = Some(crate::report::timeline::stage_sum(t).idle_us);
+            f.steps = (t.steps.count > 0).then_some(t.steps.count);
         }
     }
     stages.into_values().collect()
