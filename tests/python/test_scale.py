@@ -357,6 +357,31 @@ def test_a_batch_of_a_list_reads_it_as_dask_batch_does(dask_client, tmp_path):
         assert got["skipped"] == [{"file": str(empty), "reason": "empty file"}]
 
 
+def test_a_list_with_no_trace_is_refused_by_both_naming_its_paths(dask_client, tmp_path):
+    import torchtriage.dask
+
+    notrace = tmp_path / "notes.json"
+    notrace.write_text("hello")
+    for call in [torchtriage.batch, lambda p: torchtriage.dask.batch(p, dask_client)]:
+        with pytest.raises(ValueError) as e:
+            call([str(notrace)])
+        message = str(e.value)
+        assert message.startswith("no trace among the paths listed") and str(notrace) in message, message
+        assert "torchtriage-batch-" not in message and "merge" not in message, message
+
+
+def test_dask_batch_names_its_dir_as_batch_does(dask_client, tmp_path):
+    import torchtriage.dask
+
+    ranks = sorted(str(p) for p in BUNDLED_RANKS.iterdir())
+    link = tmp_path / "rank5.json.gz"
+    os.symlink(ranks[0], link)
+    for given in [[ranks[0], ranks[1]], [str(link)], os.fsencode(str(BUNDLED_RANKS))]:
+        want = torchtriage.batch(given)["dir"]
+        got = torchtriage.dask.batch(given, dask_client)["dir"]
+        assert isinstance(got, str) and got == want, (given, got, want)
+
+
 def test_a_merge_of_summaries_made_with_other_options_names_them_by_place():
     paths = torchtriage.batch_files(BUNDLED_RANKS)[:2]
     summaries = [torchtriage.summarize(paths[0], 0), torchtriage.summarize(paths[1], 1, timeline_basis="hta")]

@@ -642,13 +642,31 @@ def batch(
             link = os.path.join(tmp, "%04d-%s" % (i, name))
             os.symlink(p, link)
             links[link] = p
-        report = _batch(tmp, jobs, options)
+        try:
+            report = _batch(tmp, jobs, options)
+        except ValueError as e:
+            raise ValueError(_listed_error(str(e), tmp, links)) from None
     # The links' folder is gone: name where the traces are instead.
-    report["dir"] = os.path.commonpath([p if os.path.isdir(p) else os.path.dirname(p) for p in paths])
+    report["dir"] = _list_dir(paths)
     _named_as_listed(report, links)
     _warn_notes(report, 2)
     _warn_failures(report, 2)
     return report
+
+
+def _list_dir(paths):
+    # The report's dir for a list of (absolute) paths: the deepest directory
+    # holding every one (a directory of the list holds itself).
+    return os.path.commonpath([p if os.path.isdir(p) else os.path.dirname(p) for p in paths])
+
+
+def _listed_error(message, tmp, links):
+    # batch's error about the folder of links to a list's paths, worded
+    # about the paths listed, each named as listed.
+    message = message.replace(tmp + ": no trace files in this directory or below it", "no trace among the paths listed")
+    for link in sorted(links, key=len, reverse=True):
+        message = message.replace(link, links[link]).replace(os.path.basename(link), links[link])
+    return message
 
 
 def _listed_once(paths):

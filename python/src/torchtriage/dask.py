@@ -35,7 +35,15 @@ def _list(dir_or_paths):
     # trace), or None. Returned, not raised, for the client to raise: the
     # worker does not log it as a failed task.
     try:
-        return torchtriage._batch_listing(dir_or_paths), None
+        listing = torchtriage._batch_listing(dir_or_paths)
+        if not listing[0]:
+            # No trace: the error batch raises, which names why.
+            torchtriage.batch(dir_or_paths, jobs=1)
+        if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
+            where = torchtriage._as_given(os.path.abspath(os.fsdecode(os.fspath(dir_or_paths))), [dir_or_paths])
+        else:
+            where = torchtriage._list_dir([os.path.abspath(os.fsdecode(os.fspath(p))) for p in dir_or_paths])
+        return (listing, where), None
     except FileNotFoundError as e:
         return None, e.filename
     except ValueError as e:
@@ -74,7 +82,7 @@ def batch(
         raise failed
     if failed is not None:
         raise torchtriage._not_found(failed)
-    entries, skipped, skip_notes, incomplete = listing
+    (entries, skipped, skip_notes, incomplete), where = listing
     # The files left out that look like missing ranks, warned of first, as
     # batch does before it reads the traces.
     torchtriage._warn_notes({"notes": skip_notes}, 2)
@@ -91,8 +99,9 @@ def batch(
     if incomplete is not None:
         report["notes"].append(incomplete)
         torchtriage._warn_notes({"notes": [incomplete]}, 2)
-    if isinstance(dir_or_paths, (str, bytes, os.PathLike)):
-        report["dir"] = os.fspath(dir_or_paths)
+    # As batch names it: the path given, or the deepest directory holding
+    # every path of a list.
+    report["dir"] = where
     threads = client.nthreads()
     report["jobs"] = max(1, min(len(entries), sum(threads.values())))
     return report
