@@ -35,6 +35,14 @@
 //! - every other row has no role, including a row whose compute time is
 //!   above the bar but is not the highest, beside a slow rank.
 //!
+//! - the likely late rank, when no slow rank is named: the row with the
+//!   least exposed communication, below the median by more than
+//!   `straggler_pct` percent of it and by at least [`WAIT_FLOOR_SHARE`] of
+//!   the median busy time, among at least three measured rows. It waited
+//!   least in the collectives, so the others waited for it, and its GPU
+//!   compute does not say why: its delay comes before its kernels (the
+//!   host, the input pipeline, data loading).
+//!
 //! Medians of an even count average the two middle values.
 
 use std::path::PathBuf;
@@ -356,6 +364,9 @@ pub struct StageSummary {
     /// ascending: the comparison still treats each file as a rank.
     pub shared_ranks: Vec<u64>,
     pub kernels: Vec<KernelSpread>,
+    /// The row of the likely late rank (see the module's rules), when no
+    /// slow rank is named.
+    pub late: Option<usize>,
 }
 
 /// Median of the values (NaN-safe order; 0 for none).
@@ -461,6 +472,22 @@ fn summarize_stage(
             r.waits_on = slow_rank.filter(|&s| s != r.rank);
         }
     }
+    let late = if slow.is_some() || comm.len() < 3 {
+        None
+    } else {
+        median_exposed_comm_us.and_then(|m| {
+            let floor = WAIT_FLOOR_SHARE * median_busy_us.unwrap_or(0.0);
+            let least = (0..rows.len()).filter(|&i| rows[i].facts.exposed_comm().is_some()).reduce(|a, b| {
+                if less_exposed(&rows[b], &rows[a]) {
+                    b
+                } else {
+                    a
+                }
+            })?;
+            let e = rows[least].facts.exposed_comm()?;
+            (m - e > m * straggler_pct / 100.0 && m - e >= floor && m - e > 0.0).then_some(least)
+        })
+    };
     // Rows are sorted by rank: equal ranks are neighbours.
     let mut shared_ranks: Vec<u64> = rows.windows(2).filter(|w| w[0].rank == w[1].rank).map(|w| w[0].rank).collect();
     shared_ranks.dedup();
@@ -475,6 +502,7 @@ fn summarize_stage(
         unexplained,
         shared_ranks,
         kernels,
+        late,
     }
 }
 
@@ -769,6 +797,25 @@ mod tests {
 
     fn roles(s: &StageSummary) -> Vec<(Option<&'static str>, Option<u64>)> {
         s.rows.iter().map(|r| (r.role.map(Role::name), r.waits_on)).collect()
+    }
+
+    #[test]
+    fn a_rank_held_up_before_its_kernels_is_the_late_rank() {
+        // Rank 2 stalls on the host before a collective: its compute is the
+        // others', and it waits 2.86 ms less in the collective than they do.
+        let s = stage_of(&[(1190.0, 8400.0), (1190.0, 8400.0), (1190.0, 5540.0), (1190.0, 8400.0)]);
+        assert_eq!((s.slow_rank, s.late), (None, Some(2)));
+        assert!(roles(&s).iter().all(|r| *r == (None, None)), "{:?}", roles(&s));
+        let lines = crate::report::batch::roles_lines(&s, 10.0, &Default::default());
+        assert!(
+            lines.iter().any(|l| l.starts_with("Likely late rank: 2 (exposed comm 5.54 ms, -34.0% against the median 8.40 ms)")),
+            "{lines:?}"
+        );
+        // A slow rank explains the waits: no late rank beside it.
+        assert_eq!(stage_of(&[(1000.0, 8400.0), (1000.0, 8400.0), (4000.0, 5540.0), (1000.0, 8400.0)]).late, None);
+        // Within the bar, or with two ranks only, no rank is late.
+        assert_eq!(stage_of(&[(1000.0, 8400.0), (1000.0, 8000.0), (1000.0, 8400.0)]).late, None);
+        assert_eq!(stage_of(&[(1000.0, 8400.0), (1000.0, 5000.0)]).late, None);
     }
 
     #[test]

@@ -183,7 +183,8 @@ pub(crate) fn roles_legend(pct: f64) -> String {
     format!(
         "Roles: slow = the most compute (kernel time outside communication), more than {pct}% above the stage median \
          and by at least a quarter of the spread of exposed communication; \
-         waiting = exposed communication more than {pct}% above the median and above it by at least {floor}% of the median busy time (beside a slow rank, only ranks whose own compute is not)",
+         waiting = exposed communication more than {pct}% above the median and above it by at least {floor}% of the median busy time (beside a slow rank, only ranks whose own compute is not); \
+         late (with no slow rank) = the least exposed communication, more than {pct}% below the median and below it by at least {floor}% of the median busy time",
         floor = 100.0 * crate::analysis::ranks::WAIT_FLOOR_SHARE
     )
 }
@@ -288,6 +289,18 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64, labels: &FileLabels) -> Ve
         }
         None => {
             out.push(no_slow_rank_line(s, pct, &named));
+            if let Some(r) = s.late.and_then(|i| s.rows.get(i)) {
+                out.push(format!(
+                    "Likely late rank: {} (exposed comm {}, {} against the median {}): it waited the least in the collectives, so the others waited for it there, and its GPU compute does not say why: look at what comes before its kernels (the host, the input pipeline, data loading)",
+                    named(r),
+                    opt_ms(r.facts.exposed_comm()),
+                    r.facts
+                        .exposed_comm()
+                        .zip(s.median_exposed_comm_us)
+                        .map_or_else(|| "-".into(), |(e, m)| against_median(e, m)),
+                    opt_ms(s.median_exposed_comm_us),
+                ));
+            }
             if !waiting.is_empty() {
                 out.push(format!(
                     "Waiting, with no slow rank among the traces: {} (no rank's GPU compute explains the wait)",
@@ -601,6 +614,7 @@ pub fn json(stages: &[StageSummary], info: &RunInfo) -> String {
                     "excess_compute_us": u.excess_us,
                     "comm_spread_us": u.comm_spread_us,
                 })),
+                "late_rank": s.late.and_then(|i| s.rows.get(i)).map(|r| r.rank),
                 "shared_ranks": s.shared_ranks,
                 "ranks": s.rows.iter().map(row_value).collect::<Vec<_>>(),
                 "kernels": kernels,
@@ -700,6 +714,7 @@ mod tests {
             unexplained: None,
             shared_ranks: ranks.to_vec(),
             kernels: Vec::new(),
+            late: None,
         }
     }
 

@@ -159,6 +159,7 @@ const BATCH_STAGES: &[&str] = &[
     "unexplained_slow_rank.excess_compute_us",
     "unexplained_slow_rank.comm_spread_us",
     "unexplained_slow_rank.file",
+    "late_rank",
 ];
 /// The per-unit figures of a kernel or category diff row.
 const NORMALIZED: &[&str] = &[
