@@ -71,6 +71,22 @@ pub fn shown(path: &Path) -> String {
     text.chars().map(|c| if is_hidden_char(c) { escaped(c) } else { c.to_string() }).collect()
 }
 
+/// A path as a command line to copy would give it: [`shown`], in single
+/// quotes (a quote as `'\''`) unless it is made only of characters no
+/// shell reads otherwise, and after `./` when it starts with `-` (which
+/// would read as an option).
+pub fn shell_word(path: &Path) -> String {
+    let mut text = shown(path);
+    if text.starts_with('-') {
+        text.insert_str(0, "./");
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        return text;
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(p) = &self.path {
@@ -143,6 +159,19 @@ impl From<std::io::Error> for Error {
 
 #[cfg(test)]
 mod tests {
+    use super::shell_word;
+    use std::path::Path;
+
+    #[test]
+    fn a_path_to_copy_into_a_command_line_is_quoted_when_a_shell_would_read_it() {
+        assert_eq!(shell_word(Path::new("/data/job-1/ranks_0.json")), "/data/job-1/ranks_0.json");
+        assert_eq!(shell_word(Path::new("sp ace")), "'sp ace'");
+        assert_eq!(shell_word(Path::new("it's")), "'it'\\''s'");
+        assert_eq!(shell_word(Path::new("-ranks")), "./-ranks");
+        assert_eq!(shell_word(Path::new("a\nb")), "'a\\nb'");
+        assert_eq!(shell_word(Path::new("$HOME")), "'$HOME'");
+    }
+
     use super::*;
 
     #[test]

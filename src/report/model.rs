@@ -446,7 +446,10 @@ impl LeftOut {
         let traces = if self.count == 1 { "trace" } else { "traces" };
         let others = match self.count {
             0 => String::new(),
-            n => format!("; {n} other {traces} left out (`torchtriage batch {input}` reads every trace)"),
+            n => format!(
+                "; {n} other {traces} left out (`torchtriage batch {}` reads every trace)",
+                crate::error::shell_word(&self.input)
+            ),
         };
         if self.unseen.is_empty() {
             return format!("note: {input}: {what}{others}");

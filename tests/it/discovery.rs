@@ -66,6 +66,23 @@ fn triage_of_a_directory_parses_the_chosen_rank_once() {
     assert_each_parsed_once(&out, &[&paths[0]]);
 }
 
+/// The command a note suggests for the other ranks can be copied as it is:
+/// a folder whose name a shell would split is quoted.
+#[test]
+fn the_batch_a_note_suggests_quotes_a_folder_a_shell_would_split() {
+    let (dir, _) = rank_dir(".json", plain);
+    let spaced = dir.path().join("sp ace");
+    std::fs::create_dir(&spaced).unwrap();
+    for r in 0..2 {
+        std::fs::rename(dir.path().join(format!("rank{r}.json")), spaced.join(format!("rank{r}.json"))).unwrap();
+    }
+    let out = common::run(&["triage", spaced.to_str().unwrap()]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let want = format!("(`torchtriage batch '{}'` reads every trace)", spaced.display());
+    assert!(stderr.contains(&want), "{stderr}");
+}
+
 #[test]
 fn batch_parses_each_rank_once() {
     let (dir, paths) = rank_dir(".json", plain);

@@ -569,7 +569,7 @@ def test_a_bad_summary_is_named_by_its_place_in_the_list():
             torchtriage.merge(whole)
 
 
-def test_warnings_name_keywords_and_functions():
+def test_warnings_name_keywords_and_functions(tmp_path):
     # The notes name the command line's options and commands; their
     # warnings name what the Python caller wrote instead.
     with pytest.warns(UserWarning) as caught:
@@ -582,6 +582,16 @@ def test_warnings_name_keywords_and_functions():
         torchtriage.triage(ranks)
     texts = [str(w.message) for w in caught]
     assert any("`torchtriage.batch('%s')` reads every trace" % ranks in t for t in texts), texts
+    # A folder a shell would split is quoted on the command line, and read
+    # back whole.
+    spaced = tmp_path / "sp ace"
+    spaced.mkdir()
+    for p in sorted(ranks.iterdir())[:2]:
+        shutil.copy(p, spaced / p.name)
+    with pytest.warns(UserWarning) as caught:
+        torchtriage.triage(spaced)
+    texts = [str(w.message) for w in caught]
+    assert any("`torchtriage.batch(%r)` reads every trace" % str(spaced) in t for t in texts), texts
 
 
 _TRACES = _shared_traces()

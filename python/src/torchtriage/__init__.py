@@ -27,6 +27,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import tempfile
 import warnings
 
@@ -570,7 +571,11 @@ def _call_in_python(match):
     # `torchtriage diff A B --gate PCT` as `torchtriage.diff('A', 'B', gate=PCT)`:
     # the words before the first option are arguments, an option's value
     # (an upper-case placeholder kept as it is) its keyword's.
-    words = match.group(2).split()
+    # The command line quotes a path a shell would read otherwise.
+    try:
+        words = shlex.split(match.group(2))
+    except ValueError:
+        words = match.group(2).split()
     args, i = [], 0
     while i < len(words) and not words[i].startswith("--"):
         args.append(repr(words[i]))
