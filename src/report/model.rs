@@ -517,16 +517,24 @@ impl SkipReason {
     /// line in the report.
     pub fn warning(self, path: &std::path::Path, name_rank: Option<u64>) -> Option<String> {
         let named = match (self, name_rank) {
+            (SkipReason::UnreadableDirectory, _) => String::new(),
             (
                 SkipReason::EmptyFile
                 | SkipReason::DanglingLink
                 | SkipReason::LinkLoop
-                | SkipReason::UnreadableDirectory
-                | SkipReason::NotRegular,
-                _,
+                | SkipReason::NotRegular
+                | SkipReason::NotATrace
+                | SkipReason::SameFile,
+                Some(rank),
+            ) => format!(" (its name gives rank {rank})"),
+            (
+                SkipReason::EmptyFile
+                | SkipReason::DanglingLink
+                | SkipReason::LinkLoop
+                | SkipReason::NotRegular
+                | SkipReason::SameFile,
+                None,
             ) => String::new(),
-            (SkipReason::NotATrace | SkipReason::SameFile, Some(rank)) => format!(" (its name gives rank {rank})"),
-            (SkipReason::SameFile, None) => String::new(),
             _ => return None,
         };
         Some(format!("warning: {}: skipped, {self}{named}", crate::error::shown(path)))
@@ -542,6 +550,20 @@ impl std::fmt::Display for SkipReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_skipped_file_named_for_a_rank_says_which_rank_whatever_the_reason() {
+        let p = std::path::Path::new("rank4.json");
+        for why in [SkipReason::EmptyFile, SkipReason::DanglingLink, SkipReason::NotRegular, SkipReason::NotATrace] {
+            assert_eq!(
+                why.warning(p, Some(4)),
+                Some(format!("warning: rank4.json: skipped, {why} (its name gives rank 4)"))
+            );
+        }
+        assert_eq!(SkipReason::EmptyFile.warning(p, None).as_deref(), Some("warning: rank4.json: skipped, empty file"));
+        assert_eq!(SkipReason::NotATrace.warning(p, None), None);
+        assert_eq!(SkipReason::MergedTrace.warning(p, Some(4)), None);
+    }
 
     #[test]
     fn the_skipped_events_warning_counts_in_words() {
