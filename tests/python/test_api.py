@@ -242,7 +242,7 @@ def test_a_batch_warns_of_the_ranks_it_skipped(tmp_path):
             report = torchtriage.batch(given)
         texts = [str(w.message) for w in caught]
         assert any(t.endswith("rank1.json: skipped, not recognised as a trace (its name gives rank 1)") for t in texts), texts
-        assert any(t.endswith("rank2.json: skipped, empty file") for t in texts), texts
+        assert any(t.endswith("rank2.json: skipped, empty file (its name gives rank 2)") for t in texts), texts
         assert len(report["skipped"]) == 2 and report["files"] == 1
 
 
