@@ -5,6 +5,7 @@
 //! Ctrl-C (and other signals) every 50 ms, so a notebook interrupt returns
 //! at once (the abandoned run finishes in the background and is dropped).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -74,15 +75,17 @@ fn interruptible<T: Send + 'static>(py: Python<'_>, work: impl FnOnce() -> T + S
 /// Runs the `torchtriage` command line (`argv[0]` is the program name) and
 /// returns its exit code; errors are printed as the command prints them.
 #[pyfunction]
-fn cli(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
-    interruptible(py, move || torchtriage::cli::run(argv.into_iter().map(Into::into)))
+fn cli(py: Python<'_>, argv: Vec<OsString>) -> PyResult<i32> {
+    interruptible(py, move || torchtriage::cli::run(argv))
 }
 
 /// Runs a command line (without the program name) and returns its exit
-/// code; an error raises instead of being printed.
+/// code; an error raises instead of being printed. The arguments are the
+/// file system's: a path that is not UTF-8 (a `str` with its bytes escaped,
+/// as `os.fsdecode` gives it) reaches the command as those bytes.
 #[pyfunction]
-fn run(py: Python<'_>, args: Vec<String>) -> PyResult<i32> {
-    let argv = std::iter::once("torchtriage".to_string()).chain(args);
+fn run(py: Python<'_>, args: Vec<OsString>) -> PyResult<i32> {
+    let argv = std::iter::once(OsString::from("torchtriage")).chain(args);
     let mut parsed = torchtriage::cli::parse(argv).map_err(option_error)?;
     // The caller gets the report, failures and gate verdicts included.
     parsed.global.embedded = true;

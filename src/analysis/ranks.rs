@@ -179,6 +179,9 @@ impl StageFacts {
 /// reads back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RankFacts {
+    /// Written as text, a name that is not UTF-8 with its bad bytes
+    /// replaced (JSON holds no other).
+    #[serde(serialize_with = "lossy_path")]
     pub file: PathBuf,
     pub rank: u64,
     pub rank_source: RankSource,
@@ -190,6 +193,10 @@ pub struct RankFacts {
     /// [`RankFacts::rank`] was taken from).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed_rank: Option<u64>,
+}
+
+pub(crate) fn lossy_path<S: serde::Serializer>(path: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
 }
 
 /// The world sizes the files' traces give, each with how many files give

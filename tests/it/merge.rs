@@ -348,3 +348,29 @@ fn the_report_replaces_neither_a_summary_nor_a_trace() {
         assert_eq!(std::fs::read(target).unwrap(), before, "{}", target.display());
     }
 }
+
+/// A folder whose name is not UTF-8 (bytes a Latin-1 system wrote) still
+/// gets its summaries written, and `merge` reads them back: a summary
+/// names such a trace with its bad bytes replaced.
+#[test]
+fn summaries_of_a_trace_whose_name_is_not_utf8_are_written_and_merged() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join(std::ffi::OsStr::from_bytes(b"job\xfe"));
+    std::fs::create_dir(&job).unwrap();
+    let first = std::fs::read_dir(RANKS).unwrap().map(|e| e.unwrap().path()).min().unwrap();
+    std::fs::copy(&first, job.join("rank0.json.gz")).unwrap();
+    let sums = dir.path().join("sums");
+    let bin = env!("CARGO_BIN_EXE_torchtriage");
+    let out = std::process::Command::new(bin)
+        .args(["-q", "batch"])
+        .arg(&job)
+        .args(["--summaries", s(&sums)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (code, merged, stderr) = json(&["merge", s(&sums)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let file = merged["stages"][0]["ranks"][0]["file"].as_str().unwrap();
+    assert!(file.ends_with("job\u{fffd}/rank0.json.gz"), "{file}");
+}

@@ -747,3 +747,19 @@ def test_gate_warnings_are_the_commands_stderr_lines(tmp_path):
             warnings.simplefilter("always")
             torchtriage.diff(base, new, gate=gate, gate_on=gate_on)
         assert [str(w.message) for w in caught if str(w.message).startswith("gate: ")] == want
+
+
+def test_paths_that_are_not_utf8_are_read_as_the_command_reads_them(tmp_path):
+    # A name a Latin-1 system wrote, given as bytes or as os.fsdecode gives
+    # it: every function reads it, as the command line does.
+    odd = os.path.join(os.fsencode(str(tmp_path)), b"run\xff.json")
+    shutil.copy(FIXTURE, odd)
+    for given in [odd, os.fsdecode(odd)]:
+        report = torchtriage.triage(given)
+        assert report["kernel_tables"], report
+        assert torchtriage.diff(given, given)["stages"]
+        assert "facts" in torchtriage.summarize(given)
+    folder = os.path.join(os.fsencode(str(tmp_path)), b"job\xfe")
+    os.mkdir(folder)
+    shutil.copy(FIXTURE, os.path.join(folder, b"rank0.json"))
+    assert torchtriage.batch(folder)["files"] == 1

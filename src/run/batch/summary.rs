@@ -26,7 +26,9 @@ pub const SUMMARY_SUFFIX: &str = ".summary.json";
 pub struct RankSummary {
     pub schema_version: u32,
     pub kind: String,
-    /// The trace, as the batch found it.
+    /// The trace, as the batch found it (a name that is not UTF-8 with its
+    /// bad bytes replaced).
+    #[serde(serialize_with = "crate::analysis::ranks::lossy_path")]
     pub file: PathBuf,
     /// Its size in bytes.
     pub size: u64,
