@@ -229,6 +229,17 @@ pub(crate) fn failed_files_line(info: &RunInfo) -> Option<String> {
     })
 }
 
+/// `exposed comm 5.54 ms, -34.1% against the median 8.40 ms` for row `r`.
+fn exposed_against_median(s: &StageSummary, r: &RankRow) -> String {
+    let exposed = r.facts.exposed_comm();
+    format!(
+        "exposed comm {}, {} against the median {}",
+        opt_ms(exposed),
+        exposed.zip(s.median_exposed_comm_us).map_or_else(|| "-".into(), |(e, m)| against_median(e, m)),
+        opt_ms(s.median_exposed_comm_us),
+    )
+}
+
 /// The lines under a rank table naming the slow rank and the ranks waiting.
 pub(crate) fn roles_lines(s: &StageSummary, pct: f64, labels: &FileLabels) -> Vec<String> {
     // A rank number more than one file holds is named with its file, and
@@ -256,17 +267,12 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64, labels: &FileLabels) -> Ve
     match s.rows.iter().find(|r| r.role == Some(Role::Slow)) {
         Some(r) => {
             out.push(format!(
-                "Likely slow rank: {} (compute {}, {} against the median {}; exposed comm {}, {} against the median {})",
+                "Likely slow rank: {} (compute {}, {} against the median {}; {})",
                 named(r),
                 format_ms(r.compute_us),
                 against_median(r.compute_us, s.median_compute_us),
                 format_ms(s.median_compute_us),
-                opt_ms(r.facts.exposed_comm()),
-                r.facts
-                    .exposed_comm()
-                    .zip(s.median_exposed_comm_us)
-                    .map_or_else(|| "-".into(), |(e, m)| against_median(e, m)),
-                opt_ms(s.median_exposed_comm_us),
+                exposed_against_median(s, r),
             ));
             let close: Vec<String> = s
                 .rows
@@ -291,14 +297,9 @@ pub(crate) fn roles_lines(s: &StageSummary, pct: f64, labels: &FileLabels) -> Ve
             out.push(no_slow_rank_line(s, pct, &named));
             if let Some(r) = s.late.and_then(|i| s.rows.get(i)) {
                 out.push(format!(
-                    "Likely late rank: {} (exposed comm {}, {} against the median {}): it waited the least in the collectives, so the others waited for it there, and its GPU compute does not say why: look at what comes before its kernels (the host, the input pipeline, data loading)",
+                    "Likely late rank: {} ({}): it waited the least in the collectives, so the others waited for it there, and its GPU compute does not say why: look at what comes before its kernels (the host, the input pipeline, data loading)",
                     named(r),
-                    opt_ms(r.facts.exposed_comm()),
-                    r.facts
-                        .exposed_comm()
-                        .zip(s.median_exposed_comm_us)
-                        .map_or_else(|| "-".into(), |(e, m)| against_median(e, m)),
-                    opt_ms(s.median_exposed_comm_us),
+                    exposed_against_median(s, r),
                 ));
             }
             if !waiting.is_empty() {

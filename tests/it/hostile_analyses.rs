@@ -100,7 +100,6 @@ fn non_finite_huge_and_negative_times_never_panic_an_analysis() {
     }
 }
 
-/// A directory holding two small real traces.
 /// A trace whose only kernel starts at no finite time has a kernel: the
 /// headline says the timeline could not place it, not that nothing ran on
 /// a GPU, in every text format.
@@ -126,6 +125,7 @@ fn kernels_the_timeline_cannot_place_are_not_called_absent() {
     }
 }
 
+/// A directory holding two small real traces.
 fn trace_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (i, src) in SMALL.iter().enumerate() {
