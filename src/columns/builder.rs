@@ -86,6 +86,10 @@ pub struct ColumnsBuilder {
     last_counted: [(Sym, usize); 2],
 }
 
+/// The longest GPU event the kernel table sums, in µs: 2^53 µs, 285 years,
+/// past any profile, and short enough that no sum of them overflows.
+pub const MAX_GPU_DUR_US: f64 = 9_007_199_254_740_992.0;
+
 /// Adds one to `sym`'s count, through the one-entry cache `last`.
 #[inline]
 fn count_one(map: &mut FxIndexMap<Sym, u64>, last: &mut (Sym, usize), sym: Sym) {
@@ -433,12 +437,14 @@ impl ColumnsBuilder {
             && cc & CAT_ANNOTATION == 0
             && nc & NAME_CALL_ANN == 0
             && (cc & CAT_KERNELISH != 0 || has_stream_marker);
-        let kernel_like = complete && gpu_event;
+        // A GPU event longer than `MAX_GPU_DUR_US` is no measurement
+        // either: two of them would sum to infinity.
+        let kernel_like = complete && gpu_event && dur <= MAX_GPU_DUR_US;
         // A GPU event left out for its times (no `ts` or `dur`, or a
-        // negative, NaN or infinite duration) is counted with the skipped
-        // events, so the report says the kernel table lacks it; a zero
-        // duration is a real, empty event and is not.
-        if gpu_event && (ev.ts.is_none() || ev.dur.is_none() || dur < 0.0 || !dur.is_finite()) {
+        // negative, NaN, infinite or longer duration) is counted with the
+        // skipped events, so the report says the kernel table lacks it; a
+        // zero duration is a real, empty event and is not.
+        if gpu_event && (ev.ts.is_none() || ev.dur.is_none() || dur < 0.0 || !(dur <= MAX_GPU_DUR_US)) {
             self.t.counts.skipped += 1;
         }
         let stream_int = if has_stream_marker { stream_int(ev.args.stream) } else { -1 };

@@ -264,6 +264,8 @@ pub const COARSE_CLOCK_US: f64 = 9_007_199_254_740_992.0;
 pub fn coarse_clock_note(path: &std::path::Path, extreme_us: f64) -> String {
     // The spacing of doubles at that timestamp.
     let step = 2f64.powi(extreme_us.abs().log2().floor() as i32 - 52);
+    // Written out while short (256 µs), in exponent form past that.
+    let step = if step < 1e6 { step.to_string() } else { format!("{step:.3e}") };
     format!(
         "warning: {}: timestamps reach {extreme_us:.3e} µs, where a double holds a time only to {step} µs: \
          kernels, gaps and steps shorter than that are not measured exactly (a clock in nanoseconds written as microseconds?)",
