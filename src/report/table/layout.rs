@@ -285,8 +285,7 @@ pub fn shorten_head(text: &str, width: usize) -> String {
     if width == 0 {
         return String::new();
     }
-    let tail: String = take_columns(text.chars().rev(), width - 1).chars().rev().collect();
-    format!("…{tail}")
+    format!("…{}", super::names::take_tail_columns(text, width - 1))
 }
 
 /// A column header as lines of at most `width` characters, words kept whole

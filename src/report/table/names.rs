@@ -130,9 +130,16 @@ pub fn shorten_middle(text: &str, width: usize) -> String {
     // The tail gets what the head left: a wide character that did not fit
     // there leaves its column to the tail.
     let tail = width - columns(&out);
-    let tail: String = take_columns(text.chars().rev(), tail).chars().rev().collect();
-    out.push_str(&tail);
+    out.push_str(&take_tail_columns(text, tail));
     out
+}
+
+/// The longest end of `text` that takes at most `width` columns and does
+/// not start with a combining mark (or another zero-width character) whose
+/// base character it left out.
+pub fn take_tail_columns(text: &str, width: usize) -> String {
+    let tail: String = take_columns(text.chars().rev(), width).chars().rev().collect();
+    tail.chars().skip_while(|&c| unicode_width::UnicodeWidthChar::width(c) == Some(0)).collect()
 }
 
 /// Terminal columns `text` takes: two for a wide (CJK) character, none for
@@ -222,6 +229,18 @@ pub fn common_prefix_chars(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_never_leaves_a_combining_mark_without_its_letter() {
+        let name = format!("{}_combining", "e\u{301}".repeat(50));
+        for width in 5..40 {
+            let cut = shorten_middle(&name, width);
+            assert!(!cut.contains("…\u{301}"), "{width}: {cut:?}");
+            assert!(columns(&cut) <= width, "{width}: {cut:?}");
+            let head = crate::report::table::layout::shorten_head(&name, width);
+            assert!(!head.contains("…\u{301}"), "{width}: {head:?}");
+        }
+    }
 
     #[test]
     fn shortening_around_a_difference_keeps_it() {
