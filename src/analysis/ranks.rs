@@ -484,14 +484,10 @@ fn summarize_stage(
     } else {
         median_exposed_comm_us.and_then(|m| {
             let floor = WAIT_FLOOR_SHARE * median_busy_us.unwrap_or(0.0);
-            let least = (0..rows.len()).filter(|&i| rows[i].facts.exposed_comm().is_some()).reduce(|a, b| {
-                if less_exposed(&rows[b], &rows[a]) {
-                    b
-                } else {
-                    a
-                }
-            })?;
-            let e = rows[least].facts.exposed_comm()?;
+            // The first of equal least, as the rows are in rank order.
+            let (least, e) = (0..rows.len())
+                .filter_map(|i| Some((i, rows[i].facts.exposed_comm()?)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))?;
             (m - e > m * straggler_pct / 100.0 && m - e >= floor && m - e > 0.0).then_some(least)
         })
     };

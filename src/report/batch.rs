@@ -476,13 +476,14 @@ pub fn rank_notes(stages: &[StageSummary], info: &RunInfo) -> Vec<String> {
         .collect()
 }
 
-/// Ranks as a list (`0, 2 and 5`), at most [`MISSING_SHOWN`] of them named.
-fn ranks_listed(ranks: &[u64]) -> String {
-    let mut named: Vec<String> = ranks.iter().take(MISSING_SHOWN).map(u64::to_string).collect();
-    if ranks.len() > MISSING_SHOWN {
-        named.push(format!("{} more", ranks.len() - MISSING_SHOWN));
+/// The `count` ranks `ranks` yields as a list (`ranks 0, 2 and 5`), at most
+/// [`MISSING_SHOWN`] of them named, then `and N more`.
+fn ranks_listed(ranks: impl Iterator<Item = u64>, count: u64) -> String {
+    let mut named: Vec<String> = ranks.take(MISSING_SHOWN).map(|r| r.to_string()).collect();
+    if count > MISSING_SHOWN as u64 {
+        named.push(format!("{} more", count - MISSING_SHOWN as u64));
     }
-    let word = if ranks.len() == 1 { "rank" } else { "ranks" };
+    let word = if count == 1 { "rank" } else { "ranks" };
     format!("{word} {}", crate::report::listed(&named))
 }
 
@@ -497,7 +498,7 @@ fn stages_missing_ranks_notes(stages: &[StageSummary]) -> impl Iterator<Item = S
             format!(
                 "warning: stage {} has no trace of {}, which another stage has: it is compared among the ranks it has, and its slow rank may be one it lacks",
                 s.stage.as_str(),
-                ranks_listed(&lacks)
+                ranks_listed(lacks.iter().copied(), lacks.len() as u64)
             )
         })
     })
@@ -518,7 +519,9 @@ fn step_counts_note(s: &StageSummary) -> Option<String> {
     }
     let parts: Vec<String> = by_count
         .iter()
-        .map(|(n, ranks)| format!("{} {}", counted(*n, "step", "steps"), format_args!("on {}", ranks_listed(ranks))))
+        .map(|(n, ranks)| {
+            format!("{} on {}", counted(*n, "step", "steps"), ranks_listed(ranks.iter().copied(), ranks.len() as u64))
+        })
         .collect();
     Some(format!(
         "warning: in stage {} the ranks' traces cover different numbers of steps ({}): their times are compared as totals, so a rank with more steps looks busier",
@@ -559,15 +562,11 @@ fn missing_ranks_note(info: &RunInfo) -> Option<String> {
     if absent == 0 {
         return None;
     }
-    let shown = absent.min(MISSING_SHOWN as u64) as usize;
-    let mut named: Vec<String> =
-        (0..world).filter(|r| info.ranks.binary_search(r).is_err()).take(shown).map(|r| r.to_string()).collect();
-    if absent > shown as u64 {
-        named.push(format!("{} more", absent - shown as u64));
-    }
-    let list = crate::report::listed(&named);
-    let ranks = if absent == 1 { "rank" } else { "ranks" };
-    Some(format!("warning: the traces give a world size of {world}, and no file triaged holds {ranks} {list}"))
+    let missing = (0..world).filter(|r| info.ranks.binary_search(r).is_err());
+    Some(format!(
+        "warning: the traces give a world size of {world}, and no file triaged holds {}",
+        ranks_listed(missing, absent)
+    ))
 }
 
 /// The notes of a batch report: skipped files that look like missing

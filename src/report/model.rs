@@ -519,25 +519,9 @@ impl SkipReason {
     /// line in the report.
     pub fn warning(self, path: &std::path::Path, name_rank: Option<u64>) -> Option<String> {
         let named = match (self, name_rank) {
-            (SkipReason::UnreadableDirectory, _) => String::new(),
-            (
-                SkipReason::EmptyFile
-                | SkipReason::DanglingLink
-                | SkipReason::LinkLoop
-                | SkipReason::NotRegular
-                | SkipReason::NotATrace
-                | SkipReason::SameFile,
-                Some(rank),
-            ) => format!(" (its name gives rank {rank})"),
-            (
-                SkipReason::EmptyFile
-                | SkipReason::DanglingLink
-                | SkipReason::LinkLoop
-                | SkipReason::NotRegular
-                | SkipReason::SameFile,
-                None,
-            ) => String::new(),
-            _ => return None,
+            (SkipReason::MergedTrace | SkipReason::Summary, _) | (SkipReason::NotATrace, None) => return None,
+            (SkipReason::UnreadableDirectory, _) | (_, None) => String::new(),
+            (_, Some(rank)) => format!(" (its name gives rank {rank})"),
         };
         Some(format!("warning: {}: skipped, {self}{named}", crate::error::shown(path)))
     }

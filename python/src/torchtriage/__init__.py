@@ -669,9 +669,8 @@ def _listed_error(message, tmp, links):
     # batch's error about the folder of links to a list's paths, worded
     # about the paths listed, each named as listed.
     message = message.replace(tmp + ": no trace files in this directory or below it", "no trace among the paths listed")
-    for link in sorted(links, key=len, reverse=True):
-        message = message.replace(link, links[link]).replace(os.path.basename(link), links[link])
-    return message
+    # The error names a file of the folder by its name there.
+    return _as_listed(_as_listed(message, links), {os.path.basename(link): p for link, p in links.items()})
 
 
 def _listed_once(paths):
@@ -692,17 +691,20 @@ def _has_trace_suffix(name):
     return name.lower().endswith((".json", ".json.gz", ".json.zst", ".zst"))
 
 
+def _as_listed(text, links):
+    # `text` with each link of `links` (the longest first) named as the path
+    # it stands for.
+    for link in sorted(links, key=len, reverse=True):
+        text = text.replace(link, links[link])
+    return text
+
+
 def _named_as_listed(report, links):
     # A batch of a list ran over links to its paths: name what the report
     # names by a link as the path listed.
-    def listed(text):
-        for link in sorted(links, key=len, reverse=True):
-            text = text.replace(link, links[link])
-        return text
-
     for entry in report.get("skipped", []):
-        entry["file"] = listed(entry["file"])
-    report["notes"] = [listed(n) for n in report.get("notes", [])]
+        entry["file"] = _as_listed(entry["file"], links)
+    report["notes"] = [_as_listed(n, links) for n in report.get("notes", [])]
 
 
 def _batch(directory, jobs, options):
